@@ -1,0 +1,79 @@
+"""The tidy sample table: one row per measured (or published) number, unit always a column.
+
+Modelled on PerfKitBenchmarker's Sample (metric, value, unit, metadata), flattened into columns so
+that pandas can group and pivot it. Metric names follow ``{direction}_{quantity}[_{statistic}]``.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from briefkit import units
+
+#: Columns every sample table has, in this order.
+COLUMNS = [
+    "brief", "config", "workload", "load_kind", "load", "rep",
+    "metric", "value", "unit",
+    "host", "tool", "tool_version", "campaign", "started_at", "ended_at", "source",
+]
+
+#: The metric vocabulary and the unit each metric is stored in after ingest.
+#: Percentile metrics (``..._p99``, ``..._p99.9``) take the unit of their family.
+CANONICAL_UNITS = {
+    "read_bw": "MB/s", "write_bw": "MB/s", "trim_bw": "MB/s", "total_bw": "MB/s",
+    "read_iops": "IO/s", "write_iops": "IO/s", "trim_iops": "IO/s", "total_iops": "IO/s",
+    "read_clat": "us", "write_clat": "us", "trim_clat": "us",
+    "read_lat": "us", "write_lat": "us",
+    "ops": "ops/s", "micros_per_op": "us", "db_bw": "MB/s", "device_bw": "MB/s",
+    "nopm": "1/min", "tpm": "1/min", "txn_lat": "ms", "wal_write_lat": "ms",
+    "watts": "W", "energy": "J",
+    "ops_per_watt": "ops/s/W", "mbps_per_watt": "MB/s/W", "tb_per_kwh": "TB/kWh",
+    "watts_per_nopm": "W/(1/min)",
+}
+
+
+def family(metric: str) -> str:
+    """``read_clat_p99.9`` -> ``read_clat``; ``read_bw`` -> ``read_bw``."""
+    for statistic in ("_mean", "_p", "_stddev", "_min", "_max", "_count"):
+        head, sep, tail = metric.rpartition(statistic)
+        if sep and head in CANONICAL_UNITS and (statistic != "_p" or tail[:1].isdigit()):
+            return head
+    return metric
+
+
+def canonical_unit(metric: str) -> str:
+    try:
+        return CANONICAL_UNITS[family(metric)]
+    except KeyError:
+        raise KeyError(f"metric {metric!r} is not in the vocabulary (briefkit.samples.CANONICAL_UNITS)") from None
+
+
+def frame(rows: list[dict], **common) -> pd.DataFrame:
+    """Build a sample table from dicts, filling ``common`` provenance and converting every value
+    to its metric's canonical unit. Columns not given are left empty (NA)."""
+    table = pd.DataFrame([{**common, **row} for row in rows], columns=COLUMNS)
+    return to_canonical(table)
+
+
+def to_canonical(table: pd.DataFrame) -> pd.DataFrame:
+    """Convert each row's value to the canonical unit of its metric (the one conversion step)."""
+    table = table.copy()
+    table["value"] = table["value"].astype(float)
+    for (metric, unit), index in table.groupby(["metric", "unit"], dropna=False).groups.items():
+        target = canonical_unit(metric)
+        if unit != target:
+            table.loc[index, "value"] = units.convert(table.loc[index, "value"], unit, target)
+            table.loc[index, "unit"] = target
+    return table
+
+
+def empty() -> pd.DataFrame:
+    return pd.DataFrame(columns=COLUMNS)
+
+
+def concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    tables = [t for t in tables if len(t)]
+    return pd.concat(tables, ignore_index=True)[COLUMNS] if tables else empty()
+
+
+def to_csv(table: pd.DataFrame, stream) -> None:
+    table.to_csv(stream, index=False, columns=COLUMNS)
