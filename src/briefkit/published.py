@@ -174,3 +174,21 @@ def load(folder: str | Path) -> PublishedBrief:
     for index, claim in enumerate(claims):
         _require(claim, ("id", "where", "kind", "workload", "metric", "stated"), Path(f"{claims_path} claim #{index + 1}"))
     return PublishedBrief(folder.name, folder, meta, points, claims)
+
+
+def appendix_table(brief: PublishedBrief, workload: str) -> pd.DataFrame:
+    """A data table exactly as printed: one row per load, each configuration's columns."""
+    rows = brief.points[brief.points["workload"] == workload]
+    out = {}
+    for load, group in rows.groupby(brief.load_kind, sort=False):
+        record = {("", brief.load_kind.capitalize()): f"{load:g}"}
+        for row in group.itertuples(index=False):
+            row = row._asdict()
+            for column, spec in brief.meta["columns"].items():
+                printed = row[column]
+                record[(row["config"], spec["label"])] = (
+                    "" if printed is None else f"{printed.text}{spec.get('suffix', '')}")
+        out[load] = record
+    table = pd.DataFrame(list(out.values()))
+    table.columns = pd.MultiIndex.from_tuples(table.columns)   # configuration over its metrics, as printed
+    return table

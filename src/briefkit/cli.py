@@ -1,0 +1,137 @@
+"""The ``briefkit`` command line.
+
+    briefkit list                     briefs declared in params.yaml
+    briefkit samples BRIEF            data/processed/BRIEF.parquet (published + measured samples)
+    briefkit execute BRIEF            run the brief's notebook with papermill -> reports/BRIEF.ipynb
+    briefkit render BRIEF             reports/BRIEF.ipynb -> reports/BRIEF.html and .pdf
+    briefkit build BRIEF              samples, execute and render in one go (what dvc repro does)
+    briefkit check BRIEF              the reproduction check of a published brief, as CSV
+    briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from briefkit import project
+
+
+def _samples(args) -> int:
+    from briefkit import published, samples
+
+    base = project.root()
+    brief = project.brief(args.brief, base)
+    tables = []
+    if brief.published:
+        tables.append(published.load(base / brief.published).samples())
+    table = samples.concat(tables)
+    out = brief.paths(base)["samples"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_parquet(out, index=False)
+    print(f"{out.relative_to(base)}: {len(table)} samples", file=sys.stderr)
+    return 0
+
+
+def _execute(args) -> int:
+    import papermill
+
+    base = project.root()
+    brief = project.brief(args.brief, base)
+    paths = brief.paths(base)
+    parameters = {"brief": brief.slug, "samples_path": str(paths["samples"].resolve()), **brief.parameters}
+    if brief.published:
+        parameters["published_dir"] = str((base / brief.published).resolve())
+    paths["executed"].parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    papermill.execute_notebook(str(paths["notebook"]), str(paths["executed"]), parameters=parameters,
+                               cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
+                               kernel_name="python3")
+    print(f"{paths['executed'].relative_to(base)}: executed in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _render(args) -> int:
+    from briefkit import render
+
+    base = project.root()
+    paths = project.brief(args.brief, base).paths(base)
+    if not paths["executed"].exists():
+        raise SystemExit(f"{paths['executed']} does not exist: run `briefkit execute {args.brief}` "
+                         "(or `dvc repro`) first")
+    started = time.monotonic()
+    render.render(paths["executed"], paths["html"], paths["pdf"])
+    print(f"{paths['html'].relative_to(base)}, {paths['pdf'].relative_to(base)}: rendered in "
+          f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _build(args) -> int:
+    for step in (_samples, _execute, _render):
+        step(args)
+    return 0
+
+
+def _check(args) -> int:
+    from briefkit import claims, published
+
+    base = project.root()
+    brief = project.brief(args.brief, base)
+    if not brief.published:
+        raise SystemExit(f"brief {args.brief!r} has no published data to check")
+    table = claims.check_all(published.load(base / brief.published))
+    table.to_csv(sys.stdout, index=False)
+    return 1 if args.strict and (table["verdict"] == claims.MISMATCH).any() else 0
+
+
+def _ingest(args) -> int:
+    from briefkit import ingest, samples
+
+    tables = [ingest.parse(args.tool, Path(path)) for path in args.files]
+    samples.to_csv(samples.concat(tables), sys.stdout)
+    return 0
+
+
+def _list(args) -> int:
+    for slug, brief in project.briefs().items():
+        print(f"{slug}\tnotebooks/{brief.notebook}.ipynb\t{brief.published or '-'}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="briefkit", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="briefs declared in params.yaml").set_defaults(func=_list)
+    for name, func, text in (("samples", _samples, "write data/processed/BRIEF.parquet"),
+                             ("execute", _execute, "run the brief notebook with papermill"),
+                             ("render", _render, "HTML and PDF from the executed notebook"),
+                             ("build", _build, "samples, execute and render")):
+        cmd = sub.add_parser(name, help=text)
+        cmd.add_argument("brief")
+        cmd.add_argument("--quiet", action="store_true", help="no progress bar")
+        cmd.set_defaults(func=func)
+    check = sub.add_parser("check", help="reproduction check of a published brief, as CSV")
+    check.add_argument("brief")
+    check.add_argument("--strict", action="store_true", help="exit 1 when a claim does not match")
+    check.set_defaults(func=_check)
+    from briefkit.ingest import PARSERS
+    ingest_cmd = sub.add_parser("ingest", help="tidy samples of raw tool output, as CSV on stdout")
+    ingest_cmd.add_argument("tool", choices=sorted(PARSERS))
+    ingest_cmd.add_argument("files", nargs="+")
+    ingest_cmd.set_defaults(func=_ingest)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (project.ParamsError, ValueError, KeyError, FileNotFoundError) as exc:
+        print(f"briefkit: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

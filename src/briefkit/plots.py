@@ -1,0 +1,87 @@
+"""The figures of the briefs, drawn the same way for published and measured data.
+
+Throughput-against-latency figures draw one path per configuration *in load order* (a path, not
+a line sorted by x: throughput can fall as load rises), each point labelled with its load.
+"""
+from __future__ import annotations
+
+import os
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+#: Fixed colours, so a configuration keeps its colour across every figure of a brief.
+PALETTE = ["#1f4e9c", "#d9822b", "#5a9e3a", "#8c4fa3", "#c23b3b", "#3a8f9e"]
+
+
+def setup() -> None:
+    """Deterministic SVG output (same bytes on every run) and the brief's look."""
+    os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.9)
+    plt.rcParams.update({
+        "svg.hashsalt": "briefkit", "svg.fonttype": "path", "figure.dpi": 100,
+        "axes.spines.top": False, "axes.spines.right": False, "figure.autolayout": True,
+    })
+    try:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+        set_matplotlib_formats("svg")
+    except ImportError:   # outside a notebook kernel
+        pass
+
+
+def colours(configs: list[str]) -> dict[str, str]:
+    return {config: PALETTE[i % len(PALETTE)] for i, config in enumerate(configs)}
+
+
+def _label_points(ax, xs, ys, labels, colour, offset=(4, 4)) -> None:
+    for x, y, label in zip(xs, ys, labels):
+        ax.annotate(f"{label:g}", (x, y), textcoords="offset points", xytext=offset,
+                    fontsize=7, color=colour)
+
+
+def load_paths(ax, x: pd.DataFrame, y: pd.DataFrame, *, xlabel: str, ylabel: str,
+               palette: dict[str, str], load_label: str = "threads") -> None:
+    """One path per configuration through (x, y) in load order; x and y are wide tables with the
+    load as index and configurations as columns."""
+    for i, config in enumerate(x.columns):
+        order = x.index  # load order, never sorted by x
+        xs, ys = x.loc[order, config], y.loc[order, config]
+        ax.plot(xs, ys, marker="o", markersize=5, linewidth=1.8, label=config, color=palette[config])
+        # Alternate label sides so that neighbouring paths do not print over each other.
+        _label_points(ax, xs, ys, order, palette[config], offset=(4, 4) if i % 2 == 0 else (-12, -10))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(title=None, frameon=False, fontsize=8)
+    ax.annotate(f"point labels: {load_label}", xy=(1, 0), xycoords="axes fraction", ha="right",
+                va="bottom", fontsize=7, color="#666666", xytext=(0, 4), textcoords="offset points")
+
+
+def by_load(ax, y: pd.DataFrame, *, ylabel: str, palette: dict[str, str], xlabel: str) -> None:
+    """A metric against the load, one line per configuration."""
+    for config in y.columns:
+        ax.plot(y.index, y[config], marker="o", markersize=5, linewidth=1.8, label=config, color=palette[config])
+    ax.set_xticks(list(y.index))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(frameon=False, fontsize=8)
+
+
+def _short(value: float) -> str:
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:g}M"
+    if abs(value) >= 1e3:
+        return f"{value / 1e3:g}k"
+    return f"{value:g}"
+
+
+def thousands(ax, axis: str = "x") -> None:
+    """Tick labels as 200k / 1.5M, which stay readable on half-width panels."""
+    from matplotlib.ticker import FuncFormatter
+    formatter = FuncFormatter(lambda v, _: _short(v))
+    (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(formatter)
+
+
+def figure(ncols: int = 1, width: float = 7.0, height: float = 3.6):
+    fig, axes = plt.subplots(1, ncols, figsize=(width, height))
+    return fig, axes

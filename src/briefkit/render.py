@@ -1,0 +1,70 @@
+"""Executed notebook -> HTML (code hidden, offline, A4 print styling) -> PDF (headless Chromium).
+
+Chromium is Debian's package (``make setup`` installs it); its flags keep it off the network,
+which this pipeline never needs.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from briefkit import __version__
+
+TEMPLATES = Path(__file__).parent / "templates"
+#: Cells that never appear in a brief: the parameters, papermill's injected copy, error anchors.
+REMOVED_CELL_TAGS = {"remove-cell", "parameters", "injected-parameters", "papermill-error-cell-tag"}
+CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome")
+
+
+class RenderError(RuntimeError):
+    pass
+
+
+def to_html(notebook: Path, html: Path) -> Path:
+    import nbformat
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+
+    config = Config()
+    config.TagRemovePreprocessor.remove_cell_tags = REMOVED_CELL_TAGS
+    config.TagRemovePreprocessor.remove_input_tags = {"remove-input"}
+    config.TagRemovePreprocessor.enabled = True
+    config.HTMLExporter.exclude_input = True          # a brief shows results, never code
+    config.HTMLExporter.exclude_input_prompt = True
+    config.HTMLExporter.exclude_output_prompt = True
+    exporter = HTMLExporter(config=config, template_name="brief", extra_template_basedirs=[str(TEMPLATES)])
+    node = nbformat.read(notebook, as_version=4)
+    body, _ = exporter.from_notebook_node(
+        node, resources={"metadata": {"name": Path(notebook).stem}, "briefkit_version": __version__})
+    html.parent.mkdir(parents=True, exist_ok=True)
+    html.write_text(body, encoding="utf-8")
+    return html
+
+
+def chromium() -> str:
+    for candidate in CHROMIUM_CANDIDATES:
+        found = shutil.which(candidate)
+        if found:
+            return found
+    raise RenderError("Chromium is not installed, so no PDF can be made; `make setup` installs Debian's "
+                      "chromium package (or: apt-get install chromium)")
+
+
+def to_pdf(html: Path, pdf: Path, timeout: float = 120) -> Path:
+    pdf.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="briefkit-chromium-") as profile:
+        argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-pdf-header-footer", f"--user-data-dir={profile}",
+                f"--print-to-pdf={pdf.resolve()}", html.resolve().as_uri()]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0 or not pdf.exists() or pdf.stat().st_size == 0:
+        raise RenderError(f"chromium could not print {html} to {pdf} (exit {done.returncode}): "
+                          f"{done.stderr.strip()[-800:]}")
+    return pdf
+
+
+def render(notebook: Path, html: Path, pdf: Path) -> tuple[Path, Path]:
+    return to_html(notebook, html), to_pdf(html, pdf)

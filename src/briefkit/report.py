@@ -1,0 +1,46 @@
+"""Small display helpers for brief notebooks: Markdown, captioned HTML tables, verdict colours.
+
+Tables are plain ``DataFrame.to_html`` (no random ids), so executed notebooks are byte-stable and
+nbval can compare them.
+"""
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+from IPython.display import HTML, Markdown, display
+
+VERDICT_CLASS = {"matches": "ok", "rounding": "round", "does not match": "bad"}
+
+
+def md(text: str) -> None:
+    display(Markdown(text))
+
+
+def table(frame: pd.DataFrame, caption: str, *, note: str = "", css_class: str = "brief-table") -> None:
+    """A captioned table as the briefs print them ("Table 1: ...")."""
+    body = frame.to_html(index=False, escape=True, classes=css_class, border=0, na_rep="n/a")
+    note_html = f'<p class="table-note">{html.escape(note)}</p>' if note else ""
+    display(HTML(f'<figure class="table">{body}<figcaption>{html.escape(caption)}</figcaption>{note_html}</figure>'))
+
+
+def verdict_table(checks: pd.DataFrame, caption: str) -> None:
+    """The reproduction check, one row per checked number, verdict cells coloured by class."""
+    rows = []
+    for row in checks.itertuples(index=False):
+        cls = VERDICT_CLASS.get(row.verdict, "")
+        why = row.reason or ""
+        if row.comes_from and row.verdict != "matches":   # a match is located by the recomputed column
+            why = f"{why}{'. ' if why else ''}Source: {row.comes_from}"
+        rows.append(
+            "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (row.where, row.statement or row.stated, row.recomputed))
+            + f'<td class="verdict {cls}">{html.escape(row.verdict)}</td><td>{html.escape(why)}</td></tr>')
+    head = "".join(f'<th class="{c}">{h}</th>' for c, h in (
+        ("where", "Where"), ("stated", "Published"), ("recomputed", "Recomputed from the brief's data"),
+        ("verdict", "Verdict"), ("why", "Why, and where the published number comes from")))
+    display(HTML(f'<figure class="table"><table class="brief-table checks"><thead><tr>{head}</tr></thead>'
+                 f'<tbody>{"".join(rows)}</tbody></table><figcaption>{html.escape(caption)}</figcaption></figure>'))
+
+
+def bullets(items: list[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)
