@@ -32,6 +32,7 @@ CANONICAL_UNITS = {
     "rocksdb_get_lat": "us", "rocksdb_write_lat": "us", "rocksdb_seek_lat": "us",
     "rocksdb_multiget_lat": "us", "rocksdb_sst_read_lat": "us",
     "nopm": "1/min", "tpm": "1/min", "txn_lat": "ms", "wal_write_lat": "ms",
+    "txn_count": "txn", "txn_failed": "txn", "txn_skipped": "txn", "txn_rollback": "txn", "elapsed": "s",
     "watts": "W", "energy": "J",
     "ops_per_watt": "ops/s/W", "mbps_per_watt": "MB/s/W", "tb_per_kwh": "TB/kWh",
     "watts_per_nopm": "W/(1/min)",
