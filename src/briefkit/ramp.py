@@ -1,0 +1,158 @@
+"""The load ramp of an OLTP brief: raise the load step by step until a stop condition, then
+report the last step before it. Pure functions over a list of measured steps.
+
+Two stop conditions, either or both enabled (``StopRule``):
+
+- Performance plateau. Step n (n >= 1) is *past the plateau* when, compared with step n-1, its
+  NOPM rose by less than ``min_nopm_gain_pct`` % while its 99.9th percentile transaction time
+  rose by more than ``max_p999_rise_pct`` %: more load bought little throughput at a clear
+  latency cost. Defaults 5 % and 20 %.
+- Log write latency. Step n *exceeds the log limit* when its mean WAL write latency
+  (``briefkit.workloads.oltp.wal``) is above ``wal_limit_ms`` (default 5 ms, the usual
+  best-practice ceiling for a transaction log).
+
+The chosen point is the step just before the first step that meets a condition. When no step
+meets one, it is the highest load tested (and the reason says the ramp did not reach a stop).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Step:
+    """One load step's results. Latencies in ms; ``wal_write_ms`` None when not measured."""
+
+    clients: int
+    nopm: float
+    lat_mean_ms: float
+    lat_p999_ms: float
+    wal_write_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class StopRule:
+    plateau: bool = True
+    min_nopm_gain_pct: float = 5.0
+    max_p999_rise_pct: float = 20.0
+    wal_limit_ms: float | None = 5.0  # None: no log-latency condition
+
+    def __post_init__(self) -> None:
+        if not self.plateau and self.wal_limit_ms is None:
+            raise ValueError("a StopRule needs at least one condition (plateau or wal_limit_ms)")
+
+
+def describe(rule: StopRule) -> str:
+    """The rule as sentences for the brief's "How we tested" section."""
+    parts = []
+    if rule.plateau:
+        parts.append(f"a step reaches the performance plateau when its NOPM is less than "
+                     f"{rule.min_nopm_gain_pct:g} % above the previous step's while its 99.9th percentile "
+                     f"transaction time is more than {rule.max_p999_rise_pct:g} % above the previous step's")
+    if rule.wal_limit_ms is not None:
+        parts.append(f"a step reaches the log-latency limit when its mean WAL (log) write latency, "
+                     f"write plus flush time per flush, exceeds {rule.wal_limit_ms:g} ms")
+    conditions = "; ".join(parts)
+    return (f"The load was raised step by step until a stop condition: {conditions}. "
+            "The reported point is the last step before the first step that met a stop condition; "
+            "when no step met one, it is the highest load tested.")
+
+
+def relative_change_pct(before: float, after: float) -> float:
+    """(after / before - 1) x 100; from 0 it is +inf for a rise, 0 for no change."""
+    if before == 0:
+        return 0.0 if after == 0 else math.copysign(math.inf, after)
+    return (after / before - 1.0) * 100.0
+
+
+def stop_reasons(steps: Sequence[Step], index: int, rule: StopRule) -> list[str]:
+    """Why step ``index`` meets a stop condition (empty list: it does not)."""
+    step = steps[index]
+    reasons = []
+    if rule.wal_limit_ms is not None and step.wal_write_ms is not None and step.wal_write_ms > rule.wal_limit_ms:
+        reasons.append(f"at {step.clients} clients the WAL write latency was {step.wal_write_ms:.3g} ms "
+                       f"(> {rule.wal_limit_ms:g} ms)")
+    if rule.plateau and index >= 1:
+        previous = steps[index - 1]
+        gain = relative_change_pct(previous.nopm, step.nopm)
+        rise = relative_change_pct(previous.lat_p999_ms, step.lat_p999_ms)
+        if gain < rule.min_nopm_gain_pct and rise > rule.max_p999_rise_pct:
+            reasons.append(f"from {previous.clients} to {step.clients} clients NOPM changed by {gain:+.1f} % "
+                           f"(< {rule.min_nopm_gain_pct:g} %) while the 99.9th percentile rose "
+                           f"{rise:+.1f} % (> {rule.max_p999_rise_pct:g} %)")
+    return reasons
+
+
+def chosen_point(steps: Sequence[Step], rule: StopRule = StopRule()) -> tuple[int | None, str]:
+    """(index of the reported step, why). None when the very first step already meets a condition."""
+    if not steps:
+        raise ValueError("no steps")
+    for index in range(len(steps)):
+        reasons = stop_reasons(steps, index, rule)
+        if reasons:
+            because = "; ".join(reasons)
+            if index == 0:
+                return None, f"the first step already met a stop condition ({because}): no step qualifies"
+            return index - 1, f"stop condition met ({because}); reported: {steps[index - 1].clients} clients"
+    last = len(steps) - 1
+    unmeasured = "" if rule.wal_limit_ms is None or all(s.wal_write_ms is not None for s in steps) \
+        else " (WAL write latency was not measured at every step)"
+    return last, (f"no stop condition met up to {steps[last].clients} clients{unmeasured}; "
+                  "reported: the highest load tested")
+
+
+@dataclass(frozen=True)
+class RampPolicy:
+    """Which client counts to try: an explicit list, or ``start`` multiplied by ``factor`` up to ``max_clients``."""
+
+    clients: tuple[int, ...] | None = None
+    start: int = 1
+    factor: float = 2.0
+    max_clients: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.clients is not None and (not self.clients or sorted(set(self.clients)) != list(self.clients)
+                                         or self.clients[0] < 1):
+            raise ValueError(f"clients must be strictly increasing positive counts, got {self.clients!r}")
+        if self.clients is None and (self.start < 1 or self.factor <= 1 or self.max_clients < self.start):
+            raise ValueError("need start >= 1, factor > 1, max_clients >= start")
+
+
+def next_clients(steps: Sequence[Step], policy: RampPolicy, rule: StopRule = StopRule()) -> int | None:
+    """The client count of the next step, or None when the ramp is over (a stop condition was met
+    by the last step, or the policy has no higher load)."""
+    if steps and stop_reasons(steps, len(steps) - 1, rule):
+        return None
+    if policy.clients is not None:
+        done = len(steps)
+        return policy.clients[done] if done < len(policy.clients) else None
+    if not steps:
+        return policy.start
+    following = max(steps[-1].clients + 1, int(round(steps[-1].clients * policy.factor)))
+    return following if following <= policy.max_clients else None
+
+
+def steps_from_samples(table: pd.DataFrame, wal_metric: str = "wal_write_lat") -> list[Step]:
+    """Steps from tidy samples (``briefkit.samples``): rows with ``workload == 'all'`` and
+    ``load`` = clients, metrics ``nopm``, ``txn_lat_mean``, ``txn_lat_p99.9`` (ms) and optionally
+    ``wal_write_lat`` (ms). One row per (load, metric) is expected; several reps are an error."""
+    rows = table[table["workload"] == "all"]
+    wanted = ["nopm", "txn_lat_mean", "txn_lat_p99.9", wal_metric]
+    rows = rows[rows["metric"].isin(wanted)]
+    duplicated = rows.duplicated(["load", "metric"])
+    if duplicated.any():
+        raise ValueError(f"several samples for the same load and metric: {rows[duplicated][['load', 'metric']].values.tolist()}"
+                         "; select one rep (or average them explicitly) first")
+    wide = rows.pivot(index="load", columns="metric", values="value").sort_index()
+    missing = [m for m in wanted[:3] if m not in wide.columns]
+    if missing:
+        raise ValueError(f"samples lack metric(s) {missing} (workload 'all')")
+    return [Step(clients=int(load), nopm=float(r["nopm"]), lat_mean_ms=float(r["txn_lat_mean"]),
+                 lat_p999_ms=float(r["txn_lat_p99.9"]),
+                 wal_write_ms=None if wal_metric not in wide.columns or pd.isna(r.get(wal_metric))
+                 else float(r[wal_metric]))
+            for load, r in wide.iterrows()]
