@@ -36,11 +36,22 @@ def to_html(notebook: Path, html: Path) -> Path:
     config.HTMLExporter.exclude_output_prompt = True
     exporter = HTMLExporter(config=config, template_name="brief", extra_template_basedirs=[str(TEMPLATES)])
     node = nbformat.read(notebook, as_version=4)
+    node.metadata.setdefault("title", _title(node) or Path(notebook).stem)
     body, _ = exporter.from_notebook_node(
         node, resources={"metadata": {"name": Path(notebook).stem}, "briefkit_version": __version__})
     html.parent.mkdir(parents=True, exist_ok=True)
     html.write_text(body, encoding="utf-8")
     return html
+
+
+def _title(node) -> str | None:
+    """The brief's first heading, which the notebook writes as Markdown output."""
+    for cell in node.cells:
+        for output in cell.get("outputs", []):
+            text = output.get("data", {}).get("text/markdown", "")
+            if text.startswith("# "):
+                return text.splitlines()[0][2:].strip()
+    return None
 
 
 def chromium() -> str:

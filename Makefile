@@ -1,0 +1,69 @@
+# The few commands a newcomer needs. `make reproduce` regenerates every brief; `make test` tests.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(abspath $(VENV))/bin
+export PATH := $(BIN):$(PATH)
+export DVC_NO_ANALYTICS := 1
+
+# Debian packages the pipeline and the tests run: PDF rendering, the workload tools, a real sshd.
+APT_PACKAGES := chromium poppler-utils fonts-liberation fio rocksdb-tools postgresql postgresql-client \
+                openssh-server openssh-client xfsprogs util-linux procps
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+
+.PHONY: help setup system python reproduce test test-unit test-notebooks lab notebooks lock clean
+
+help:
+	@echo "make reproduce   set up, then regenerate every brief into reports/ (dvc repro)"
+	@echo "make test        set up, then run the tests (pytest, nbval)"
+	@echo "make lab         JupyterLab on notebooks/ with the project's environment"
+	@echo "make notebooks   re-execute the committed notebooks (the outputs nbval compares)"
+	@echo "make lock        re-pin requirements.lock from requirements.in"
+
+setup: system python
+
+system:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "== installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "== Debian packages: all present"; fi
+
+python: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "requirements.lock pins Python 3.11; run make PYTHON=python3.11 ...")'
+	@echo "== Python environment in $(VENV) (requirements.lock)"
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q --require-hashes -r requirements.lock
+	$(BIN)/pip install -q --no-deps -e .
+	touch $@
+
+reproduce: setup
+	dvc repro
+	@ls -l reports/*.html reports/*.pdf
+
+test: setup test-unit test-notebooks
+
+test-unit:
+	pytest tests
+
+# Strict nbval (outputs compared) on the notebooks whose default run is deterministic.
+test-notebooks:
+	pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
+	  notebooks/rocksdb_sweep.ipynb
+
+lab: setup
+	jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 $(ROOT_FLAG)
+
+notebooks: setup
+	for nb in notebooks/*.ipynb; do jupyter nbconvert --to notebook --execute --inplace "$$nb"; done
+
+lock:
+	$(BIN)/pip install -q uv
+	$(BIN)/uv pip compile --python-version 3.11 --generate-hashes requirements.in -o requirements.lock
+
+clean:
+	rm -rf reports/*.ipynb reports/*.html reports/*.pdf data/processed
