@@ -92,6 +92,7 @@ class SshHost(Host):
         self.keepalive_interval = keepalive_interval
         self.poll_interval = poll_interval  # one SFTP stat per interval while a job runs: no remote process
         self.name = name or f"{self.username}@{hostname}:{self.port}"
+        self.connections = 0  # how many times a connection was opened (1 + reconnects)
         self._conn: asyncssh.SSHClientConnection | None = None
         self._sftp: asyncssh.SFTPClient | None = None
         self._connect_lock = asyncio.Lock()
@@ -133,6 +134,7 @@ class SshHost(Host):
                 return self._conn
             self._conn, self._sftp = None, None
             self._conn = await self._open()
+            self.connections += 1
             return self._conn
 
     async def _open(self) -> asyncssh.SSHClientConnection:

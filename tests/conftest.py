@@ -1,0 +1,34 @@
+"""Shared fixtures: a real OpenSSH sshd on a loopback port (``sshd``) and this machine (``local_host``).
+
+Tests that run fio, db_bench or pgbench over SSH take ``sshd`` and use ``sshd.host`` (a connected
+SshHost), or ``sshd.new_host()`` for a connection of their own. The attributes hostname, port,
+username, client_key and known_hosts are there for tools that need them (e.g. an ssh command line).
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from briefkit.hosts import LocalHost
+from briefkit.hosts.sshd import SSHD, LoopbackSshd
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory):
+    """A real sshd (Debian's openssh-server) on 127.0.0.1:<free port>, root login by key, torn down
+    at the end of the session. Missing sshd is a failure, not a skip: the set-up installs it."""
+    if not os.access(SSHD, os.X_OK):
+        pytest.fail(f"{SSHD} is missing: install openssh-server (apt-get install openssh-server); "
+                    f"the SSH tests need a real sshd", pytrace=False)
+    server = LoopbackSshd(tmp_path_factory.mktemp("sshd"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def local_host():
+    return LocalHost()

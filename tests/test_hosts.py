@@ -1,0 +1,302 @@
+"""Hosts over both transports, against real processes and a real sshd (the ``sshd`` fixture).
+
+The sshd listens on loopback, so "remote" processes are on this machine: the tests check their
+survival or death in /proc directly, independently of the code under test.
+"""
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from briefkit.hosts import (
+    CommandError, CommandTimeout, HostConnectionError, HostKeyError, JobError, JobLost, JobTimeout, LocalHost, SshHost,
+)
+from briefkit.hosts.sshd import LoopbackSshd, free_port
+
+AWKWARD = [
+    "two words", "it's", '"double"', "$(touch PWNED1)", "`touch PWNED2`", "; touch PWNED3", "&& touch PWNED4",
+    "| touch PWNED5", "*", "$HOME", "back\\slash", "new\nline", "", "-n", "--", "tab\there", "ünïcode",
+]
+
+
+@pytest.fixture(params=["local", "ssh"])
+def host(request, sshd):
+    return LocalHost() if request.param == "local" else sshd.host
+
+
+def marker() -> str:
+    """A unique sleep duration: finds exactly this test's processes in /proc."""
+    return f"{300 + random.random() * 100:.7f}"
+
+
+def live_with(arg: str, program: str | None = None) -> list[int]:
+    """Pids of live (non-zombie) processes with ``arg`` among their argv (and argv[0] == program)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if arg.encode() in argv and state != "Z" and (program is None or argv[0] == program.encode()):
+            pids.append(int(entry.name))
+    return pids
+
+
+def wait_for(predicate, timeout: float = 10.0) -> None:
+    """Poll until ``predicate()`` holds (set-up, not a timing assertion)."""
+    import time
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"condition not reached within {timeout} s")
+        time.sleep(0.02)
+
+
+# -- run -----------------------------------------------------------------------------------
+
+def test_run_passes_awkward_arguments_verbatim(host, tmp_path):
+    workdir = tmp_path / "dir with spaces; $(x)"
+    workdir.mkdir()
+    res = host.run(["printf", r"%s\0", *AWKWARD], cwd=str(workdir))
+    assert res.stdout.split("\0")[:-1] == AWKWARD
+    assert list(workdir.iterdir()) == []  # nothing was run by a shell: no PWNED files
+    assert not any(tmp_path.glob("PWNED*")) and not any(Path.home().glob("PWNED*"))
+
+
+def test_run_cwd_and_env_values_are_not_interpreted(host, tmp_path):
+    value = "$(touch PWNED6) 'q' \"dq\" ;`x`"
+    res = host.run(["sh", "-c", 'printf "%s|%s" "$BK_VALUE" "$(pwd)"'], cwd=str(tmp_path), env={"BK_VALUE": value})
+    assert res.stdout == f"{value}|{tmp_path}"
+    assert not any(tmp_path.iterdir())
+
+
+def test_run_rejects_a_shell_string(host):
+    with pytest.raises(TypeError, match="list of strings"):
+        host.run("echo hi; id")
+
+
+def test_failing_command_exit_code_and_error(host):
+    argv = ["sh", "-c", "echo out; echo 'first problem' >&2; echo 'last problem' >&2; exit 3"]
+    res = host.run(argv, check=False)
+    assert (res.returncode, res.stdout, res.stderr) == (3, "out\n", "first problem\nlast problem\n")
+    with pytest.raises(CommandError) as err:
+        host.run(argv)
+    assert err.value.returncode == 3 and err.value.argv == argv
+    message = str(err.value)
+    assert "exited with code 3" in message and "last problem" in message and repr(argv) in message
+
+
+def test_missing_program_is_127(host):
+    res = host.run(["briefkit-no-such-program", "x"], check=False)
+    assert res.returncode == 127
+
+
+def test_timeout_kills_the_command_tree(host):
+    mark = marker()
+    with pytest.raises(CommandTimeout, match="timed out after 0.5 s"):
+        host.run(["sh", "-c", 'sleep "$1" & sleep "$1"; wait', "sh", mark], timeout=0.5)
+    wait_for(lambda: not live_with(mark))
+
+
+# -- host keys and connection errors ---------------------------------------------------------
+
+def test_unknown_host_key_shows_fingerprint_and_the_command_to_accept_it(sshd, tmp_path):
+    known_hosts = tmp_path / "known_hosts"  # does not exist yet
+    host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[sshd.client_key],
+                   known_hosts=known_hosts)
+    with pytest.raises(HostKeyError) as err:
+        host.run(["true"])
+    message = str(err.value)
+    assert not err.value.changed
+    assert err.value.fingerprint == sshd.host_key_fingerprint  # computed by ssh-keygen -lf from the key file
+    assert sshd.host_key_fingerprint in message and str(known_hosts) in message
+    accept = next(line.strip() for line in message.splitlines() if line.strip().startswith("ssh-keyscan"))
+    assert accept.startswith(f"ssh-keyscan -p {sshd.port} ")
+    # the printed command, run as printed, makes the next connection succeed
+    subprocess.run(["bash", "-c", accept], check=True, capture_output=True)
+    assert host.run(["echo", "trusted"]).stdout == "trusted\n"
+    host.close()
+
+
+def test_changed_host_key_is_refused_with_both_commands(sshd, tmp_path):
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    kind, blob = Path(f"{other}.pub").read_text().split()[:2]
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(f"[{sshd.hostname}]:{sshd.port} {kind} {blob}\n")
+    host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[sshd.client_key],
+                   known_hosts=known_hosts)
+    with pytest.raises(HostKeyError) as err:
+        host.connect()
+    assert err.value.changed and err.value.fingerprint == sshd.host_key_fingerprint
+    assert "CHANGED" in str(err.value) and f"ssh-keygen -R '[{sshd.hostname}]:{sshd.port}'" in str(err.value)
+
+
+def test_connection_refused_names_host_and_port(tmp_path):
+    port = free_port()
+    host = SshHost("127.0.0.1", port, username="root", client_keys=[], known_hosts=tmp_path / "kh")
+    with pytest.raises(HostConnectionError, match=rf"127\.0\.0\.1:{port}: connection refused"):
+        host.run(["true"])
+
+
+def test_wrong_client_key_is_an_authentication_error(sshd, tmp_path):
+    stranger = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[stranger],
+                   known_hosts=sshd.known_hosts)
+    with pytest.raises(HostConnectionError, match=f"cannot log in to {sshd.hostname}:{sshd.port}"):
+        host.connect()
+
+
+# -- detached jobs -------------------------------------------------------------------------
+
+def test_job_completes_and_its_output_is_collected(host, tmp_path):
+    workdir = tmp_path / "jobs"
+    job = host.start(["sh", "-c", "echo to-stdout; echo to-stderr >&2; exit 3"], str(workdir), "j1")
+    assert job.wait() == 3
+    res = job.result()
+    assert (res.returncode, res.stdout, res.stderr) == (3, "to-stdout\n", "to-stderr\n")
+    assert (workdir / "j1.rc").read_text().strip() == "3"
+    assert int((workdir / "j1.pid").read_text()) == job.pid
+    with pytest.raises(JobError, match="already exists"):
+        host.start(["true"], str(workdir), "j1")  # raw outputs are never overwritten
+    with pytest.raises(CommandError, match="to-stderr"):
+        host.attach(str(workdir), "j1").wait(check=True)
+
+
+def test_job_arguments_are_not_interpreted(host, tmp_path):
+    job = host.start(["printf", r"%s\0", *AWKWARD], str(tmp_path), "quoted")
+    assert job.wait() == 0
+    assert job.result().stdout.split("\0")[:-1] == AWKWARD
+    assert not any(tmp_path.glob("PWNED*"))
+
+
+def test_job_progress_is_reported_while_it_runs(host, tmp_path):
+    seen = []
+    job = host.start(["sleep", "0.6"], str(tmp_path), "slow")
+    assert job.wait(progress=lambda j, elapsed: seen.append(elapsed), interval=0.1) == 0
+    assert seen and seen == sorted(seen)
+
+
+def test_stop_kills_the_job_process_group(host, tmp_path):
+    mark = marker()
+    with host.start(["sh", "-c", 'sleep "$1" & sleep "$1"; wait', "sh", mark], str(tmp_path), "stopme") as job:
+        wait_for(lambda: len(live_with(mark, "sleep")) == 2)
+        assert job.stop() == 128 + 15  # the wrapper records the command's death by TERM
+    wait_for(lambda: not live_with(mark))
+    assert (tmp_path / "stopme.stopped").read_text().strip() == "TERM"
+
+
+def test_stop_escalates_to_kill_when_term_is_ignored(local_host, tmp_path):
+    mark = marker()
+    with local_host.start(["sh", "-c", 'trap "" TERM; sleep "$1"', "sh", mark], str(tmp_path), "stubborn") as job:
+        wait_for(lambda: live_with(mark))
+        assert job.stop(grace=0.3) == 137
+    wait_for(lambda: not live_with(mark))
+
+
+def test_interrupt_during_wait_stops_the_remote_job(sshd, tmp_path):
+    mark = marker()
+    job = sshd.host.start(["sleep", mark], str(tmp_path), "interrupted")
+
+    def interrupt(job, elapsed):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        job.wait(progress=interrupt, interval=0.05)
+    assert job.stopped and job.returncode == 143
+    wait_for(lambda: not live_with(mark))
+
+
+def test_exception_in_with_block_stops_the_job(host, tmp_path):
+    mark = marker()
+    with pytest.raises(RuntimeError):
+        with host.start(["sleep", mark], str(tmp_path), "ctx") as job:
+            wait_for(lambda: live_with(mark))
+            raise RuntimeError("analysis failed")
+    assert job.returncode == 143
+    wait_for(lambda: not live_with(mark))
+
+
+def test_wait_timeout_stops_the_job(host, tmp_path):
+    mark = marker()
+    job = host.start(["sleep", mark], str(tmp_path), "late")
+    with pytest.raises(JobTimeout, match="still running after 0.3 s"):
+        job.wait(timeout=0.3)
+    wait_for(lambda: not live_with(mark))
+
+
+def test_a_killed_wrapper_is_reported_as_lost(local_host, tmp_path):
+    mark = marker()
+    with local_host.start(["sleep", mark], str(tmp_path), "lost") as job:
+        wait_for(lambda: live_with(mark))
+        os.killpg(job.pid, 9)  # nothing gets to write lost.rc
+        with pytest.raises(JobLost, match="without recording an exit code"):
+            job.wait()
+
+
+def test_job_survives_dropped_connections(tmp_path):
+    """The sessions serving the client are killed mid-run (as a network drop ends them), then sshd
+    itself is stopped and restarted: the wait reconnects with backoff and collects the job."""
+    with LoopbackSshd(tmp_path / "sshd") as server:
+        host = server.new_host()
+        job = host.start(["sh", "-c", "sleep 2; echo finished"], str(tmp_path / "jobs"), "survivor")
+        dropped, restarts = [], []
+
+        def sabotage(job, elapsed):
+            if not dropped:
+                dropped.extend(server.drop_connections())
+            elif not restarts and elapsed > 0.8:
+                server.stop()  # listener down: reconnects are refused until the restart below
+                timer = threading.Timer(0.5, server.start)
+                restarts.append(timer)
+                timer.start()
+
+        assert job.wait(progress=sabotage, interval=0.1) == 0
+        restarts[0].join()
+        assert dropped and restarts
+        assert job.result().stdout == "finished\n"
+        assert host.connections >= 3  # the first one, after the drop, after the restart
+        host.close()
+
+
+# -- files ---------------------------------------------------------------------------------
+
+def test_put_fetch_and_file_helpers(host, tmp_path):
+    payload = os.urandom(300_000)
+    source = tmp_path / "src"
+    (source / "sub").mkdir(parents=True)
+    (source / "blob.bin").write_bytes(payload)
+    (source / "sub" / "note.txt").write_text("résumé\n")
+    remote = tmp_path / "remote" / "deep"
+    host.mkdir(str(remote))
+    host.mkdir(str(remote))  # an existing directory is fine
+    host.put(source / "blob.bin", str(remote / "blob.bin"))
+    host.put(source, str(remote / "tree"))
+    assert host.exists(str(remote / "tree" / "sub" / "note.txt"))
+    assert not host.exists(str(remote / "nothing"))
+    assert host.read_text(str(remote / "tree" / "sub" / "note.txt")) == "résumé\n"
+    host.write_text(str(remote / "written.txt"), "line 1\nline 2\n")
+    assert (remote / "written.txt").read_text() == "line 1\nline 2\n"
+    back = host.fetch(str(remote / "blob.bin"), tmp_path / "back" / "blob.bin")
+    assert back.read_bytes() == payload
+    tree = host.fetch(str(remote / "tree"), tmp_path / "back" / "tree")
+    assert (tree / "sub" / "note.txt").read_text() == "résumé\n"
+    with pytest.raises(FileNotFoundError, match="nothing"):
+        host.fetch(str(remote / "nothing"), tmp_path / "back" / "nothing")
+
+
+def test_read_text_reads_proc_files_whole(host):
+    # /proc reports size 0: a reader trusting the size would return nothing
+    def processors(text):
+        return [line for line in text.splitlines() if line.startswith("processor")]
+    expected = processors(Path("/proc/cpuinfo").read_text())
+    assert expected and processors(host.read_text("/proc/cpuinfo")) == expected
