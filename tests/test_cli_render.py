@@ -64,7 +64,7 @@ def test_build_renders_a_brief_with_the_appendix_exactly_as_published(checkout, 
     pdf = reports / "rocksdb-7600.pdf"
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
     assert "(A4)" in info and "Title:           Micron 7600" in info
-    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    text = " ".join(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout.split())
     assert "Reproduction check" in text and "does not match" in text and "Key findings" in text
 
 
