@@ -37,7 +37,7 @@ from briefkit.ingest import ParseError
 from briefkit.power import (NOT_MEASURED, CsvMeter, DcmiSampler, HostFiles, LocalFiles, NoPower,
                             PowerError, PowerRecorder, PowerSample, RaplSampler, RedfishError,
                             RedfishSampler, from_config, mbps_per_watt, ops_per_watt, parse_freeipmi,
-                            parse_ipmitool, read_power_log, series, tb_per_kwh, watts_per_nopm,
+                            parse_ipmitool, read_power_errors, read_power_log, series, tb_per_kwh, watts_per_nopm,
                             window_power)
 
 try:
@@ -607,10 +607,33 @@ def test_recorder_records_failures_and_keeps_going(tmp_path):
     log = tmp_path / "power.csv"
     with PowerRecorder(DcmiSampler(LocalHost()), log, interval_s=0.05):
         _wait_for(lambda: _data_lines(log) >= 2)
-    errors = read_power_log(log, errors=True)
+    errors = read_power_errors(log)
     assert len(errors) >= 2 and all("Could not open device" in message for _, message in errors)
     assert read_power_log(log) == []
     assert not window_power(read_power_log(log), errors[0][0], errors[-1][0]).measured
+
+
+def test_recorder_survives_a_source_that_cannot_start(tmp_path):
+    """RAPL on a machine without powercap (like this VM): every poll is an error row, no crash."""
+    log = tmp_path / "power.csv"
+    recorder = PowerRecorder(RaplSampler(LocalFiles(), str(tmp_path / "no-powercap")), log, interval_s=0.05)
+    with recorder:
+        _wait_for(lambda: len(recorder.errors) >= 2)
+        assert recorder.running
+    assert all("no powercap interface" in message for _, message in read_power_errors(log))
+
+
+def test_dcmi_errors_do_not_show_passwords():
+    host = FixtureHost("", returncode=1, stderr="Error: Unable to establish IPMI v2 / RMCP+ session")
+    sampler = from_config({"kind": "ipmitool", "args": ["-I", "lanplus", "-H", "bmc1", "-U", "admin", "-P", "hunter2"]}, host)
+    with pytest.raises(PowerError) as error:
+        sampler.sample()
+    assert "hunter2" not in str(error.value) and "-P ***" in str(error.value)
+    assert host.argvs[0][-4:] == ["hunter2", "dcmi", "power", "reading"]  # the command itself gets it
+    freeipmi = from_config({"kind": "freeipmi", "args": ["-h", "bmc1", "--password=hunter2"]}, FixtureHost("", 1))
+    with pytest.raises(PowerError) as error:
+        freeipmi.sample()
+    assert "hunter2" not in str(error.value) and "--password=***" in str(error.value)
 
 
 def test_none_source_is_not_measured(tmp_path):

@@ -18,7 +18,7 @@ from briefkit.power.efficiency import (TB_PER_KWH_PER_MBPS_PER_W, mbps_per_watt,
 from briefkit.power.ipmi import DcmiReading, DcmiSampler, parse_freeipmi, parse_ipmitool
 from briefkit.power.meter import CsvMeter
 from briefkit.power.rapl import HostFiles, LocalFiles, RaplSampler
-from briefkit.power.recorder import LOG_COLUMNS, PowerRecorder, read_power_log
+from briefkit.power.recorder import LOG_COLUMNS, PowerRecorder, read_power_errors, read_power_log
 from briefkit.power.redfish import RedfishError, RedfishSampler
 from briefkit.power.window import WindowPower, not_measured, series, window_power
 
@@ -26,6 +26,6 @@ __all__ = [
     "NOT_MEASURED", "NoPower", "PowerError", "PowerSample", "PowerSource", "from_config",
     "TB_PER_KWH_PER_MBPS_PER_W", "mbps_per_watt", "ops_per_watt", "tb_per_kwh", "watts_per_nopm",
     "DcmiReading", "DcmiSampler", "parse_freeipmi", "parse_ipmitool", "CsvMeter",
-    "HostFiles", "LocalFiles", "RaplSampler", "LOG_COLUMNS", "PowerRecorder", "read_power_log",
+    "HostFiles", "LocalFiles", "RaplSampler", "LOG_COLUMNS", "PowerRecorder", "read_power_errors", "read_power_log",
     "RedfishError", "RedfishSampler", "WindowPower", "not_measured", "series", "window_power",
 ]

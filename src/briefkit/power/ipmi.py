@@ -126,6 +126,24 @@ def _parse(text: str, labels: dict[str, str], where: str) -> DcmiReading:
     )
 
 
+# options whose next argument is a secret (ipmitool -P/-k/-y, freeipmi -p/-k), and --opt=secret forms
+_SECRET_OPTIONS = {"-P", "-k", "-y", "-p", "--password", "--k-g"}
+
+
+def redact(argv: Sequence[str]) -> list[str]:
+    """``argv`` with passwords and keys masked, for error messages and logs."""
+    out, hide = [], False
+    for arg in argv:
+        if hide:
+            out.append("***")
+        elif any(arg.startswith(option + "=") for option in _SECRET_OPTIONS if option.startswith("--")):
+            out.append(arg.split("=", 1)[0] + "=***")
+        else:
+            out.append(arg)
+        hide = not hide and arg in _SECRET_OPTIONS
+    return out
+
+
 def _fields(line: str, labels: dict[str, str], number: int) -> dict[str, tuple[int, str]]:
     label, sep, value = line.partition(":")
     field = labels.get(label.strip().lower()) if sep else None
@@ -159,10 +177,12 @@ class DcmiSampler(PowerSource):
             self._parse = parse_freeipmi
 
     def describe(self) -> str:
-        return f"{self.domain}: instantaneous power from `{' '.join(self.argv[:1] + self.argv[-3:])}`"
+        command = "ipmitool dcmi power reading" if self.kind == "ipmitool" else \
+            "ipmi-dcmi --get-system-power-statistics"
+        return f"{self.domain}: instantaneous power from `{command}`"
 
     def sample(self) -> list[PowerSample]:
-        command = " ".join(self.argv)
+        command = " ".join(redact(self.argv))
         before = self.clock()
         try:
             result = self.host.run(self.argv, timeout=self.timeout_s, check=False)

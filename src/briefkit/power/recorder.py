@@ -101,10 +101,10 @@ class PowerRecorder:
         try:
             readings = self.source.sample()
         except Exception as exc:  # noqa: BLE001 - any failure is recorded, the run goes on
-            message = f"{type(exc).__name__}: {exc}"
-            self.errors.append((time.time(), message))
-            self._write([{"t": repr(time.time()), "domain": self.source.domain,
-                          "source": self.source.kind, "error": message}])
+            now, message = time.time(), f"{type(exc).__name__}: {exc}"
+            self.errors.append((now, message))
+            # no domain on error rows: finding it may be what failed (e.g. no RAPL zones)
+            self._write([{"t": repr(now), "source": self.source.kind, "error": message}])
             return
         self.samples.extend(readings)
         self._write([{**r.as_dict(), "t": repr(r.t)} for r in readings])
@@ -120,32 +120,36 @@ class PowerRecorder:
         os.fsync(self._file.fileno())
 
 
-def read_power_log(path: str | Path, *, errors: bool = False) -> list[PowerSample] | list[tuple[float, str]]:
-    """The samples of a recorder's CSV (or, with ``errors=True``, its ``(t, error)`` rows)."""
-    path = Path(path)
+def read_power_log(path: str | Path) -> list[PowerSample]:
+    """The samples of a recorder's CSV (rows with an error are left out: see ``read_power_errors``)."""
+    return [row for row in _read(Path(path)) if isinstance(row, PowerSample)]
+
+
+def read_power_errors(path: str | Path) -> list[tuple[float, str]]:
+    """The ``(t, error)`` rows of a recorder's CSV: when and why a poll gave no reading."""
+    return [row for row in _read(Path(path)) if isinstance(row, tuple)]
+
+
+def _read(path: Path) -> list[PowerSample | tuple[float, str]]:
     with path.open(newline="") as stream:
         reader = csv.DictReader(stream)
         missing = [c for c in ("t", "watts", "domain", "error") if c not in (reader.fieldnames or [])]
         if missing:
             raise ParseError(path, f"not a power log: no column(s) {', '.join(missing)}; "
                                    f"expected {','.join(LOG_COLUMNS)}", 1)
-        samples: list = []
+        rows: list[PowerSample | tuple[float, str]] = []
         for row in reader:
-            line = reader.line_num
             try:
                 t = float(row["t"])
                 if row.get("error"):
-                    if errors:
-                        samples.append((t, row["error"]))
+                    rows.append((t, row["error"]))
                     continue
-                if errors:
-                    continue
-                samples.append(PowerSample(
+                rows.append(PowerSample(
                     t=t, watts=float(row["watts"]), domain=row["domain"], source=row.get("source") or "",
                     sensor=row.get("sensor") or "",
                     device_time=float(row["device_time"]) if row.get("device_time") else None,
                     poll_ms=float(row["poll_ms"]) if row.get("poll_ms") else None))
             except (TypeError, ValueError):
                 raise ParseError(path, f"expected numbers in t and watts, got t={row.get('t')!r} "
-                                       f"watts={row.get('watts')!r}", line) from None
-    return samples
+                                       f"watts={row.get('watts')!r}", reader.line_num) from None
+    return rows
