@@ -119,6 +119,9 @@ def pgbench_argv(connection, scale: Scale, *, clients: int, duration_s: int, log
     ``log_prefix`` is where the per-transaction logs go: pgbench writes ``<prefix>.<pid>`` and,
     for each further thread, ``<prefix>.<pid>.<n>``. ``jobs`` (pgbench threads) defaults to
     ``min(clients, 8)``. ``-n`` because the pgbench_* tables do not exist.
+    ``progress_s`` adds ``-P``: besides the progress lines it makes pgbench print the mean of
+    the measured latencies as "latency average"; without -P, -R or --latency-limit pgbench prints
+    clients x duration / transactions instead, which is not comparable with the log.
     """
     if clients < 1 or duration_s < 1:
         raise ValueError(f"clients and duration_s must be >= 1, got {clients!r} and {duration_s!r}")

@@ -1,0 +1,106 @@
+"""HammerDB result-line and xtprof parsing. The fixtures are hand-written to HammerDB's documented
+format (tests/fixtures/hammerdb/README.md): HammerDB cannot be installed here, so no real output
+exists. Expected values are read back from the files with plain string splitting."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from briefkit.ingest import ParseError, parse as ingest
+from briefkit.ingest import hammerdb
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hammerdb"
+
+
+def rows(table, metric, workload="all"):
+    return table[(table["metric"] == metric) & (table["workload"] == workload)]
+
+
+def summary_fields(path: Path) -> dict[str, dict[str, float]]:
+    """The SUMMARY block's fields, by splitting on tabs and ': '."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(">>>>> SUMMARY OF"))
+    out: dict[str, dict[str, float]] = {}
+    proc = None
+    for line in lines[start + 1:]:
+        if line.startswith(">>>>> PROC: "):
+            proc = line.split(": ")[1]
+            out[proc] = {}
+        elif proc and ":" in line and not line.startswith("+"):
+            for part in line.split("\t"):
+                key, number = part.split(": ")
+                out[proc][key] = float(number.rstrip("ms%"))
+    return out
+
+
+def test_nopm_first_result_lines_with_virtual_users():
+    path = FIXTURES / "hammerdb_v4_postgres.log"
+    table = ingest("hammerdb", path, brief="oltp-9300")
+    results = [line.split() for line in path.read_text().splitlines() if "TEST RESULT" in line]
+    vusers = [int(line.split(":")[1].split()[0]) for line in path.read_text().splitlines()
+              if "Active Virtual Users configured" in line]
+    nopm = rows(table, "nopm")
+    assert list(nopm["value"]) == [float(r[6]) for r in results]  # "... achieved N NOPM from M ..."
+    assert list(rows(table, "tpm")["value"]) == [float(r[9]) for r in results]
+    assert list(nopm["load"]) == vusers and set(nopm["load_kind"]) == {"virtual_users"}
+    assert list(nopm["rep"]) == [1, 2]
+    assert set(table["unit"]) == {"1/min"} and set(table["tool"]) == {"hammerdb"}
+
+
+def test_tpm_first_result_line():
+    path = FIXTURES / "hammerdb_v3_sqlserver.log"
+    table = hammerdb.parse(path)
+    line = next(line for line in path.read_text().splitlines() if "TEST RESULT" in line).split()
+    # "... System achieved M SQL Server TPM at N NOPM"
+    assert float(rows(table, "tpm")["value"].iloc[0]) == float(line[6])
+    assert float(rows(table, "nopm")["value"].iloc[0]) == float(line[-2])
+
+
+@pytest.mark.parametrize("name, percentiles", [("hdbxtprofile_v4.log", {"P99", "P95", "P50"}),
+                                               ("hdbxtprofile_v6.log", {"P99", "P95", "P75", "P50", "P25"})])
+def test_xtprof_summary(name, percentiles):
+    path = FIXTURES / name
+    table = hammerdb.parse(path, load=2, load_kind="virtual_users")
+    expected = summary_fields(path)
+    assert set(expected) == set(hammerdb.PROC_NAMES)
+    for proc, fields in expected.items():
+        workload = hammerdb.PROC_NAMES[proc]
+        assert float(rows(table, "txn_count", workload)["value"].iloc[0]) == fields["CALLS"]
+        assert float(rows(table, "txn_lat_mean", workload)["value"].iloc[0]) == pytest.approx(fields["AVG"])
+        assert float(rows(table, "txn_lat_max", workload)["value"].iloc[0]) == pytest.approx(fields["MAX"])
+        for key in percentiles:
+            metric = f"txn_lat_p{key[1:]}"
+            assert float(rows(table, metric, workload)["value"].iloc[0]) == pytest.approx(fields[key])
+        assert {k for k in fields if k.startswith("P")} == percentiles
+    overall = sum(f["TOTAL"] for f in expected.values()) / sum(f["CALLS"] for f in expected.values())
+    assert float(rows(table, "txn_lat_mean")["value"].iloc[0]) == pytest.approx(overall, rel=1e-12)
+    # HammerDB has no p99.9: nothing is invented
+    assert not table["metric"].isin(hammerdb.MISSING_METRICS).any()
+    assert set(table["load"]) == {2}
+
+
+def test_per_virtual_user_blocks_are_not_samples():
+    table = hammerdb.parse(FIXTURES / "hdbxtprofile_v4.log")
+    # one row per (type, metric): the two VU blocks did not add rows
+    assert not table.duplicated(["workload", "metric"]).any()
+
+
+def test_unknown_result_form_names_the_line(tmp_path):
+    path = tmp_path / "hammerdb.log"
+    path.write_text("Vuser 1:starting\nVuser 1:TEST RESULT : System achieved lots of NOPM\n")
+    with pytest.raises(ParseError, match=r"hammerdb.log:2: a TEST RESULT line in neither known form"):
+        hammerdb.parse(path)
+
+
+def test_bad_xtprof_field_and_empty_file(tmp_path):
+    good = (FIXTURES / "hdbxtprofile_v4.log").read_text().splitlines()
+    index = max(i for i, line in enumerate(good) if line.startswith("P99:"))
+    good[index] = good[index].replace("P50: ", "P50= ")
+    path = tmp_path / "xt.log"
+    path.write_text("\n".join(good) + "\n")
+    with pytest.raises(ParseError, match=rf"xt.log:{index + 1}: xtprof field 'P50= "):
+        hammerdb.parse(path)
+    (tmp_path / "empty.log").write_text("nothing here\n")
+    with pytest.raises(ParseError, match="no 'TEST RESULT"):
+        hammerdb.parse(tmp_path / "empty.log")

@@ -1,0 +1,102 @@
+"""Load-ramp stop conditions on constructed step series (pure logic, no tools involved)."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from briefkit import samples
+from briefkit.ramp import (RampPolicy, Step, StopRule, chosen_point, describe, next_clients,
+                           relative_change_pct, steps_from_samples, stop_reasons)
+
+
+def series(nopm, p999, wal=None, clients=(1, 2, 4, 8, 16, 32)):
+    wal = wal or [None] * len(nopm)
+    return [Step(c, n, p / 10, p, w) for c, n, p, w in zip(clients, nopm, p999, wal)]
+
+
+def test_plateau_found_reports_the_step_before():
+    # 8 -> 16 clients: NOPM +3 % (< 5 %) while p99.9 +60 % (> 20 %)
+    steps = series([1000, 1900, 3500, 5000, 5150, 5200], [10, 11, 13, 15, 24, 40])
+    index, reason = chosen_point(steps)
+    assert index == 3 and steps[index].clients == 8
+    assert "from 8 to 16 clients NOPM changed by +3.0 %" in reason and "+60.0 %" in reason
+
+
+def test_small_gain_without_latency_cost_is_not_a_plateau():
+    # NOPM +2 % but p99.9 only +10 %: keep going; then the same gain with +25 %: plateau
+    steps = series([1000, 1020, 1030], [10, 11, 13.75], clients=(1, 2, 4))
+    assert stop_reasons(steps, 1, StopRule()) == []
+    index, reason = chosen_point(steps)
+    assert index == 1 and "+25.0 %" in reason
+
+
+def test_wal_threshold_found():
+    steps = series([1000, 1900, 3500, 5000], [10, 11, 12, 13], wal=[0.8, 1.9, 4.99, 5.4], clients=(1, 2, 4, 8))
+    index, reason = chosen_point(steps)
+    assert index == 2 and "WAL write latency was 5.4 ms (> 5 ms)" in reason
+    # the same series with a higher limit: no stop
+    index, reason = chosen_point(steps, StopRule(wal_limit_ms=6))
+    assert index == 3 and "no stop condition met up to 8 clients" in reason
+
+
+def test_none_found_reports_highest_load_and_unmeasured_wal():
+    steps = series([1000, 2000, 4000], [10, 10, 10], clients=(1, 2, 4))
+    index, reason = chosen_point(steps)
+    assert index == 2 and "WAL write latency was not measured" in reason
+
+
+def test_first_step_already_over_the_log_limit():
+    index, reason = chosen_point(series([1000, 1100], [10, 30], wal=[7.0, 9.0], clients=(1, 2)))
+    assert index is None and "first step" in reason
+
+
+def test_conditions_can_be_switched_off():
+    steps = series([1000, 1010], [10, 30], wal=[9.0, 9.0], clients=(1, 2))
+    assert chosen_point(steps, StopRule(plateau=False, wal_limit_ms=100.0))[0] == 1
+    assert chosen_point(steps, StopRule(wal_limit_ms=None))[0] == 0
+    with pytest.raises(ValueError):
+        StopRule(plateau=False, wal_limit_ms=None)
+
+
+def test_relative_change():
+    assert relative_change_pct(100, 105) == pytest.approx(5.0)
+    assert relative_change_pct(0, 0) == 0 and relative_change_pct(0, 3) == math.inf
+
+
+def test_describe_names_the_thresholds():
+    text = describe(StopRule(min_nopm_gain_pct=3, max_p999_rise_pct=25, wal_limit_ms=5))
+    assert "less than 3 %" in text and "more than 25 %" in text and "exceeds 5 ms" in text
+    assert "exceeds" not in describe(StopRule(wal_limit_ms=None))
+
+
+def test_next_clients_list_doubling_and_stop():
+    assert next_clients([], RampPolicy()) == 1
+    steps = series([1000, 1900], [10, 11], clients=(1, 2))
+    assert next_clients(steps, RampPolicy()) == 4
+    assert next_clients(steps, RampPolicy(factor=1.5)) == 3
+    assert next_clients(steps, RampPolicy(max_clients=3)) is None
+    assert next_clients(steps, RampPolicy(clients=(1, 2, 6))) == 6
+    assert next_clients(series([1, 1, 1], [1, 1, 1], clients=(1, 2, 6)), RampPolicy(clients=(1, 2, 6))) is None
+    plateaued = series([1000, 1010], [10, 30], clients=(1, 2))
+    assert next_clients(plateaued, RampPolicy()) is None
+    with pytest.raises(ValueError):
+        RampPolicy(clients=(4, 2))
+
+
+def test_steps_from_samples():
+    rows = []
+    for clients, nopm, mean, p999, wal in [(2, 900, 2.0, 9.0, 0.5), (1, 500, 1.0, 8.0, 0.4)]:
+        rows += [{"workload": "all", "load": clients, "metric": "nopm", "value": nopm, "unit": "1/min"},
+                 {"workload": "all", "load": clients, "metric": "txn_lat_mean", "value": mean * 1000, "unit": "us"},
+                 {"workload": "all", "load": clients, "metric": "txn_lat_p99.9", "value": p999, "unit": "ms"},
+                 {"workload": "all", "load": clients, "metric": "wal_write_lat", "value": wal, "unit": "ms"},
+                 {"workload": "payment", "load": clients, "metric": "nopm", "value": -1, "unit": "1/min"}]
+    steps = steps_from_samples(samples.frame(rows))
+    assert steps == [Step(1, 500, 1.0, 8.0, 0.4), Step(2, 900, 2.0, 9.0, 0.5)]
+    twice = samples.frame(rows + rows[:1])
+    with pytest.raises(ValueError, match="several samples"):
+        steps_from_samples(twice)
+    with pytest.raises(ValueError, match="lack metric"):
+        steps_from_samples(pd.DataFrame(rows[:1]))
