@@ -17,7 +17,8 @@ from briefkit.ingest import ParseError
 from briefkit.ingest import fio
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"
-JSONPLUS = sorted(FIXTURES.glob("*.jsonplus.json")) + [FIXTURES / "client_two_globalarray.hand.json"]
+HAND_MADE = FIXTURES / "client_two_globalarray.hand.json"
+JSONPLUS = [*sorted(FIXTURES.glob("*.jsonplus.json")), HAND_MADE]
 
 
 def raw(name: str) -> dict:
@@ -342,6 +343,15 @@ def test_histograms_skip_plain_json_and_idle_directions():
     assert set(lat) == {fio.HistKey(None, "randwrite", "write")}
 
 
+def test_percentile_at_a_bucket_boundary_takes_the_lower_bucket():
+    """fio's rule is cumulative >= p/100*N: exactly half the I/Os at 100 ns make p50 = 100."""
+    bins = {"100": 50, "200": 50}
+    found = fio.percentiles_from_bins(bins, [50.0, 50.5, 100.0])
+    assert found == {50.0: 100, 50.5: 200, 100.0: 200}
+    # Asked order is kept even though fio walks them sorted.
+    assert list(fio.percentiles_from_bins(bins, [99.0, 1.0])) == [99.0, 1.0]
+
+
 def test_percentiles_from_bins_rejects_bad_input():
     with pytest.raises(ValueError, match="outside"):
         fio.percentiles_from_bins({"100": 1}, [0])
@@ -360,7 +370,8 @@ def test_provenance_from_the_file_and_the_caller():
     assert set(table["tool_version"]) == {doc["fio version"].removeprefix("fio-")}
     assert set(table["source"]) == {str(FIXTURES / "group.jsonplus.json")}
     assert pd.Timestamp(table["ended_at"].iloc[0]).timestamp() == doc["timestamp"]
-    assert set(table["load"]) == {2} and set(table["rep"]) == {3} and set(table["config"]) == {"drive-a"}
+    assert set(table["load"]) == {2} and set(table["rep"]) == {3}
+    assert set(table["config"]) == {"drive-a"}
     renamed = fio.parse(FIXTURES / "group.jsonplus.json", workload="randrw70-4k")
     assert set(renamed["workload"]) == {"randrw70-4k"}
 

@@ -166,7 +166,8 @@ def _scan(path: Path, text: str, stop_at_first_error: bool):
 # ------------------------------------------------------------------------------ percentiles
 
 
-def percentiles_from_bins(bins: Mapping[Any, int], percentiles: Iterable[float]) -> dict[float, int]:
+def percentiles_from_bins(bins: Mapping[Any, int],
+                          percentiles: Iterable[float]) -> dict[float, int]:
     """Latency percentiles from json+ bins (``{"<ns>": count}``), computed as fio does.
 
     fio's ``calc_clat_percentiles``: walk the buckets in value order accumulating counts; the
@@ -303,7 +304,9 @@ def _global_options(doc: dict, hostname: str | None, port: int | None) -> dict[s
     options = doc.get("global options") or {}
     if isinstance(options, list):
         for server in options:
-            if isinstance(server, Mapping) and (server.get("hostname"), server.get("port")) == (hostname, port):
+            if not isinstance(server, Mapping):
+                continue
+            if (server.get("hostname"), server.get("port")) == (hostname, port):
                 return {k: str(v) for k, v in server.items() if k not in ("hostname", "port")}
         return {}
     return {k: str(v) for k, v in options.items()} if isinstance(options, Mapping) else {}
@@ -393,7 +396,7 @@ def _sum_directions(parts: list[_Direction]) -> _Direction:
     return summed
 
 
-def units(path, per_job: bool = False, doc: dict | None = None) -> list[_Unit]:
+def _units(path, per_job: bool = False, doc: dict | None = None) -> list[_Unit]:
     """The reporting units of a file (see the module docstring), labelled."""
     path = Path(path)
     doc = load(path) if doc is None else doc
@@ -484,7 +487,7 @@ def parse(path, *, per_job: bool = False, **provenance) -> pd.DataFrame:
     """Tidy samples of one fio JSON / json+ file (see the module docstring)."""
     path = Path(path)
     doc = load(path)
-    rows = [{**row, **provenance} for unit in units(path, per_job, doc) if not unit.error
+    rows = [{**row, **provenance} for unit in _units(path, per_job, doc) if not unit.error
             for row in _unit_rows(unit)]
     return samples.frame(rows, **_provenance(path, doc))
 
@@ -494,7 +497,7 @@ def describe(path, *, per_job: bool = False) -> pd.DataFrame:
     the entries summed, the main job options as fio strings, and all options as a dict)."""
     path = Path(path)
     rows = []
-    for unit in units(path, per_job):
+    for unit in _units(path, per_job):
         row = {"host": unit.host, "workload": unit.workload, "jobname": unit.jobname,
                "groupid": unit.groupid, "entries": unit.entries, "error": unit.error,
                "directions": tuple(unit.directions)}
@@ -515,18 +518,20 @@ def histograms(path, kind: str = "clat", *, per_job: bool = False) -> dict[HistK
     if kind not in LATENCY_KINDS:
         raise ValueError(f"kind must be one of {LATENCY_KINDS}, not {kind!r}")
     found = {}
-    for unit in units(path, per_job):
+    for unit in _units(path, per_job):
         if unit.error:
             continue
         for name, direction in unit.directions.items():
             latency = direction.latency.get(kind)
             if latency is not None and latency.bins:
-                found[HistKey(unit.host, unit.workload, "total" if name == "mixed" else name)] = latency.bins
+                direction_name = "total" if name == "mixed" else name
+                found[HistKey(unit.host, unit.workload, direction_name)] = latency.bins
     return found
 
 
 def merged_histograms(paths: Sequence, kind: str = "clat") -> dict[HistKey, Counter]:
-    """``histograms`` of several files (repetitions, hosts) summed per (host, workload, direction)."""
+    """``histograms`` of several files (repetitions, hosts), summed per (host, workload,
+    direction)."""
     merged: dict[HistKey, Counter] = {}
     for path in paths:
         for key, bins in histograms(path, kind).items():
@@ -535,7 +540,8 @@ def merged_histograms(paths: Sequence, kind: str = "clat") -> dict[HistKey, Coun
 
 
 def merged_samples(paths: Sequence, kind: str = "clat",
-                   percentiles: Iterable[float] = DEFAULT_PERCENTILES, **provenance) -> pd.DataFrame:
+                   percentiles: Iterable[float] = DEFAULT_PERCENTILES,
+                   **provenance) -> pd.DataFrame:
     """Tidy percentile samples (``{direction}_{kind}_p<P>``) read from the bins of ``paths``
     merged per (host, workload, direction): the percentiles of all their I/Os together, e.g. of
     the repetitions of one campaign point. ``rep`` is left empty; ``source`` lists the files."""
