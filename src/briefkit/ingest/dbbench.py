@@ -40,7 +40,7 @@ reader_ops=...)`` derives that writer's ``write_ops`` as total minus readers.
 
 Run metadata: the ``RocksDB: version`` header goes to ``tool_version``; a command line, when the
 file holds one (a first line ``# command: db_bench ...`` as briefkit's runner writes it, or any
-line starting with a ``db_bench`` executable), is kept in ``DataFrame.attrs["command"]`` and in
+line starting with a ``db_bench`` executable followed by flags), is kept in ``DataFrame.attrs["command"]`` and in
 ``read(path).command``; its ``--threads`` gives ``load_kind="threads"``, ``load`` unless the
 caller passes them, and its ``--benchmarks``, ``--histogram`` and ``--statistics`` say which
 blocks must be present. Repeated runs of one benchmark (``readrandom[X3]``) get ``rep`` 0..n-1.
@@ -78,7 +78,7 @@ _VERSION = re.compile(r"^RocksDB:\s+version\s+(?P<version>\S+)")
 _DATE = re.compile(r"^Date:\s+(?P<date>.+?)\s*$")
 _KEYS = re.compile(r"^Keys:\s+(?P<size>\d+) bytes each")
 _VALUES = re.compile(r"^Values:\s+(?P<size>\d+) bytes each")
-_COMMAND = re.compile(r"^(?:#\s*command:\s*|[$+]\s+)?(?P<command>(?:\S*/)?db_bench(?:\s.*)?)$")
+_COMMAND = re.compile(r"^(?:#\s*command:\s*|[$+]\s+)?(?P<command>(?:\S*/)?db_bench\s(?:.*\s)?--?[A-Za-z].*)$")
 _HIST_HEAD = re.compile(r"^Microseconds per (?P<op>[\w\-]+):\s*$")
 _HIST_COUNT = re.compile(rf"^Count: (?P<count>\d+) Average: (?P<mean>{_NUM})\s+StdDev: (?P<stddev>{_NUM})\s*$")
 _HIST_MINMAX = re.compile(rf"^Min: (?P<min>{_NUM})\s+Median: (?P<median>{_NUM})\s+Max: (?P<max>{_NUM})\s*$")
@@ -397,7 +397,7 @@ def _statistics_rows(b: Benchmark, stats: Statistics, src: str) -> list[dict]:
 _PROVENANCE = set(samples.COLUMNS) - {"workload", "metric", "value", "unit"}
 
 
-def _provenance(path: Path, provenance: dict) -> dict:
+def _provenance(provenance: dict) -> dict:
     unknown = set(provenance) - _PROVENANCE
     if unknown:
         raise ValueError(f"unknown provenance key(s) {sorted(unknown)}; allowed: {sorted(_PROVENANCE)}")
@@ -407,7 +407,7 @@ def _provenance(path: Path, provenance: dict) -> dict:
 def parse(path, **provenance) -> pd.DataFrame:
     """Tidy samples of one db_bench output file (see the module docstring for every metric)."""
     path = Path(path)
-    common = _provenance(path, provenance)
+    common = _provenance(provenance)
     run = read(path)
     src = str(provenance.get("source", path))
     common.pop("source", None)
@@ -483,7 +483,7 @@ def parse_report(path, *, workload: str | None = None, reader_ops: float | None 
     rate, approximate because the two cover slightly different time spans. No rows if the CSV
     holds no interval (runs shorter than the report interval)."""
     path = Path(path)
-    common = _provenance(path, provenance)
+    common = _provenance(provenance)
     src = str(common.pop("source", path))
     table = read_report(path)
     rows = []
