@@ -39,9 +39,9 @@ readwhilewriting's writer included (source ``#report_file``), and ``parse_report
 reader_ops=...)`` derives that writer's ``write_ops`` as total minus readers.
 
 Run metadata: the ``RocksDB: version`` header goes to ``tool_version``; a command line, when the
-file holds one (a first line ``# command: db_bench ...`` as briefkit's runner writes it, or any
-line starting with a ``db_bench`` executable followed by flags), is kept in ``DataFrame.attrs["command"]`` and in
-``read(path).command``; its ``--threads`` gives ``load_kind="threads"``, ``load`` unless the
+file holds one (a line ``# command: db_bench ...`` as ``dbbench_cmd.command_header`` writes it,
+or any line starting with a ``db_bench`` executable followed by flags), is kept in
+``DataFrame.attrs["command"]`` and in ``read(path).command``; its ``--threads`` gives ``load_kind="threads"``, ``load`` unless the
 caller passes them, and its ``--benchmarks``, ``--histogram`` and ``--statistics`` say which
 blocks must be present. Repeated runs of one benchmark (``readrandom[X3]``) get ``rep`` 0..n-1.
 
