@@ -184,6 +184,16 @@ def test_two_stonewall_groups_and_idle_directions():
     assert info.loc["seqread", "filename"] == doc["global options"]["filename"]
 
 
+def test_trim_on_a_loop_device():
+    (job,) = raw("trim.jsonplus.json")["jobs"]
+    table = fio.parse(FIXTURES / "trim.jsonplus.json")
+    assert value(table, "trim_bw") == exact(job["trim"]["bw_bytes"] / 1e6)
+    p99 = printed(job["trim"]["clat_ns"])[99.0]
+    assert value(table, "trim_clat_p99") == exact(p99 / 1000)
+    assert value(table, "total_iops") == pytest.approx(job["trim"]["iops"])
+    assert not table["metric"].str.startswith(("read_", "write_")).any()
+
+
 def test_unified_rw_reporting_mixed():
     (job,) = raw("mixed.json")["jobs"]
     assert "read" not in job
