@@ -6,6 +6,7 @@ pgbench's own summary, never typed in.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from fractions import Fraction
 from pathlib import Path
 
@@ -22,8 +23,9 @@ TPCC_LOG = FIXTURES / "tpcc_c2_j2.log"
 
 def nearest_rank(values, p: str) -> float:
     """By definition: the smallest value v with #(x <= v) >= p/100 * n, in exact fractions."""
-    need = Fraction(p) * len(values) / 100
-    return float(min(v for v in values if sum(x <= v for x in values) >= need))
+    ordered = sorted(values)
+    need = Fraction(p) * len(ordered) / 100
+    return float(next(v for v in ordered if bisect_right(ordered, v) >= need))
 
 
 def raw_lines(*paths: Path) -> list[list[str]]:
