@@ -241,6 +241,7 @@ def test_a_killed_wrapper_is_reported_as_lost(local_host, tmp_path):
         os.killpg(job.pid, 9)  # nothing gets to write lost.rc
         with pytest.raises(JobLost, match="without recording an exit code"):
             job.wait()
+    assert not (tmp_path / "lost.rc").exists()  # no exit code is invented for it
 
 
 def test_job_survives_dropped_connections(tmp_path):

@@ -9,9 +9,10 @@ On the target, a job ``NAME`` in ``WORKDIR`` is a small POSIX sh wrapper started
     NAME.rc       the command's exit status (128+N after signal N), written atomically (tmp + mv)
     NAME.lock     held (flock) by the wrapper for as long as it lives
     NAME.stopped  present when the job was stopped from here, with the signal sent
+    NAME.started  a FIFO, only while starting: the wrapper reports its pid through it
 
-Completion is noticed by polling for NAME.rc every ``host.poll_interval`` seconds over the
-open connection (a file-existence check: SFTP over SSH, no process started on the target), so the
+Completion is noticed by polling for NAME.rc (every ``host.poll_interval`` seconds once the job
+has run a little while) over the open connection (a file-existence check: SFTP over SSH, no process started on the target), so the
 end is seen within one interval rather than at the next slow poll. Every few seconds the wrapper's
 /proc entry is checked too, so a wrapper killed without writing NAME.rc is reported, not waited for
 forever. A dropped connection is reconnected with backoff and the wait goes on. Every helper script
@@ -33,10 +34,15 @@ from briefkit.hosts.base import (
 if TYPE_CHECKING:
     from briefkit.hosts.base import Host
 
+#: first pause between exit-code checks, doubled up to host.poll_interval: a short job (or one that
+#: ended while start() returned) is seen within milliseconds, a long one costs one check per interval
+FIRST_POLL = 0.002
 #: seconds between checks that the job's wrapper is still alive
 ALIVE_EVERY = 2.0
 #: how long a wait keeps trying to reconnect after the connection dropped
 RECONNECT_TIMEOUT = 300.0
+#: how long stopping a job on the way out of an exception keeps trying to reconnect
+STOP_RECONNECT_TIMEOUT = 30.0
 #: extra time allowed to a helper command beyond its own blocking time
 HELPER_MARGIN = 30.0
 
@@ -47,15 +53,19 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _JOB = r'''
 name=$1; shift
 exec 9>"$name.lock"
-if ! flock -x -n 9; then echo "cannot lock $name.lock (flock from util-linux is needed)" >"$name.failed"; exit 125; fi
+if ! flock -x -n 9; then
+  echo "cannot lock $name.lock (flock from util-linux is needed)" >"$name.failed"; echo failed >"$name.started"; exit 125
+fi
 echo $$ >"$name.pid.tmp" && mv -f "$name.pid.tmp" "$name.pid"
+echo $$ >"$name.started"
 trap : HUP INT TERM
 "$@" 9>&- </dev/null >"$name.stdout" 2>"$name.stderr"
 rc=$?
 echo $rc >"$name.rc.tmp" && mv -f "$name.rc.tmp" "$name.rc"
 '''
 
-# $1 = job script, $2 = workdir, $3 = name, then the command. Prints the pid and the absolute workdir.
+# $1 = job script, $2 = workdir, $3 = name, then the command. Prints the pid and the absolute workdir
+# once the job holds its lock (a FIFO hand-shake: no polling, so starting costs no sleep).
 _LAUNCH = r'''
 js=$1; wd=$2; name=$3; shift 3
 mkdir -p -- "$wd" && cd -- "$wd" || exit 125
@@ -63,14 +73,11 @@ if [ -e "$name.pid" ] || [ -e "$name.rc" ]; then
   echo "job $name already exists in $(pwd -P) (raw outputs are never overwritten)" >&2; exit 17
 fi
 command -v setsid >/dev/null && command -v flock >/dev/null || { echo "setsid and flock (util-linux) are needed" >&2; exit 125; }
+rm -f -- "$name.started"; mkfifo -- "$name.started" || exit 125
 setsid sh -c "$js" briefkit-job "$name" "$@" </dev/null >/dev/null 2>&1 &
-i=0
-while [ ! -s "$name.pid" ]; do
-  if [ -e "$name.failed" ]; then cat "$name.failed" >&2; exit 125; fi
-  i=$((i+1)); if [ $i -gt 2000 ]; then echo "job $name did not start within 10 s" >&2; exit 125; fi
-  sleep 0.005
-done
-cat "$name.pid"; pwd -P
+read -r pid <"$name.started"; rm -f -- "$name.started"
+case $pid in ''|*[!0-9]*) cat -- "$name.failed" >&2 2>/dev/null || echo "job $name did not start" >&2; exit 125;; esac
+echo "$pid"; pwd -P
 '''
 
 # $1 = workdir/name, $2 = grace seconds. TERM to the process group, KILL after the grace period;
@@ -180,6 +187,7 @@ class Job:
         now = time.monotonic()
         deadline = None if timeout is None else now + timeout
         next_progress, next_alive = now + interval, now + ALIVE_EVERY
+        pause = FIRST_POLL
         try:
             while self.poll() is None:
                 now = time.monotonic()
@@ -193,7 +201,10 @@ class Job:
                 if progress is not None and now >= next_progress:
                     progress(self, now - self._since)
                     next_progress = now + interval
-                time.sleep(self.host.poll_interval)
+                time.sleep(pause)
+                pause = min(pause * 2, self.host.poll_interval)
+        except JobLost:
+            raise  # nothing left to stop, and no exit code to invent
         except BaseException:
             self._stop_quietly()
             raise
@@ -202,11 +213,12 @@ class Job:
             raise CommandError(self.host.name, ["job", self.name], self.returncode, res.stdout, res.stderr)
         return self.returncode
 
-    def stop(self, grace: float = 5.0) -> int:
+    def stop(self, grace: float = 5.0, reconnect_timeout: float = RECONNECT_TIMEOUT) -> int:
         """Send TERM to the job's process group, KILL after ``grace`` seconds; return the exit code."""
         if self.returncode is None:
             self.stopped = True
-            res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 5)
+            res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 5,
+                               reconnect_timeout)
             if res.returncode != 0:
                 raise JobError(f"on {self.host.name}: cannot stop job {self.name}: {res.stderr.strip()}")
             self.returncode = self._code(res.stdout)
@@ -247,12 +259,13 @@ class Job:
             self._starttime = starttime
         return state not in ("Z", "X") and starttime == self._starttime
 
-    def _helper(self, argv: list[str], blocking: float) -> Result:
-        return self._retrying(self.host.run, argv, check=False, timeout=blocking + HELPER_MARGIN)
+    def _helper(self, argv: list[str], blocking: float, reconnect_timeout: float = RECONNECT_TIMEOUT) -> Result:
+        return self._retrying(self.host.run, argv, check=False, timeout=blocking + HELPER_MARGIN,
+                              reconnect_timeout=reconnect_timeout)
 
-    def _retrying(self, call, *args, **kwargs):
+    def _retrying(self, call, *args, reconnect_timeout: float = RECONNECT_TIMEOUT, **kwargs):
         """Run an idempotent call, reconnecting (with the host's backoff) if the connection drops."""
-        deadline = time.monotonic() + RECONNECT_TIMEOUT
+        deadline = time.monotonic() + reconnect_timeout
         while True:
             try:
                 return call(*args, **kwargs)
@@ -264,8 +277,8 @@ class Job:
                 self.host.reconnect(deadline)
 
     def _stop_quietly(self) -> None:
-        try:
-            self.stop()
+        try:  # on the way out of an error: try for a while, not for the full reconnect budget
+            self.stop(reconnect_timeout=STOP_RECONNECT_TIMEOUT)
         except Exception:  # the original exception matters more; the job files tell the rest
             pass
 

@@ -204,7 +204,7 @@ class SshHost(Host):
             trusted = asyncssh.read_known_hosts(str(self.known_hosts)).match(self.hostname, addr, self.port)
         except (OSError, ValueError, asyncssh.Error):
             return False
-        return bool(trusted[0] or trusted[3])
+        return bool(trusted[0] or trusted[1])  # host keys or CA keys recorded for it
 
     async def _drop(self) -> None:
         conn, self._conn, self._sftp = self._conn, None, None
