@@ -36,6 +36,7 @@ DEFAULT_SETTINGS: dict[str, str] = {
 }
 
 _SAFE_PATH = re.compile(r"/[A-Za-z0-9_.,+@%/=-]*\Z")
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,8 @@ class PgCluster:
              load_sql: str = str(LOAD_SQL), timeout: float | None = None) -> None:
         """(Re)create ``dbname`` and load it at ``scale``. The SQL files must exist on the target
         (the defaults are this package's files: right for a local target; copy them for SSH)."""
+        if not _IDENTIFIER.match(dbname):
+            raise ValueError(f"dbname must be a plain lower-case SQL identifier, got {dbname!r}")
         self.psql("-q", "-c", f"DROP DATABASE IF EXISTS {dbname}", what="dropping the database")
         self.psql("-q", "-c", f"CREATE DATABASE {dbname}", what="creating the database")
         self.psql("-q", "-f", schema_sql, dbname=dbname, what="creating the schema")
