@@ -11,9 +11,9 @@ On the target, a job ``NAME`` in ``WORKDIR`` is a small POSIX sh wrapper started
     NAME.stopped  present when the job was stopped from here, with the signal sent
     NAME.started  a FIFO, only while starting: the wrapper reports its pid through it
 
-Completion is noticed by polling for NAME.rc (every ``host.poll_interval`` seconds once the job
-has run a little while) over the open connection (a file-existence check: SFTP over SSH, no process started on the target), so the
-end is seen within one interval rather than at the next slow poll. Every few seconds the wrapper's
+Completion is noticed by checking that NAME.rc exists over the open connection (SFTP over SSH: no
+process is started on the target), first every few milliseconds and then every
+``host.poll_interval`` seconds, so the end is seen within one interval, not at the next slow poll. Every few seconds the wrapper's
 /proc entry is checked too, so a wrapper killed without writing NAME.rc is reported, not waited for
 forever. A dropped connection is reconnected with backoff and the wait goes on. Every helper script
 is a constant and takes its values as positional arguments, so no user value is parsed by a shell.
