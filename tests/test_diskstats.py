@@ -91,7 +91,7 @@ def dd(*args: str) -> int:
 @pytest.fixture
 def loop_device(tmp_path):
     if os.geteuid() != 0 or not shutil.which("losetup"):
-        pytest.skip("needs root and losetup for a loop device")
+        pytest.fail("a loop device needs root and losetup (util-linux)")
     image = tmp_path / "disk.img"
     with image.open("wb") as f:
         f.truncate(32 << 20)

@@ -160,7 +160,7 @@ def test_dcmi_sampler_refuses_deactivated_measurement():
 def test_dcmi_sampler_without_a_bmc_says_why(tool, binary, message):
     """The real tools, on a machine without a BMC: the error carries the command and its stderr."""
     if not shutil.which(binary):
-        pytest.skip(f"{binary} not installed")
+        pytest.fail(f"{binary} is not installed: `make setup` installs it")
     with pytest.raises(PowerError, match=rf"`{binary} .*` exited 1: {message}"):
         DcmiSampler(LocalHost(), tool).sample()
 
@@ -315,7 +315,7 @@ def test_redfish_tls_verification(tmp_path):
     """A self-signed certificate made with openssl: rejected by default, accepted with
     verify_tls false or with the certificate given as the CA bundle."""
     if not shutil.which("openssl"):
-        pytest.skip("openssl not installed")
+        pytest.fail("openssl is not installed")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
                     "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
@@ -603,7 +603,7 @@ def test_recorder_writes_its_csv_while_running(tmp_path):
 def test_recorder_records_failures_and_keeps_going(tmp_path):
     """The real ipmitool without a BMC fails every poll: the log says so and the point is not measured."""
     if not shutil.which("ipmitool"):
-        pytest.skip("ipmitool not installed")
+        pytest.fail("ipmitool is not installed: `make setup` installs it")
     log = tmp_path / "power.csv"
     with PowerRecorder(DcmiSampler(LocalHost()), log, interval_s=0.05):
         _wait_for(lambda: _data_lines(log) >= 2)
