@@ -72,3 +72,16 @@ def test_ingest_unknown_tool_is_refused(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         cli.main(["ingest", "iozone", "x.txt"])
     assert "invalid choice: 'iozone'" in capsys.readouterr().err
+
+
+def test_ingest_prints_tidy_samples_of_real_output(monkeypatch):
+    fixture = ROOT / "tests/fixtures/fio/client_one.jsonplus.json"
+    code, out = run(ROOT, "ingest", "fio", str(fixture), monkeypatch=monkeypatch)
+    table = pd.read_csv(io.StringIO(out))
+    assert code == 0 and {"metric", "value", "unit"} <= set(table.columns)
+    assert set(table.loc[table["metric"].str.endswith("_bw"), "unit"]) == {"MB/s"}
+
+
+def test_ingest_of_a_file_that_is_not_tool_output_names_it(monkeypatch, capsys):
+    code, _ = run(ROOT, "ingest", "fio", str(ROOT / "README.md"), monkeypatch=monkeypatch)
+    assert code == 2 and "README.md" in capsys.readouterr().err

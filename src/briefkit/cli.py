@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -128,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # `briefkit ingest ... | head`: the reader left; stop quietly, as shell tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (project.ParamsError, ValueError, KeyError, FileNotFoundError) as exc:
         print(f"briefkit: error: {exc}", file=sys.stderr)
         return 2
