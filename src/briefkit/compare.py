@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from briefkit.numbers import fmt, round_half_up
+from briefkit.numbers import fmt
 
 #: Metric families where a smaller number is the better one.
 LOWER_IS_BETTER_FAMILIES = ("_lat", "_clat", "micros_per_op", "watts", "watts_per_nopm", "txn_lat")
@@ -87,4 +87,4 @@ def percent(fraction: float, decimals: int = 0) -> str:
 
 
 __all__ = ["difference", "calculation", "multiple", "multiple_text", "differences", "up_to",
-           "Extreme", "lower_is_better", "percent", "round_half_up"]
+           "Extreme", "lower_is_better", "percent"]
