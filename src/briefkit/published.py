@@ -99,13 +99,6 @@ class PublishedBrief:
         return {key: Cell(num[key].exact / den[key].exact, num[key].interval / den[key].interval)
                 for key in num if key in den}
 
-    def values(self, workload: str, metric: str) -> pd.DataFrame:
-        """Exact values as floats: index = load, columns = configurations (for plots and ratios)."""
-        cells = self.cells(workload, metric)
-        frame = pd.Series({key: cell.exact for key, cell in cells.items()}).unstack(0)
-        frame.index.name = self.load_kind
-        return frame[[c for c in self.configs if c in frame.columns]]
-
     def samples(self) -> pd.DataFrame:
         """The published numbers as tidy samples (source ``published: Table N``)."""
         rows = []
