@@ -7,11 +7,14 @@
     briefkit build BRIEF              samples, execute and render in one go (what dvc repro does)
     briefkit check BRIEF              the reproduction check of a published brief, as CSV
     briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout
+    briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
+    briefkit status BRIEF             points done, skipped, failed and left per campaign
 """
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -20,14 +23,11 @@ from briefkit import project
 
 
 def _samples(args) -> int:
-    from briefkit import published, samples
+    from briefkit import campaign
 
     base = project.root()
     brief = project.brief(args.brief, base)
-    tables = []
-    if brief.published:
-        tables.append(published.load(base / brief.published).samples())
-    table = samples.concat(tables)
+    table = campaign.brief_samples(args.brief, base)
     out = brief.paths(base)["samples"]
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_parquet(out, index=False)
@@ -94,6 +94,46 @@ def _ingest(args) -> int:
     return 0
 
 
+def _measure(args) -> int:
+    from briefkit import campaign
+
+    base = project.root()
+    project.brief(args.brief, base)
+    names = [args.campaign] if args.campaign else list(campaign.declared(args.brief, base))
+    if not names:
+        raise SystemExit(f"brief {args.brief!r} declares no campaigns in params.yaml")
+    # SIGTERM (a CI timeout, kill) goes the same way as Ctrl-C: the running job is stopped on the host
+    signal.signal(signal.SIGTERM, _interrupt)
+    for name in names:
+        if args.dry_run:
+            camp = campaign.load(args.brief, name, base)
+            for point in camp.plan():
+                print(f"{name}\t{point.id}")
+            continue
+        host = campaign.connect(args.host, "--host") if args.host else None
+        try:
+            campaign.run(args.brief, name, host=host, base=base, progress=_say)
+        finally:
+            if host is not None:
+                host.close()
+    return 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _status(args) -> int:
+    from briefkit import campaign
+
+    campaign.status(args.brief).to_csv(sys.stdout, index=False, sep="\t")
+    return 0
+
+
 def _list(args) -> int:
     for slug, brief in project.briefs().items():
         print(f"{slug}\tnotebooks/{brief.notebook}.ipynb\t{brief.published or '-'}")
@@ -117,6 +157,16 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("brief")
     check.add_argument("--strict", action="store_true", help="exit 1 when a claim does not match")
     check.set_defaults(func=_check)
+    measure = sub.add_parser("measure", help="run or resume the brief's campaigns into data/raw/BRIEF/")
+    measure.add_argument("brief")
+    measure.add_argument("--campaign", help="only this campaign (default: every campaign of the brief)")
+    measure.add_argument("--host", help="run on this host instead of the declared one: local or "
+                                        "ssh://[user@]host[:port] (key login, host key in ~/.ssh/known_hosts)")
+    measure.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    measure.set_defaults(func=_measure)
+    status = sub.add_parser("status", help="points done, skipped, failed and left per campaign")
+    status.add_argument("brief")
+    status.set_defaults(func=_status)
     from briefkit.ingest import PARSERS
     ingest_cmd = sub.add_parser("ingest", help="tidy samples of raw tool output, as CSV on stdout")
     ingest_cmd.add_argument("tool", choices=sorted(PARSERS))
@@ -126,6 +176,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from briefkit.hosts import HostError
+
     args = parser().parse_args(argv)
     try:
         return args.func(args)
@@ -133,7 +185,11 @@ def main(argv: list[str] | None = None) -> int:
         # `briefkit ingest ... | head`: the reader left; stop quietly, as shell tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (project.ParamsError, ValueError, KeyError, FileNotFoundError) as exc:
+    except KeyboardInterrupt:
+        print("briefkit: interrupted; finished points are kept, run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    except (project.ParamsError, ValueError, KeyError, FileNotFoundError, HostError) as exc:
         print(f"briefkit: error: {exc}", file=sys.stderr)
         return 2
 

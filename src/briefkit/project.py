@@ -66,9 +66,10 @@ def briefs(base: Path | None = None) -> dict[str, Brief]:
         where = f"{base / 'params.yaml'}: briefs.{slug}"
         if not isinstance(spec, dict):
             raise ParamsError(f"{where}: must be a mapping")
-        unknown = set(spec) - {"notebook", "published", "parameters"}
+        unknown = set(spec) - {"notebook", "published", "parameters", "campaigns"}
         if unknown:
-            raise ParamsError(f"{where}: unknown key(s) {sorted(unknown)} (known: notebook, published, parameters)")
+            raise ParamsError(f"{where}: unknown key(s) {sorted(unknown)} "
+                              "(known: notebook, published, parameters, campaigns)")
         notebook = spec.get("notebook")
         if not notebook or not (base / "notebooks" / f"{notebook}.ipynb").exists():
             raise ParamsError(f"{where}.notebook: {notebook!r} is not a notebook in notebooks/")
