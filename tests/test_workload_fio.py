@@ -1,0 +1,338 @@
+"""The fio workload: declaration (validate, plan, labels), job files fio accepts, and real short
+runs through FioWorkload.prepare/run/samples on this machine and over the loopback sshd."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from briefkit import workloads
+from briefkit.hosts import CommandError, JobTimeout, LocalHost
+from briefkit.ingest import fio as fio_output
+from briefkit.workloads.base import CampaignError, PointRun
+from briefkit.workloads.fio import (
+    DATA_FILE, BRIEF_MIXES, FioWorkload, parse_mix, size_label, workload_label,
+)
+from briefkit.workloads.fio_job import job_file
+
+FIO = shutil.which("fio")
+
+
+@pytest.fixture(scope="module")
+def fio_installed():
+    assert FIO, "fio is not installed: `make setup` installs Debian's fio"
+    return FIO
+
+
+def engine_works(engine: str) -> bool:
+    """Whether this kernel lets fio use ``engine`` (io_uring can be disabled by sysctl)."""
+    res = subprocess.run([FIO, "--name=probe", f"--ioengine={engine}", "--filename=/dev/null",
+                          "--size=64k", "--rw=read", "--bs=4k", "--output-format=json"],
+                         capture_output=True, text=True)
+    return res.returncode == 0
+
+
+def storage(path, **changes):
+    """A hand-made storage.Prepared: a directory to work in."""
+    fields = dict(name="tmp", kind="dir", path=str(path), device=None, raw_device=False,
+                  description={"kind": "dir"})
+    fields.update(changes)
+    return types.SimpleNamespace(**fields)
+
+
+# ------------------------------------------------------------------------------ declaration
+
+
+def test_registered_and_defaults_are_the_briefs_methodology():
+    workload = workloads.get("fio")
+    assert isinstance(workload, FioWorkload)
+    assert (workload.name, workload.load_axis, workload.tool) == ("fio", "numjobs", "fio")
+    matrix, settings = workload.validate({}, {}, "briefs.x.campaigns.y")
+    # Table 2 of fio-6600ion: randrw, 4 mixes, 256 KiB / 4 MiB, numjobs 1-8, QD 64, io_uring,
+    # O_DIRECT, ramp 300 s, runtime 600 s.
+    assert matrix == {"rw": ["30/70", "50/50", "70/30", "90/10"], "bs": ["256KiB", "4MiB"],
+                      "numjobs": [1, 2, 4, 8], "iodepth": [64]}
+    assert (settings["ioengine"], settings["direct"], settings["ramp_s"], settings["runtime_s"],
+            settings["pattern"]) == ("io_uring", True, 300, 600, "randrw")
+    assert settings["label_iodepth"] is False
+
+
+def test_plan_is_the_cross_product_configs_outermost():
+    workload = FioWorkload()
+    matrix, _ = workload.validate({"rw": ["70/30", "30/70"], "bs": ["256KiB"], "numjobs": [1, 8]},
+                                  {}, "c")
+    points = workload.plan(["xfs-loop", "disk"], matrix, repetitions=2)
+    assert len(points) == 2 * 2 * 1 * 2 * 1 * 2
+    assert [p.config for p in points[:8]] == ["xfs-loop"] * 8
+    assert points[0].id == "xfs-loop/rw=70-30_bs=256KiB_numjobs=1_iodepth=64/rep1"
+    assert points[1].id == "xfs-loop/rw=70-30_bs=256KiB_numjobs=1_iodepth=64/rep2"
+    assert len({p.id for p in points}) == len(points)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("70/30", (None, 70)), ("100/0", (None, 100)), ("0/100", (None, 0)), (" 90 / 10 ", (None, 90)),
+    ("randread", ("randread", None)), ("write", ("write", None)),
+])
+def test_parse_mix(value, expected):
+    assert parse_mix(value) == expected
+
+
+@pytest.mark.parametrize("matrix, settings, key", [
+    ({"rw": ["70/20"]}, {}, "c.matrix.rw[0]"),
+    ({"rw": ["70/30", "60-40"]}, {}, "c.matrix.rw[1]"),
+    ({"rw": [70]}, {}, "c.matrix.rw[0]"),
+    ({"bs": ["4KB"]}, {}, "c.matrix.bs"),
+    ({"bs": [1000]}, {}, "c.matrix.bs"),           # not a multiple of 512 with O_DIRECT
+    ({"numjobs": [0]}, {}, "c.matrix.numjobs"),
+    ({"numjobs": [1, 1]}, {}, "c.matrix.numjobs"),
+    ({"iodepth": ["64; rm"]}, {}, "c.matrix.iodepth"),
+    ({"threads": [1]}, {}, "c.matrix"),
+    ({}, {"runtime": 5}, "c.settings"),
+    ({}, {"ramp_s": "five"}, "c.settings.ramp_s"),
+    ({}, {"runtime_s": 0}, "c.settings.runtime_s"),  # time_based needs a runtime
+    ({}, {"ioengine": "io_uring\nrw=write"}, "c.settings.ioengine"),
+    ({}, {"pattern": "randread"}, "c.settings.pattern"),
+    ({}, {"options": "randrepeat=0"}, "c.settings.options"),
+    ({}, {"options": {"bs": 4096}}, "c.settings.options.bs"),
+    ({}, {"size": "1GB"}, "c.settings.size"),
+    ({}, {"timeout_s": -1}, "c.settings.timeout_s"),
+    ({}, {"fio": "--version"}, "c.settings.fio"),
+])
+def test_bad_declarations_name_the_key(matrix, settings, key):
+    with pytest.raises(CampaignError) as caught:
+        FioWorkload().validate(matrix, settings, "c")
+    assert str(caught.value).startswith(f"{key}"), str(caught.value)
+
+
+@pytest.mark.parametrize("values, settings, label", [
+    ({"rw": "70/30", "bs": "256KiB", "iodepth": 64}, {}, "70/30 256 KiB"),
+    ({"rw": "30/70", "bs": "4MiB", "iodepth": 64}, {}, "30/70 4 MiB"),
+    ({"rw": " 90 / 10", "bs": 262144, "iodepth": 64}, {}, "90/10 256 KiB"),
+    ({"rw": "randread", "bs": "4k", "iodepth": 1}, {}, "randread 4 KiB"),
+    ({"rw": "50/50", "bs": "4MiB", "iodepth": 16}, {"label_iodepth": True}, "50/50 4 MiB QD16"),
+])
+def test_workload_labels(values, settings, label):
+    assert workload_label(values, settings) == label
+
+
+def test_label_names_iodepth_only_when_the_matrix_sweeps_it():
+    _, one = FioWorkload().validate({"iodepth": [16]}, {}, "c")
+    _, two = FioWorkload().validate({"iodepth": [16, 64]}, {}, "c")
+    assert (one["label_iodepth"], two["label_iodepth"]) == (False, True)
+
+
+def test_size_label():
+    assert [size_label(n) for n in (512, 4096, 256 * 1024, 4 * 1024 ** 2, 3 * 1024 ** 3)] == \
+        ["512 B", "4 KiB", "256 KiB", "4 MiB", "3 GiB"]
+
+
+def test_which_points_write():
+    workload = FioWorkload()
+    matrix, settings = workload.validate({"rw": ["100/0", "90/10", "0/100", "randread", "randwrite"]},
+                                         {}, "c")
+    points = workload.plan(["d"], {**matrix, "bs": ["4MiB"], "numjobs": [1]}, 1)
+    assert [workload.writes_to_device(p, settings) for p in points] == [False, True, True, False, True]
+
+
+def test_windows_and_expected_time():
+    workload = FioWorkload()
+    _, settings = workload.validate({}, {"ramp_s": 2, "runtime_s": 5}, "c")
+    point = workload.plan(["d"], {"rw": ["70/30"], "bs": ["4MiB"], "numjobs": [1], "iodepth": [64]}, 1)[0]
+    assert workload.ramp_seconds(point, settings) == 2.0
+    assert workload.expected_seconds(point, settings) == 7.0
+    _, untimed = workload.validate({}, {"time_based": False}, "c")
+    assert workload.expected_seconds(point, untimed) is None
+
+
+# ------------------------------------------------------------------------ job files and fio
+
+
+def test_fio_accepts_every_job_file_of_the_default_plan(tmp_path, fio_installed):
+    """fio --parse-only reads all 32 job files of the brief's plan; --showcmd shows fio's own
+    reading of each, which must match the point it was made from."""
+    workload = FioWorkload()
+    matrix, settings = workload.validate({}, {"options": {"randrepeat": 0, "norandommap": True}}, "c")
+    points = workload.plan(["d"], matrix, 1)
+    paths = []
+    for i, point in enumerate(points):
+        path = tmp_path / f"p{i}.job"
+        path.write_text(job_file(workload.job(point.values, settings, str(tmp_path / DATA_FILE))))
+        paths.append(str(path))
+    checked = subprocess.run([FIO, "--parse-only", *paths], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    shown = subprocess.run([FIO, "--showcmd", *paths], capture_output=True, text=True, check=True)
+    lines = [line for line in shown.stdout.splitlines() if line.startswith("fio ")]
+    assert len(lines) == len(points)
+    for point, line in zip(points, lines):
+        words = set(line.split())
+        read = point.values["rw"].split("/")[0]
+        nbytes = {"256KiB": 256 * 1024, "4MiB": 4 * 1024 ** 2}[point.values["bs"]]
+        assert {"--rw=randrw", f"--rwmixread={read}", f"--bs={nbytes}",
+                f"--numjobs={point.values['numjobs']}", "--iodepth=64", "--ioengine=io_uring",
+                "--direct=1", "--ramp_time=300", "--runtime=600", "--time_based",
+                "--group_reporting", f"--size={1024 ** 3}", "--randrepeat=0",
+                "--norandommap=1"} <= words, line
+
+
+def test_tool_version_is_fios_own(local_host, fio_installed):
+    out = subprocess.run([FIO, "--version"], capture_output=True, text=True).stdout.strip()
+    assert FioWorkload().tool_version(local_host, {}) == out.removeprefix("fio-")
+    assert out.startswith("fio-3.")
+
+
+# ---------------------------------------------------------------------------- real runs
+
+
+def run_one(host, workload, settings, values, store, remote_dir, state):
+    point = workload.plan(["tmp"], {k: [v] for k, v in values.items()}, 1)[0]
+    run = PointRun(host=host, point=point, storage=store, settings=settings,
+                   remote_dir=str(remote_dir), state=state, progress=lambda _m: None)
+    host.mkdir(str(remote_dir))
+    workload.run(run)
+    return point, run
+
+
+ENGINES = ["psync", "io_uring"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_real_point_on_this_machine(tmp_path, local_host, fio_installed, engine):
+    if engine == "io_uring" and not engine_works("io_uring"):
+        pytest.skip("this kernel refuses io_uring (kernel.io_uring_disabled)")
+    workload = FioWorkload()
+    matrix, settings = workload.validate(
+        {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": [2], "iodepth": [4]},
+        {"ioengine": engine, "ramp_s": 0, "runtime_s": 1, "size": "16MiB"}, "c")
+    store = storage(tmp_path / "target")
+    (tmp_path / "target").mkdir()
+    state = workload.prepare(local_host, store, settings, str(tmp_path / "prepare"), lambda _m: None)
+    data = tmp_path / "target" / DATA_FILE
+    assert state == {"target": str(data), "preconditioned": True}
+    assert data.stat().st_size == 16 * 1024 ** 2
+    assert (tmp_path / "prepare" / "precondition.json").exists()
+    # a second prepare (after a resume) finds the file laid out and does not write it again
+    mtime = data.stat().st_mtime_ns
+    again = workload.prepare(local_host, store, settings, str(tmp_path / "prepare2"), lambda _m: None)
+    assert again["preconditioned"] is False and data.stat().st_mtime_ns == mtime
+
+    values = {k: v[0] for k, v in matrix.items()}
+    point, run = run_one(local_host, workload, settings, values, store, tmp_path / "point", state)
+    folder = tmp_path / "point"
+    assert (folder / "fio.job").read_text() == job_file(workload.job(values, settings, str(data)))
+    assert [(j.name, j.returncode) for j in run.jobs] == [("fio", 0)]
+    assert run.notes["workload"] == "70/30 64 KiB"
+
+    table = workload.samples(folder, point, settings)
+    assert set(table["workload"]) == {"70/30 64 KiB"}
+    assert set(table["load_kind"]) == {"numjobs"} and set(table["load"]) == {2}
+    assert set(table["tool"]) == {"fio"}
+    assert set(table["tool_version"]) == {workload.tool_version(local_host, settings)}
+    # the figures are fio's own: MB/s = bw_bytes / 1e6 of the group-reported entry
+    doc = json.loads((folder / "fio.json").read_text())
+    entry, = doc["jobs"]
+    assert entry["job options"]["ioengine"] == engine and entry["job options"]["rwmixread"] == "70"
+    values_by_metric = dict(zip(table["metric"], table["value"]))
+    for direction in ("read", "write"):
+        assert entry[direction]["io_bytes"] > 0
+        assert values_by_metric[f"{direction}_bw"] == pytest.approx(entry[direction]["bw_bytes"] / 1e6)
+        assert values_by_metric[f"{direction}_clat_mean"] == pytest.approx(entry[direction]["clat_ns"]["mean"] / 1e3)
+    assert values_by_metric["total_bw"] == pytest.approx(values_by_metric["read_bw"] + values_by_metric["write_bw"])
+
+    workload.finish(local_host, store, settings, state)
+    assert not data.exists()
+
+
+def test_read_only_mix_on_a_preconditioned_file_reads_real_blocks(tmp_path, local_host, fio_installed):
+    """100/0 after preconditioning: only reads, and they come from written blocks (fio reports
+    the read volume; the data file is fully allocated, not sparse)."""
+    workload = FioWorkload()
+    matrix, settings = workload.validate(
+        {"rw": ["100/0"], "bs": ["64KiB"], "numjobs": [1], "iodepth": [4]},
+        {"ioengine": "psync", "ramp_s": 0, "runtime_s": 1, "size": "8MiB"}, "c")
+    (tmp_path / "t").mkdir()
+    store = storage(tmp_path / "t")
+    state = workload.prepare(local_host, store, settings, str(tmp_path / "prep"), lambda _m: None)
+    data = tmp_path / "t" / DATA_FILE
+    assert data.stat().st_blocks * 512 >= 8 * 1024 ** 2
+    point, _ = run_one(local_host, workload, settings, {k: v[0] for k, v in matrix.items()}, store,
+                       tmp_path / "pt", state)
+    metrics = set(workload.samples(tmp_path / "pt", point, settings)["metric"])
+    assert "read_bw" in metrics and not any(m.startswith("write_") for m in metrics)
+
+
+def test_an_unknown_engine_is_an_error_not_a_fallback(tmp_path, local_host, fio_installed):
+    workload = FioWorkload()
+    _, settings = workload.validate({}, {"ioengine": "no_such_engine"}, "c")
+    with pytest.raises(CampaignError, match=r"settings.ioengine: .*no_such_engine.*does not fall back"):
+        workload.prepare(local_host, storage(tmp_path), settings, str(tmp_path / "p"), lambda _m: None)
+
+
+def test_a_failing_fio_raises_with_its_message(tmp_path, local_host, fio_installed):
+    """A target "directory" that is a regular file: fio exits non-zero; the error quotes fio."""
+    workload = FioWorkload()
+    matrix, settings = workload.validate(
+        {"rw": ["70/30"], "bs": ["4KiB"], "numjobs": [1], "iodepth": [1]},
+        {"ioengine": "psync", "ramp_s": 0, "runtime_s": 1, "size": "1MiB", "precondition": False}, "c")
+    (tmp_path / "plain-file").write_text("")
+    store = storage(tmp_path / "plain-file")
+    with pytest.raises(CommandError) as caught:
+        run_one(local_host, workload, settings, {k: v[0] for k, v in matrix.items()}, store,
+                tmp_path / "pt", {})
+    message = str(caught.value)
+    assert "exited with code 1" in message and "fio:" in message and "Not a directory" in message
+    assert (tmp_path / "pt" / "fio.job").exists()   # the job file stays for inspection
+
+
+def test_a_timeout_stops_fio_on_the_host(tmp_path, local_host, fio_installed):
+    workload = FioWorkload()
+    matrix, settings = workload.validate(
+        {"rw": ["70/30"], "bs": ["4KiB"], "numjobs": [1], "iodepth": [1]},
+        {"ioengine": "psync", "ramp_s": 0, "runtime_s": 60, "size": "1MiB", "precondition": False,
+         "timeout_s": 1.5, "direct": False}, "c")
+    (tmp_path / "t").mkdir()
+    started = time.monotonic()
+    with pytest.raises(JobTimeout):
+        run_one(local_host, workload, settings, {k: v[0] for k, v in matrix.items()},
+                storage(tmp_path / "t"), tmp_path / "pt", {})
+    assert time.monotonic() - started < 30
+    pid = int((tmp_path / "pt" / "fio.pid").read_text())
+    assert (tmp_path / "pt" / "fio.stopped").exists()
+    assert live_members(pid) == []
+
+
+def live_members(pgid: int, settle: float = 5.0) -> list[str]:
+    """Processes of the session (setsid: the same id as the job's process group) still running (zombies waiting for their reaper do
+    not count), after waiting up to ``settle`` seconds for them to go."""
+    deadline = time.monotonic() + settle
+    while True:
+        ps = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "-g", str(pgid)], capture_output=True, text=True)
+        live = [line.strip() for line in ps.stdout.splitlines() if line.split()[1][:1] != "Z"]
+        if not live or time.monotonic() > deadline:
+            return live
+        time.sleep(0.1)
+
+
+def test_real_point_over_ssh(tmp_path, sshd, fio_installed):
+    """The same point through the loopback sshd: job file and json+ written on the host, fetched
+    by SFTP, then ingested."""
+    host = sshd.host
+    workload = FioWorkload()
+    matrix, settings = workload.validate(
+        {"rw": ["30/70"], "bs": ["128KiB"], "numjobs": [1], "iodepth": [2]},
+        {"ioengine": "psync", "ramp_s": 0, "runtime_s": 1, "size": "8MiB"}, "c")
+    remote = tmp_path / "remote"
+    host.mkdir(str(remote / "target"))
+    store = storage(remote / "target")
+    state = workload.prepare(host, store, settings, str(remote / "prep"), lambda _m: None)
+    point, run = run_one(host, workload, settings, {k: v[0] for k, v in matrix.items()}, store,
+                         remote / "point", state)
+    local = host.fetch(str(remote / "point"), tmp_path / "fetched")
+    table = workload.samples(local, point, settings)
+    assert set(table["workload"]) == {"30/70 128 KiB"} and set(table["load"]) == {1}
+    assert {"read_bw", "write_bw", "write_clat_p99"} <= set(table["metric"])
+    assert fio_output.describe(local / "fio.json").iloc[0]["rwmixread"] == "30"
