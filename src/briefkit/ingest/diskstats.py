@@ -12,6 +12,10 @@ Whole disks, partitions (``vda1``, ``nvme0n1p2``), loop (``loop0``) and device-m
 I/O is also counted in its disk's line. ``kernel_name`` turns ``/dev/mapper/vg-lv`` or
 ``/dev/loop0`` into that name. Everything except ``take_snapshot`` and ``kernel_name`` is a pure
 function of text and timestamps.
+
+A snapshot saved to a file (``read_snapshot``) starts with a line ``# taken_at: <seconds>`` (e.g.
+``date +%s.%N`` on the host) followed by the text of /proc/diskstats, so that the file alone
+gives the window's length.
 """
 from __future__ import annotations
 
@@ -185,6 +189,28 @@ def to_samples(before: Snapshot, after: Snapshot, device: str, **provenance) -> 
     ]
     common = {"tool": "diskstats", "source": f"{after.source}:{w.device}", **provenance}
     return samples.frame(rows, **common)
+
+
+TAKEN_AT = "# taken_at:"
+
+
+def read_snapshot(path) -> Snapshot:
+    """A snapshot file: ``# taken_at: <seconds>``, then /proc/diskstats as read at that moment."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ParseError(path, f"cannot read diskstats snapshot: {exc}") from exc
+    first, _, rest = text.partition("\n")
+    if not first.startswith(TAKEN_AT):
+        raise ParseError(path, f"expected a first line '{TAKEN_AT} <seconds>', got {first!r}", line=1)
+    try:
+        taken_at = float(first[len(TAKEN_AT):])
+    except ValueError:
+        raise ParseError(path, f"expected a number of seconds after '{TAKEN_AT}', got {first!r}", line=1) from None
+    if not text.endswith("\n"):
+        raise ParseError(path, "the snapshot is cut off (the file ends without a newline)")
+    return parse_snapshot("\n" + rest, taken_at, source=str(path))  # blank first line: numbers match the file
 
 
 def take_snapshot(path: str = PROC_DISKSTATS, clock=time.monotonic) -> Snapshot:

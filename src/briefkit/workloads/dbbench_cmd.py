@@ -152,8 +152,8 @@ def point_argv(*, benchmark: str, db: str, num: int, threads: int, duration: int
 
 def flash_suite(scale: float, *, db: str, seed: int = 1, key_size: int = 20, value_size: int = 400,
                 block_size: int = 8192, cache_size: int = 17_179_869_184, max_background_jobs: int = 16,
-                statistics: bool = True, report_dir: str | None = None,
-                binary: str = DEFAULT_BINARY) -> dict[str, list[list[str]]]:
+                statistics: bool = True, report_dir: str | None = None, use_direct_reads: bool = False,
+                t5_threads: int = FLASH_THREADS["T5"], binary: str = DEFAULT_BINARY) -> dict[str, list[list[str]]]:
     """The wiki's flash tests T1-T5 with every key count multiplied by ``scale`` (1 = the wiki's
     8e9-key runs, 0.1 = the rocksdb-nvmeof brief). Returns test -> argvs to run in order:
 
@@ -161,7 +161,9 @@ def flash_suite(scale: float, *, db: str, seed: int = 1, key_size: int = 20, val
     sequential (fillseq, no WAL), T3 overwrite (1 thread, WAL on, no sync) on T2's DB, T4
     readrandom (1 thread), T5 readwhilewriting (32 readers and one unthrottled writer). T3-T5
     run on the DB left by T2, with ``--num`` = their own (scaled) key count as benchmark.sh does.
-    With ``report_dir``, every measured step writes ``<report_dir>/<test>.report.csv``."""
+    With ``report_dir``, every measured step writes ``<report_dir>/<test>.report.csv``.
+    ``use_direct_reads`` opens the SST files of T3-T5 with O_DIRECT (reads bypass the page cache,
+    as the sweeps do when the DB is smaller than RAM); ``t5_threads`` is T5's reader count."""
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
         raise ValueError(f"scale must be a number in (0, 1], got {scale!r}")
     keys = {test: int(round(n * scale)) for test, n in FLASH_KEYS.items()}
@@ -176,6 +178,7 @@ def flash_suite(scale: float, *, db: str, seed: int = 1, key_size: int = 20, val
         "max_background_jobs": _positive_int("max_background_jobs", max_background_jobs),
         "histogram": 1, "statistics": bool(statistics), "seed": _positive_int("seed", seed),
     }
+    direct: dict[str, Value] = {"use_direct_reads": bool(use_direct_reads)}
     bulk = {"sync": 0, "disable_wal": 1, "memtablerep": "vector", "allow_concurrent_memtable_write": "false",
             "threads": 1}
 
@@ -194,11 +197,12 @@ def flash_suite(scale: float, *, db: str, seed: int = 1, key_size: int = 20, val
         "T2": [step("T2", {"benchmarks": "fillseq", "use_existing_db": 0, "num": keys["T2"],
                            "min_level_to_compress": 0, **bulk})],
         "T3": [step("T3", {"benchmarks": "overwrite", "use_existing_db": 1, "num": keys["T3"], "sync": 0,
-                           "threads": FLASH_THREADS["T3"], "merge_operator": "put"})],
+                           "threads": FLASH_THREADS["T3"], "merge_operator": "put", **direct})],
         "T4": [step("T4", {"benchmarks": "readrandom", "use_existing_db": 1, "num": keys["T4"],
-                           "threads": FLASH_THREADS["T4"]})],
+                           "threads": FLASH_THREADS["T4"], **direct})],
         "T5": [step("T5", {"benchmarks": "readwhilewriting", "use_existing_db": 1, "num": keys["T5"],
-                           "threads": FLASH_THREADS["T5"], "sync": 0, "merge_operator": "put"})],
+                           "threads": _positive_int("t5_threads", t5_threads), "sync": 0,
+                           "merge_operator": "put", **direct})],
     }
 
 
