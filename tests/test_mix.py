@@ -1,0 +1,311 @@
+"""The analysis of a fio mix sweep (briefkit.mix) on real fio output (tests/fixtures/fio_mix).
+
+Expected values are recomputed here from the fio JSON itself (``bw_bytes``, json+ bins), not
+typed in, so that a wrong unit, a wrong average or an averaged percentile fails.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as scipy_stats
+
+from briefkit import mix, samples
+from briefkit.ingest import fio
+
+FIXTURES = Path(__file__).parent / "fixtures" / "fio_mix"
+CONFIGS = ["xfs-loop", "disk"]
+_POINT = re.compile(r"rw=(\d+)-(\d+)_bs=(\w+)_numjobs=(\d+)")
+_BS = {"256k": 262144, "4m": 4194304}
+
+
+def _files() -> list[Path]:
+    found = sorted(FIXTURES.glob("*/*/rep*.json"))
+    assert len(found) == 32, "run tests/fixtures/fio_mix/make_fixtures.sh"
+    return found
+
+
+def _point(path: Path) -> dict:
+    m = _POINT.fullmatch(path.parent.name)
+    return {"config": path.parent.parent.name, "workload": mix.label(int(m[1]), _BS[m[3]]),
+            "load": float(m[4]), "rep": int(path.stem.removeprefix("rep"))}
+
+
+def _sweep() -> pd.DataFrame:
+    """The fixtures as a campaign would hand them over: tidy samples with config, workload label,
+    numjobs and repetition."""
+    parts = [fio.parse(path, brief="fio-6600ion", load_kind="numjobs", campaign="fixture", **_point(path))
+             for path in _files()]
+    return samples.concat(parts)
+
+
+@pytest.fixture(scope="module")
+def sweep() -> pd.DataFrame:
+    return _sweep()
+
+
+@pytest.fixture(scope="module")
+def summary(sweep) -> pd.DataFrame:
+    return mix.summary(sweep)
+
+
+def _doc(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _total_mb_s(path: Path) -> float:
+    """read + write bw_bytes of the one group_reporting entry, in MB/s (SI)."""
+    job = _doc(path)["jobs"][0]
+    return (job["read"]["bw_bytes"] + job["write"]["bw_bytes"]) / 1e6
+
+
+def _reps(config: str, workload: str, load: float) -> list[Path]:
+    return [p for p in _files() if _point(p) | {"rep": 0} == {"config": config, "workload": workload,
+                                                             "load": load, "rep": 0}]
+
+
+def _watts_rows(sweep: pd.DataFrame, watts_of) -> pd.DataFrame:
+    """Watts samples for every repetition of every point. TEST INPUT: no power was measured for
+    these fixtures; the values come from ``watts_of(config, load, rep)`` to exercise the
+    efficiency path."""
+    keys = sweep[sweep["metric"] == "total_bw"][["brief", "config", "workload", "load_kind", "load", "rep",
+                                                 "campaign"]]
+    rows = [{**row, "metric": "watts", "value": watts_of(row["config"], row["load"], row["rep"]), "unit": "W",
+             "tool": "power", "source": "test input"} for row in keys.to_dict("records")]
+    return samples.frame(rows)
+
+
+# ------------------------------------------------------------------------------------ labels
+
+
+def test_labels_round_trip_and_match_the_published_and_fio_workload_labels():
+    assert mix.label(70, 262144) == "70/30 256 KiB"
+    assert mix.label(30, 4 * 1024 ** 2) == "30/70 4 MiB"
+    for text in ("30/70 256 KiB", "90/10 4 MiB", "50/50 1 GiB"):
+        assert mix.parse(text).label == text
+    m = mix.parse("90/10 4 MiB")
+    assert (m.read, m.write, m.bs, m.ratio, m.size, m.name) == (90, 10, 4194304, "90/10", "4 MiB", "Read-dominant")
+    assert mix.parse("60/40 256 KiB").name == "60/40 R/W"
+    # the same label as the fio workload gives its samples
+    from briefkit.workloads.fio import workload_label
+    assert workload_label({"rw": "70/30", "bs": "256KiB"}, {}) == mix.label(70, 262144)
+
+
+@pytest.mark.parametrize("text, message", [("70/20 256 KiB", "add up to 90"), ("randread 4 MiB", "not a mix label"),
+                                           ("70/30 256KB", "not a mix label")])
+def test_a_label_that_is_not_a_mix_is_an_error_naming_it(text, message):
+    with pytest.raises(ValueError, match=message) as info:
+        mix.parse(text)
+    assert repr(text) in str(info.value)
+
+
+def test_mixes_are_ordered_by_read_share_then_block_size(sweep):
+    assert [m.label for m in mix.mixes(sweep)] == ["30/70 256 KiB", "30/70 4 MiB", "70/30 256 KiB", "70/30 4 MiB"]
+    assert mix.read_shares(sweep) == [30, 70]
+
+
+# ---------------------------------------------------------------------------- repetitions
+
+
+def test_throughput_is_the_mean_of_the_repetitions_read_plus_write_in_si_mb_s(summary):
+    rows = summary[summary["metric"] == "total_bw"]
+    assert len(rows) == 16   # 2 configs x 2 mixes x 2 block sizes x 2 numjobs
+    for row in rows.itertuples():
+        values = [_total_mb_s(p) for p in _reps(row.config, row.workload, row.load)]
+        assert len(values) == 2
+        assert row.mean == pytest.approx(np.mean(values), rel=1e-9)
+        half = scipy_stats.t.ppf(0.975, 1) * np.std(values, ddof=1) / math.sqrt(2)
+        assert (row.ci_low, row.ci_high) == (pytest.approx(row.mean - half), pytest.approx(row.mean + half))
+        assert row.unit == "MB/s" and row.n == 2
+
+
+def test_mean_latency_is_averaged_but_percentiles_never_are(summary):
+    metrics = set(summary["metric"])
+    assert {"read_clat_mean", "write_clat_mean"} <= metrics
+    assert not [m for m in metrics if re.search(r"_p\d", m)]
+    row = summary[(summary["metric"] == "write_clat_mean") & (summary["config"] == "disk")
+                  & (summary["workload"] == "30/70 4 MiB") & (summary["load"] == 2)].iloc[0]
+    expected = np.mean([_doc(p)["jobs"][0]["write"]["clat_ns"]["mean"] / 1e3
+                        for p in _reps("disk", "30/70 4 MiB", 2.0)])
+    assert row["mean"] == pytest.approx(expected) and row["unit"] == "us"
+
+
+def test_p99_comes_from_the_merged_bins_of_all_repetitions(sweep):
+    merged = mix.merged_percentiles(sweep, percentiles=(99.0,))
+    assert len(merged) == 16 * 2    # read and write of every point
+    assert merged["rep"].isna().all()
+    some_differ = False
+    for row in merged.itertuples():
+        direction = row.metric.split("_")[0]
+        paths = _reps(row.config, row.workload, row.load)
+        bins = Counter()
+        for path in paths:
+            for ns, count in _doc(path)["jobs"][0][direction]["clat_ns"]["bins"].items():
+                bins[int(ns)] += count
+        # fio's rule on the summed histogram: the first bucket whose cumulative count reaches 99 %
+        total, cumulative = sum(bins.values()), 0
+        for ns in sorted(bins):
+            cumulative += bins[ns]
+            if cumulative >= 0.99 * total:
+                break
+        assert row.value == pytest.approx(ns / 1e3), (row.config, row.workload, row.load, row.metric)
+        per_rep = [_doc(p)["jobs"][0][direction]["clat_ns"]["percentile"]["99.000000"] / 1e3 for p in paths]
+        some_differ |= not math.isclose(row.value, float(np.mean(per_rep)))
+    assert some_differ, "the merged p99 should not be the average of the per-run p99s everywhere"
+
+
+def test_merged_percentiles_skip_points_whose_files_are_gone(sweep, tmp_path):
+    moved = sweep.copy()
+    moved["source"] = moved["source"].map(lambda s: str(Path(s).relative_to(FIXTURES)))
+    assert len(mix.merged_percentiles(moved, base=FIXTURES)) == 32     # relative to base: found
+    assert mix.merged_percentiles(moved, base=tmp_path).empty            # nowhere: left out, no guess
+
+
+def test_a_sample_table_with_another_load_kind_is_refused(sweep):
+    other = sweep.assign(load_kind="threads")
+    with pytest.raises(ValueError, match="numjobs"):
+        mix.summary(other)
+
+
+# ----------------------------------------------------------------------------- multiples
+
+
+def test_multiple_names_the_leader_and_prints_the_calculation(summary):
+    means = mix.wide(summary, "70/30 256 KiB", "total_bw", CONFIGS)
+    m = mix.multiple(summary, "70/30 256 KiB", "total_bw", 1.0, CONFIGS)
+    a, b = means.loc[1.0, "xfs-loop"], means.loc[1.0, "disk"]
+    leader, other = ("xfs-loop", "disk") if a >= b else ("disk", "xfs-loop")
+    top, bottom = max(a, b), min(a, b)
+    assert (m.leader, m.other) == (leader, other)
+    assert m.value == pytest.approx(top / bottom) and m.value >= 1
+    assert m.calculation == f"({top:,.0f} / {bottom:,.0f}) = ~{top / bottom:,.1f}x"
+
+
+def test_latency_multiple_puts_the_slower_on_top_and_the_faster_leads(summary):
+    means = mix.wide(summary, "30/70 4 MiB", "read_clat_mean", CONFIGS) * 1e-3
+    m = mix.multiple(summary, "30/70 4 MiB", "read_clat_mean", 2.0, CONFIGS, scale=1e-3, operand_decimals=2)
+    fast = means.loc[2.0].idxmin()
+    slow = means.loc[2.0].idxmax()
+    assert m.leader == fast
+    assert m.calculation.startswith(f"({means.loc[2.0, slow]:,.2f} / {means.loc[2.0, fast]:,.2f}) = ~")
+    assert m.value == pytest.approx(means.loc[2.0, slow] / means.loc[2.0, fast])
+
+
+def test_overlap_follows_the_confidence_intervals(summary):
+    for mx in mix.mixes(summary):
+        low = mix.wide(summary, mx.label, "total_bw", CONFIGS, "ci_low")
+        high = mix.wide(summary, mx.label, "total_bw", CONFIGS, "ci_high")
+        for load in low.index:
+            m = mix.multiple(summary, mx.label, "total_bw", load, CONFIGS)
+            apart = low.loc[load, m.leader] > high.loc[load, m.other]
+            assert m.overlap is (not apart)
+
+
+def test_details_give_low_and_high_concurrency(summary):
+    lines = mix.details(summary, mix.parse("30/70 256 KiB"), "total_bw", CONFIGS)
+    assert len(lines) == 2
+    assert lines[0].startswith("Low concurrency (numjobs 1): ") and lines[1].startswith("High concurrency (numjobs 2): ")
+    assert all(re.search(r"\(\d[\d,]* / \d[\d,]*\) = ~\d+\.\dx", line) for line in lines)
+
+
+# ----------------------------------------------------------------------------- the tables
+
+
+def test_throughput_table_has_every_numjobs_of_both_block_sizes(summary):
+    table = mix.throughput_table(summary, 70, CONFIGS)
+    assert list(table["Block size"]) == ["256 KiB", "256 KiB", "4 MiB", "4 MiB"]
+    assert list(table["numjobs"]) == ["1", "2", "1", "2"]
+    assert list(table.columns) == ["Block size", "numjobs", "xfs-loop MB/s", "disk MB/s", "Leader", "Calculation",
+                                   "95 % intervals overlap"]
+    row = summary[(summary["metric"] == "total_bw") & (summary["workload"] == "70/30 4 MiB")
+                  & (summary["load"] == 2) & (summary["config"] == "disk")].iloc[0]
+    assert table.loc[3, "disk MB/s"] == f"{row['mean']:,.0f} ± {(row['ci_high'] - row['ci_low']) / 2:,.0f}"
+
+
+def test_latency_table_is_in_ms(summary):
+    table = mix.latency_table(summary, 30, CONFIGS)
+    assert len(table) == 4
+    row = summary[(summary["metric"] == "read_clat_mean") & (summary["workload"] == "30/70 256 KiB")
+                  & (summary["load"] == 1) & (summary["config"] == "xfs-loop")].iloc[0]
+    assert table.loc[0, "xfs-loop read ms"].startswith(f"{row['mean'] / 1e3:,.2f} ± ")
+
+
+# ------------------------------------------------------------------------------- efficiency
+
+
+def test_without_watts_efficiency_is_not_measured_and_shows_no_number(sweep, summary):
+    assert not mix.has_power(sweep)
+    assert not summary["metric"].isin(["mbps_per_watt", "tb_per_kwh", "watts"]).any()
+    table = mix.efficiency_table(summary, 70, CONFIGS)
+    assert len(table) == 4     # 2 block sizes x low, high
+    numbers = table.drop(columns=["Block size", "Concurrency"])
+    assert (numbers == "n/a").all().all()
+    text = " ".join(mix.findings(summary, CONFIGS))
+    assert "**not measured**" in text
+
+
+def test_with_watts_efficiency_tables_appear_and_follow_3_6_x(sweep):
+    # TEST INPUT: invented watts per repetition (the fixtures have no power reading).
+    watts = {"xfs-loop": 8.0, "disk": 12.5}
+    powered = samples.concat([sweep, _watts_rows(sweep, lambda c, load, rep: watts[c] + 0.5 * rep)])
+    assert mix.has_power(powered)
+    derived = mix.with_efficiency(powered)
+    per_watt = derived[derived["metric"] == "mbps_per_watt"]
+    assert len(per_watt) == 32
+    for row in per_watt.itertuples():
+        path = next(p for p in _reps(row.config, row.workload, row.load) if _point(p)["rep"] == row.rep)
+        assert row.value == pytest.approx(_total_mb_s(path) / (watts[row.config] + 0.5 * row.rep))
+    tb = derived[derived["metric"] == "tb_per_kwh"].set_index(["config", "workload", "load", "rep"])["value"]
+    mbw = per_watt.set_index(["config", "workload", "load", "rep"])["value"]
+    assert (tb / mbw.loc[tb.index]).to_numpy() == pytest.approx(3.6)
+
+    summary = mix.summary(powered)
+    table = mix.efficiency_table(summary, 30, CONFIGS)
+    assert not (table.drop(columns=["Block size", "Concurrency"]) == "n/a").any().any()
+    row = summary[(summary["metric"] == "tb_per_kwh") & (summary["workload"] == "30/70 256 KiB")
+                  & (summary["load"] == 1) & (summary["config"] == "disk")].iloc[0]
+    assert table.loc[0, "disk TB/kWh"] == f"{row['mean']:,.1f} ± {(row['ci_high'] - row['ci_low']) / 2:,.1f}"
+    assert re.fullmatch(r"(xfs-loop|disk): \(\d[\d,]*\.\d / \d[\d,]*\.\d\) = ~\d+\.\dx",
+                        table.loc[0, "Calculation (MB/s per W)"])
+    assert "not measured" not in " ".join(mix.findings(summary, CONFIGS))
+
+
+def test_watts_of_zero_or_missing_are_not_a_measurement(sweep):
+    # TEST INPUT: a power source that returned 0 W (nothing measured) for every point.
+    zero = samples.concat([sweep, _watts_rows(sweep, lambda c, load, rep: 0.0)])
+    assert not mix.has_power(zero)
+    assert not mix.with_efficiency(zero)["metric"].isin(["mbps_per_watt"]).any()
+
+
+# ---------------------------------------------------------------------------------- findings
+
+
+def test_findings_count_the_points_from_the_data(summary):
+    lines = mix.findings(summary, CONFIGS)
+    leads = [mix.multiple(summary, m.label, "total_bw", load, CONFIGS)
+             for m in mix.mixes(summary) for load in (1.0, 2.0)]
+    for config in CONFIGS:
+        own = sum(m.leader == config for m in leads)
+        line = next(line for line in lines if line.startswith(f"**{config}**"))
+        assert (f"at {own} of {len(leads)} points" in line) or (own == 0 and "at none of" in line)
+    clear = sum(not m.overlap for m in leads)
+    assert any(line.startswith(f"At {clear} of {len(leads)} points") for line in lines)
+
+
+def test_figure_has_a_column_per_block_size(summary):
+    from briefkit import plots
+    fig = mix.figure(summary, 70, CONFIGS, plots.colours(CONFIGS))
+    try:
+        axes = fig.get_axes()
+        assert len(axes) == 4
+        assert [ax.get_title() for ax in axes[:2]] == ["70/30 256 KiB: throughput", "70/30 4 MiB: throughput"]
+        # one line per configuration in the throughput panels
+        assert len(axes[0].get_lines()) >= len(CONFIGS)
+    finally:
+        plots.plt.close(fig)
