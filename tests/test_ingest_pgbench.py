@@ -128,6 +128,23 @@ def test_window_counts_only_transactions_ending_inside():
     assert value(table, "nopm") == pytest.approx(sum(f[3] == "0" for f in inside) * 60, rel=1e-9)
 
 
+def test_skip_s_leaves_out_the_warm_up():
+    lines = raw_lines(TPCC_LOG, FIXTURES / "tpcc_c2_j2.log.1")
+    ends = [int(f[4]) * 10**6 + int(f[5]) for f in lines]
+    starts = [end - int(f[2]) for end, f in zip(ends, lines) if f[2].isdigit()]
+    start = min(starts) + 1_000_000   # one second after the first transaction began
+    kept = [f for f, end in zip(lines, ends) if end >= start]
+    table = pgbench.parse(TPCC_LOG, skip_s=1.0)
+    assert value(table, "txn_count") == sum(f[2].isdigit() for f in kept) < len(lines)
+    assert value(table, "elapsed") == pytest.approx((max(ends) - start) / 1e6, abs=1e-9)
+    assert value(table, "nopm") == pytest.approx(
+        sum(f[3] == "0" and f[2].isdigit() for f in kept) / ((max(ends) - start) / 60e6), rel=1e-12)
+    with pytest.raises(ParseError, match="window is empty"):
+        pgbench.parse(TPCC_LOG, skip_s=60.0)
+    with pytest.raises(ValueError, match="skip_s"):
+        pgbench.parse(TPCC_LOG, skip_s=-1)
+
+
 def test_nearest_rank_definition():
     rng = np.random.default_rng(3)
     for n in (1, 2, 7, 1000, 1001, 2345):

@@ -11,11 +11,13 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from pathlib import Path
 
 import pytest
 
 from briefkit.ingest import pgbench as pgbench_log
-from briefkit.workloads.oltp import SCRIPT_DIR, SCRIPTS, Scale, pgbench_argv, script_names
+from briefkit.workloads.oltp import (SCRIPT_DIR, SCRIPTS, Scale, pgbench_argv, rollback_script, script_names,
+                                     script_texts, write_scripts)
 from briefkit.workloads.oltp import wal
 from briefkit.workloads.oltp.cluster import Connection, PgCluster, find_bindir
 from briefkit.workloads.oltp.commands import CommandFailed
@@ -74,8 +76,10 @@ def run(cluster, tmp_path_factory):
     out = tmp_path_factory.mktemp("pgbench")
     next_o_id = "SELECT sum(d_next_o_id) FROM district"
     before = {"next_o_id": int(one(cluster, next_o_id)), "wal": wal.read_snapshot(cluster.query)}
+    scripts = write_scripts(lambda path, text: Path(path).write_text(text), str(out))
     argv = pgbench_argv(cluster.connection, SCALE, clients=2, jobs=2, duration_s=DURATION_S,
-                        log_prefix=str(out / "tx"), seed=42, progress_s=1, pgbench=cluster._bin("pgbench"))
+                        log_prefix=str(out / "tx"), seed=42, script_dir=scripts, progress_s=1,
+                        pgbench=cluster._bin("pgbench"))
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     (out / "stdout").write_text(result.stdout)
     assert result.returncode == 0, result.stderr
@@ -183,14 +187,16 @@ def test_stop_runs_even_when_the_body_fails():
 
 def test_pgbench_argv():
     conn = Connection("/run/pg", 5499)
-    argv = pgbench_argv(conn, SCALE, clients=8, duration_s=60, log_prefix="/data/raw/tx", seed=7)
+    argv = pgbench_argv(conn, SCALE, clients=8, duration_s=60, log_prefix="/data/raw/tx", seed=7,
+                        script_dir="/data/raw")
     assert argv[:2] == ["pgbench", "-n"] and argv[-1] == "tpcc"
     pairs = dict(zip(argv, argv[1:]))
     assert pairs["-c"] == "8" and pairs["-j"] == "8" and pairs["-T"] == "60" and pairs["--random-seed"] == "7"
     assert pairs["-M"] == "prepared" and "--log" in argv and "--log-prefix=/data/raw/tx" in argv
     files = [argv[i + 1] for i, a in enumerate(argv) if a == "-f"]
-    assert files == [f"{SCRIPT_DIR / s.file}@{s.weight}" for s in SCRIPTS]
-    assert all((SCRIPT_DIR / s.file).is_file() for s in SCRIPTS)
+    assert files == [f"/data/raw/{s.file}@{s.weight}" for s in SCRIPTS]
+    # every script but the derived rollback one is a file of the package
+    assert [s.file for s in SCRIPTS if not (SCRIPT_DIR / s.file).is_file()] == ["new_order_rollback.sql"]
     weights = {s.name: s.weight for s in SCRIPTS}
     total = sum(weights.values())
     # the TPC-C mix: New-Order 45 % (1 % of them rolled back), Payment 43 %, the others 4 %
@@ -200,16 +206,38 @@ def test_pgbench_argv():
     assert all(weights[n] / total == 0.04 for n in ("order_status", "delivery", "stock_level"))
     assert "-D" in argv and "customers=300" in argv
     with pytest.raises(ValueError):
-        pgbench_argv(conn, SCALE, clients=2, jobs=3, duration_s=1, log_prefix="x", seed=1)
+        pgbench_argv(conn, SCALE, clients=2, jobs=3, duration_s=1, log_prefix="x", seed=1, script_dir="/s")
 
 
 def test_rollback_script_is_new_order_with_a_bad_item():
-    new_order = (SCRIPT_DIR / "new_order.sql").read_text().splitlines()[3:]
-    rollback = (SCRIPT_DIR / "new_order_rollback.sql").read_text().splitlines()[3:]
-    changed = [(a, b) for a, b in zip(new_order, rollback) if a != b]
-    assert len(new_order) == len(rollback)
+    new_order = (SCRIPT_DIR / "new_order.sql").read_text()
+    derived = script_texts()["new_order_rollback.sql"]
+    assert derived == rollback_script(new_order)
+    body, rollback = new_order.splitlines()[3:], derived.splitlines()[3:]
+    changed = [(a, b) for a, b in zip(body, rollback) if a != b]
+    assert len(body) == len(rollback) and len(changed) == 5
     assert all(a.replace(", false)", ", true)") == b for a, b in changed[:-1])
     assert changed[-1] == ("COMMIT;", "ROLLBACK;")
+    assert derived.startswith("-- New-Order that rolls back")
+
+
+def test_rollback_script_follows_a_changed_new_order():
+    """An edit of new_order.sql reaches the rollback script; a shape it cannot follow is refused."""
+    edited = (SCRIPT_DIR / "new_order.sql").read_text().replace("SELECT c_discount,", "SELECT c_discount, c_since,")
+    assert "SELECT c_discount, c_since," in rollback_script(edited)
+    with pytest.raises(ValueError, match="COMMIT"):
+        rollback_script(edited.replace("COMMIT;", "END;"))
+    with pytest.raises(ValueError, match="tpcc_order_lines"):
+        rollback_script(edited.replace(":items, false)", ":items, :flag)", 1))
+    with pytest.raises(ValueError, match="tpcc_order_lines"):
+        rollback_script("BEGIN;\nSELECT 1;\nCOMMIT;\n")
+
+
+def test_write_scripts_writes_the_mix(tmp_path):
+    written = {}
+    assert write_scripts(written.__setitem__, f"{tmp_path}/") == str(tmp_path)
+    assert sorted(written) == sorted(f"{tmp_path}/{s.file}" for s in SCRIPTS)
+    assert written[f"{tmp_path}/new_order.sql"] == (SCRIPT_DIR / "new_order.sql").read_text()
 
 
 def test_bad_paths_and_unwritable_parent(tmp_path):

@@ -17,8 +17,9 @@ meets one, it is the highest load tested (and the reason says the ramp did not r
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -41,9 +42,34 @@ class StopRule:
     max_p999_rise_pct: float = 20.0
     wal_limit_ms: float | None = 5.0  # None: no log-latency condition
 
+    #: the campaign settings (params.yaml) that make a rule
+    SETTINGS = ("plateau", "min_nopm_gain_pct", "max_p999_rise_pct", "wal_limit_ms")
+
     def __post_init__(self) -> None:
         if not self.plateau and self.wal_limit_ms is None:
             raise ValueError("a StopRule needs at least one condition (plateau or wal_limit_ms)")
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], where: str = "settings") -> StopRule:
+        """The rule of a campaign's settings (keys ``SETTINGS``; missing ones take the defaults).
+        A bad value raises ValueError naming ``where.<key>``."""
+        values = {key: settings[key] for key in cls.SETTINGS if key in settings}
+        if "plateau" in values and not isinstance(values["plateau"], bool):
+            raise ValueError(f"{where}.plateau: expected true or false, got {values['plateau']!r}")
+        for key in ("min_nopm_gain_pct", "max_p999_rise_pct", "wal_limit_ms"):
+            if key not in values or (key == "wal_limit_ms" and values[key] is None):
+                continue
+            value = values[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{where}.{key}: expected a number, got {value!r}")
+            if key == "wal_limit_ms" and value <= 0:
+                raise ValueError(f"{where}.wal_limit_ms: expected a positive number of ms (or null to switch "
+                                 f"the log-latency condition off), got {value!r}")
+            values[key] = float(value)
+        try:
+            return cls(**values)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
 
 
 def describe(rule: StopRule) -> str:
@@ -136,18 +162,25 @@ def next_clients(steps: Sequence[Step], policy: RampPolicy, rule: StopRule = Sto
     return following if following <= policy.max_clients else None
 
 
-def steps_from_samples(table: pd.DataFrame, wal_metric: str = "wal_write_lat") -> list[Step]:
+def steps_from_samples(table: pd.DataFrame, wal_metric: str = "wal_write_lat",
+                       reps: str = "raise") -> list[Step]:
     """Steps from tidy samples (``briefkit.samples``): rows with ``workload == 'all'`` and
     ``load`` = clients, metrics ``nopm``, ``txn_lat_mean``, ``txn_lat_p99.9`` (ms) and optionally
-    ``wal_write_lat`` (ms). One row per (load, metric) is expected; several reps are an error."""
+    ``wal_write_lat`` (ms). One row per (load, metric) is expected: several repetitions are an
+    error with ``reps="raise"``; ``reps="median"`` takes the median of the repetitions' values
+    (of each repetition's own p99.9: the percentile of the pooled transactions would need their logs)."""
+    if reps not in ("raise", "median"):
+        raise ValueError(f"reps must be 'raise' or 'median', not {reps!r}")
     rows = table[table["workload"] == "all"]
     wanted = ["nopm", "txn_lat_mean", "txn_lat_p99.9", wal_metric]
     rows = rows[rows["metric"].isin(wanted)]
+    if rows.empty:
+        return []
     duplicated = rows.duplicated(["load", "metric"])
-    if duplicated.any():
+    if duplicated.any() and reps == "raise":
         raise ValueError(f"several samples for the same load and metric: {rows[duplicated][['load', 'metric']].values.tolist()}"
                          "; select one rep (or average them explicitly) first")
-    wide = rows.pivot(index="load", columns="metric", values="value").sort_index()
+    wide = rows.pivot_table(index="load", columns="metric", values="value", aggfunc="median").sort_index()
     missing = [m for m in wanted[:3] if m not in wide.columns]
     if missing:
         raise ValueError(f"samples lack metric(s) {missing} (workload 'all')")
@@ -156,3 +189,35 @@ def steps_from_samples(table: pd.DataFrame, wal_metric: str = "wal_write_lat") -
                  wal_write_ms=None if wal_metric not in wide.columns or pd.isna(r.get(wal_metric))
                  else float(r[wal_metric]))
             for load, r in wide.iterrows()]
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """One configuration's ramp: its steps in load order, the reported step and why, and the
+    step that met a stop condition (None when none did)."""
+
+    config: str
+    steps: list[Step]
+    chosen: int | None
+    reason: str
+    stopped_at: int | None
+
+    @property
+    def point(self) -> Step | None:
+        return None if self.chosen is None else self.steps[self.chosen]
+
+
+def ramps(table: pd.DataFrame, rule: StopRule = StopRule(), configs: Sequence[str] | None = None,
+          reps: str = "median") -> dict[str, Ramp]:
+    """The ramp of every configuration in ``table`` (tidy samples with a ``config`` column), in
+    the order of ``configs`` (default: order of appearance)."""
+    configs = list(configs) if configs is not None else list(dict.fromkeys(table["config"]))
+    out = {}
+    for config in configs:
+        steps = steps_from_samples(table[table["config"] == config], reps=reps)
+        if not steps:
+            continue
+        chosen, reason = chosen_point(steps, rule)
+        stopped = next((i for i in range(len(steps)) if stop_reasons(steps, i, rule)), None)
+        out[config] = Ramp(config, steps, chosen, reason, stopped)
+    return out

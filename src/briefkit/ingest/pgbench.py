@@ -28,7 +28,8 @@ transaction type, ``all`` for the whole mix):
 
 Rates use the measured window: by default from the earliest transaction start (end time minus
 latency) to the latest end, over all files; ``window=(start, end)`` in epoch seconds counts only
-the transactions that ended inside it and divides by its length.
+the transactions that ended inside it and divides by its length. ``skip_s`` moves the start of
+the measured window that many seconds later (a warm-up that is not counted).
 
 Percentiles are nearest-rank: the smallest logged time such that at least p % of the times are
 less than or equal to it (rank ``ceil(p/100 * n)``, 1-based, computed in exact decimal). The
@@ -181,7 +182,7 @@ def _script_map(scripts: Mapping[int, str] | Sequence[str] | None) -> dict[int, 
 
 def parse(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
           window: tuple[float, float] | None = None, new_order: str = "new_order",
-          **provenance) -> pd.DataFrame:
+          skip_s: float = 0.0, **provenance) -> pd.DataFrame:
     """Tidy samples of one pgbench run's per-transaction log (``path`` and its thread siblings),
     or of an aggregated log (detected by its 15 fields per line).
 
@@ -200,9 +201,15 @@ def parse(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
         start_us, end_us = measured_window_us(table)
     else:
         start_us, end_us = (round(float(t) * 1e6) for t in window)
-        if not end_us > start_us:
-            raise ValueError(f"window end {window[1]} must be after its start {window[0]}")
-        inside = (table["end_us"] >= start_us) & (table["end_us"] < end_us)
+    if skip_s < 0:
+        raise ValueError(f"skip_s must be >= 0, got {skip_s!r}")
+    start_us += round(skip_s * 1e6)
+    if not end_us > start_us:
+        raise ParseError(path, f"the measured window is empty: it ends {(start_us - end_us) / 1e6:g} s before "
+                         f"it starts (window {window!r}, skip_s {skip_s:g})")
+    if window is not None or skip_s:
+        inside = (table["end_us"] >= start_us) & (table["end_us"] <= end_us if window is None
+                                                   else table["end_us"] < end_us)
         table = table[inside]
     minutes = (end_us - start_us) / 60e6
     if minutes <= 0:

@@ -8,7 +8,9 @@ Files (package data, plain SQL):
 
 - ``schema.sql``: the nine tables and three helper functions; ``load.sql``: the initial
   population (psql variables ``warehouses``, ``items``, ``customers``), keys, indexes, ANALYZE.
-- ``pgbench/*.sql``: one pgbench script per transaction type, run with ``-f file@weight``.
+- ``pgbench/*.sql``: one pgbench script per transaction type, run with ``-f file@weight``;
+  ``write_scripts`` writes the six scripts of a run (the five files and the derived rollback
+  script) into the run's folder, where pgbench reads them and where they stay as the record.
 
 Choices that differ from the specification, so that a reader of a brief can judge them:
 
@@ -16,9 +18,11 @@ Choices that differ from the specification, so that a reader of a brief can judg
   items and stock rows per warehouse, 3,000 customers and orders per district). ``shrink=N``
   divides items and customers by N for small test runs; every other rule is unchanged.
 - New-Order's 1 % rollback is its own script (``new_order_rollback.sql``): the same statements,
-  the last line names an unused item, and it ends with ROLLBACK. The mix is 891/9/860/80/80/80
-  per 2000, i.e. New-Order 45 % of which 1 % roll back, Payment 43 %, the other three 4 % each.
-  The log tells the two apart by script number, so NOPM counts committed New-Orders only.
+  the last line names an unused item, and it ends with ROLLBACK. It is not a file of the package:
+  ``rollback_script`` derives it from ``new_order.sql`` whenever the scripts are written out for a
+  run, so the two cannot drift apart. The mix is 891/9/860/80/80/80 per 2000, i.e. New-Order
+  45 % of which 1 % roll back, Payment 43 %, the other three 4 % each. The log tells the two
+  apart by script number, so NOPM counts committed New-Orders only.
 - No keying or think time: each pgbench client runs transactions back to back, and picks the
   warehouse of every transaction at random (HammerDB's "use all warehouses"), so that a small
   number of clients still touches the whole data set.
@@ -28,7 +32,8 @@ Choices that differ from the specification, so that a reader of a brief can judg
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +76,60 @@ def script_names(scripts: Sequence[TxnScript] = SCRIPTS) -> dict[int, str]:
     return {number: script.name for number, script in enumerate(scripts)}
 
 
+#: the header of the derived rollback script (it replaces new_order.sql's leading comment lines)
+ROLLBACK_HEADER = """\
+-- New-Order that rolls back (TPC-C clause 2.4.1.4): the same statements as new_order.sql, but
+-- the last order line names the unused item id items + 1, which no item matches, and the
+-- transaction ends with ROLLBACK. A separate script so that the log tells it apart.
+"""
+
+_ORDER_LINES_CALL = re.compile(r"tpcc_order_lines\(([^()]*), (false|true)\)")
+
+
+def rollback_script(new_order: str) -> str:
+    """``new_order_rollback.sql`` from the text of ``new_order.sql``: its own header, every
+    ``tpcc_order_lines(..., false)`` call turned into ``(..., true)`` (the last line names an
+    unused item) and the final ``COMMIT;`` into ``ROLLBACK;``. Raises ValueError when the
+    New-Order script no longer has the shape this depends on, instead of deriving a wrong script."""
+    lines = new_order.splitlines(keepends=True)
+    start = 0
+    while start < len(lines) and lines[start].startswith("--"):
+        start += 1
+    body = "".join(lines[start:])
+    calls = _ORDER_LINES_CALL.findall(body)
+    if not calls or any(flag != "false" for _, flag in calls) or body.count("tpcc_order_lines(") != len(calls):
+        raise ValueError("new_order.sql: expected every tpcc_order_lines(...) call to end with ', false)' "
+                         f"(found {len(calls)} such calls of {body.count('tpcc_order_lines(')}); "
+                         "cannot derive the rollback script")
+    body = _ORDER_LINES_CALL.sub(r"tpcc_order_lines(\1, true)", body)
+    stripped = body.rstrip()
+    if not stripped.endswith("\nCOMMIT;") or body.count("COMMIT;") != 1:
+        raise ValueError("new_order.sql: expected exactly one COMMIT;, as its last line; "
+                         "cannot derive the rollback script")
+    return ROLLBACK_HEADER + stripped[: -len("COMMIT;")] + "ROLLBACK;" + body[len(stripped):]
+
+
+def script_texts(scripts: Sequence[TxnScript] = SCRIPTS) -> dict[str, str]:
+    """File name -> text of every script of the mix, the rollback script derived at this moment."""
+    texts = {}
+    for script in scripts:
+        if script.name == "new_order_rollback":
+            texts[script.file] = rollback_script((SCRIPT_DIR / "new_order.sql").read_text(encoding="utf-8"))
+        else:
+            texts[script.file] = (SCRIPT_DIR / script.file).read_text(encoding="utf-8")
+    return texts
+
+
+def write_scripts(write: Callable[[str, str], None], directory: str,
+                  scripts: Sequence[TxnScript] = SCRIPTS) -> str:
+    """Write the scripts into ``directory`` with ``write(path, text)`` (``host.write_text``, or
+    a local function) and return the directory, which is pgbench_argv's ``script_dir``."""
+    directory = directory.rstrip("/") or "/"
+    for name, text in script_texts(scripts).items():
+        write(f"{directory}/{name}", text)
+    return directory
+
+
 @dataclass(frozen=True)
 class Scale:
     """Data set size: ``warehouses``, and ``shrink`` dividing items and customers (1 = full scale)."""
@@ -110,12 +169,13 @@ class Scale:
 
 
 def pgbench_argv(connection, scale: Scale, *, clients: int, duration_s: int, log_prefix: str,
-                 seed: int, jobs: int | None = None, dbname: str | None = None,
-                 scripts: Sequence[TxnScript] = SCRIPTS, script_dir: str | Path = SCRIPT_DIR,
+                 seed: int, script_dir: str | Path, jobs: int | None = None, dbname: str | None = None,
+                 scripts: Sequence[TxnScript] = SCRIPTS,
                  prepared: bool = True, progress_s: int | None = None, pgbench: str = "pgbench") -> list[str]:
     """The pgbench command line of one load step.
 
     ``connection`` has ``host``, ``port``, ``user``, ``dbname`` (``cluster.Connection``).
+    ``script_dir`` is where ``write_scripts`` put the scripts on the host that runs pgbench.
     ``log_prefix`` is where the per-transaction logs go: pgbench writes ``<prefix>.<pid>`` and,
     for each further thread, ``<prefix>.<pid>.<n>``. ``jobs`` (pgbench threads) defaults to
     ``min(clients, 8)``. ``-n`` because the pgbench_* tables do not exist.

@@ -1,5 +1,5 @@
 -- TPC-C-like schema: the nine tables of the TPC-C specification (clause 1.3), written for
--- PostgreSQL. Primary keys and secondary indexes are created by indexes.sql after the load,
+-- PostgreSQL. Primary keys and secondary indexes are created at the end of load.sql,
 -- which is faster than maintaining them row by row.
 -- Money is numeric with two decimals, as the specification's "signed numeric(12,2)".
 

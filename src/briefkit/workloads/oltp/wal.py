@@ -16,9 +16,14 @@ A step's latency is the difference of two snapshots taken before and after it:
   write time per write.
 
 These are interval means, not percentiles; with group commit one flush serves many commits.
+
+``record`` keeps a snapshot as JSON (the four counters as the server printed them, and the whole
+statistics rows for the record); ``from_record`` reads it back, so that a step's raw files are
+written before anything is computed from them.
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,3 +94,30 @@ def latency(before: WalSnapshot, after: WalSnapshot) -> WalLatency:
         sync_ms=sync_time / syncs if syncs else math.nan,
         log_write_ms=(write_time + sync_time) / per_flush if per_flush else math.nan,
     )
+
+
+def record(query: Query) -> dict:
+    """A snapshot as a JSON-serialisable dict: server version, the view used, the four counters
+    as printed (``writes, write_time_ms, syncs, sync_time_ms``), and the whole pg_stat_wal row
+    (PostgreSQL 14+) and pg_stat_io WAL rows (16+) as the server returned them."""
+    snapshot = read_snapshot(query)
+    version = int(query("SHOW server_version_num")[0][0])
+    out = {"server_version_num": version, "source": snapshot.source,
+           "counters": {"writes": snapshot.writes, "write_time_ms": snapshot.write_time_ms,
+                        "syncs": snapshot.syncs, "sync_time_ms": snapshot.sync_time_ms}}
+    out["pg_stat_wal"] = json.loads(query("SELECT row_to_json(w) FROM pg_stat_wal w")[0][0])
+    if version >= 160000:
+        rows = query("SELECT coalesce(json_agg(i), '[]') FROM pg_stat_io i WHERE object = 'wal'")
+        out["pg_stat_io_wal"] = json.loads(rows[0][0])
+    return out
+
+
+def from_record(data: dict, where: str = "snapshot") -> WalSnapshot:
+    """The snapshot kept by ``record``; a record without the counters raises ValueError naming ``where``."""
+    try:
+        c = data["counters"]
+        return WalSnapshot(int(c["writes"]), float(c["write_time_ms"]), int(c["syncs"]), float(c["sync_time_ms"]),
+                           str(data["source"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: not a WAL snapshot record (expected 'source' and 'counters' with writes, "
+                         f"write_time_ms, syncs, sync_time_ms): {exc!r}") from None
