@@ -306,8 +306,8 @@ def test_a_timeout_stops_fio_on_the_host(tmp_path, local_host, fio_installed):
 
 
 def live_members(pgid: int, settle: float = 5.0) -> list[str]:
-    """Processes of the session (setsid: the same id as the job's process group) still running (zombies waiting for their reaper do
-    not count), after waiting up to ``settle`` seconds for them to go."""
+    """Processes of the session (setsid: same id as the job's process group) still running
+    (zombies waiting for their reaper do not count), after waiting up to ``settle`` seconds for them to go."""
     deadline = time.monotonic() + settle
     while True:
         ps = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "-g", str(pgid)], capture_output=True, text=True)
@@ -336,3 +336,73 @@ def test_real_point_over_ssh(tmp_path, sshd, fio_installed):
     assert set(table["workload"]) == {"30/70 128 KiB"} and set(table["load"]) == {1}
     assert {"read_bw", "write_bw", "write_clat_p99"} <= set(table["metric"])
     assert fio_output.describe(local / "fio.json").iloc[0]["rwmixread"] == "30"
+
+
+# ------------------------------------------------------------------------ raw block devices
+
+
+@pytest.fixture
+def loop_device(tmp_path):
+    """A real loop device on a 64 MiB image (root only; the set-up runs tests as root)."""
+    image = tmp_path / "disk.img"
+    with image.open("wb") as f:
+        f.truncate(64 * 1024 ** 2)
+    device = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    try:
+        yield device
+    finally:
+        subprocess.run(["losetup", "-d", device], check=False)
+
+
+def raw_storage(device, tmp_path, destroy_data=False):
+    return storage(tmp_path / "side", name="raw", kind="block", device=device, raw_device=True,
+                   destroy_data=destroy_data, where="briefs.b.campaigns.c.configs.raw")
+
+
+def raw_settings():
+    workload = FioWorkload()
+    matrix, settings = workload.validate(
+        {"rw": ["70/30", "100/0"], "bs": ["64KiB"], "numjobs": [1], "iodepth": [2]},
+        {"ioengine": "psync", "ramp_s": 0, "runtime_s": 1, "size": "8MiB"}, "c")
+    return workload, matrix, settings
+
+
+def test_raw_device_blank_is_written(tmp_path, local_host, fio_installed, loop_device):
+    workload, matrix, settings = raw_settings()
+    store = raw_storage(loop_device, tmp_path)
+    state = workload.prepare(local_host, store, settings, str(tmp_path / "prep"), lambda _m: None)
+    assert state == {"target": loop_device, "preconditioned": True}
+    point, _ = run_one(local_host, workload, settings, {"rw": "70/30", "bs": "64KiB", "numjobs": 1,
+                                                        "iodepth": 2}, store, tmp_path / "pt", state)
+    assert f"filename={loop_device}\n" in (tmp_path / "pt" / "fio.job").read_text()
+    assert "write_bw" in set(workload.samples(tmp_path / "pt", point, settings)["metric"])
+    workload.finish(local_host, store, settings, state)   # a raw device is left alone
+    assert Path(loop_device).exists()
+
+
+def test_raw_device_with_a_filesystem_is_refused_without_consent(tmp_path, local_host, fio_installed,
+                                                                 loop_device):
+    from briefkit.safety import UnsafeTargetError
+
+    subprocess.run(["mkfs.ext4", "-q", "-F", loop_device], check=True, capture_output=True)
+    workload, matrix, settings = raw_settings()
+    store = raw_storage(loop_device, tmp_path)
+    with pytest.raises(UnsafeTargetError, match=r"^fio precondition: .*destroy_data"):
+        workload.prepare(local_host, store, settings, str(tmp_path / "prep"), lambda _m: None)
+    no_precondition = {**settings, "precondition": False}
+    with pytest.raises(UnsafeTargetError, match=r"^fio point tmp/rw=70-30.*: .*ext4.*configs.raw.destroy_data: true"):
+        run_one(local_host, workload, no_precondition, {"rw": "70/30", "bs": "64KiB", "numjobs": 1,
+                                                        "iodepth": 2}, store, tmp_path / "pt", {})
+    assert not (tmp_path / "pt" / "fio.pid").exists()       # fio never started
+    # a read-only point needs no consent: it cannot destroy anything
+    run_one(local_host, workload, no_precondition, {"rw": "100/0", "bs": "64KiB", "numjobs": 1,
+                                                    "iodepth": 2}, store, tmp_path / "ro", {})
+    probe = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", loop_device],
+                           capture_output=True, text=True)
+    assert probe.stdout.strip() == "ext4"                    # the filesystem is still there
+    # with the configuration's consent it is written
+    consenting = raw_storage(loop_device, tmp_path, destroy_data=True)
+    run_one(local_host, workload, no_precondition, {"rw": "70/30", "bs": "64KiB", "numjobs": 1,
+                                                    "iodepth": 2}, consenting, tmp_path / "pt2", {})
+    assert (tmp_path / "pt2" / "fio.json").exists()

@@ -29,7 +29,7 @@ Settings (``settings:``)
 
 Target
     A file ``briefkit-fio.data`` in ``storage.path``; or, when ``storage.raw_device``, the block
-    device ``storage.device`` itself, after the destroy guard (briefkit.safety.check_block_target)
+    device ``storage.device`` itself, after the destroy guard (briefkit.safety.check_prepared)
     has passed, before the preconditioning write and before every point that writes.
 
 Each point's folder holds ``fio.job`` (the job file), ``fio.json`` (json+, written by fio before
@@ -198,10 +198,18 @@ class FioWorkload(Workload):
         return read != 100 if mode is None else mode not in _READ_ONLY
 
     # --- running -----------------------------------------------------------------------------
+    def __init__(self) -> None:
+        self._versions: dict[tuple[str, str], str] = {}
+
     def tool_version(self, host: Host, settings: Mapping[str, Any]) -> str:
-        """``fio --version`` on the host (``fio-3.33`` -> ``3.33``)."""
-        out = host.run([settings.get("fio", "fio"), "--version"]).stdout.strip()
-        return out.removeprefix("fio-")
+        """``fio --version`` on the host (``fio-3.33`` -> ``3.33``), asked once per host and
+        program: the executor records it with every point, and over SSH each command costs the
+        target's shell start-up (see benchmarks/harness_overhead.py)."""
+        key = (host.name, settings.get("fio", "fio"))
+        if key not in self._versions:
+            out = host.run([key[1], "--version"]).stdout.strip()
+            self._versions[key] = out.removeprefix("fio-")
+        return self._versions[key]
 
     def prepare(self, host: Host, storage: Prepared, settings: Mapping[str, Any], remote_dir: str,
                 progress: Callable[[str], None]) -> dict[str, Any]:
@@ -283,12 +291,16 @@ class FioWorkload(Workload):
 
 
 def check_raw_target(host: Host, storage: Prepared, where: str) -> None:
-    """The destroy guard before fio writes to a block device (imported late: briefkit.safety is
-    only needed, and only present, where raw devices are used)."""
-    from briefkit.safety import check_block_target
+    """The destroy guard (briefkit.safety.check_prepared) before fio writes to a raw device: a
+    device holding data is refused unless its configuration names it with ``destroy_data: true``,
+    and a device in use is always refused. ``where`` says what was about to write."""
+    from briefkit.safety import UnsafeTargetError, check_prepared
 
-    check_block_target(host, storage.device, destroy_data=bool(getattr(storage, "destroy_data", False)),
-                       named_in=getattr(storage, "named_in", storage.name), where=where)
+    try:
+        check_prepared(host, storage)
+    except UnsafeTargetError as exc:
+        raise UnsafeTargetError(f"{where}: {exc}", device=exc.device, findings=exc.findings,
+                                where=exc.where) from None
 
 
 def _params_key(message: str) -> str:
