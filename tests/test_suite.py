@@ -1,0 +1,165 @@
+"""Flash-suite tables (briefkit.suite) on real db_bench runs of T1-T5 on two locations of this
+machine (tests/fixtures/dbbench_suite, see its README). Expected numbers are re-read from the raw
+output with plain token splitting, not with the parser."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from briefkit import suite
+from briefkit.numbers import fmt
+
+FIXTURES = Path(__file__).parent / "fixtures" / "dbbench_suite"
+
+
+def _loader():
+    spec = importlib.util.spec_from_file_location("dbbench_suite_samples", FIXTURES / "samples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def table():
+    return _loader().load("suite", brief="rocksdb-nvmeof", campaign_name="local")
+
+
+def runs() -> pd.DataFrame:
+    return _loader().runs("suite")
+
+
+def summary(path: Path) -> dict:
+    """The summary line of a db_bench output by token position: ops/s, µs/op, seconds, MB/s."""
+    for line in path.read_text().split("\n"):
+        tokens = line.split("\r")[-1].split()
+        if len(tokens) > 3 and tokens[1] == ":" and "micros/op" in tokens:
+            return {"micros_per_op": float(tokens[tokens.index("micros/op") - 1]),
+                    "ops": float(tokens[tokens.index("ops/sec") - 1]),
+                    "seconds": float(tokens[tokens.index("seconds") - 1]),
+                    "db_bw": float(tokens[tokens.index("MB/s") - 1]) * 1.048576 if "MB/s" in tokens else None}
+    raise AssertionError(f"{path}: no summary line")
+
+
+def raw_mean(config: str, test: str, key: str) -> float:
+    mine = runs()[(runs()["config"] == config) & (runs()["workload"] == test)]
+    return sum(summary(FIXTURES / f)[key] for f in mine["file"]) / len(mine)
+
+
+def wall_mean(config: str, test: str) -> float:
+    every = pd.read_csv(FIXTURES / "runs.csv")
+    mine = every[(every["campaign"] == "suite") & (every["config"] == config) & (every["workload"] == test)]
+    total = 0.0
+    for f in mine["file"]:
+        snaps = json.loads((FIXTURES / f"{f}.diskstats.json").read_text())
+        total += snaps["after"]["taken_at"] - snaps["before"]["taken_at"]
+    return total / mine["rep"].nunique()
+
+
+def test_fixture_holds_every_test_on_two_locations_twice():
+    r = runs()
+    assert sorted(r["workload"].unique()) == list(suite.TESTS)
+    assert sorted(r["config"].unique()) == ["disk", "tmpfs"]
+    assert set(r.groupby(["config", "workload"])["rep"].nunique()) == {2}
+    # T5 is 32 readers, the others one thread, as the wiki ran them
+    assert dict(zip(r["workload"], r["threads"])) == {t.id: t.threads for t in suite.TESTS.values()}
+
+
+def test_values_are_the_means_of_the_printed_numbers(table):
+    vals = suite.values(table).set_index(["config", "test", "metric"])
+    for config in ("disk", "tmpfs"):
+        for test in suite.TESTS.values():
+            for metric in test.metrics:
+                if metric == "time":
+                    expected = wall_mean(config, test.id)
+                else:
+                    expected = raw_mean(config, test.id, metric)
+                assert vals.loc[(config, test.id, metric), "value"] == pytest.approx(expected, rel=1e-3), \
+                    (config, test.id, metric)
+                assert vals.loc[(config, test.id, metric), "reps"] == 2
+    # a test has only the metrics that characterise it (T1 has no ops/s, T4 no MB/s)
+    assert ("disk", "T1", "ops") not in vals.index and ("disk", "T4", "db_bw") not in vals.index
+
+
+def test_time_without_elapsed_is_the_benchmarks_own_seconds(table):
+    """Without ``elapsed``, time = operations / ops/s, which is what db_bench printed as seconds."""
+    bare = suite.values(table[table["metric"] != "elapsed"]).set_index(["config", "test", "metric"])
+    for config in ("disk", "tmpfs"):
+        for test in suite.TESTS:
+            printed = raw_mean(config, test, "seconds")
+            # ops/s is printed as an integer and seconds to 1 ms: allow for both roundings
+            assert bare.loc[(config, test, "time"), "value"] == pytest.approx(printed, abs=1e-3, rel=2e-3)
+
+
+def test_performance_table_is_laid_out_as_the_briefs_tables(table):
+    perf = suite.performance_table(table, "tmpfs")
+    assert list(perf.columns) == ["Test", "Time", "ops/s", "MB/s", "µs/op", "Reps"]
+    assert [t.split(".")[0] for t in perf["Test"]] == list(suite.TESTS)
+    rows = perf.set_index(perf["Test"].str[:2])
+    assert rows.loc["T1", "ops/s"] == "" and rows.loc["T1", "µs/op"] == ""      # not a T1 metric
+    assert rows.loc["T4", "MB/s"] == ""
+    assert rows.loc["T3", "ops/s"] == fmt(raw_mean("tmpfs", "T3", "ops"), 0)
+    assert rows.loc["T2", "MB/s"] == fmt(raw_mean("tmpfs", "T2", "db_bw"), 1)
+    assert set(perf["Reps"]) == {"2"}
+
+
+def test_ratio_table_divides_numerator_by_denominator_with_its_calculation(table):
+    ratios = suite.ratio_table(table, "tmpfs", "disk").set_index("Test")
+    t3 = ratios.loc["T3. Random write"]
+    a, b = raw_mean("tmpfs", "T3", "ops"), raw_mean("disk", "T3", "ops")
+    assert t3["ops/s"] == fmt(a / b, 3)
+    assert f"ops/s: {fmt(a, 0)} / {fmt(b, 0)} = {fmt(a / b, 3)}" in t3["Calculation"]
+    t1 = ratios.loc["T1. Bulk load of keys in random order"]
+    assert t1["ops/s"] == "" and t1["Time"] == fmt(wall_mean("tmpfs", "T1") / wall_mean("disk", "T1"), 3)
+    # every populated cell has its calculation
+    for _, row in ratios.iterrows():
+        filled = [c for c in ("Time", "ops/s", "MB/s", "µs/op") if row[c]]
+        assert row["Calculation"].count(" = ") == len(filled)
+
+
+def test_ratio_differences_follow_the_briefs_convention(table):
+    cells = suite.ratio_cells(table, "tmpfs", "disk").set_index(["test", "metric"])
+    back = suite.ratio_cells(table, "disk", "tmpfs").set_index(["test", "metric"])
+    assert len(cells) == sum(len(t.metrics) for t in suite.TESTS.values())
+    for key, row in cells.iterrows():
+        higher = suite.COLUMNS[key[1]].higher_is_better
+        better = row["ratio"] > 1 if higher else row["ratio"] < 1
+        assert (row["difference"] > 0) == better, key
+        assert back.loc[key, "difference"] == pytest.approx(-row["difference"])
+        # in size (superior / inferior) - 1, or (inferior / superior) - 1 for lower-is-better:
+        # the larger number over the smaller, less one
+        large, small = max(row["numerator"], row["denominator"]), min(row["numerator"], row["denominator"])
+        assert abs(row["difference"]) == pytest.approx(large / small - 1)
+
+
+def test_ratio_summary_counts_every_figure(table):
+    text = suite.ratio_summary(table, "tmpfs", "disk")
+    cells = suite.ratio_cells(table, "tmpfs", "disk")
+    worse, better = int((cells["difference"] < 0).sum()), int((cells["difference"] > 0).sum())
+    assert text.startswith("tmpfs / disk: ")
+    if worse:
+        assert f"worse in {worse} of {len(cells)} figures" in text
+    if better:
+        assert f"better in {better} of {len(cells)} figures" in text
+
+
+def test_a_missing_configuration_or_test_is_named_not_invented(table):
+    with pytest.raises(suite.SuiteDataError, match="'sshfs'"):
+        suite.ratio_table(table, "sshfs", "disk")
+    with pytest.raises(suite.SuiteDataError, match="'sshfs'"):
+        suite.performance_table(table, "sshfs")
+    partial = table[~((table["config"] == "tmpfs") & (table["workload"] == "T4"))]
+    perf = suite.performance_table(partial, "tmpfs").set_index("Test")
+    row = perf.loc["T4. Random read"]
+    assert row["Reps"] == "not measured" and row["ops/s"] == "" and row["Time"] == ""
+    ratios = suite.ratio_table(partial, "tmpfs", "disk").set_index("Test")
+    assert ratios.loc["T4. Random read", "Calculation"] == "not measured"
+
+
+def test_scale_text_states_the_key_counts():
+    text = suite.scale_text(1e-5)
+    assert text.startswith("1/100,000 of the RocksDB wiki's key counts")
+    assert "T1 and T2 80,000 keys" in text and "T5 1,000 reads per reader" in text

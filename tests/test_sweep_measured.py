@@ -1,0 +1,158 @@
+"""Sweep analysis (briefkit.sweep) of measured campaigns, on real db_bench thread sweeps of this
+machine (tests/fixtures/dbbench_suite/sweep, see the README there), and of the published
+rocksdb-7600 numbers. Expected values are re-read from the raw output with token splitting."""
+from __future__ import annotations
+
+import importlib.util
+import statistics
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from briefkit import published, sweep
+from briefkit.numbers import fmt
+from briefkit.sweep import MetricSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "dbbench_suite"
+OPS = MetricSpec("ops", "Performance", "ops/s")
+P99 = MetricSpec("read_lat_p99", "99% latency", "µs", 1)
+EFF = MetricSpec("ops_per_watt", "Power efficiency", "ops/s per W")
+
+
+def _loader():
+    spec = importlib.util.spec_from_file_location("dbbench_suite_samples", FIXTURES / "samples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return _loader().load("sweep", brief="rocksdb-7450", campaign_name="local")
+
+
+def raw(config: str, benchmark: str, threads: int) -> list[dict]:
+    """ops/s and read P99 of each rep, from the summary and the read histogram's Percentiles line."""
+    runs = _loader().runs("sweep")
+    mine = runs[(runs["config"] == config) & (runs["workload"] == benchmark) & (runs["threads"] == threads)]
+    out = []
+    for f in mine.sort_values("rep")["file"]:
+        lines = [line.split("\r")[-1] for line in (FIXTURES / f).read_text().split("\n")]
+        summary = next(line.split() for line in lines if line.startswith(benchmark) and "ops/sec" in line)
+        head = lines.index("Microseconds per read:")
+        pct = lines[head + 3].split()
+        out.append({"ops": float(summary[summary.index("ops/sec") - 1]), "p99": float(pct[pct.index("P99:") + 1])})
+    return out
+
+
+def test_wide_averages_rates_and_takes_the_median_percentile(measured):
+    ops = sweep.wide(measured, "readrandom", "ops", ["tmpfs", "disk"])
+    p99 = sweep.wide(measured, "readrandom", "read_lat_p99", ["tmpfs", "disk"])
+    assert list(ops.columns) == ["tmpfs", "disk"] and list(ops.index) == [1, 2, 4]
+    for threads in (1, 2, 4):
+        reps = raw("disk", "readrandom", threads)
+        assert ops.loc[threads, "disk"] == pytest.approx(statistics.mean(r["ops"] for r in reps))
+        assert p99.loc[threads, "disk"] == pytest.approx(statistics.median(r["p99"] for r in reps))
+    # with three repetitions the median and the mean differ: the percentile must take the median
+    third = measured[(measured["rep"] == 2)].assign(rep=3)
+    third.loc[third["metric"] == "read_lat_p99", "value"] *= 10
+    three = pd.concat([measured, third])
+    values = three[(three["workload"] == "readrandom") & (three["config"] == "disk") & (three["load"] == 1)
+                   & (three["metric"] == "read_lat_p99")]["value"]
+    assert sweep.wide(three, "readrandom", "read_lat_p99", ["disk"]).loc[1, "disk"] == pytest.approx(values.median())
+    assert values.median() != pytest.approx(values.mean())
+
+
+def test_lead_is_the_largest_gap_between_any_two_configurations(measured):
+    ops = sweep.wide(measured, "readwhilewriting", "ops", ["disk", "tmpfs"])
+    best = sweep.lead(ops, higher_is_better=True)
+    gaps = [(ops.loc[t].max() / ops.loc[t].min() - 1, t) for t in ops.index]
+    assert best.difference == pytest.approx(max(gaps)[0]) and best.load == max(gaps)[1]
+    assert best.leader == ops.loc[best.load].idxmax() and best.difference > 0
+    # the column order does not change who leads
+    assert sweep.lead(ops[["tmpfs", "disk"]], True) == best
+    lat = sweep.wide(measured, "readwhilewriting", "read_lat_p99", ["disk", "tmpfs"])
+    low = sweep.lead(lat, higher_is_better=False)
+    assert low.leader == lat.loc[low.load].idxmin()
+
+
+def test_measured_max_difference_table_has_the_calculation_and_says_what_is_not_measured(measured):
+    configs = ["disk", "tmpfs"]
+    tables = {"ops": sweep.wide(measured, "readrandom", "ops", configs),
+              "read_lat_p99": sweep.wide(measured, "readrandom", "read_lat_p99", configs),
+              "ops_per_watt": sweep.efficiency(measured, "readrandom", "ops", configs)}
+    assert tables["ops_per_watt"].empty                     # no power source: no watts samples
+    table = sweep.max_difference_table(tables, [OPS, P99, EFF], None, "Threads")
+    assert list(table.columns) == ["", "Threads", "disk", "tmpfs", "Leads", "Calculation"]
+    perf = table.iloc[0]
+    best = sweep.lead(tables["ops"], True)
+    assert perf["Threads"] == f"{best.load:g}" and perf["Leads"] == best.leader
+    assert perf["Calculation"].startswith(f"({fmt(best.leader_value)} / {fmt(best.other_value)}) - 1 = ")
+    assert perf["Calculation"].endswith(f"up to {fmt(100 * best.difference)}%")
+    eff = table.iloc[2]
+    assert eff["Calculation"] == "not measured" and pd.isna(eff["disk"]) and pd.isna(eff["tmpfs"])
+
+
+def test_one_configuration_cannot_be_compared(measured):
+    alone = {"ops": sweep.wide(measured, "readrandom", "ops", ["disk"])}
+    row = sweep.max_difference_table(alone, [OPS], None, "Threads").iloc[0]
+    assert row["Calculation"].startswith("n/a") and row["Threads"] == ""
+    assert sweep.lead_finding(alone["ops"], OPS, "threads") == "performance: only one configuration measured"
+    assert sweep.lead_finding(pd.DataFrame(), EFF, "threads") == "power efficiency: not measured"
+
+
+def test_bandwidth_at_the_top_thread_count_is_nan_where_there_is_no_device(measured):
+    workloads = ["readwhilewriting", "readrandomwriterandom", "readrandom"]
+    bw = sweep.at_load(measured, "device_bw", workloads, ["disk", "tmpfs"])
+    assert list(bw.index) == workloads and list(bw.columns) == ["disk", "tmpfs"]
+    assert bw["tmpfs"].isna().all() and bw["disk"].notna().all()      # tmpfs has no block device
+    top = measured[(measured["metric"] == "device_bw") & (measured["config"] == "disk")
+                   & (measured["workload"] == "readrandom") & (measured["load"] == 4)]["value"]
+    assert bw.loc["readrandom", "disk"] == pytest.approx(top.mean())
+    assert sweep.top_load(measured) == 4
+
+
+def test_repetition_table_shows_every_repetition_as_measured(measured):
+    table = sweep.repetition_table(measured, "readrandom", [OPS, P99], ["disk", "tmpfs"], "Threads",
+                                   scale={"read_lat_p99": 1e-3})
+    assert len(table) == 6 and list(table["Reps"]) == [2] * 6
+    row = table[(table["Configuration"] == "disk") & (table["Threads"] == "2")].iloc[0]
+    reps = raw("disk", "readrandom", 2)
+    assert row["Performance (ops/s), each rep"] == ", ".join(fmt(r["ops"]) for r in reps)
+    assert row["99% latency (µs), each rep"] == ", ".join(fmt(r["p99"] * 1e-3, 1) for r in reps)
+    mean = statistics.mean(r["ops"] for r in reps)
+    spread = (max(r["ops"] for r in reps) - min(r["ops"] for r in reps)) / mean
+    assert row["Performance: spread"] == f"{fmt(100 * spread)}%"
+    none = sweep.repetition_table(measured, "readrandom", [EFF], ["disk"], "Threads")
+    assert set(none["Power efficiency (ops/s per W), each rep"]) == {"not measured"}
+
+
+def test_campaigns_and_order(measured):
+    pub = published.load(ROOT / "data/published/rocksdb-7600").samples()
+    both = pd.concat([pub, measured, measured.assign(campaign="again")])
+    assert sweep.campaigns(both) == ["again", "local"]
+    assert sweep.campaigns(pub) == []
+    assert sweep.ordered(["c", "a", "b"], ["b", "z"]) == ["b", "a", "c"]
+
+
+def test_decimals_for_small_values():
+    assert sweep.decimals_for([0.042, 1.5]) == 4
+    assert sweep.decimals_for([250, 1200]) == 0
+    assert sweep.decimals_for([12.5]) == 1
+    assert sweep.decimals_for([]) == 0
+
+
+def test_published_table_keeps_the_briefs_subject_and_calculation():
+    brief = published.load(ROOT / "data/published/rocksdb-7600")
+    shown = brief.samples()
+    tables = {"ops": sweep.wide(shown, "readrandom", "ops", brief.configs),
+              "read_lat_p99": sweep.wide(shown, "readrandom", "read_lat_p99", brief.configs)}
+    table = sweep.max_difference_table(tables, [OPS, MetricSpec("read_lat_p99", "99% latency", "µs")],
+                                       brief.subject, "Threads")
+    assert list(table.columns) == ["", "Threads", *brief.configs, "Calculation"]
+    source = (brief.folder / "source.txt").read_text(encoding="utf-8")
+    assert table.iloc[0]["Calculation"] == "(892,202 / 735,861) - 1 = 0.21 = up to 21%"
+    assert "(892,202 / 735,861) - 1 = 0.21" in source
+    assert table.iloc[1]["Calculation"].startswith("(268 / 169) - 1 = 0.59")
