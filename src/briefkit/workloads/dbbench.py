@@ -327,6 +327,10 @@ class DbBenchWorkload(Workload):
     def run(self, run: PointRun) -> None:
         s = run.settings
         if s["suite"] == "sweep":
+            # db_bench --use_existing_db=1 silently creates an empty DB and reads nothing from it.
+            if not run.host.exists(posixpath.join(run.state["db"], "CURRENT")):
+                raise CampaignError(f"on {run.host.name}: no database at {run.state['db']} (no CURRENT file); "
+                                    "prepare() loads it before the configuration's first point")
             benchmark, threads = run.point.values["benchmark"], run.point.values["threads"]
             steps = [("dbbench", self._point_argv(s, benchmark, threads, run.state["db"], run.point.rep), True)]
             meta = {"workload": benchmark, "benchmark": benchmark, "threads": threads}
@@ -369,13 +373,22 @@ class DbBenchWorkload(Workload):
 
     # --- ingest ------------------------------------------------------------------------------
     def samples(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
-        return point_samples(point_dir, prefix=f"{point.id}/{Path(point_dir).name}")
+        return point_samples(point_dir)
 
 
-def point_samples(point_dir, prefix: str | None = None) -> pd.DataFrame:
+def _prefix(point_dir: Path) -> str:
+    """How sources name the folder: from ``raw/`` on (``raw/<brief>/<campaign>/<point>/attempt-1``),
+    as the executor does, so that committed samples hold no machine's absolute path."""
+    parts = point_dir.parts
+    if "raw" in parts:
+        return "/".join(parts[len(parts) - 1 - parts[::-1].index("raw"):])
+    return str(point_dir)
+
+
+def point_samples(point_dir) -> pd.DataFrame:
     """Tidy samples of one fetched db_bench point folder (see the module docstring)."""
     point_dir = Path(point_dir)
-    prefix = prefix or str(point_dir)
+    prefix = _prefix(point_dir)
     meta_path = point_dir / META
     try:
         meta = json.loads(meta_path.read_text())
