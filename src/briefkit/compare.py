@@ -5,14 +5,18 @@ Conventions (from the briefs' own footnotes):
 - difference, lower is better (latency, W per unit of work): (inferior / superior) - 1
 - "up to N %": the maximum difference over the load points (and competitors)
 - multiples: a / b, written "~N.Nx"
+
+Relative statements are written in several ways; ``RELATIONS`` turns each into the ratio
+value / baseline, so that "1.5X more", "2.5 times higher" and "23% lower" can be compared.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
 
-from briefkit.numbers import fmt
+from briefkit.numbers import Interval, fmt
 
 #: Metric families where a smaller number is the better one.
 LOWER_IS_BETTER_FAMILIES = ("_lat", "_clat", "micros_per_op", "watts", "watts_per_nopm", "txn_lat")
@@ -46,6 +50,45 @@ def multiple(a: float, b: float) -> float:
 def multiple_text(a: float, b: float, decimals: int = 1) -> str:
     """"~2.5x"."""
     return f"~{fmt(a / b, decimals)}x"
+
+
+#: How a printed relative number v reads as the ratio r = value / baseline, and back.
+RELATIONS = {
+    "times": (lambda v: v, lambda r: r),                            # "2.5 times higher", "1.5x the latency"
+    "more_times": (lambda v: 1 + v, lambda r: r - 1),               # "1.5X more" = 2.5 times as much
+    "percent_of": (lambda v: v / 100, lambda r: 100 * r),           # "only 65% of the other SSDs"
+    "percent_more": (lambda v: 1 + v / 100, lambda r: 100 * (r - 1)),   # "21% more"
+    "percent_lower": (lambda v: 1 - v / 100, lambda r: 100 * (1 - r)),  # "23% lower", "30% lower performance"
+    "orders_of_magnitude": (lambda v: 10 ** v, lambda r: math.log10(r)),  # "two orders of magnitude higher"
+}
+
+
+def _relation(relation: str):
+    try:
+        return RELATIONS[relation]
+    except KeyError:
+        raise ValueError(f"unknown relation {relation!r} (known: {', '.join(RELATIONS)})") from None
+
+
+def to_ratio(value: float, relation: str = "times") -> float:
+    """A printed relative number as value / baseline: ``to_ratio(23, "percent_lower") == 0.77``."""
+    return _relation(relation)[0](value)
+
+
+def from_ratio(ratio: float, relation: str = "times") -> float:
+    """A ratio value / baseline written the way ``relation`` prints it: ``from_ratio(0.77, "percent_lower") == 23``."""
+    return _relation(relation)[1](ratio)
+
+
+def interval_from_ratio(ratio: Interval, relation: str = "times") -> Interval:
+    """``from_ratio`` over an interval (every relation is monotonic)."""
+    a, b = from_ratio(ratio.lo, relation), from_ratio(ratio.hi, relation)
+    return Interval(min(a, b), max(a, b))
+
+
+def interval_to_ratio(printed: Interval, relation: str = "times") -> Interval:
+    a, b = to_ratio(printed.lo, relation), to_ratio(printed.hi, relation)
+    return Interval(min(a, b), max(a, b))
 
 
 @dataclass(frozen=True)
@@ -87,4 +130,5 @@ def percent(fraction: float, decimals: int = 0) -> str:
 
 
 __all__ = ["difference", "calculation", "multiple", "multiple_text", "differences", "up_to",
-           "Extreme", "lower_is_better", "percent"]
+           "Extreme", "lower_is_better", "percent", "RELATIONS", "to_ratio", "from_ratio",
+           "interval_from_ratio", "interval_to_ratio"]

@@ -1,15 +1,20 @@
 """A published brief, as transcribed into data/published/<brief>/:
 
-- ``brief.yaml``   what the brief is: title, subject configuration, load kind, column meanings
-- ``points.csv``   every number of its data tables, as printed (text, so the precision is kept)
-- ``claims.yaml``  every numeric claim of its text, with where it appears
-- ``source.txt``   the text of the brief itself
+- ``brief.yaml``    what the brief is: title, configurations, workloads, load kind, column meanings
+- ``points.csv``    every number of its data tables and figures, as printed (text, so the precision
+                    is kept); optional: a brief whose figures were images has none
+- ``relative.csv``  numbers the brief prints only relative to a baseline configuration ("2.5x the
+                    NOPM of 8x SATA", "23% lower"); optional
+- ``claims.yaml``   every numeric claim of its text, with where it appears; optional or empty
+- ``source.txt``    the text of the brief itself
 
 Numbers stay ``Printed`` (value + printed precision) so that checks can allow for the rounding
-the brief applied to its own inputs.
+the brief applied to its own inputs. A load the text does not state (an efficiency figure with no
+thread count) is an empty cell in points.csv: ``None`` in cells, NaN in the tidy samples.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,10 +22,11 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from briefkit import samples
+from briefkit import compare, samples
 from briefkit.numbers import Interval, Printed
 
 KEY_COLUMNS = ("table", "workload", "config")
+RELATIVE_COLUMNS = ("table", "workload", "config", "metric", "baseline", "relation", "value", "where")
 
 
 class PublishedDataError(ValueError):
@@ -44,6 +50,7 @@ class PublishedBrief:
     meta: dict
     points: pd.DataFrame            # one row per (table, workload, config, load); metric columns hold Printed
     claims: list[dict] = field(default_factory=list)
+    relative_points: pd.DataFrame | None = None   # relative.csv, values as Printed
 
     @property
     def title(self) -> str:
@@ -51,6 +58,7 @@ class PublishedBrief:
 
     @property
     def subject(self) -> str:
+        """The configuration the brief argues for (or a group of them, see ``groups``)."""
         return self.meta["subject"]
 
     @property
@@ -65,11 +73,17 @@ class PublishedBrief:
     def workloads(self) -> dict:
         return self.meta["workloads"]
 
+    @property
+    def groups(self) -> dict[str, list[str]]:
+        """Named sets of configurations the text speaks of together ("the NVMe configurations")."""
+        return dict(self.meta.get("groups") or {})
+
     @cached_property
     def metrics(self) -> dict[str, dict]:
         """metric -> its column spec (from ``columns`` and ``derived`` of brief.yaml)."""
-        specs = {spec["metric"]: {**spec, "column": column} for column, spec in self.meta["columns"].items()}
-        for metric, spec in self.meta.get("derived", {}).items():
+        specs = {spec["metric"]: {**spec, "column": column}
+                 for column, spec in (self.meta.get("columns") or {}).items()}
+        for metric, spec in (self.meta.get("derived") or {}).items():
             specs[metric] = {**spec, "metric": metric}
         return specs
 
@@ -85,103 +99,198 @@ class PublishedBrief:
         wide = rows.pivot(index=self.load_kind, columns="config", values=self.column_of(metric))
         return wide[[c for c in self.configs if c in wide.columns]]
 
-    def cells(self, workload: str, metric: str) -> dict[tuple[str, float], Cell]:
-        """Every number of ``metric`` for ``workload``, keyed by (config, load); derived metrics are
-        computed from their printed inputs with the interval those inputs allow."""
+    def cells(self, workload: str, metric: str) -> dict[tuple[str, float | None], Cell]:
+        """Every number of ``metric`` for ``workload``, keyed by (config, load); load is None where
+        the text does not state it. Derived metrics are computed from their printed inputs with the
+        interval those inputs allow. A metric the brief prints nowhere gives no cells."""
         spec = self.metrics.get(metric)
         if spec is None:
-            raise KeyError(f"{self.folder / 'brief.yaml'}: unknown metric {metric!r}")
+            return {}
         if "numerator" not in spec:
-            wide = self.printed(workload, metric)
-            return {(config, load): Cell(p.value, p.interval, p)
-                    for config in wide.columns for load, p in wide[config].items() if p is not None}
+            column = spec["column"]
+            rows = self.points[(self.points["workload"] == workload) & self.points[column].notna()]
+            return {(config, _load(load)): Cell(p.value, p.interval, p)
+                    for config, load, p in zip(rows["config"], rows[self.load_kind], rows[column])}
         num, den = self.cells(workload, spec["numerator"]), self.cells(workload, spec["denominator"])
         return {key: Cell(num[key].exact / den[key].exact, num[key].interval / den[key].interval)
                 for key in num if key in den}
 
     def samples(self) -> pd.DataFrame:
-        """The published numbers as tidy samples (source ``published: Table N``)."""
+        """The published numbers as tidy samples (source ``published: Table N``); a load the text
+        does not state is NaN. Relative numbers are not samples: see ``relative()``."""
         rows = []
         for record in self.points.itertuples(index=False):
             record = record._asdict()
-            for column, spec in self.meta["columns"].items():
+            load = _load(record[self.load_kind])
+            for column, spec in (self.meta.get("columns") or {}).items():
                 printed = record[column]
-                if printed is None:
+                if printed is None or (isinstance(printed, float) and math.isnan(printed)):
                     continue
                 rows.append({"config": record["config"], "workload": record["workload"],
-                             "load_kind": self.load_kind, "load": float(record[self.load_kind]), "rep": 0,
-                             "metric": spec["metric"], "value": printed.value, "unit": spec["unit"],
+                             "load_kind": self.load_kind, "load": math.nan if load is None else float(load),
+                             "rep": 0, "metric": spec["metric"], "value": printed.value, "unit": spec["unit"],
                              "source": f"published: {record['table']}"})
         return samples.frame(rows, brief=self.slug, campaign="published", tool="published")
+
+    def relative(self) -> pd.DataFrame:
+        """The numbers printed relative to a baseline, one row each: the printed text, the relation
+        it is written in (``times``, ``more_times``, ``percent_lower``, ...), and ``ratio`` = the
+        configuration's value / the baseline's, the form a measured campaign can be compared in."""
+        columns = ["table", "workload", "config", "metric", "baseline", "relation", "printed", "value", "ratio", "where"]
+        if self.relative_points is None or self.relative_points.empty:
+            return pd.DataFrame(columns=columns)
+        out = self.relative_points.copy()
+        out["printed"] = [p.text for p in out["value"]]
+        out["ratio"] = [compare.to_ratio(p.value, relation) for p, relation in zip(out["value"], out["relation"])]
+        out["value"] = [p.value for p in out["value"]]
+        return out[columns]
+
+
+def _load(value) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
 def _read_yaml(path: Path) -> dict:
     try:
         with open(path, encoding="utf-8") as handle:
-            return yaml.safe_load(handle) or {}
+            loaded = yaml.safe_load(handle)
     except FileNotFoundError:
         raise PublishedDataError(f"{path}: missing") from None
     except yaml.YAMLError as exc:
         raise PublishedDataError(f"{path}: not valid YAML: {exc}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise PublishedDataError(f"{path}: expected a mapping at the top level")
+    return loaded
 
 
-def _require(meta: dict, keys: tuple[str, ...], path: Path) -> None:
+def _require(meta: dict, keys: tuple[str, ...], path: Path | str) -> None:
     for key in keys:
         if key not in meta:
             raise PublishedDataError(f"{path}: key {key!r} is missing")
 
 
+def _parse_column(raw: pd.DataFrame, column: str, path: Path) -> list:
+    parsed = []
+    for line, text in enumerate(raw[column], start=2):   # header is line 1
+        try:
+            parsed.append(Printed.parse(text) if text != "" else None)
+        except ValueError:
+            raise PublishedDataError(f"{path}:{line}: column {column!r}: {text!r} is not a number") from None
+    return parsed
+
+
+def _check_configs(raw: pd.DataFrame, known, path: Path, what: str = "configs") -> None:
+    for line, config in enumerate(raw["config"], start=2):
+        if config not in known:
+            raise PublishedDataError(f"{path}:{line}: config {config!r} is not listed in brief.yaml {what}")
+
+
 def _read_points(path: Path, meta: dict) -> pd.DataFrame:
     load_kind = meta["load_kind"]
+    columns = meta.get("columns")
+    if not columns:
+        raise PublishedDataError(f"{path.parent / 'brief.yaml'}: key 'columns' is missing (points.csv needs it)")
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
-    expected = [*KEY_COLUMNS, load_kind, *meta["columns"]]
+    expected = [*KEY_COLUMNS, load_kind, *columns]
     missing = [c for c in expected if c not in raw.columns]
     if missing:
         raise PublishedDataError(f"{path}: columns {missing} are missing (expected {expected})")
     points = pd.DataFrame({c: list(raw[c]) for c in KEY_COLUMNS})
-    for line, config in enumerate(raw["config"], start=2):   # header is line 1
-        if config not in meta["configs"]:
-            raise PublishedDataError(f"{path}:{line}: config {config!r} is not listed in brief.yaml configs")
-    for column in [load_kind, *meta["columns"]]:
-        parsed = []
-        for line, text in enumerate(raw[column], start=2):
-            try:
-                parsed.append(Printed.parse(text) if text != "" else None)
-            except ValueError:
-                raise PublishedDataError(f"{path}:{line}: column {column!r}: {text!r} is not a number") from None
-        points[column] = pd.Series(parsed, dtype=object)
-    points[load_kind] = [p.value for p in points[load_kind]]
+    _check_configs(raw, meta["configs"], path)
+    for line, workload in enumerate(raw["workload"], start=2):
+        if workload not in meta["workloads"]:
+            raise PublishedDataError(f"{path}:{line}: workload {workload!r} is not listed in brief.yaml workloads")
+    for column in [load_kind, *columns]:
+        points[column] = pd.Series(_parse_column(raw, column, path), dtype=object)
+    points[load_kind] = [math.nan if p is None else p.value for p in points[load_kind]]   # NaN: not stated
+    # One number per (workload, config, load) and metric: a second one is a transcription slip.
+    for column in columns:
+        seen = {}
+        for line, (workload, config, load, value) in enumerate(
+                zip(points["workload"], points["config"], points[load_kind], points[column]), start=2):
+            if value is None:
+                continue
+            key = (workload, config, _load(load))
+            if key in seen:
+                raise PublishedDataError(f"{path}:{line}: column {column!r}: a second number for {config} "
+                                         f"{workload} at {load_kind} {key[2]} (first on line {seen[key]})")
+            seen[key] = line
     return points
+
+
+def _read_relative(path: Path, meta: dict) -> pd.DataFrame:
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in RELATIVE_COLUMNS if c not in raw.columns]
+    if missing:
+        raise PublishedDataError(f"{path}: columns {missing} are missing (expected {list(RELATIVE_COLUMNS)})")
+    known = [*meta["configs"], *(meta.get("groups") or {})]
+    _check_configs(raw, known, path, "configs or groups")
+    for line, (baseline, relation) in enumerate(zip(raw["baseline"], raw["relation"]), start=2):
+        if baseline not in meta["configs"]:
+            raise PublishedDataError(f"{path}:{line}: baseline {baseline!r} is not listed in brief.yaml configs")
+        if relation not in compare.RELATIONS:
+            raise PublishedDataError(f"{path}:{line}: relation {relation!r} is not one of {', '.join(compare.RELATIONS)}")
+    out = raw[list(RELATIVE_COLUMNS)].copy()
+    out["value"] = pd.Series(_parse_column(raw, "value", path), dtype=object)
+    return out
 
 
 def load(folder: str | Path) -> PublishedBrief:
     folder = Path(folder)
     meta_path = folder / "brief.yaml"
     meta = _read_yaml(meta_path)
-    _require(meta, ("title", "subject", "load_kind", "configs", "workloads", "columns"), meta_path)
-    if meta["subject"] not in meta["configs"]:
-        raise PublishedDataError(f"{meta_path}: subject {meta['subject']!r} is not one of configs")
-    points = _read_points(folder / "points.csv", meta)
+    _require(meta, ("title", "subject", "load_kind", "configs", "workloads"), meta_path)
+    if meta["subject"] not in meta["configs"] and meta["subject"] not in (meta.get("groups") or {}):
+        raise PublishedDataError(f"{meta_path}: subject {meta['subject']!r} is not one of configs (or groups)")
+    for group, members in (meta.get("groups") or {}).items():
+        unknown = [m for m in members if m not in meta["configs"]]
+        if unknown:
+            raise PublishedDataError(f"{meta_path}: groups.{group}: {unknown} not in configs")
+    points_path = folder / "points.csv"
+    if points_path.exists():
+        points = _read_points(points_path, meta)
+    else:   # a brief whose numbers were all in images: no data, claims only
+        points = pd.DataFrame({**{c: pd.Series(dtype=object) for c in KEY_COLUMNS},
+                               meta["load_kind"]: pd.Series(dtype=float)})
+    relative_path = folder / "relative.csv"
+    relative = _read_relative(relative_path, meta) if relative_path.exists() else None
     claims_path = folder / "claims.yaml"
-    claims = _read_yaml(claims_path).get("claims", []) if claims_path.exists() else []
+    claims = (_read_yaml(claims_path).get("claims") or []) if claims_path.exists() else []
+    if not isinstance(claims, list):
+        raise PublishedDataError(f"{claims_path}: key 'claims' must be a list")
+    seen = set()
     for index, claim in enumerate(claims):
-        _require(claim, ("id", "where", "kind", "workload", "metric", "stated"), Path(f"{claims_path} claim #{index + 1}"))
-    return PublishedBrief(folder.name, folder, meta, points, claims)
+        where = f"{claims_path} claim #{index + 1}"
+        if not isinstance(claim, dict):
+            raise PublishedDataError(f"{where}: expected a mapping")
+        _require(claim, ("id", "where", "kind"), where)
+        if claim["id"] in seen:
+            raise PublishedDataError(f"{where}: id {claim['id']!r} is used twice")
+        seen.add(claim["id"])
+    return PublishedBrief(folder.name, folder, meta, points, claims, relative)
+
+
+def load_label(brief: PublishedBrief, load) -> str:
+    """How a load point is printed: ``96`` threads, or that the text does not say."""
+    load = _load(load)
+    return "not stated" if load is None else f"{load:g}"
 
 
 def appendix_table(brief: PublishedBrief, workload: str) -> pd.DataFrame:
     """A data table exactly as printed: one row per load, each configuration's columns."""
     rows = brief.points[brief.points["workload"] == workload]
     out = {}
-    for load, group in rows.groupby(brief.load_kind, sort=False):
-        record = {("", brief.load_kind.capitalize()): f"{load:g}"}
-        for row in group.itertuples(index=False):
-            row = row._asdict()
-            for column, spec in brief.meta["columns"].items():
-                printed = row[column]
-                record[(row["config"], spec["label"])] = (
-                    "" if printed is None else f"{printed.text}{spec.get('suffix', '')}")
-        out[load] = record
-    table = pd.DataFrame(list(out.values()))
+    for row in rows.itertuples(index=False):
+        row = row._asdict()
+        load = _load(row[brief.load_kind])
+        record = out.setdefault(load, {("", brief.load_kind.capitalize()): load_label(brief, load)})
+        for column, spec in brief.meta["columns"].items():
+            printed = row[column]
+            key = (row["config"], spec["label"])
+            if printed is not None or key not in record:
+                record[key] = "" if printed is None else f"{printed.text}{spec.get('suffix', '')}"
+    table = pd.DataFrame(list(out.values())).fillna("")
     table.columns = pd.MultiIndex.from_tuples(table.columns)   # configuration over its metrics, as printed
     return table
