@@ -66,8 +66,11 @@ def to_canonical(table: pd.DataFrame) -> pd.DataFrame:
     """Convert each row's value to the canonical unit of its metric (the one conversion step)."""
     table = table.copy()
     table["value"] = table["value"].astype(float)
-    for (metric, unit), index in table.groupby(["metric", "unit"], dropna=False).groups.items():
-        target = canonical_unit(metric)
+    # One conversion per (unit, target unit) pair, not per metric: a fio point has ~80 metrics
+    # (every percentile is one) but only a few units, and each .loc assignment is costly.
+    targets = table["metric"].map({m: canonical_unit(m) for m in table["metric"].unique()})
+    pairs = pd.DataFrame({"unit": table["unit"], "target": targets})
+    for (unit, target), index in pairs.groupby(["unit", "target"], dropna=False).groups.items():
         if unit != target:
             table.loc[index, "value"] = units.convert(table.loc[index, "value"], unit, target)
             table.loc[index, "unit"] = target
