@@ -11,7 +11,7 @@ from briefkit import claims, published
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds"          # the seed documents, where the checkout has them
-BRIEFS = ["fio-6600ion"]
+BRIEFS = ["fio-6600ion", "oltp-9300"]
 
 
 def _folder(slug: str) -> Path:

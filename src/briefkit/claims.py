@@ -27,10 +27,9 @@ Claim kinds (``CHECKS``; the fields each needs are in ``REQUIRED``):
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict, dataclass
 from dataclasses import fields as dataclass_fields
-
-import itertools
 
 import pandas as pd
 
@@ -670,7 +669,10 @@ def check_leads(brief: PublishedBrief, claim: dict) -> list[Verdict]:
 # --------------------------------------------------------------------------- relative
 
 #: A relation that a reader may take another way; the check says which reading the numbers need.
-_OTHER_READING = {"more_times": ("times", "'{v} X more' read as {v} times the baseline")}
+_OTHER_READING = {"more_times": ("times", "'{v}X more' read as {v} times the baseline")}
+_RELATION_PHRASE = {"times": "times", "more_times": "times more than", "percent_of": "% of",
+                    "percent_more": "% more than", "percent_lower": "% lower than",
+                    "orders_of_magnitude": "orders of magnitude above"}
 
 
 def check_relative(brief: PublishedBrief, claim: dict) -> list[Verdict]:
@@ -706,11 +708,12 @@ def check_relative(brief: PublishedBrief, claim: dict) -> list[Verdict]:
         else:
             pairs = [(x, stated[0]) for x in xs]
         levels = [_judge(x, span, s, bound) for (_, _, x, span), s in pairs]
-        shown = [f"{config} {p.text} -> {_show(x, s, relation)}" for (config, p, x, _), s in pairs]
+        shown = [f"{config} {p.text} -> {fmt(x, s.decimals + 1)}" for (config, p, x, _), s in pairs]
         return max(levels, key=_SEVERITY.get), "; ".join(shown), [r[0] for r, _ in pairs]
 
     level, shown, _ = evaluate({})
-    recomputed = f"{relation.replace('_', ' ')} the baseline: {shown}"
+    baseline = ", ".join(sorted(set(rows["baseline"])))
+    recomputed = f"{shown} ({_RELATION_PHRASE[relation]} {baseline})"
     if level == MISMATCH:
         findings.add(MISMATCH, f"the per-configuration numbers give {shown}, not {stated_text}")
     elif level == ROUNDING:
