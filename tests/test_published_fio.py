@@ -211,7 +211,7 @@ def test_the_ssd_leads_at_every_printed_point_and_a_flip_is_named(tmp_path, chec
     copy = _copy(tmp_path, {"points.csv": [("70/30 4 MiB,16x HDD,1,\"2,379\"", "70/30 4 MiB,16x HDD,1,\"2,479\"")]})
     rows = _rows(claims.check_all(copy), "ssd-leads-everywhere")
     bad = rows[rows["verdict"] == claims.MISMATCH]
-    assert len(bad) == 1 and "total_bw" in bad.iloc[0].stated and "70/30 4 MiB at 1 numjobs" in bad.iloc[0].reason
+    assert len(bad) == 1 and "Throughput" in bad.iloc[0].stated and "70/30 4 MiB at 1 numjobs" in bad.iloc[0].reason
 
 
 def test_appendix_table_shows_unstated_loads(brief):

@@ -245,6 +245,8 @@ def _judge(x: float, interval: Interval, stated: Printed, bound: str = "about") 
 
 
 _BOUND_WORDS = {"about": "≈", "more_than": ">", "less_than": "<", "nearly": "nearly"}
+_STATED_SUFFIX = {"percent_of": " of", "percent_more": " more", "percent_lower": " lower", "more_times": " more",
+                  "orders_of_magnitude": " orders of magnitude"}
 _RELATION_SUFFIX = {"times": "x", "more_times": "x more", "percent_of": "% of", "percent_more": "% more",
                     "percent_lower": "% lower", "orders_of_magnitude": " orders of magnitude"}
 
@@ -258,6 +260,17 @@ def _label(brief: PublishedBrief, metric: str) -> str:
     """A metric as the brief calls it (its column label), else the metric name."""
     spec = brief.metrics.get(metric) or {}
     return spec.get("label", metric)
+
+
+def _data(brief: PublishedBrief) -> str:
+    """Whose numbers a check recomputes from: "the brief's" own, or a measurement's."""
+    return f"{brief.data_name}'s"
+
+
+def _not_checkable(brief: PublishedBrief, what: str) -> str:
+    if brief.data_name == "the brief":
+        return f"the brief prints no {what}: not checkable from the printed numbers"
+    return f"{brief.data_name} has no {what}: not checkable"
 
 
 def _loads_text(brief: PublishedBrief, loads) -> str:
@@ -387,7 +400,8 @@ def check_multiple(brief: PublishedBrief, claim: dict) -> list[Verdict]:
     if relation not in compare.RELATIONS:
         raise ClaimError(f"claim {claim['id']!r}: as {relation!r} is not one of {', '.join(compare.RELATIONS)}")
     stated = Printed.parse(claim["stated"])
-    shown_stated = claim.get("printed_as", stated.text)
+    shown_stated = claim.get("printed_as") or (
+        f"{'' if bound == 'about' else _BOUND_WORDS[bound] + ' '}{stated.text}{_STATED_SUFFIX.get(relation, '')}")
     nums = _sides(brief, claim, "numerator")
     dens = _sides(brief, claim, "denominator", exclude=[n.config for n in nums])
     operands = [Printed.parse(x) for x in claim.get("operands", [])]
@@ -411,7 +425,7 @@ def check_multiple(brief: PublishedBrief, claim: dict) -> list[Verdict]:
                                        f"to {_show(interval.hi, stated, relation)}")
             elif level == MISMATCH:
                 findings.add(MISMATCH, f"the arithmetic is off: ({a.text} / {b.text}) = {_show(x, stated, relation)}, "
-                                       f"printed {word} {shown_stated}")
+                                       f"printed {shown_stated}")
             checked = []
             for side, operand, role in ((num, a, "numerator"), (den, b, "denominator")):
                 cell = _side_cells(brief, side).get(side.at)
@@ -421,7 +435,7 @@ def check_multiple(brief: PublishedBrief, claim: dict) -> list[Verdict]:
                 agree = _operand_agrees(operand, cell)
                 if agree == MISMATCH:
                     elsewhere = _locate_anywhere(brief, side.metric, operand)
-                    findings.add(MISMATCH, f"the {role} {operand.text} is not the brief's {_describe_side(brief, side)}, "
+                    findings.add(MISMATCH, f"the {role} {operand.text} is not {_data(brief)} {_describe_side(brief, side)}, "
                                            f"printed {_cell_text(cell)}")
                     comes_from = (f"{operand.text} is {elsewhere}" if elsewhere
                                   else f"{operand.text} is printed for no point of {side.metric}")
@@ -446,29 +460,28 @@ def check_multiple(brief: PublishedBrief, claim: dict) -> list[Verdict]:
             else:
                 level = max((lvl for lvl, _, _ in levels), key=_SEVERITY.get)
             if not operands or findings.level == MISMATCH:
-                parts.append(f"the brief's data: {shown}")
+                parts.append(f"{_data(brief)} data: {shown}")
             if level == MISMATCH:
                 what = {None: "", "max_each": " (maximum over the load points of each)",
                         "up_to": " (the largest over the load points)",
                         "any": "", "each": ""}.get(reduce, "")
                 if operands and findings.level == MISMATCH:
-                    findings.add(MISMATCH, f"the brief's own data gives {shown}")
+                    findings.add(MISMATCH, f"{_data(brief)} own data gives {shown}")
                 else:
-                    findings.add(MISMATCH, f"the brief's data gives {shown}{what}, not {word} {shown_stated}")
+                    findings.add(MISMATCH, f"{_data(brief)} data gives {shown}{what}, not {shown_stated}")
             elif level == ROUNDING and not operands:
-                findings.add(ROUNDING, f"the brief's data gives {shown}: {shown_stated} only within the rounding of its inputs")
+                findings.add(ROUNDING, f"{_data(brief)} data gives {shown}: {shown_stated} only within the rounding of its inputs")
             elif operands and findings.level == MISMATCH:
-                findings.reasons.append(f"with the brief's own numbers it holds: {shown}")
+                findings.reasons.append(f"with {_data(brief)} own numbers it holds: {shown}")
         elif not operands:
-            findings.add(NOT_CHECKABLE, f"the brief prints no {num.metric} of {num.config} and {den.config} "
-                                        f"for {num.workload}" + ("" if num.workload == den.workload else f" / {den.workload}")
-                                        + " (its figures were images): not checkable from the printed numbers")
+            findings.add(NOT_CHECKABLE, _not_checkable(brief, f"{num.metric} of {num.config} and {den.config} for "
+                                        + num.workload + ("" if num.workload == den.workload else f" / {den.workload}")))
         if claim.get("reading") and findings.level != MATCHES:
             comes_from = f"{comes_from}. {claim['reading']}" if comes_from else claim["reading"]
         statement = claim.get("text", "")
         if len(nums) * len(dens) > 1:
             statement = f"{statement} [{num.config} / {den.config}]"
-        verdicts.append(_verdict(claim, f"{word} {shown_stated}", "; ".join(parts) or "n/a", findings,
+        verdicts.append(_verdict(claim, shown_stated, "; ".join(parts) or "n/a", findings,
                                  comes_from, statement=statement))
     return verdicts
 
@@ -515,8 +528,7 @@ def check_identity(brief: PublishedBrief, claim: dict) -> list[Verdict]:
                                      statement=f"{_label(brief, metric)} = {factor:g} x {_label(brief, other)}"))
     if not verdicts:
         findings = _Findings()
-        findings.add(NOT_CHECKABLE, f"the brief prints no point with both {metric} and {other}: "
-                                    "not checkable from the printed numbers")
+        findings.add(NOT_CHECKABLE, _not_checkable(brief, f"point with both {metric} and {other}"))
         verdicts.append(_verdict(claim, f"{metric} = {factor:g} x {other}", "n/a", findings))
     return verdicts
 
@@ -655,14 +667,16 @@ def check_leads(brief: PublishedBrief, claim: dict) -> list[Verdict]:
                             not higher and mine.interval.hi >= theirs.interval.lo):
                         findings.add(ROUNDING, f"only within rounding at {where}")
         word = "the best" if rank == "first" else "the worst"
+        at_text = "" if loads is None else f" at {brief.load_kind} {_loads_text(brief, loads)}"
+        stated = f"{config} {'leads' if rank == 'first' else 'trails'} on {_label(brief, metric)}{at_text}"
         if not compared:
-            findings.add(NOT_CHECKABLE, f"the brief prints no {metric} of {config} beside another configuration "
-                                        "(its figures were images): not checkable from the printed numbers")
+            findings.add(NOT_CHECKABLE, _not_checkable(brief, f"{metric} of {config} beside "
+                                                              f"{', '.join(over)} at the loads the claim names"))
             recomputed = "n/a"
         else:
             recomputed = (f"{config} is {word} at {compared - sum('not at' in r for r in findings.reasons)} of "
                           f"{compared} comparisons; narrowest: {narrowest[1]}")
-        verdicts.append(_verdict(claim, f"{config}: {word} {metric}", recomputed, findings))
+        verdicts.append(_verdict(claim, stated, recomputed, findings))
     return verdicts
 
 
@@ -689,7 +703,7 @@ def check_relative(brief: PublishedBrief, claim: dict) -> list[Verdict]:
         stated = [Printed.parse(claim["stated"])]
         stated_text = f"{_BOUND_WORDS[bound]} {stated[0].text}" if bound != "about" else stated[0].text
     if rows.empty:
-        findings.add(NOT_CHECKABLE, f"the brief prints no {metric} relative to its baseline: not checkable")
+        findings.add(NOT_CHECKABLE, _not_checkable(brief, f"{metric} relative to its baseline"))
         return [_verdict(claim, stated_text, "n/a", findings)]
     printed = list(zip(rows["config"], [Printed.parse(t) for t in rows["printed"]], rows["relation"]))
 

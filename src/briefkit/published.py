@@ -51,6 +51,7 @@ class PublishedBrief:
     points: pd.DataFrame            # one row per (table, workload, config, load); metric columns hold Printed
     claims: list[dict] = field(default_factory=list)
     relative_points: pd.DataFrame | None = None   # relative.csv, values as Printed
+    data_name: str = "the brief"    # whose numbers these are, for the check's wording (see from_samples)
 
     @property
     def title(self) -> str:
@@ -85,6 +86,8 @@ class PublishedBrief:
                  for column, spec in (self.meta.get("columns") or {}).items()}
         for metric, spec in (self.meta.get("derived") or {}).items():
             specs[metric] = {**spec, "metric": metric}
+        for metric, spec in (self.meta.get("metrics") or {}).items():   # described, not printed
+            specs.setdefault(metric, {**spec, "metric": metric})
         return specs
 
     def column_of(self, metric: str) -> str:
@@ -104,7 +107,7 @@ class PublishedBrief:
         the text does not state it. Derived metrics are computed from their printed inputs with the
         interval those inputs allow. A metric the brief prints nowhere gives no cells."""
         spec = self.metrics.get(metric)
-        if spec is None:
+        if spec is None or ("column" not in spec and "numerator" not in spec):
             return {}
         if "numerator" not in spec:
             column = spec["column"]
@@ -119,8 +122,7 @@ class PublishedBrief:
         """The published numbers as tidy samples (source ``published: Table N``); a load the text
         does not state is NaN. Relative numbers are not samples: see ``relative()``."""
         rows = []
-        for record in self.points.itertuples(index=False):
-            record = record._asdict()
+        for record in self.points.to_dict("records"):
             load = _load(record[self.load_kind])
             for column, spec in (self.meta.get("columns") or {}).items():
                 printed = record[column]
@@ -282,8 +284,7 @@ def appendix_table(brief: PublishedBrief, workload: str) -> pd.DataFrame:
     """A data table exactly as printed: one row per load, each configuration's columns."""
     rows = brief.points[brief.points["workload"] == workload]
     out = {}
-    for row in rows.itertuples(index=False):
-        row = row._asdict()
+    for row in rows.to_dict("records"):
         load = _load(row[brief.load_kind])
         record = out.setdefault(load, {("", brief.load_kind.capitalize()): load_label(brief, load)})
         for column, spec in brief.meta["columns"].items():
@@ -291,6 +292,50 @@ def appendix_table(brief: PublishedBrief, workload: str) -> pd.DataFrame:
             key = (row["config"], spec["label"])
             if printed is not None or key not in record:
                 record[key] = "" if printed is None else f"{printed.text}{spec.get('suffix', '')}"
+    if not out:   # no printed data for this workload
+        return pd.DataFrame(columns=pd.MultiIndex.from_tuples([("", brief.load_kind.capitalize())]))
     table = pd.DataFrame(list(out.values())).fillna("")
     table.columns = pd.MultiIndex.from_tuples(table.columns)   # configuration over its metrics, as printed
     return table
+
+
+def from_samples(brief: PublishedBrief, table: pd.DataFrame, name: str = "the measurement") -> PublishedBrief:
+    """The brief with its printed numbers replaced by tidy samples (a measured campaign), so that
+    ``claims.check_all`` says whether those samples bear out each claim of the brief. Each point
+    is the median over repetitions (of a percentile too: percentiles are never averaged), kept to
+    six significant digits; the metrics are named as the samples name them."""
+    if table.empty:
+        points = pd.DataFrame({**{c: pd.Series(dtype=object) for c in KEY_COLUMNS},
+                               brief.load_kind: pd.Series(dtype=float)})
+        meta = {**brief.meta, "columns": {}}
+        return PublishedBrief(brief.slug, brief.folder, meta, points, brief.claims, None, name)
+    keys = ["workload", "config", "load", "metric"]
+    medians = table.groupby(keys, dropna=False, sort=False)["value"].median().reset_index()
+    units = table.groupby("metric")["unit"].first().to_dict()
+    described = {**{spec["metric"]: spec for spec in (brief.meta.get("columns") or {}).values()},
+                 **(brief.meta.get("metrics") or {})}
+    columns = {metric: {"metric": metric, "unit": units[metric],
+                        "label": described.get(metric, {}).get("label", metric)} for metric in units}
+    wide = {}
+    for record in medians.to_dict("records"):
+        row = wide.setdefault((record["workload"], record["config"], _load(record["load"])),
+                              {"table": name, "workload": record["workload"], "config": record["config"],
+                               brief.load_kind: math.nan if _load(record["load"]) is None else float(record["load"])})
+        row[record["metric"]] = _full_precision(record["value"])
+    points = pd.DataFrame(list(wide.values()))
+    for metric in columns:
+        points[metric] = points[metric].astype(object).where(points[metric].notna(), None)
+    configs = dict(brief.meta["configs"])
+    configs.update({c: [] for c in points["config"].unique() if c not in configs})
+    workloads = dict(brief.meta["workloads"])
+    workloads.update({w: {"title": w} for w in points["workload"].unique() if w not in workloads})
+    meta = {**brief.meta, "columns": columns, "configs": configs, "workloads": workloads}
+    meta.pop("metrics", None)
+    return PublishedBrief(brief.slug, brief.folder, meta, points, brief.claims, None, name)
+
+
+def _full_precision(value: float) -> Printed:
+    """A measured number as if printed to six significant digits (its rounding is negligible)."""
+    digits = 0 if value == 0 else math.floor(math.log10(abs(value))) + 1
+    decimals = max(0, 6 - digits)
+    return Printed(float(value), decimals, f"{value:,.{decimals}f}")
