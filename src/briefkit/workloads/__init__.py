@@ -17,5 +17,8 @@ REGISTRY = {
 def get(name: str, where: str = "workload") -> Workload:
     if name not in REGISTRY:
         raise CampaignError(f"{where}: unknown workload {name!r} (known: {', '.join(REGISTRY)})")
-    module, cls = REGISTRY[name].split(":")
+    entry = REGISTRY[name]
+    if not isinstance(entry, str):   # a class registered directly (plug-ins, tests)
+        return entry()
+    module, cls = entry.split(":")
     return getattr(importlib.import_module(module), cls)()
