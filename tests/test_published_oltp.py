@@ -123,3 +123,14 @@ def test_a_claim_missing_a_key_is_named(tmp_path, brief):
     copy = _copy(tmp_path, "claims.yaml", "  - id: callout-nopm", "  - id: overview-nopm")
     with pytest.raises(published.PublishedDataError, match="id 'overview-nopm' is used twice"):
         published.load(copy)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("as", "thirds", "as 'thirds' is not one of"), ("bound", "roughly", "bound 'roughly' is not one of"),
+    ("reduce", "median", "reduce 'median' is not one of"),
+])
+def test_a_multiple_with_an_unknown_reading_is_named(brief, key, value, message):
+    claim = {"id": "m", "where": "", "kind": "multiple", "numerator": "2x NVMe", "denominator": "8x SATA",
+             "metric": "nopm", "stated": "2x", key: value}
+    with pytest.raises(claims.ClaimError, match=message):
+        claims.check(brief, claim)

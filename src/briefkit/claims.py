@@ -343,15 +343,19 @@ def _ratio_at(num: dict, den: dict, load) -> tuple[float, Interval] | None:
     return None
 
 
+#: How a multiple over several load points is taken (None: at the one load `at`).
+_REDUCES = (None, "max_each", "up_to", "any", "each")
+
+
 def _data_ratios(brief, claim, num: _Side, den: _Side) -> list[tuple[object, float, Interval]]:
     """(load, ratio, interval) the brief's data gives for the claim's ``reduce``; [] without data."""
     reduce = claim.get("reduce")
     ncells, dcells = _side_cells(brief, num), _side_cells(brief, den)
     if reduce is None:
-        got = _ratio_at(ncells, dcells, num.at) if num.at == den.at else (
-            (ncells[num.at].exact / dcells[den.at].exact, ncells[num.at].interval / dcells[den.at].interval)
-            if num.at in ncells and den.at in dcells else None)
-        return [] if got is None else [(num.at, *got)]
+        if num.at in ncells and den.at in dcells:
+            n, d = ncells[num.at], dcells[den.at]
+            return [(num.at, n.exact / d.exact, n.interval / d.interval)]
+        return []
     wanted = num.at if isinstance(num.at, list) else None
 
     def pick(cells):
@@ -368,9 +372,7 @@ def _data_ratios(brief, claim, num: _Side, den: _Side) -> list[tuple[object, flo
     if reduce == "up_to" and rows:
         best = max(rows, key=lambda r: r[1])
         return [(best[0], best[1], Interval(max(r[2].lo for r in rows), max(r[2].hi for r in rows)))]
-    if reduce in ("any", "each", "up_to"):
-        return rows
-    raise ClaimError(f"claim {claim['id']!r}: unknown reduce {reduce!r} (known: max_each, up_to, any, each)")
+    return rows
 
 
 def _operand_agrees(printed: Printed, cell: Cell) -> str:
@@ -399,6 +401,11 @@ def check_multiple(brief: PublishedBrief, claim: dict) -> list[Verdict]:
     relation, bound = claim.get("as", "times"), claim.get("bound", "about")
     if relation not in compare.RELATIONS:
         raise ClaimError(f"claim {claim['id']!r}: as {relation!r} is not one of {', '.join(compare.RELATIONS)}")
+    if bound not in _BOUND_WORDS:
+        raise ClaimError(f"claim {claim['id']!r}: bound {bound!r} is not one of {', '.join(_BOUND_WORDS)}")
+    if claim.get("reduce") not in _REDUCES:
+        raise ClaimError(f"claim {claim['id']!r}: reduce {claim['reduce']!r} is not one of "
+                         f"{', '.join(r for r in _REDUCES if r)}")
     stated = Printed.parse(claim["stated"])
     shown_stated = claim.get("printed_as") or (
         f"{'' if bound == 'about' else _BOUND_WORDS[bound] + ' '}{stated.text}{_STATED_SUFFIX.get(relation, '')}")
@@ -412,7 +419,6 @@ def check_multiple(brief: PublishedBrief, claim: dict) -> list[Verdict]:
         if num.config == den.config and num.workload == den.workload and num.at == den.at:
             continue
         findings, parts, comes_from = _Findings(), [], ""
-        word = _BOUND_WORDS[bound]
         if operands:
             a, b = operands
             x = compare.from_ratio(a.value / b.value, relation)
