@@ -256,33 +256,34 @@ def _check_declaration(camp: Campaign, host: Host) -> None:
             f"{camp.raw_dir} away to start this one again.")
 
 
-def _next_attempt(folder: Path) -> int:
-    found = [int(p.name.split("-", 1)[1]) for p in folder.glob("attempt-*") if p.name.split("-", 1)[1].isdigit()]
-    return max(found, default=0) + 1
+def _attempts(names) -> list[int]:
+    return [int(n.split("-", 1)[1]) for n in names if n.startswith("attempt-") and n.split("-", 1)[1].isdigit()]
 
 
-def _stop_leftover_jobs(host: Host, remote_point_dir: str, progress: Progress) -> None:
-    """A job of an interrupted attempt may still run on the host: stop it before measuring again."""
-    if not host.exists(remote_point_dir):
-        return
-    listing = host.run(["find", remote_point_dir, "-mindepth", "2", "-maxdepth", "2", "-name", "*.pid"],
-                       check=False).stdout.split()
-    for pid_file in listing:
-        folder, name = pid_file.rsplit("/", 1)
-        name = name[: -len(".pid")]
-        job = host.attach(folder, name)
-        if job.poll() is None:
-            progress(f"  stopping job {name} left running in {folder}")
-            job.stop()
+def _next_attempt(host: Host, local_point: Path, remote_point: str, progress: Progress) -> int:
+    """The next attempt number, past those in the raw folder and those on the host (which may hold
+    attempts whose raw folder was removed). A job an interrupted attempt left running on the host
+    is stopped first: it would disturb the new measurement."""
+    local = _attempts(p.name for p in local_point.glob("attempt-*"))
+    remote = _attempts(host.listdir(remote_point)) if host.exists(remote_point) else []
+    for number in remote:
+        folder = f"{remote_point}/attempt-{number}"
+        for name in host.listdir(folder):
+            if name.endswith(".pid"):
+                job = host.attach(folder, name[: -len(".pid")])
+                if job.poll() is None:
+                    progress(f"  stopping job {job.name} left running in {folder}")
+                    job.stop()
+    return max(local + remote, default=0) + 1
 
 
 def _fetch(host: Host, remote_dir: str, local_dir: Path) -> None:
-    """Copy an attempt folder from the host; on this machine it may already be the same folder."""
+    """Copy an attempt folder from the host (file by file, over SFTP); nothing local is replaced."""
     local_dir.mkdir(parents=True, exist_ok=True)
     if not host.exists(remote_dir):
         return
-    for name in host.run(["find", remote_dir, "-mindepth", "1", "-maxdepth", "1", "-printf", "%f\n"]).stdout.split("\n"):
-        if name and not (local_dir / name).exists():
+    for name in host.listdir(remote_dir):
+        if not (local_dir / name).exists():
             host.fetch(f"{remote_dir}/{name}", local_dir / name)
 
 
@@ -363,7 +364,7 @@ def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], pl
     try:
         _record_inventory(camp, host, config, prepared)
         prep_local = camp.raw_dir / config / "prepare"
-        attempt = _next_attempt(prep_local)
+        attempt = _next_attempt(host, prep_local, f"{camp.remote_root()}/{config}/prepare", progress)
         prep_remote = f"{camp.remote_root()}/{config}/prepare/attempt-{attempt}"
         host.mkdir(prep_remote)
         try:
@@ -371,7 +372,7 @@ def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], pl
         finally:
             _fetch(host, prep_remote, prep_local / f"attempt-{attempt}")
         status = manifest.status()
-        done = [(p, point_samples(camp, p, status[p.id])) for p in plan
+        done = [(p, point_samples(camp, p, status[p.id], with_power=False)) for p in plan
                 if p.config == config and status.get(p.id, {}).get("event") == DONE]
         for index, point in enumerate(points):
             reason = workload.stop_reason(config, done, settings)
@@ -417,14 +418,10 @@ def _run_point(camp: Campaign, host: Host, point: Point, prepared, state, manife
 
     workload, settings = camp.workload, camp.settings
     local_point = camp.raw_dir / point.id
-    attempt = _next_attempt(local_point)
-    local_dir = local_point / f"attempt-{attempt}"
     remote_point = f"{camp.remote_root()}/{point.id}"
+    attempt = _next_attempt(host, local_point, remote_point, progress)
+    local_dir = local_point / f"attempt-{attempt}"
     remote_dir = f"{remote_point}/attempt-{attempt}"
-    _stop_leftover_jobs(host, remote_point, progress)
-    if host.exists(remote_dir):
-        raise CampaignError(f"on {host.name}: {remote_dir} exists but {local_dir} does not; the raw folder "
-                            f"and the host disagree (was {camp.raw_dir} moved?). Remove one of them.")
     host.mkdir(remote_dir)
     local_dir.mkdir(parents=True)
     manifest.append(STARTED, point=point.id, attempt=attempt, host=host.name)
@@ -458,7 +455,8 @@ def _run_point(camp: Campaign, host: Host, point: Point, prepared, state, manife
     _save_point(record, run, t0, t1, camp, point, local_dir)
     entry = manifest.append(DONE, point=point.id, attempt=attempt, dir=str(local_dir.relative_to(camp.raw_dir)),
                             started_at=_iso(t0), ended_at=_iso(t1))
-    frame = point_samples(camp, point, entry)
+    # for the stop rule; an external meter's log is imported after the campaign, so no watts yet
+    frame = point_samples(camp, point, entry, with_power=False)
     frame.attrs["seconds"] = t1 - t0
     return frame
 
@@ -475,12 +473,12 @@ def _save_point(record: dict, run: PointRun, t0: float, t1: float, camp: Campaig
 
 # --- reading back -------------------------------------------------------------------------------
 
-def point_samples(camp: Campaign, point: Point, entry: Mapping) -> pd.DataFrame:
+def point_samples(camp: Campaign, point: Point, entry: Mapping, with_power: bool = True) -> pd.DataFrame:
     """Tidy samples of a done point (``entry``: its manifest line), provenance and power included."""
     folder = camp.raw_dir / entry["dir"]
     record = json.loads((folder / "point.json").read_text(encoding="utf-8"))
     table = camp.workload.samples(folder, point, camp.settings)
-    power_rows = _power_rows(camp, folder, record)
+    power_rows = _power_rows(folder, record) if with_power else []
     if power_rows:
         table = tidy.concat([table, tidy.frame(power_rows, workload=table["workload"].iloc[0] if len(table) else None,
                                                load_kind=workload_load_kind(camp),
@@ -498,7 +496,7 @@ def workload_load_kind(camp: Campaign) -> str:
     return camp.workload.load_axis
 
 
-def _power_rows(camp: Campaign, folder: Path, record: dict) -> list[dict]:
+def _power_rows(folder: Path, record: dict) -> list[dict]:
     """The point's watts and energy over its measured window; none when there is no power source."""
     from briefkit import power
 

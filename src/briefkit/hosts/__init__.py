@@ -7,7 +7,7 @@ Both offer the same synchronous API::
     job.wait(timeout=None, progress=callback)       -> exit code; an exception stops the job
     job.stop(); job.result()
     host.fetch(remote, local); host.put(local, remote)
-    host.read_text(path); host.write_text(path, text); host.exists(path); host.mkdir(path)
+    host.read_text(path); host.write_text(path, text); host.exists(path); host.mkdir(path); host.listdir(path)
 """
 from briefkit.hosts.base import (
     CommandError, CommandTimeout, ConnectionLost, Host, HostConnectionError, HostError, HostKeyError, JobError,

@@ -153,6 +153,10 @@ class Host(ABC):
     def mkdir(self, path: str) -> None:
         """Create a directory and its parents; an existing directory is fine."""
 
+    @abstractmethod
+    def listdir(self, path: str) -> list[str]:
+        """The names in a directory, sorted (over SSH by SFTP: no remote process is started)."""
+
     def reconnect(self, deadline: float | None = None) -> None:
         """Re-establish the transport after ConnectionLost. Local hosts have nothing to do."""
 

@@ -70,6 +70,9 @@ class LocalHost(Host):
     def mkdir(self, path: str) -> None:
         Path(path).mkdir(parents=True, exist_ok=True)
 
+    def listdir(self, path: str) -> list[str]:
+        return sorted(os.listdir(path))
+
 
 def _copy(src: Path, dst: Path) -> Path:
     if not src.exists():

@@ -317,6 +317,11 @@ class SshHost(Host):
     def mkdir(self, path: str) -> None:
         _call(self._file_op("mkdir", path, lambda sftp: sftp.makedirs(path, exist_ok=True)))
 
+    def listdir(self, path: str) -> list[str]:
+        async def op(sftp):
+            return sorted(name for name in await sftp.listdir(path) if name not in (".", ".."))
+        return _call(self._file_op("listdir", path, op))
+
 
 def remote_command(argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None,
                    timeout: float | None = None) -> str:

@@ -1,0 +1,219 @@
+"""The campaign executor: plan, manifest, resume, stop rule, power window, over SSH too.
+
+The workload here is deliberately tiny but real: `dd` writes a file on the configuration's storage
+and its own report (bytes, seconds, rate on stderr) is the measurement. The fio, db_bench and OLTP
+workloads have their own end-to-end tests.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from briefkit import campaign, cli, samples, workloads
+from briefkit.ingest import ParseError
+from briefkit.workloads.base import CampaignError, Workload
+
+DD_RATE = re.compile(r"^(\d+) bytes .* copied, ([0-9.]+) s", re.M)
+
+
+class DdWorkload(Workload):
+    name = "dd"
+    load_axis = "count"
+    axes = {"count": [1, 2]}
+    defaults = {"block": "64K", "interrupt_at": None, "stop_after": None}
+    tool = "dd"
+    interrupted = False
+
+    def expected_seconds(self, point, settings):
+        return 0.1
+
+    def run(self, run):
+        target = f"{run.storage.path}/dd-{run.point.rep}.bin"
+        if run.settings["interrupt_at"] == run.point.id and not DdWorkload.interrupted:
+            # an operator's Ctrl-C while the point runs: only once, so that the resume succeeds
+            DdWorkload.interrupted = True
+            raise KeyboardInterrupt("interrupted by the test")
+        rc = run.run_job(["dd", "if=/dev/zero", f"of={target}", f"bs={run.settings['block']}",
+                          f"count={run.point.values['count']}", "conv=fsync"], "dd")
+        if rc != 0:
+            raise RuntimeError(f"dd exited {rc}")
+        run.notes["target"] = target
+
+    def stop_reason(self, config, done, settings):
+        if settings["stop_after"] is not None and len(done) >= settings["stop_after"]:
+            return f"{len(done)} points are enough"
+        return None
+
+    def samples(self, point_dir, point, settings):
+        path = Path(point_dir) / "dd.stderr"
+        found = DD_RATE.search(path.read_text())
+        if not found:
+            raise ParseError(path, "no 'N bytes ... copied, S s' line")
+        rate = int(found[1]) / float(found[2])
+        return samples.frame([{"metric": "write_bw", "value": rate, "unit": "B/s"}], workload="dd",
+                             load_kind="count", load=point.values["count"], tool="dd", source=str(path))
+
+
+@pytest.fixture
+def project_root(tmp_path, monkeypatch):
+    monkeypatch.setitem(workloads.REGISTRY, "dd", DdWorkload)
+    monkeypatch.setattr(DdWorkload, "interrupted", False)
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "nb.ipynb").write_text("{}")
+    return tmp_path
+
+
+def declare(root: Path, **overrides) -> dict:
+    spec = {"workload": "dd", "host": "local", "workdir": str(root / "host"), "repetitions": 2,
+            "configs": {"a": {"kind": "dir", "path": str(root / "disk-a")},
+                        "b": {"kind": "dir", "path": str(root / "disk-b")}},
+            "labels": {"a": "folder A", "b": "folder B"},
+            "matrix": {"count": [1, 2]}, "settings": {}}
+    spec.update(overrides)
+    params = {"briefs": {"demo": {"notebook": "nb", "campaigns": {"local": spec}}}}
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    return spec
+
+
+def events(root: Path) -> list[dict]:
+    return campaign.Manifest(root / "data/raw/demo/local/manifest.jsonl").events()
+
+
+def test_a_campaign_runs_every_point_and_keeps_everything(project_root):
+    declare(project_root)
+    lines = []
+    summary = campaign.run("demo", "local", progress=lines.append)
+    assert (summary.total, summary.ran, summary.done) == (8, 8, 8)
+    raw = project_root / "data/raw/demo/local"
+    done = [e for e in events(project_root) if e["event"] == "done"]
+    assert len(done) == 8 and len({e["point"] for e in done}) == 8
+    for entry in done:
+        folder = raw / entry["dir"]
+        assert (folder / "dd.stderr").exists() and (folder / "point.json").exists()
+        record = json.loads((folder / "point.json").read_text())
+        assert record["window"][0] <= record["window"][1] and record["jobs"][0]["returncode"] == 0
+    table = campaign.samples("demo", "local")
+    assert len(table) == 8 and set(table["config"]) == {"a", "b"} and set(table["rep"]) == {1, 2}
+    assert (table["unit"] == "MB/s").all() and (table["value"] > 0).all()
+    assert set(table["campaign"]) == {"local"}
+    inventory = json.loads((raw / "inventory.json").read_text())
+    assert set(inventory["configs"]) == {"a", "b"} and inventory["configs"]["a"]["label"] == "folder A"
+    assert any(line.startswith("[8/8]") and "finished" in line for line in lines)
+    status = campaign.status("demo")
+    assert status["done"].tolist() == [4, 4] and status["left"].tolist() == [0, 0]
+
+
+def test_resume_runs_only_what_is_left_and_keeps_the_interrupted_attempt(project_root):
+    declare(project_root, settings={"interrupt_at": "b/count=1/rep2"})
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run("demo", "local", progress=lambda _: None)
+    raw = project_root / "data/raw/demo/local"
+    first = {e["point"]: (raw / e["dir"] / "point.json").stat().st_mtime_ns
+             for e in events(project_root) if e["event"] == "done"}
+    assert len(first) == 5   # a: 4 points, b: count=1 rep1
+    failed = [e for e in events(project_root) if e["event"] == "failed"]
+    assert [e["point"] for e in failed] == ["b/count=1/rep2"]
+    assert "KeyboardInterrupt" in json.loads((raw / "b/count=1/rep2/attempt-1/point.json").read_text())["error"]
+
+    summary = campaign.run("demo", "local", progress=lambda _: None)
+    assert summary.ran == 3
+    after = {e["point"]: e for e in events(project_root) if e["event"] == "done"}
+    assert all((raw / after[p]["dir"] / "point.json").stat().st_mtime_ns == t for p, t in first.items())
+    assert after["b/count=1/rep2"]["attempt"] == 2
+    assert (raw / "b/count=1/rep2/attempt-1/point.json").exists()
+    assert not any((raw / p / "attempt-2").exists() for p in first)
+    assert campaign.run("demo", "local", progress=lambda _: None).ran == 0
+
+
+def test_a_resume_with_another_declaration_is_refused(project_root):
+    declare(project_root, repetitions=1)
+    campaign.run("demo", "local", progress=lambda _: None)
+    declare(project_root, repetitions=1, matrix={"count": [1, 3]})
+    # a new point exists, so the run would go on, but not with a changed declaration
+    with pytest.raises(CampaignError, match=r"campaign\.json.*changed: matrix"):
+        campaign.run("demo", "local", progress=lambda _: None)
+
+
+def test_the_stop_rule_skips_the_rest_of_a_configuration_for_good(project_root):
+    declare(project_root, repetitions=1, matrix={"count": [1, 2, 3, 4]}, settings={"stop_after": 2})
+    summary = campaign.run("demo", "local", progress=lambda _: None)
+    assert (summary.ran, summary.skipped) == (4, 4)
+    skipped = [e for e in events(project_root) if e["event"] == "skipped"]
+    assert {e["point"] for e in skipped} == {"a/count=3/rep1", "a/count=4/rep1", "b/count=3/rep1", "b/count=4/rep1"}
+    assert all("enough" in e["reason"] for e in skipped)
+    assert campaign.run("demo", "local", progress=lambda _: None).ran == 0
+
+
+def test_declaration_errors_name_the_key(project_root):
+    declare(project_root, repetitions=0)
+    with pytest.raises(CampaignError, match=r"briefs\.demo\.campaigns\.local\.repetitions"):
+        campaign.load("demo", "local")
+    declare(project_root, matrix={"size": [1]})
+    with pytest.raises(CampaignError, match=r"campaigns\.local\.matrix: unknown axis \['size'\]"):
+        campaign.load("demo", "local")
+    declare(project_root, host="ssh:/nohost")
+    with pytest.raises(CampaignError, match=r"campaigns\.local\.host"):
+        campaign.load("demo", "local")
+    declare(project_root, workload="iozone")
+    with pytest.raises(CampaignError, match=r"campaigns\.local\.workload: unknown workload 'iozone'"):
+        campaign.load("demo", "local")
+
+
+def test_no_power_source_gives_no_watts_and_a_meter_gives_the_window_mean(project_root):
+    declare(project_root, repetitions=1, matrix={"count": [4]})
+    campaign.run("demo", "local", progress=lambda _: None)
+    assert "watts" not in set(campaign.samples("demo", "local")["metric"])
+
+    # An external meter's log (the test plays the meter: 20 W before and after, 35 W while dd runs).
+    meter = project_root / "meter.csv"
+    declare(project_root, repetitions=1, matrix={"count": [4]},
+            power={"kind": "csv", "path": str(meter), "time_column": "time", "watts_column": "watts"})
+    raw = project_root / "data/raw/demo/local"
+    import shutil
+    shutil.rmtree(raw)
+    campaign.run("demo", "local", progress=lambda _: None)
+    rows = []
+    for entry in (e for e in events(project_root) if e["event"] == "done"):
+        start, end = json.loads((raw / entry["dir"] / "point.json").read_text())["window"]
+        rows += [(start - 1, 20.0), (start, 35.0), ((start + end) / 2, 35.0), (end, 35.0), (end + 1, 20.0)]
+    pd.DataFrame(sorted(rows), columns=["time", "watts"]).to_csv(meter, index=False)
+    table = campaign.samples("demo", "local")
+    watts = table[table["metric"] == "watts"]
+    assert len(watts) == 2 and watts["value"].tolist() == pytest.approx([35.0, 35.0])
+    assert set(watts["config"]) == {"a", "b"}
+
+
+def test_a_campaign_runs_over_ssh(project_root, sshd):
+    declare(project_root, repetitions=1)
+    host = sshd.new_host()
+    try:
+        summary = campaign.run("demo", "local", host=host, progress=lambda _: None)
+    finally:
+        host.close()
+    assert summary.ran == 4
+    table = campaign.samples("demo", "local")
+    assert len(table) == 4 and set(table["host"]) == {host.name}
+    raw = project_root / "data/raw/demo/local"
+    assert json.loads((raw / "inventory.json").read_text())["host"] == host.name
+
+
+def test_the_command_line_prints_the_plan_and_the_status(project_root, capsys):
+    declare(project_root, repetitions=1)
+    assert cli.main(["measure", "demo", "--dry-run"]) == 0
+    plan = capsys.readouterr().out.split("\n")
+    assert plan[:2] == ["local\ta/count=1/rep1", "local\ta/count=2/rep1"]
+    assert cli.main(["measure", "demo"]) == 0
+    err = capsys.readouterr().err
+    assert "[4/4]" in err
+    assert cli.main(["status", "demo"]) == 0
+    out = capsys.readouterr().out
+    assert "local\ta\tfolder A\t2\t2\t0\t0\t0" in out
+    declare(project_root, repetitions="two")
+    assert cli.main(["measure", "demo"]) == 2
+    assert "repetitions" in capsys.readouterr().err
