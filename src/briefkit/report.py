@@ -10,7 +10,7 @@ import html
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-VERDICT_CLASS = {"matches": "ok", "rounding": "round", "does not match": "bad"}
+VERDICT_CLASS = {"matches": "ok", "rounding": "round", "does not match": "bad", "not checkable": "unchecked"}
 
 
 def md(text: str) -> None:
