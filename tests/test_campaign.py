@@ -217,3 +217,28 @@ def test_the_command_line_prints_the_plan_and_the_status(project_root, capsys):
     declare(project_root, repetitions="two")
     assert cli.main(["measure", "demo"]) == 2
     assert "repetitions" in capsys.readouterr().err
+
+
+def test_a_polled_power_source_is_recorded_during_each_point(project_root, monkeypatch):
+    """Redfish served on loopback by the tests (no BMC here): the recorder polls it while each
+    point runs, power.csv lands in the point's folder, and the point gets the window's mean."""
+    from test_power import FIXTURES, PASSWORD, USER, RedfishServer
+
+    server = RedfishServer()
+    try:
+        monkeypatch.setenv("BRIEFKIT_TEST_BMC_PASSWORD", PASSWORD)
+        declare(project_root, repetitions=1, matrix={"count": [512]},
+                power={"kind": "redfish", "url": server.url, "chassis": "1U", "username": USER,
+                       "password_env": "BRIEFKIT_TEST_BMC_PASSWORD", "resource": "power", "interval_s": 0.01})
+        campaign.run("demo", "local", progress=lambda _: None)
+    finally:
+        server.close()
+    served = json.loads((FIXTURES / "redfish/v1/Chassis/1U/Power/index.json").read_text())
+    expected = served["PowerControl"][0]["PowerConsumedWatts"]
+    raw = project_root / "data/raw/demo/local"
+    for entry in (e for e in events(project_root) if e["event"] == "done"):
+        assert len((raw / entry["dir"] / "power.csv").read_text().splitlines()) >= 3   # header + 2 polls
+    table = campaign.samples("demo", "local")
+    watts = table[table["metric"] == "watts"]
+    assert watts["value"].tolist() == pytest.approx([expected, expected])
+    assert watts["source"].str.contains("Redfish").all()
