@@ -10,9 +10,9 @@ Two kinds of campaign, chosen by the setting ``suite``:
     configuration's folder. Each point then runs one benchmark (readrandom, readwhilewriting,
     readrandomwriterandom or overwrite) at one thread count on that database:
     ``--use_existing_db=1 --duration=<duration_s> --cache_size --use_direct_reads --histogram=1
-    --statistics=1 --report_file=dbbench.report.csv``. After a resume, ``prepare`` loads again
-    (the executor calls it for every configuration it enters), so a point never runs on a
-    database of unknown state. Plan: configuration, then benchmark, then threads, then rep.
+    --statistics=1 --report_file=dbbench.report.csv --ops_between_duration_checks=100``. After a
+    resume, ``prepare`` loads again (the executor calls it for every configuration it enters),
+    so a point never runs on a database of unknown state. Plan: configuration, then benchmark, then threads, then rep.
 
 ``suite: flash``, matrix axis ``test`` (default T1..T5)
     The RocksDB wiki flash tests of ``dbbench_cmd.flash_suite(scale)``: T1 bulk load in random
@@ -117,6 +117,9 @@ SWEEP_DEFAULTS: dict[str, Any] = {
     "num": 500_000,            # keys loaded (the key range of every point)
     "duration_s": 5,           # seconds per point
     "report_interval_s": 1,
+    # db_bench checks the clock every 1000 ops per thread: at 10 ms per read on a busy or slow device
+    # a 4 s point would run 10 s. Every 100 ops bounds the overrun; a clock read costs far less than an op.
+    "ops_between_duration_checks": 100,
     "write_rate_limit": None,  # bytes/s for readwhilewriting's writer; None: unthrottled
     "readwritepercent": None,  # readrandomwriterandom's read share; None: db_bench's 90
     "extra_flags": {},         # more db_bench flags for the points, e.g. {max_background_jobs: 4}
@@ -226,7 +229,7 @@ class DbBenchWorkload(Workload):
         if s["suite"] == "sweep":
             if s["load"] not in cmd.LOAD_BENCHMARKS:
                 bad("load", f"one of {', '.join(cmd.LOAD_BENCHMARKS)}")
-            for key in ("num", "duration_s", "report_interval_s"):
+            for key in ("num", "duration_s", "report_interval_s", "ops_between_duration_checks"):
                 if not _is_int(s[key]):
                     bad(key, "a positive integer")
             if s["write_rate_limit"] is not None and not _is_int(s["write_rate_limit"]):
@@ -270,7 +273,8 @@ class DbBenchWorkload(Workload):
             statistics=True, report_file="dbbench.report.csv", report_interval_seconds=s["report_interval_s"],
             write_rate_limit=s["write_rate_limit"] if benchmark == "readwhilewriting" else None,
             readwritepercent=s["readwritepercent"] if benchmark == "readrandomwriterandom" else None,
-            extra=dict(s["extra_flags"]), binary=s["binary"])
+            ops_between_duration_checks=s["ops_between_duration_checks"], extra=dict(s["extra_flags"]),
+            binary=s["binary"])
 
     @staticmethod
     def flash_cache_size(s: Mapping[str, Any]) -> int:

@@ -118,12 +118,15 @@ def point_argv(*, benchmark: str, db: str, num: int, threads: int, duration: int
                use_direct_reads: bool = False, histogram: bool = True, statistics: bool = True,
                report_file: str | None = None, report_interval_seconds: int = 1,
                write_rate_limit: int | None = None, readwritepercent: int | None = None,
+               ops_between_duration_checks: int | None = None,
                extra: Mapping[str, Value] | None = None, binary: str = DEFAULT_BINARY) -> list[str]:
     """One measured point on an existing DB: ``threads`` clients for ``duration`` seconds.
 
     ``num`` is the key range (the load's ``num`` times its threads). ``write_rate_limit``
     (bytes/s) throttles readwhilewriting's writer; ``readwritepercent`` is readrandomwriterandom's
-    read share (db_bench default 90). ``report_file`` turns on the interval CSV."""
+    read share (db_bench default 90). ``report_file`` turns on the interval CSV.
+    ``ops_between_duration_checks``: each thread looks at the clock every that many ops (db_bench
+    default 1000), so a point overruns its duration by up to that many op latencies per thread."""
     flags: dict[str, Value] = {
         "benchmarks": _benchmark("benchmark", benchmark, POINT_BENCHMARKS),
         "db": _text("db", db), "use_existing_db": 1, **_keyspace(num, key_size, value_size),
@@ -133,6 +136,9 @@ def point_argv(*, benchmark: str, db: str, num: int, threads: int, duration: int
     }
     if cache_size is not None:
         flags["cache_size"] = _positive_int("cache_size", cache_size)
+    if ops_between_duration_checks is not None:
+        flags["ops_between_duration_checks"] = _positive_int("ops_between_duration_checks",
+                                                             ops_between_duration_checks)
     if report_file is not None:
         flags["report_file"] = _text("report_file", report_file)
         flags["report_interval_seconds"] = _positive_int("report_interval_seconds", report_interval_seconds)
