@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from briefkit import workloads
-from briefkit.hosts import CommandError, JobTimeout, LocalHost
+from briefkit.hosts import CommandError, JobTimeout
 from briefkit.ingest import fio as fio_output
 from briefkit.workloads.base import CampaignError, PointRun
 from briefkit.workloads.fio import (
-    DATA_FILE, BRIEF_MIXES, FioWorkload, parse_mix, size_label, workload_label,
+    DATA_FILE, FioWorkload, parse_mix, size_label, workload_label,
 )
 from briefkit.workloads.fio_job import job_file
 
