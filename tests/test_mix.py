@@ -25,6 +25,11 @@ _POINT = re.compile(r"rw=(\d+)-(\d+)_bs=(\w+)_numjobs=(\d+)")
 _BS = {"256k": 262144, "4m": 4194304}
 
 
+def _plain(text: str) -> str:
+    """Table cells keep calculations on one line with non-breaking spaces."""
+    return text.replace(mix.NBSP, " ")
+
+
 def _files() -> list[Path]:
     found = sorted(FIXTURES.glob("*/*/rep*.json"))
     assert len(found) == 32, "run tests/fixtures/fio_mix/make_fixtures.sh"
@@ -207,11 +212,23 @@ def test_overlap_follows_the_confidence_intervals(summary):
             assert m.overlap is (not apart)
 
 
-def test_details_give_low_and_high_concurrency(summary):
-    lines = mix.details(summary, mix.parse("30/70 256 KiB"), "total_bw", CONFIGS)
-    assert len(lines) == 2
-    assert lines[0].startswith("Low concurrency (numjobs 1): ") and lines[1].startswith("High concurrency (numjobs 2): ")
-    assert all(re.search(r"\(\d[\d,]* / \d[\d,]*\) = ~\d+\.\dx", line) for line in lines)
+def test_multiples_table_gives_low_and_high_concurrency_with_the_calculation(summary):
+    table = mix.multiples_table(summary, 30, CONFIGS)
+    assert list(table.columns) == ["Block size", "Metric", "Low concurrency (numjobs 1)", "High concurrency (numjobs 2)"]
+    assert list(table["Block size"]) == ["256 KiB"] * 4 + ["4 MiB"] * 4
+    throughput = table[(table["Block size"] == "4 MiB") & (table["Metric"] == "Throughput (MB/s)")].iloc[0]
+    m = mix.multiple(summary, "30/70 4 MiB", "total_bw", 2.0, CONFIGS)
+    assert _plain(throughput["High concurrency (numjobs 2)"]) == (
+        f"{m.leader}: {m.calculation}" + (" (within noise)" if m.overlap else ""))
+    assert re.fullmatch(r"(xfs-loop|disk): \(\d[\d,]*\.\d\d / \d[\d,]*\.\d\d\) = ~[\d,.]+x( \(within noise\))?",
+                        _plain(table.iloc[1]["Low concurrency (numjobs 1)"]))   # read latency, in ms
+    efficiency = table[table["Metric"] == "Power efficiency (MB/s per W)"]
+    assert (efficiency.iloc[:, 2:] == "not measured").all().all()
+
+
+def test_multiples_from_100x_on_are_printed_without_decimals():
+    assert mix.times(1687, 235) == "~7.2x"
+    assert mix.times(1606.80, 0.89) == "~1,805x"
 
 
 # ----------------------------------------------------------------------------- the tables
@@ -221,11 +238,10 @@ def test_throughput_table_has_every_numjobs_of_both_block_sizes(summary):
     table = mix.throughput_table(summary, 70, CONFIGS)
     assert list(table["Block size"]) == ["256 KiB", "256 KiB", "4 MiB", "4 MiB"]
     assert list(table["numjobs"]) == ["1", "2", "1", "2"]
-    assert list(table.columns) == ["Block size", "numjobs", "xfs-loop MB/s", "disk MB/s", "Leader", "Calculation",
-                                   "95 % intervals overlap"]
+    assert list(table.columns) == ["Block size", "numjobs", "xfs-loop MB/s", "disk MB/s"]
     row = summary[(summary["metric"] == "total_bw") & (summary["workload"] == "70/30 4 MiB")
                   & (summary["load"] == 2) & (summary["config"] == "disk")].iloc[0]
-    assert table.loc[3, "disk MB/s"] == f"{row['mean']:,.0f} ± {(row['ci_high'] - row['ci_low']) / 2:,.0f}"
+    assert _plain(table.loc[3, "disk MB/s"]) == f"{row['mean']:,.0f} ± {(row['ci_high'] - row['ci_low']) / 2:,.0f}"
 
 
 def test_latency_table_is_in_ms(summary):
@@ -233,7 +249,7 @@ def test_latency_table_is_in_ms(summary):
     assert len(table) == 4
     row = summary[(summary["metric"] == "read_clat_mean") & (summary["workload"] == "30/70 256 KiB")
                   & (summary["load"] == 1) & (summary["config"] == "xfs-loop")].iloc[0]
-    assert table.loc[0, "xfs-loop read ms"].startswith(f"{row['mean'] / 1e3:,.2f} ± ")
+    assert _plain(table.loc[0, "xfs-loop read ms"]).startswith(f"{row['mean'] / 1e3:,.2f} ± ")
 
 
 # ------------------------------------------------------------------------------- efficiency
@@ -270,9 +286,12 @@ def test_with_watts_efficiency_tables_appear_and_follow_3_6_x(sweep):
     assert not (table.drop(columns=["Block size", "Concurrency"]) == "n/a").any().any()
     row = summary[(summary["metric"] == "tb_per_kwh") & (summary["workload"] == "30/70 256 KiB")
                   & (summary["load"] == 1) & (summary["config"] == "disk")].iloc[0]
-    assert table.loc[0, "disk TB/kWh"] == f"{row['mean']:,.1f} ± {(row['ci_high'] - row['ci_low']) / 2:,.1f}"
-    assert re.fullmatch(r"(xfs-loop|disk): \(\d[\d,]*\.\d / \d[\d,]*\.\d\) = ~\d+\.\dx",
-                        table.loc[0, "Calculation (MB/s per W)"])
+    assert _plain(table.loc[0, "disk TB/kWh"]) == f"{row['mean']:,.1f} ± {(row['ci_high'] - row['ci_low']) / 2:,.1f}"
+    multiples = mix.multiples_table(summary, 30, CONFIGS)
+    efficiency = multiples[multiples["Metric"] == "Power efficiency (MB/s per W)"].iloc[0]
+    m = mix.multiple(summary, "30/70 256 KiB", "mbps_per_watt", 1.0, CONFIGS, operand_decimals=1)
+    assert _plain(efficiency["Low concurrency (numjobs 1)"]).startswith(f"{m.leader}: {m.calculation}")
+    assert re.fullmatch(r"\(\d[\d,]*\.\d / \d[\d,]*\.\d\) = ~\d+\.\dx", m.calculation)
     assert "not measured" not in " ".join(mix.findings(summary, CONFIGS))
 
 
@@ -309,3 +328,119 @@ def test_figure_has_a_column_per_block_size(summary):
         assert len(axes[0].get_lines()) >= len(CONFIGS)
     finally:
         plots.plt.close(fig)
+
+
+# ---------------------------------------------------------------------- the published brief
+
+PUBLISHED = Path(__file__).parents[1] / "data" / "published" / "fio-6600ion"
+
+
+@pytest.fixture(scope="module")
+def pub():
+    from briefkit import published
+    return published.load(PUBLISHED)
+
+
+def _printed_value(pub, workload, config, column, load=None):
+    rows = pub.points[(pub.points["workload"] == workload) & (pub.points["config"] == config)]
+    for row in rows.to_dict("records"):
+        if row[column] is not None and (row["numjobs"] == load or (load is None and math.isnan(row["numjobs"]))):
+            return row[column]
+    raise AssertionError(f"no {column} for {workload} {config} {load}")
+
+
+def test_published_workloads_are_mix_labels(pub):
+    assert [mix.parse(w).label for w in pub.workloads] == list(pub.workloads)
+    assert len(mix.published_mapping_table(pub)) == len({mix.parse(w).read for w in pub.workloads})
+
+
+def test_published_throughput_multiples_are_recomputed_from_the_printed_numbers(pub):
+    table = mix.published_throughput_table(pub)
+    assert len(table) == len(pub.workloads)
+    for i, workload in enumerate(pub.workloads):
+        assert _plain(table.loc[i, ("", "Workload")]) == workload
+        for word, load in (("low", 1.0), ("high", 8.0)):
+            a, b = (_printed_value(pub, workload, c, "throughput", load) for c in pub.configs)
+            assert table.loc[i, (f"{pub.configs[0]} (MB/s)", f"numjobs {load:g}")] == a.text
+            top, bottom = (a, b) if a.value >= b.value else (b, a)
+            assert _plain(table.loc[i, ("Multiple, recomputed", f"{word} (numjobs {load:g})")]) == \
+                f"({top.text} / {bottom.text}) = {mix.times(top.value, bottom.value)}"
+
+
+def test_published_efficiency_table_puts_3_6_x_mb_s_per_w_beside_tb_per_kwh(pub):
+    table = mix.published_efficiency_table(pub)
+    for i, workload in enumerate(pub.workloads):
+        for config in pub.configs:
+            per_watt = _printed_value(pub, workload, config, "mbps_per_watt")
+            assert table.loc[i, (config, "3.6 x MB/s per W")] == f"{3.6 * per_watt.value:,.2f}"
+            assert table.loc[i, (config, "TB/kWh")] == _printed_value(pub, workload, config, "tb_per_kwh").text
+
+
+def test_published_latency_table_is_as_printed(pub):
+    table = mix.published_latency_table(pub)
+    workload = list(pub.workloads)[0]
+    for column, word in (("read_latency", "Read"), ("write_latency", "Write")):
+        for config in pub.configs:
+            assert table.loc[0, (f"{word} latency (ms)", config)] == _printed_value(pub, workload, config, column).text
+
+
+def test_published_findings_summarise_the_check(pub):
+    from briefkit import claims
+    checks = claims.check_all(pub)
+    lines = mix.published_findings(pub, checks)
+    counts = checks["verdict"].value_counts()
+    assert lines[0].startswith(f"Of {len(checks)} published numbers, {counts['matches']} match")
+    assert f"**{counts['does not match']} do not match**" in lines[0]
+    kinds = {c["id"]: c["kind"] for c in pub.claims}
+    identity = checks[checks["claim"].map(kinds) == "identity"]
+    bad = identity[identity["verdict"] == "does not match"]
+    line = next(line for line in lines if line.startswith("TB/kWh is not 3.6 x"))
+    assert f"in {len(bad)} of {len(identity)} cases" in line
+    assert all(row.recomputed in line for row in bad.itertuples())
+    others = checks[(checks["verdict"] == "does not match") & (checks["claim"].map(kinds) != "identity")]
+    assert len(lines) == 2 + len(others)
+    assert any("7,679" in line and "7,697" in line for line in lines[2:])
+
+
+def test_method_table_states_the_scale_against_the_published_method(tmp_path, pub):
+    from briefkit import campaign
+    (tmp_path / "params.yaml").write_text("""
+briefs:
+  fio-6600ion:
+    notebook: fio_mix
+    campaigns:
+      local:
+        workload: fio
+        repetitions: 3
+        configs: {disk: {kind: dir, path: /var/tmp/briefkit/disk}}
+        matrix: {rw: ["70/30"], bs: [256KiB, 4MiB], numjobs: [1, 8]}
+        settings: {runtime_s: 3, ramp_s: 1}
+        labels: {disk: the root disk}
+""")
+    camp = campaign.load("fio-6600ion", "local", tmp_path)
+    inv = {"tools": {"fio": {"status": "ok", "version": "3.33"}}}
+    table = mix.method_table(camp, inv, pub.meta["how_tested"]).set_index("Parameter")
+    ours = table["This campaign (local)"]
+    assert ours["Runtime"] == "3 s" and ours["Ramp time"] == "1 s"
+    assert table.loc["Runtime", "Published brief"] == pub.meta["how_tested"]["Runtime"]
+    assert ours["Block sizes"] == "256 KiB, 4 MiB" and ours["Number of jobs"] == "1, 8"
+    assert ours["fio version"] == "3.33" and ours["Runs per configuration"].startswith("3,")
+    assert ours["Power"] == "not measured (no power source)"
+    configs = mix.configurations_table(camp)
+    assert list(configs["What it is"]) == ["the root disk"]
+
+
+def test_percentile_table_and_sources_written_in_another_checkout(sweep, tmp_path):
+    import shutil
+    shutil.copytree(FIXTURES, tmp_path / "data" / "raw" / "fio_mix")
+    elsewhere = sweep.copy()   # absolute paths of a checkout that is not here
+    elsewhere["source"] = elsewhere["source"].map(
+        lambda s: f"/nowhere/checkout/data/raw/fio_mix/{Path(s).relative_to(FIXTURES)}")
+    merged = mix.merged_percentiles(elsewhere, base=tmp_path)
+    assert len(merged) == 32
+    table = mix.percentile_table(merged, CONFIGS)
+    assert list(table["numjobs"]) == ["2"] * 4
+    row = merged[(merged["config"] == "disk") & (merged["workload"] == "70/30 4 MiB") & (merged["load"] == 2)
+                 & (merged["metric"] == "write_clat_p99")].iloc[0]
+    assert table.loc[3, "disk write p99 (ms)"] == f"{row['value'] / 1e3:,.2f}"
+    assert mix.percentile_table(mix.merged_percentiles(elsewhere), CONFIGS).empty   # not found: no table

@@ -150,6 +150,20 @@ def summary(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return stats.summarize(chosen, confidence)
 
 
+def _locate(source: str, base: Path | None) -> Path:
+    """A sample's source file: relative paths from ``base``; an absolute path written in another
+    checkout is looked up under ``base`` from its ``data/raw/`` part on."""
+    path = Path(source)
+    if not path.is_absolute():
+        return Path(base) / path if base is not None else path
+    if not path.exists() and base is not None and "data" in path.parts:
+        parts = path.parts
+        for i in range(len(parts) - 1):
+            if parts[i:i + 2] == ("data", "raw"):
+                return Path(base).joinpath(*parts[i:])
+    return path
+
+
 def merged_percentiles(table: pd.DataFrame, percentiles: Sequence[float] = (99.0,),
                        base: Path | None = None) -> pd.DataFrame:
     """Completion-latency percentiles of each point (config, workload, numjobs) read from the
@@ -161,8 +175,7 @@ def merged_percentiles(table: pd.DataFrame, percentiles: Sequence[float] = (99.0
     work = table[(table["metric"] == "total_bw") & table["source"].notna()]
     out = []
     for (config, workload, load), group in work.groupby(["config", "workload", "load"], sort=True):
-        paths = [Path(p) if base is None or Path(p).is_absolute() else Path(base) / p
-                 for p in sorted(set(group["source"]))]
+        paths = [_locate(p, base) for p in sorted(set(group["source"]))]
         if not paths or not all(p.is_file() for p in paths):
             continue
         try:
@@ -204,6 +217,11 @@ def concurrency_ends(summary_table: pd.DataFrame, workload: str, configs: Sequen
 # ----------------------------------------------------------------------------- the multiples
 
 
+def times(a: float, b: float) -> str:
+    """``"~7.2x"``; from 100x on without decimals (``"~1,808x"``), as the brief prints them."""
+    return compare.multiple_text(a, b, 1 if a / b < 99.95 else 0)
+
+
 @dataclass(frozen=True)
 class Multiple:
     """How many times better the leading configuration is at one point: ``(a / b) = ~N.Nx``."""
@@ -228,7 +246,7 @@ class Multiple:
         higher = not compare.lower_is_better(self.metric)
         a, b = (self.leader_value, self.other_value) if higher else (self.other_value, self.leader_value)
         d = self.operand_decimals
-        return f"({fmt(a, d)} / {fmt(b, d)}) = {compare.multiple_text(a, b)}"
+        return f"({fmt(a, d)} / {fmt(b, d)}) = {times(a, b)}"
 
 
 def multiple(summary_table: pd.DataFrame, workload: str, metric: str, load: float,
@@ -256,23 +274,23 @@ def multiple(summary_table: pd.DataFrame, workload: str, metric: str, load: floa
                     operand_decimals)
 
 
-def multiple_text(m: Multiple | None, load_word: str) -> str:
-    """``"Low concurrency (numjobs 1): xfs-loop leads, (1,687 / 235) = ~7.2x"``."""
-    if m is None:
-        return f"{load_word}: n/a"
-    noise = " (the 95 % intervals overlap: within the run-to-run noise)" if m.overlap else ""
-    return f"{load_word} ({LOAD_KIND} {m.load:g}): {m.leader} leads, {m.calculation}{noise}"
-
-
 # ---------------------------------------------------------------------------- display tables
+
+NBSP = "\u00a0"
+
+
+def nowrap(text: str) -> str:
+    """Spaces made non-breaking, so that a calculation stays on one line in a table cell."""
+    return text.replace(" ", NBSP)
+
 
 
 def _mean_ci(mean: float, low: float, high: float, n: float, decimals: int) -> str:
     if pd.isna(mean):
         return "n/a"
     if pd.isna(low) or pd.isna(high):
-        return f"{fmt(mean, decimals)} (n = {int(n)})" if not pd.isna(n) else fmt(mean, decimals)
-    return f"{fmt(mean, decimals)} ± {fmt((high - low) / 2, decimals)}"
+        return nowrap(f"{fmt(mean, decimals)} (n = {int(n)})") if not pd.isna(n) else fmt(mean, decimals)
+    return nowrap(f"{fmt(mean, decimals)} ± {fmt((high - low) / 2, decimals)}")
 
 
 def _cells(summary_table, workload, metric, configs, scale) -> dict[str, pd.DataFrame]:
@@ -289,7 +307,7 @@ def _cell(parts: dict[str, pd.DataFrame], load: float, config: str, decimals: in
 
 def throughput_table(summary_table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.DataFrame:
     """Throughput of one mix at every numjobs, both block sizes: mean ± 95 % half-width per
-    configuration, and the leader's multiple with its calculation."""
+    configuration."""
     rows = []
     for mix in (m for m in mixes(summary_table) if m.read == read):
         parts = _cells(summary_table, mix.label, "total_bw", configs, 1.0)
@@ -297,10 +315,6 @@ def throughput_table(summary_table: pd.DataFrame, read: int, configs: Sequence[s
             row = {"Block size": mix.size, "numjobs": f"{load:g}"}
             for config in configs:
                 row[f"{config} MB/s"] = _cell(parts, load, config, 0)
-            m = multiple(summary_table, mix.label, "total_bw", load, configs) if len(configs) > 1 else None
-            row["Leader"] = m.leader if m else "n/a"
-            row["Calculation"] = m.calculation if m else "n/a"
-            row["95 % intervals overlap"] = ("yes" if m.overlap else "no") if m else "n/a"
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -330,15 +344,239 @@ def efficiency_table(summary_table: pd.DataFrame, read: int, configs: Sequence[s
         if ends is None:
             continue
         for word, load in zip(("low", "high"), sorted(set(ends))):   # one row when low == high
-            row = {"Block size": mix.size, "Concurrency": f"{word} ({LOAD_KIND} {load:g})"}
+            row = {"Block size": mix.size, "Concurrency": nowrap(f"{word} ({LOAD_KIND} {load:g})")}
             for metric, unit in (("mbps_per_watt", "MB/s per W"), ("tb_per_kwh", "TB/kWh")):
                 parts = _cells(summary_table, mix.label, metric, configs, 1.0)
                 for config in configs:
                     row[f"{config} {unit}"] = _cell(parts, load, config, 1)
-            m = multiple(summary_table, mix.label, "mbps_per_watt", load, configs, operand_decimals=1) \
-                if len(configs) > 1 else None
-            row["Calculation (MB/s per W)"] = f"{m.leader}: {m.calculation}" if m else "n/a"
             rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: The rows of a multiples table: metric, its name, scale to the printed unit, decimals.
+MULTIPLE_ROWS = (("total_bw", "Throughput (MB/s)", 1.0, 0),
+                 ("read_clat_mean", "Read latency (ms)", 1e-3, 2),
+                 ("write_clat_mean", "Write latency (ms)", 1e-3, 2),
+                 ("mbps_per_watt", "Power efficiency (MB/s per W)", 1.0, 1))
+
+
+def multiples_table(summary_table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.DataFrame:
+    """The brief's "Details": for each block size and metric, the leader's multiple at low and at
+    high concurrency with its calculation, "(a / b) = ~N.Nx". A lead inside the run-to-run noise
+    (overlapping 95 % intervals) is marked; a metric without data says "not measured"."""
+    rows = []
+    for mix in (m for m in mixes(summary_table) if m.read == read):
+        ends = concurrency_ends(summary_table, mix.label, configs)
+        if ends is None or len(configs) < 2:
+            continue
+        for metric, name, scale, decimals in MULTIPLE_ROWS:
+            row = {"Block size": mix.size, "Metric": name}
+            for word, load in (("Low", ends[0]), ("High", ends[1])):
+                column = f"{word} concurrency ({LOAD_KIND} {load:g})"
+                m = multiple(summary_table, mix.label, metric, load, configs, scale, decimals)
+                if m is None:
+                    have = (summary_table["metric"] == metric).any()
+                    row[column] = "n/a" if have else "not measured"
+                else:
+                    row[column] = f"{m.leader}: {nowrap(m.calculation)}" + (" (within noise)" if m.overlap else "")
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def percentile_table(merged: pd.DataFrame, configs: Sequence[str], percentile: str = "p99") -> pd.DataFrame:
+    """Read and write completion-latency ``percentile`` (ms) of every mix at its highest numjobs,
+    from ``merged_percentiles`` (bins of all repetitions merged). Empty when there are none."""
+    rows = []
+    if merged.empty:
+        return pd.DataFrame(rows)
+    for m in mixes(merged):
+        at = merged[merged["workload"] == m.label]
+        load = at["load"].max()
+        row = {"Workload": nowrap(m.label), "numjobs": f"{load:g}"}
+        for direction in ("read", "write"):
+            for config in configs:
+                value = at[(at["config"] == config) & (at["load"] == load)
+                           & (at["metric"] == f"{direction}_clat_{percentile}")]["value"]
+                row[f"{config} {direction} {percentile} (ms)"] = fmt(value.iloc[0] / 1e3, 2) if len(value) else "n/a"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ the published brief's numbers
+
+
+def _printed(pub, workload: str, config: str, column: str, load: float | None = None):
+    """The Printed number of one points.csv cell (None when the brief gives none)."""
+    rows = pub.points[(pub.points["workload"] == workload) & (pub.points["config"] == config)]
+    for row in rows.to_dict("records"):
+        value = row.get(column)
+        load_here = row[pub.load_kind]
+        same_load = (load is None and (load_here is None or pd.isna(load_here))) or load_here == load
+        if value is not None and same_load:
+            return value
+    return None
+
+
+def _ratio_text(a, b) -> str:
+    """``(1,687 / 235) = ~7.2x`` from two Printed numbers (the larger on top, as the brief does),
+    kept on one line in a table cell."""
+    if a is None or b is None or not a.value or not b.value:
+        return "n/a"
+    top, bottom = (a, b) if a.value >= b.value else (b, a)
+    return nowrap(f"({top.text} / {bottom.text}) = {times(top.value, bottom.value)}")
+
+
+def _two_level(rows: list[dict]) -> pd.DataFrame:
+    """Rows keyed by (group, column) -> a table with two header rows, as the brief prints them."""
+    table = pd.DataFrame(rows)
+    table.columns = pd.MultiIndex.from_tuples(table.columns)
+    return table
+
+
+def published_mapping_table(pub) -> pd.DataFrame:
+    """The brief's Table 1, one row per mix: its name and the use case of each block size."""
+    rows = {}
+    for workload, info in pub.workloads.items():
+        m = parse(workload)
+        row = rows.setdefault(m.read, {"Workload type": info.get("profile") or m.name, "Mix (R/W)": m.ratio})
+        row[f"{m.size} use case"] = info.get("use_case") or "(not given)"
+    return pd.DataFrame(list(rows.values()))
+
+
+def published_throughput_table(pub) -> pd.DataFrame:
+    """The brief's throughput endpoints (MB/s at the lowest and highest numjobs it prints) per
+    workload, with the multiples recomputed from those printed numbers."""
+    configs = pub.configs
+    rows = []
+    for workload in pub.workloads:
+        loads = sorted({p for p in pub.points.loc[pub.points["workload"] == workload, pub.load_kind]
+                        if p is not None and not pd.isna(p)})
+        if not loads:
+            continue
+        row = {("", "Workload"): nowrap(workload)}
+        for config in configs:
+            for load in (loads[0], loads[-1]):
+                p = _printed(pub, workload, config, "throughput", load)
+                row[(f"{config} (MB/s)", f"numjobs {load:g}")] = p.text if p else "n/a"
+        for word, load in (("low", loads[0]), ("high", loads[-1])):
+            row[("Multiple, recomputed", f"{word} (numjobs {load:g})")] = _ratio_text(
+                *(_printed(pub, workload, c, "throughput", load) for c in configs[:2]))
+        rows.append(row)
+    return _two_level(rows)
+
+
+def published_efficiency_table(pub) -> pd.DataFrame:
+    """The brief's MB/s per W and TB/kWh per workload, with 3.6 x MB/s per W beside TB/kWh."""
+    rows = []
+    for workload in pub.workloads:
+        row = {("", "Workload"): nowrap(workload)}
+        for config in pub.configs:
+            per_watt = _printed(pub, workload, config, "mbps_per_watt")
+            tb = _printed(pub, workload, config, "tb_per_kwh")
+            row[(config, "MB/s per W")] = per_watt.text if per_watt else "n/a"
+            row[(config, "TB/kWh")] = tb.text if tb else "n/a"
+            row[(config, "3.6 x MB/s per W")] = (fmt(efficiency.TB_PER_KWH_PER_MBPS_PER_W * per_watt.value, 2)
+                                                  if per_watt else "n/a")
+        row[("Multiple, recomputed", "MB/s per W")] = _ratio_text(
+            *(_printed(pub, workload, c, "mbps_per_watt") for c in pub.configs[:2]))
+        rows.append(row)
+    return _two_level(rows)
+
+
+def published_latency_table(pub) -> pd.DataFrame:
+    """The brief's read and write mean completion latency (ms) per workload, with the multiples
+    recomputed from the printed numbers."""
+    rows = []
+    for workload in pub.workloads:
+        row = {("", "Workload"): nowrap(workload)}
+        for column, word in (("read_latency", "Read"), ("write_latency", "Write")):
+            printed = [_printed(pub, workload, c, column) for c in pub.configs[:2]]
+            for config, p in zip(pub.configs[:2], printed):
+                row[(f"{word} latency (ms)", config)] = p.text if p else "n/a"
+            row[(f"{word} latency (ms)", "multiple, recomputed")] = _ratio_text(*printed)
+        rows.append(row)
+    return _two_level(rows)
+
+
+def published_findings(pub, checks: pd.DataFrame) -> list[str]:
+    """Key findings of the reproduction check, short: the count, the TB/kWh identity failures in
+    one line, and one line per other claim that does not match (the check table has the detail)."""
+    if checks.empty:
+        return ["The claims of the published brief are not transcribed yet."]
+    counts = checks["verdict"].value_counts()
+    lines = [f"Of {len(checks)} published numbers, {counts.get('matches', 0)} match the brief's own numbers, "
+             f"{counts.get('rounding', 0)} agree only within the rounding of its printed inputs, and "
+             f"**{counts.get('does not match', 0)} do not match**."]
+    kinds = {claim["id"]: claim["kind"] for claim in pub.claims}
+    identity = checks[checks["claim"].map(kinds) == "identity"]
+    wrong = identity[identity["verdict"] == "does not match"]
+    if len(identity):
+        cases = [f"{row.stated.rsplit(': ', 1)[0].replace(' (numjobs not stated)', '')} "
+                 f"({row.stated.rsplit(': ', 1)[-1]} printed; {row.recomputed})" for row in wrong.itertuples()]
+        rounding = int((identity["verdict"] == "rounding").sum())
+        lines.append(f"TB/kWh is not 3.6 x the MB/s per W printed beside it in {len(wrong)} of {len(identity)} "
+                     f"cases, beyond the rounding of the printed inputs" + (": " + "; ".join(cases) if cases else "")
+                     + (f". {rounding} more agree only within rounding." if rounding else "."))
+    for row in checks[(checks["verdict"] == "does not match") & (checks["claim"].map(kinds) != "identity")].itertuples():
+        if kinds.get(row.claim) == "repeated":
+            reason = row.reason.split(";")[0]
+            lines.append(f"{row.where}: {reason[:1].upper()}{reason[1:]}.")
+        else:
+            lines.append(f"{row.where}: *{row.statement or row.stated}* {row.reason[:1].upper()}{row.reason[1:]}.")
+    return lines
+
+
+# ------------------------------------------------------------------------------ how it was run
+
+
+def _sizes(values) -> str:
+    from briefkit.workloads.fio_job import parse_size
+    return ", ".join(Mix(50, parse_size(v, "bs")).size for v in values)
+
+
+def _seconds(value) -> str:
+    return f"{value:g} s" if isinstance(value, (int, float)) else str(value)
+
+
+def method_table(camp, inventory: dict | None, published_how: dict | None = None) -> pd.DataFrame:
+    """The brief's "fio parameters" table for a measured campaign (``briefkit.campaign.Campaign``),
+    beside what the published brief used (its ``how_tested``), so the scale is stated plainly."""
+    settings, matrix = camp.settings, camp.matrix
+    published_how = published_how or {}
+    fio_tool = ((inventory or {}).get("tools") or {}).get("fio") or {}
+    power = (camp.power or {}).get("kind", "none")
+    rows = [
+        ("Storage compared", published_how.get("Drives under test", ""),
+         "; ".join(f"{name}: {camp.labels.get(name, name)}" for name in camp.configs)),
+        ("fio version", published_how.get("Tool", ""), fio_tool.get("version") or "not reported"),
+        ("I/O engine", published_how.get("I/O engine", ""), settings.get("ioengine")),
+        ("I/O pattern", published_how.get("I/O pattern", ""),
+         f"{settings.get('pattern')}, read/write mixes {', '.join(str(v) for v in matrix.get('rw', []))}"),
+        ("Block sizes", published_how.get("Block sizes", ""), _sizes(matrix.get("bs", []))),
+        ("Direct I/O", published_how.get("Direct I/O", ""), "yes (O_DIRECT)" if settings.get("direct") else "no"),
+        ("I/O depth", published_how.get("I/O depth", ""), ", ".join(str(v) for v in matrix.get("iodepth", []))),
+        ("Number of jobs", published_how.get("Number of jobs", ""),
+         ", ".join(str(v) for v in matrix.get("numjobs", []))),
+        ("Ramp time", published_how.get("Ramp time", ""), _seconds(settings.get("ramp_s"))),
+        ("Runtime", published_how.get("Runtime", ""), _seconds(settings.get("runtime_s"))),
+        ("Runs per configuration", published_how.get("Runs per configuration", ""),
+         f"{camp.repetitions}, mean with a 95 % confidence interval (Student t)"),
+        ("Region per point", "", f"{settings.get('size')} file shared by the point's jobs"
+         + (", written once before the first point" if settings.get("precondition") else "")),
+        ("Units", published_how.get("Units", ""),
+         "MB/s = fio's bw_bytes / 10^6 (SI), read + write; latency = fio's mean completion latency (clat), ms"),
+        ("Power", "drive / array watts (source not stated)",
+         "not measured (no power source)" if power == "none" else power),
+    ]
+    return pd.DataFrame(rows, columns=["Parameter", "Published brief", f"This campaign ({camp.name})"])
+
+
+def configurations_table(camp) -> pd.DataFrame:
+    """The measured configurations: name used in the tables, what it is, its storage declaration."""
+    rows = []
+    for name, spec in camp.config_specs.items():
+        declared = ", ".join(f"{k}: {v}" for k, v in spec.items())
+        rows.append({"Configuration": name, "What it is": camp.labels.get(name, name), "Declared as": declared})
     return pd.DataFrame(rows)
 
 
@@ -396,20 +634,6 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
 # --------------------------------------------------------------------------------- findings
 
 
-def details(summary_table: pd.DataFrame, mix: Mix, metric: str, configs: Sequence[str],
-            scale: float = 1.0, operand_decimals: int = 0) -> list[str]:
-    """The brief's "Details" lines for one mix and block size: the multiple at low and at high
-    concurrency."""
-    ends = concurrency_ends(summary_table, mix.label, configs, metric)
-    if ends is None or len(configs) < 2:
-        return ["not measured"]
-    lines = []
-    for word, load in zip(("Low concurrency", "High concurrency"), ends):
-        lines.append(multiple_text(multiple(summary_table, mix.label, metric, load, configs,
-                                            scale, operand_decimals), word))
-    return lines
-
-
 def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
     """Key findings of the measured sweep, from the data: the largest throughput lead each way,
     how many leads are outside the run-to-run noise, latency and efficiency status."""
@@ -457,7 +681,7 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
     return lines
 
 
-__all__ = ["Mix", "label", "parse", "mixes", "read_shares", "has_power", "with_efficiency", "summary",
-           "merged_percentiles", "wide", "concurrency_ends", "Multiple", "multiple", "multiple_text",
-           "throughput_table", "latency_table", "efficiency_table", "figure", "details", "findings",
-           "MIX_NAMES"]
+__all__ = ["Mix", "label", "parse", "times", "mixes", "read_shares", "has_power", "with_efficiency", "summary",
+           "merged_percentiles", "percentile_table", "wide", "concurrency_ends", "Multiple", "multiple",
+           "throughput_table", "latency_table", "efficiency_table", "multiples_table", "figure", "findings",
+           "method_table", "configurations_table", "published_findings", "published_mapping_table", "published_throughput_table", "published_efficiency_table", "published_latency_table", "MIX_NAMES"]
