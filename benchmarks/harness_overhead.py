@@ -118,8 +118,9 @@ class Arms:
         return wall, fio_iops(out / "fio.json")
 
 
-def executor_intervals(tmp: Path, host: Host | None, points: int, index: int) -> list[float]:
-    """One campaign of ``points`` points in a fresh checkout; the seconds between done lines."""
+def executor_intervals(tmp: Path, host: Host, points: int, index: int, commands: list[float]) -> list[float]:
+    """One campaign of ``points`` points in a fresh checkout; the seconds between done lines.
+    ``commands`` gets the number of commands run on the host per point in steady state."""
     base = tmp / f"exec{index}"
     (base / "notebooks").mkdir(parents=True)
     numjobs = list(range(1, points + 1))
@@ -129,10 +130,22 @@ def executor_intervals(tmp: Path, host: Host | None, points: int, index: int) ->
         "matrix": {"rw": ["70/30"], "bs": ["4KiB"], "numjobs": numjobs, "iodepth": [16]},
         "settings": SETTINGS}}}}}
     (base / "params.yaml").write_text(yaml.safe_dump(params))
-    campaign.run(SLUG, CAMPAIGN, host=host or LocalHost(), progress=lambda _m: None, base=base)
+    calls: list[float] = []
+    run = host.run
+
+    def counted(*a, **k):
+        calls.append(time.time())
+        return run(*a, **k)
+
+    host.run = counted  # this instance only, for the length of the campaign
+    try:
+        campaign.run(SLUG, CAMPAIGN, host=host, progress=lambda _m: None, base=base)
+    finally:
+        del host.run
     manifest = base / "data" / "raw" / SLUG / CAMPAIGN / "manifest.jsonl"
     done = [json.loads(line) for line in manifest.read_text().splitlines() if '"done"' in line]
     stamps = [_epoch(e["at"]) for e in done if e["event"] == "done"]
+    commands.append(sum(stamps[0] < t < stamps[-1] for t in calls) / (len(stamps) - 1))
     return [b - a for a, b in zip(stamps, stamps[1:])]
 
 
@@ -212,13 +225,15 @@ def main() -> None:
                 reps = max(3, args.runs // 3)
                 intervals: list[float] = []
                 bare_walls: list[float] = []
+                commands: list[float] = []
                 for i in range(reps):
-                    pair = [lambda: intervals.extend(executor_intervals(tmp, host, args.points, arms.next())),
+                    pair = [lambda: intervals.extend(executor_intervals(tmp, host, args.points, arms.next(), commands)),
                             lambda: bare_walls.extend(arms.bare()[0] for _ in range(args.points - 1))]
                     for call in (pair if i % 2 == 0 else pair[::-1]):
                         call()
                 rows.append((f"{where}: executor, time per point",
-                             f"{med(intervals):7.3f} s (N={len(intervals)})"))
+                             f"{med(intervals):7.3f} s (N={len(intervals)}; "
+                             f"{med(commands):.1f} commands run on the host per point)"))
                 rows.append((f"{where}: executor per point - bare fio",
                              f"{(med(intervals) - med(bare_walls)) * 1000:7.0f} ms (bare median {med(bare_walls):.3f} s)"))
         finally:

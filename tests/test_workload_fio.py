@@ -272,6 +272,13 @@ def test_an_unknown_engine_is_an_error_not_a_fallback(tmp_path, local_host, fio_
         workload.prepare(local_host, storage(tmp_path), settings, str(tmp_path / "p"), lambda _m: None)
 
 
+def test_a_file_target_needs_a_size(tmp_path, local_host, fio_installed):
+    workload = FioWorkload()
+    _, settings = workload.validate({}, {"size": None, "ioengine": "psync"}, "c")
+    with pytest.raises(CampaignError, match=r"^settings.size: configuration tmp is a file target"):
+        workload.prepare(local_host, storage(tmp_path), settings, str(tmp_path / "p"), lambda _m: None)
+
+
 def test_a_failing_fio_raises_with_its_message(tmp_path, local_host, fio_installed):
     """A target "directory" that is a regular file: fio exits non-zero; the error quotes fio."""
     workload = FioWorkload()

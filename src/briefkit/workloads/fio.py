@@ -220,6 +220,9 @@ class FioWorkload(Workload):
                                 f"(not in `{fio} --enghelp`); the campaign does not fall back to "
                                 f"another engine: install a fio that has it, or set ioengine")
         target = self.target(storage)
+        if settings["size"] is None and not storage.raw_device:
+            raise CampaignError(f"settings.size: configuration {storage.name} is a file target, which "
+                                f"needs a size (null means the whole device, for raw devices only)")
         state: dict[str, Any] = {"target": target, "preconditioned": False}
         if not settings["precondition"]:
             return state
