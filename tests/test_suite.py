@@ -108,11 +108,11 @@ def test_performance_table_is_laid_out_as_the_briefs_tables(table):
 
 def test_ratio_table_divides_numerator_by_denominator_with_its_calculation(table):
     ratios = suite.ratio_table(table, "tmpfs", "disk").set_index("Test")
-    t3 = ratios.loc["T3. Random write"]
+    t3 = ratios.loc["T3"]
     a, b = raw_mean("tmpfs", "T3", "ops"), raw_mean("disk", "T3", "ops")
     assert t3["ops/s"] == fmt(a / b, 3)
     assert f"ops/s: {fmt(a, 0)} / {fmt(b, 0)} = {fmt(a / b, 3)}" in t3["Calculation"]
-    t1 = ratios.loc["T1. Bulk load of keys in random order"]
+    t1 = ratios.loc["T1"]
     assert t1["ops/s"] == "" and t1["Time"] == fmt(wall_mean("tmpfs", "T1") / wall_mean("disk", "T1"), 3)
     # every populated cell has its calculation
     for _, row in ratios.iterrows():
@@ -156,10 +156,53 @@ def test_a_missing_configuration_or_test_is_named_not_invented(table):
     row = perf.loc["T4. Random read"]
     assert row["Reps"] == "not measured" and row["ops/s"] == "" and row["Time"] == ""
     ratios = suite.ratio_table(partial, "tmpfs", "disk").set_index("Test")
-    assert ratios.loc["T4. Random read", "Calculation"] == "not measured"
+    assert ratios.loc["T4", "Calculation"] == "not measured"
 
 
 def test_scale_text_states_the_key_counts():
     text = suite.scale_text(1e-5)
     assert text.startswith("1/100,000 of the RocksDB wiki's key counts")
     assert "T1 and T2 80,000 keys" in text and "T5 1,000 reads per reader" in text
+
+
+def test_ratio_pairs_follow_the_published_tables_or_default_to_the_first_configuration():
+    assert suite.ratio_pairs({}, ["disk", "tmpfs", "net"]) == [suite.RatioPair("tmpfs", "disk"),
+                                                               suite.RatioPair("net", "disk")]
+    pairs = suite.ratio_pairs({"Table 6": ["tmpfs", "disk"]}, ["disk", "tmpfs"],
+                              {"Table 6": "Optane / TLC NAND SSD ratios for local setup"})
+    assert pairs == [suite.RatioPair("tmpfs", "disk", "Table 6", "Optane / TLC NAND SSD ratios for local setup")]
+    unmeasured = suite.ratio_pairs({"Table 4": ["disk-sshfs", "disk"]}, ["disk", "tmpfs"])
+    assert unmeasured[0].missing == ("disk-sshfs",) and unmeasured[0].title == "disk-sshfs / disk"
+    with pytest.raises(suite.SuiteDataError, match=r"ratios\.Table 4: expected \[numerator, denominator\]"):
+        suite.ratio_pairs({"Table 4": "disk"}, ["disk", "tmpfs"])
+
+
+def test_ratio_chart_holds_every_ratio_in_the_tables_order(table):
+    chart = suite.ratio_chart(table, [suite.RatioPair("tmpfs", "disk"), suite.RatioPair("disk", "tmpfs")])
+    cells = suite.ratio_cells(table, "tmpfs", "disk")
+    assert len(chart) == len(cells) and list(chart.columns) == ["tmpfs / disk", "disk / tmpfs"]
+    assert list(chart.index[:2]) == ["T1 Time", "T1 MB/s"] and chart.index[-1] == "T5 µs/op"
+    for row in cells.itertuples():
+        key = f"{row.test} {suite.COLUMNS[row.metric].label}"
+        assert chart.loc[key, "tmpfs / disk"] == pytest.approx(row.ratio)
+        assert chart.loc[key, "disk / tmpfs"] == pytest.approx(1 / row.ratio)
+
+
+def test_repetition_table_lists_each_repetition_in_order(table):
+    reps = suite.repetition_table(table, ["disk", "tmpfs"]).set_index(["Config", "Test"])
+    assert len(reps) == 10 and set(reps["Reps"]) == {"2"}
+    mine = runs()[(runs()["config"] == "tmpfs") & (runs()["workload"] == "T3")].sort_values("rep")
+    expected = "; ".join(fmt(summary(FIXTURES / f)["ops"], 0) for f in mine["file"])
+    assert reps.loc[("tmpfs", "T3"), "ops/s"] == expected
+    assert reps.loc[("tmpfs", "T1"), "ops/s"] == ""
+
+
+def test_tests_table_and_scale_statement(table):
+    tests = suite.tests_table(table, 1e-5).set_index("Test")
+    assert tests.loc["T5", "Threads"] == "32" and tests.loc["T1", "Keys (--num)"] == "80,000"
+    assert tests.loc["T4", "Metrics"] == "Time, µs/op, ops/s"
+    text = suite.scale_statement({"scale": 1e-5, "key_size": 20, "value_size": 400, "use_direct_reads": False},
+                                 24 * 2**30)
+    assert "33.6 MB of key-value data" in text and "hold the whole database" in text   # 80,000 x 420 B
+    assert "no O_DIRECT" in text
+    assert "not declared" in suite.scale_statement({}, None)

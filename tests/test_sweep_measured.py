@@ -93,6 +93,7 @@ def test_measured_max_difference_table_has_the_calculation_and_says_what_is_not_
     assert perf["Calculation"].endswith(f"up to {fmt(100 * best.difference)}%")
     eff = table.iloc[2]
     assert eff["Calculation"] == "not measured" and pd.isna(eff["disk"]) and pd.isna(eff["tmpfs"])
+    assert eff["Leads"] == "" and eff["Threads"] == ""
 
 
 def test_one_configuration_cannot_be_compared(measured):
@@ -118,15 +119,18 @@ def test_repetition_table_shows_every_repetition_as_measured(measured):
     table = sweep.repetition_table(measured, "readrandom", [OPS, P99], ["disk", "tmpfs"], "Threads",
                                    scale={"read_lat_p99": 1e-3})
     assert len(table) == 6 and list(table["Reps"]) == [2] * 6
-    row = table[(table["Configuration"] == "disk") & (table["Threads"] == "2")].iloc[0]
+    row = table[(table["Config"] == "disk") & (table["Threads"] == "2")].iloc[0]
     reps = raw("disk", "readrandom", 2)
-    assert row["Performance (ops/s), each rep"] == ", ".join(fmt(r["ops"]) for r in reps)
-    assert row["99% latency (µs), each rep"] == ", ".join(fmt(r["p99"] * 1e-3, 1) for r in reps)
+    assert row[f"{OPS.heading}, each rep"] == "; ".join(fmt(r["ops"]) for r in reps)
+    assert row["99% latency (µs), each rep"] == row[f"{P99.heading}, each rep"] == "; ".join(fmt(r["p99"] * 1e-3, 1) for r in reps)
     mean = statistics.mean(r["ops"] for r in reps)
     spread = (max(r["ops"] for r in reps) - min(r["ops"] for r in reps)) / mean
-    assert row["Performance: spread"] == f"{fmt(100 * spread)}%"
+    assert row[f"{OPS.heading}: spread"] == f"{fmt(100 * spread)}%"
     none = sweep.repetition_table(measured, "readrandom", [EFF], ["disk"], "Threads")
     assert set(none["Power efficiency (ops/s per W), each rep"]) == {"not measured"}
+    short = sweep.repetition_table(measured, "readrandom", [MetricSpec("ops", "Performance", "ops/s", short="ops/s")],
+                                   ["disk"], "Threads")
+    assert list(short.columns) == ["Config", "Threads", "Reps", "ops/s, each rep", "ops/s: spread"]
 
 
 def test_campaigns_and_order(measured):
@@ -156,3 +160,15 @@ def test_published_table_keeps_the_briefs_subject_and_calculation():
     assert table.iloc[0]["Calculation"] == "(892,202 / 735,861) - 1 = 0.21 = up to 21%"
     assert "(892,202 / 735,861) - 1 = 0.21" in source
     assert table.iloc[1]["Calculation"].startswith("(268 / 169) - 1 = 0.59")
+
+
+def test_measured_tables_line_up_an_unfinished_campaign(measured):
+    """A point that has ops but no p99 yet (or a configuration with no point yet) is a gap."""
+    cut = measured[~((measured["config"] == "tmpfs") & (measured["load"] == 4) & (measured["metric"] == "read_lat_p99"))]
+    tables = sweep.measured_tables(cut, "readrandom", ["disk", "tmpfs", "not-run"], latency_factor=1e-3)
+    assert list(tables["ops"].columns) == list(tables["read_lat_p99"].columns) == ["disk", "tmpfs"]
+    assert list(tables["ops"].index) == list(tables["read_lat_p99"].index) == [1, 2, 4]
+    assert pd.isna(tables["read_lat_p99"].loc[4, "tmpfs"]) and pd.notna(tables["ops"].loc[4, "tmpfs"])
+    assert tables["read_lat_p99"].loc[1, "disk"] == pytest.approx(
+        sweep.wide(measured, "readrandom", "read_lat_p99", ["disk"]).loc[1, "disk"] * 1e-3)
+    assert tables["ops_per_watt"].empty

@@ -85,3 +85,55 @@ def thousands(ax, axis: str = "x") -> None:
 def figure(ncols: int = 1, width: float = 7.0, height: float = 3.6):
     fig, axes = plt.subplots(1, ncols, figsize=(width, height))
     return fig, axes
+
+
+def grouped_bars(ax, table: pd.DataFrame, *, ylabel: str, palette: dict[str, str], missing: str = "not measured",
+                 decimals: int = 0) -> None:
+    """Bars of ``table`` (index = groups on x, columns = configurations), each bar labelled with its
+    value; a missing value gets no bar but the word ``missing`` at its place, never a zero."""
+    groups, configs = list(table.index), list(table.columns)
+    width = 0.8 / max(len(configs), 1)
+    top = table.max().max() if table.notna().any().any() else 1.0
+    for i, config in enumerate(configs):
+        for j, group in enumerate(groups):
+            x, value = j - 0.4 + width * (i + 0.5), table.loc[group, config]
+            if pd.isna(value):
+                ax.text(x, 0.02 * top, missing, rotation=90, ha="center", va="bottom", fontsize=7, color="#666666")
+                continue
+            ax.bar(x, value, width=width * 0.92, color=palette[config], label=config if j == 0 else None)
+            ax.annotate(f"{value:,.{decimals}f}", (x, value), textcoords="offset points", xytext=(0, 2),
+                        ha="center", fontsize=7)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, top * 1.15)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[c]) for c in configs]
+    ax.legend(handles, configs, frameon=False, fontsize=8)
+
+
+def ratio_bars(ax, table: pd.DataFrame, *, palette: dict[str, str], decimals: int = 2) -> None:
+    """Ratios (index = what is compared, columns = the pairs) as bars from 1 on a log axis, so that
+    0.5 and 2 look equally far from parity; each bar labelled with its ratio."""
+    groups, pairs = list(table.index), list(table.columns)
+    width = 0.8 / max(len(pairs), 1)
+    values = table.stack().dropna()
+    values = values[values > 0]
+    for i, pair in enumerate(pairs):
+        for j, group in enumerate(groups):
+            value = table.loc[group, pair]
+            if pd.isna(value) or value <= 0:
+                continue
+            x = j - 0.4 + width * (i + 0.5)
+            ax.bar(x, value - 1, bottom=1, width=width * 0.92, color=palette[pair])
+            ax.annotate(f"{value:.{decimals}f}", (x, value), textcoords="offset points",
+                        xytext=(0, 2 if value >= 1 else -9), ha="center", fontsize=7)
+    ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    if len(values):
+        ax.set_ylim(min(values.min(), 1) / 1.4, max(values.max(), 1) * 1.4)
+    ax.axhline(1.0, color="#444444", linewidth=0.8)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylabel("ratio (log scale)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[p]) for p in pairs]
+    ax.legend(handles, pairs, frameon=False, fontsize=8)

@@ -151,7 +151,7 @@ def ratio_table(samples: pd.DataFrame, numerator: str, denominator: str, ratio_d
     rows = []
     for test in TESTS.values():
         mine = cells[cells["test"] == test.id].set_index("metric")
-        row = {"Test": f"{test.id}. {test.title}"}
+        row = {"Test": test.id}     # the titles are in the tests and per-configuration tables
         calculations = []
         for metric, column in COLUMNS.items():
             if metric in test.metrics and metric in mine.index:
@@ -186,10 +186,110 @@ def ratio_summary(samples: pd.DataFrame, numerator: str, denominator: str) -> st
     return f"{numerator} / {denominator}: " + ", ".join(parts)
 
 
+def fraction(scale: float) -> str:
+    """0.1 -> "1/10", 1e-5 -> "1/100,000", 1 -> "all"."""
+    return f"1/{fmt(1 / scale, 0)}" if scale < 1 else "all"
+
+
 def scale_text(scale: float) -> str:
     """"1/100,000 of the wiki's key counts (T1 and T2: 80,000 keys, ...)"."""
     keys = {test: int(round(n * scale)) for test, n in FLASH_KEYS.items()}
-    fraction = f"1/{fmt(1 / scale, 0)}" if scale < 1 else "the full"
-    return (f"{fraction} of the RocksDB wiki's key counts: T1 and T2 {fmt(keys['T1'], 0)} keys, "
+    return (f"{fraction(scale)} of the RocksDB wiki's key counts: T1 and T2 {fmt(keys['T1'], 0)} keys, "
             f"T3 {fmt(keys['T3'], 0)} overwrites, T4 {fmt(keys['T4'], 0)} reads, "
             f"T5 {fmt(keys['T5'], 0)} reads per reader")
+
+
+@dataclass(frozen=True)
+class RatioPair:
+    numerator: str
+    denominator: str
+    published: str = ""     # the published table it is laid out as ("Table 4"), if any
+    caption: str = ""       # that table's caption in the published brief
+    missing: tuple[str, ...] = ()   # configurations of the pair that have no samples (yet)
+
+    @property
+    def title(self) -> str:
+        return f"{self.numerator} / {self.denominator}"
+
+
+def ratio_pairs(wanted: dict, configs: Sequence[str], published_tables: dict | None = None) -> list[RatioPair]:
+    """The ratio tables to show: ``wanted`` maps a published table ("Table 4") to the measured
+    [numerator, denominator] laid out as it; empty: every other configuration over the first.
+    A configuration with no samples (not measured yet, or misspelt) is kept in ``missing`` so
+    that the brief says so instead of dropping the table."""
+    published_tables = published_tables or {}
+    if not wanted:
+        return [RatioPair(c, configs[0]) for c in configs[1:]]
+    pairs = []
+    for table, pair in wanted.items():
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(isinstance(c, str) for c in pair):
+            raise SuiteDataError(f"ratios.{table}: expected [numerator, denominator], got {pair!r}")
+        missing = tuple(c for c in pair if c not in configs)
+        pairs.append(RatioPair(pair[0], pair[1], table, published_tables.get(table, ""), missing))
+    return pairs
+
+
+def ratio_chart(samples: pd.DataFrame, pairs: list[RatioPair]) -> pd.DataFrame:
+    """Every ratio of every pair for a figure: index = "T3 ops/s", columns = "num / den"."""
+    columns = {}
+    for pair in (p for p in pairs if not p.missing):
+        cells = ratio_cells(samples, pair.numerator, pair.denominator)
+        columns[f"{pair.numerator} / {pair.denominator}"] = {
+            f"{row.test} {COLUMNS[row.metric].label}": row.ratio for row in cells.itertuples()}
+    order = [f"{t.id} {c.label}" for t in TESTS.values() for m, c in COLUMNS.items() if m in t.metrics]
+    return pd.DataFrame(columns).reindex([o for o in order if any(o in c for c in columns.values())])
+
+
+def repetition_table(samples: pd.DataFrame, configs: Sequence[str]) -> pd.DataFrame:
+    """Each test's numbers in every repetition, as measured: one row per configuration and test,
+    the values of the repetitions in order ("; " between them) for each of its metrics."""
+    rows = []
+    for config in configs:
+        for test in TESTS.values():
+            mine = samples[(samples["config"] == config) & (samples["workload"] == test.id)]
+            if mine.empty:
+                continue
+            by_rep = {rep: values(part, [config]).set_index("metric")["value"]
+                      for rep, part in mine.groupby("rep", sort=True)}
+            row = {"Config": config, "Test": test.id, "Reps": str(len(by_rep))}
+            for metric, column in COLUMNS.items():
+                got = [v[metric] for v in by_rep.values() if metric in v]
+                if metric not in test.metrics or not got:
+                    row[column.label] = ""
+                    continue
+                places = column.decimals if column.decimals is not None else decimals_for(got)
+                row[column.label] = "; ".join(fmt(v, places) for v in got)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def tests_table(samples: pd.DataFrame, scale: float | None, published_workloads: dict | None = None) -> pd.DataFrame:
+    """What each test ran here: title, db_bench benchmark, threads (as measured), keys at the scale."""
+    keys = {test: int(round(n * scale)) for test, n in FLASH_KEYS.items()} if scale else {}
+    rows = []
+    for test in TESTS.values():
+        threads = sorted(samples.loc[samples["workload"] == test.id, "load"].dropna().unique())
+        title = ((published_workloads or {}).get(test.id) or {}).get("title") or test.title
+        rows.append({"Test": test.id, "What": title, "db_bench": test.benchmark,
+                     "Threads": ", ".join(f"{t:g}" for t in threads) or "not measured",
+                     "Keys (--num)": fmt(keys[test.id], 0) if test.id in keys else "",
+                     "Metrics": ", ".join(COLUMNS[m].label for m in test.metrics)})
+    return pd.DataFrame(rows)
+
+
+def scale_statement(settings: dict, memory_bytes: int | None) -> str:
+    """The scale of a flash-suite campaign in words, against the host's memory."""
+    scale = settings.get("scale")
+    if not scale:
+        return "The campaign's settings are not declared in params.yaml, so its scale is not stated here."
+    key, value = settings.get("key_size", 20), settings.get("value_size", 400)
+    size = FLASH_KEYS["T2"] * scale * (key + value)
+    parts = [f"{scale_text(scale)}, keys of {key} bytes and values of {value} bytes, so the bulk loads write "
+             f"{fmt(size / 1e6, 1)} MB of key-value data before compression"]
+    if memory_bytes:
+        parts.append(f"the host's {fmt(memory_bytes / 2**30, 1)} GiB of memory hold the whole database"
+                     if memory_bytes > size else
+                     f"the data is {fmt(size / memory_bytes, 1)} times the host's memory")
+    parts.append("reads use O_DIRECT" if settings.get("use_direct_reads") else
+                 "reads go through the page cache (no O_DIRECT), so once loaded the database is read from memory")
+    return "; ".join(parts) + "."

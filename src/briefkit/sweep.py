@@ -15,6 +15,7 @@ percentile is the median over its repetitions, and ``repetition_table`` shows ev
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +34,11 @@ class MetricSpec:
     label: str            # "Performance", "99% latency", "Power efficiency"
     unit: str             # as printed after the numbers: "ops/s", "µs", "ops/s per W"
     decimals: int = 0
+    short: str = ""       # column heading where space is short ("ops/s", "p99 (µs)"); default: label (unit)
+
+    @property
+    def heading(self) -> str:
+        return self.short or f"{self.label} ({self.unit})"
 
     @property
     def higher_is_better(self) -> bool:
@@ -52,7 +58,7 @@ class Lead:
 
 
 def _not_measured(spec: MetricSpec, load_label: str) -> dict:
-    return {"": spec.label, load_label: "", "Calculation": "not measured"}
+    return {"": spec.label, load_label: "", "Leads": "", "Calculation": "not measured"}
 
 
 def max_difference_row(wide: pd.DataFrame, subject: str, spec: MetricSpec, load_label: str) -> dict:
@@ -114,7 +120,8 @@ def max_difference_table(tables: dict[str, pd.DataFrame], specs: list[MetricSpec
             rows.append(max_difference_row(wide, subject, spec, load_label))
     table = pd.DataFrame(rows)
     configs = [c for c in table.columns if c not in ("", load_label, "Leads", "Calculation")]
-    return table[["", load_label, *configs, *(["Leads"] if "Leads" in table else []), "Calculation"]]
+    leads = ["Leads"] if subject is None else []      # a published table has its subject, no Leads column
+    return table[["", load_label, *configs, *leads, "Calculation"]]
 
 
 def _better(spec: MetricSpec) -> str:
@@ -161,6 +168,19 @@ def efficiency(samples: pd.DataFrame, workload: str, work_metric: str, configs: 
 
 
 # --- measured campaigns ------------------------------------------------------------------------
+
+def measured_tables(samples: pd.DataFrame, workload: str, configs: list[str],
+                    latency_factor: float = 1.0) -> dict[str, pd.DataFrame]:
+    """The wide tables a measured workload's figures and tables use (ops, read_lat_p99 scaled by
+    ``latency_factor``, ops_per_watt), all on the same loads and configurations, so that a point
+    missing from one metric (an unfinished campaign) is a gap, not an error."""
+    tables = {"ops": wide(samples, workload, "ops", configs),
+              "read_lat_p99": wide(samples, workload, "read_lat_p99", configs) * latency_factor,
+              "ops_per_watt": efficiency(samples, workload, "ops", configs)}
+    shown = [c for c in configs if any(c in t.columns for t in tables.values())]
+    loads = sorted(set().union(*(t.index for t in tables.values())))
+    return {metric: (t.reindex(index=loads, columns=shown) if not t.empty else t) for metric, t in tables.items()}
+
 
 def campaigns(samples: pd.DataFrame) -> list[str]:
     """The measured campaigns in a sample table (everything but the published numbers), sorted."""
@@ -213,16 +233,157 @@ def repetition_table(samples: pd.DataFrame, workload: str, specs: list[MetricSpe
     for config in configs:
         for load in sorted(mine.loc[mine["config"] == config, "load"].dropna().unique()):
             at = mine[(mine["config"] == config) & (mine["load"] == load)]
-            row = {"Configuration": config, load_label: f"{load:g}", "Reps": int(at["rep"].nunique())}
+            row = {"Config": config, load_label: f"{load:g}", "Reps": int(at["rep"].nunique())}
             for spec in specs:
                 values = at[at["metric"] == spec.metric].sort_values("rep")["value"] * scale.get(spec.metric, 1.0)
+                each, spread = f"{spec.heading}, each rep", f"{spec.heading}: spread"
                 if values.empty:
-                    row[f"{spec.label} ({spec.unit}), each rep"] = "not measured"
-                    row[f"{spec.label}: spread"] = ""
+                    row[each], row[spread] = "not measured", ""
                     continue
                 point = values.median() if stats.is_percentile(spec.metric) else values.mean()
-                row[f"{spec.label} ({spec.unit}), each rep"] = ", ".join(fmt(v, spec.decimals) for v in values)
-                row[f"{spec.label}: spread"] = (f"{fmt(100 * (values.max() - values.min()) / point, 0)}%"
-                                                if len(values) > 1 and point else "one rep")
+                row[each] = "; ".join(fmt(v, spec.decimals) for v in values)   # "," is the thousands mark
+                row[spread] = (f"{fmt(100 * (values.max() - values.min()) / point, 0)}%"
+                               if len(values) > 1 and point else "one rep")
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: How the briefs title the db_bench benchmarks (a published brief's own titles win).
+WORKLOAD_TITLES = {"readrandom": "Random read", "readwhilewriting": "Random read while writing",
+                   "readrandomwriterandom": "Read random write random", "overwrite": "Random overwrite"}
+
+
+def workload_title(workload: str, published_workloads: dict | None = None) -> str:
+    info = (published_workloads or {}).get(workload) or {}
+    return info.get("title") or WORKLOAD_TITLES.get(workload, workload)
+
+
+# --- how a campaign was run --------------------------------------------------------------------
+
+def _text(value) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_text(v)}" for k, v in value.items()) if value else "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_text(v) for v in value)
+    if value is None:
+        return "default"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+@dataclass
+class CampaignTables:
+    """What a brief shows under "How we tested" for one measured campaign. ``declared`` is False
+    when params.yaml no longer declares the campaign (samples from elsewhere): only the inventory
+    and the samples can then say how it ran."""
+
+    name: str
+    declared: bool
+    settings: dict
+    configurations: pd.DataFrame
+    plan: pd.DataFrame
+    inventory: list          # [(title, DataFrame)] from briefkit.inventory.tables; [] before a run
+    memory_bytes: int | None
+    status: pd.DataFrame     # points done / skipped / failed / left per configuration
+
+
+def campaign_tables(brief: str, name: str, base=None) -> CampaignTables:
+    """The declaration (params.yaml) and the recorded inventory (data/raw/.../inventory.json) of a
+    campaign, as tables."""
+    from briefkit import campaign, inventory
+
+    try:
+        camp = campaign.load(brief, name, base)
+    except (ValueError, KeyError):    # CampaignError and ParamsError are ValueErrors
+        camp = None
+    found = None
+    if camp is not None:
+        path = camp.raw_dir / "inventory.json"
+        if path.exists():
+            found = json.loads(path.read_text(encoding="utf-8"))
+    configs = (found or {}).get("configs") or {}
+    rows = []
+    for config in (list(camp.configs) if camp else sorted(configs)):
+        info = configs.get(config) or {}
+        rows.append({"Configuration": config,
+                     "Label": (camp.labels.get(config) if camp else None) or info.get("label") or config,
+                     "Storage": _text(camp.config_specs[config]) if camp else "not declared",
+                     "Path": info.get("path") or "not recorded",
+                     "Block device": info.get("device") or "none"})
+    plan = []
+    if camp is not None:
+        plan += [("Workload", camp.workload.name), ("Host", _text(camp.host)),
+                 ("Repetitions", _text(camp.repetitions)), ("Power", _text(dict(camp.power)))]
+        plan += [(f"Matrix: {axis}", _text(values)) for axis, values in camp.matrix.items()]
+        plan += [(f"Setting: {key}", _text(value)) for key, value in camp.settings.items()]
+    status = campaign.status(brief, base) if camp is not None else pd.DataFrame()
+    if len(status):
+        status = status[status["campaign"] == name]
+    return CampaignTables(
+        name=name, declared=camp is not None, settings=dict(camp.settings) if camp else {},
+        configurations=pd.DataFrame(rows, columns=["Configuration", "Label", "Storage", "Path", "Block device"]),
+        plan=pd.DataFrame(plan, columns=["Item", "Value"]),
+        inventory=inventory.tables(found) if found else [],
+        memory_bytes=((found or {}).get("memory") or {}).get("total_bytes"), status=status)
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{fmt(n / size, 1)} {unit}"
+    return f"{fmt(n, 0)} B"
+
+
+def dbbench_scale(settings: dict, memory_bytes: int | None, loads: list[float]) -> str:
+    """The scale of a db_bench thread sweep in words: database size against the host's memory,
+    whether reads bypass the page cache, point length, thread counts."""
+    if not settings:
+        return "The campaign's settings are not declared in params.yaml, so its scale is not stated here."
+    num, key, value = settings.get("num"), settings.get("key_size"), settings.get("value_size")
+    parts = []
+    if num and key and value:
+        size = num * (key + value)
+        parts.append(f"a database of {fmt(num, 0)} keys of {key} + {value} bytes ({_bytes(size)} of key-value "
+                     f"data before compression), loaded with {settings.get('load', 'fillrandom')}")
+        if memory_bytes and memory_bytes >= size:
+            parts.append(f"the host has {_bytes(memory_bytes)} of memory, {fmt(memory_bytes / size, 0)} times "
+                         "the data, so the whole database fits in the page cache")
+        elif memory_bytes:
+            parts.append(f"the data is {fmt(size / memory_bytes, 1)} times the host's {_bytes(memory_bytes)} "
+                         "of memory")
+    if settings.get("use_direct_reads"):
+        parts.append("reads use O_DIRECT (use_direct_reads), so they reach the storage instead of the page cache; "
+                     "writes, flushes and compactions still go through it")
+    else:
+        parts.append("reads go through the page cache, so most of them measure memory, not the storage")
+    cache = settings.get("cache_size") or 8 << 20
+    parts.append(f"a {fmt(cache / 2**20, 0)} MiB RocksDB block cache")
+    if settings.get("duration_s"):
+        parts.append(f"{settings['duration_s']} s per point at {', '.join(f'{x:g}' for x in loads)} threads")
+    limit = settings.get("write_rate_limit")
+    parts.append("readwhilewriting's writer " + (f"limited to {_bytes(limit)}/s" if limit else "unthrottled"))
+    return "; ".join(parts) + "."
+
+
+def relative_to_checkout(path) -> str:
+    """A path as the brief prints it: relative to the checkout, never the machine's absolute path."""
+    from pathlib import Path
+
+    from briefkit import project
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(project.root()))
+    except ValueError:    # outside the checkout
+        return str(path)
+
+
+def named(config: str, labels: dict, emphasis: bool = True) -> str:
+    """"*xfs-loop*: XFS on a loop device", or just the name when its label says nothing more."""
+    label = labels.get(config) or config
+    name = f"*{config}*" if emphasis else config
+    if label == config:
+        return name
+    return f"{name}: {label}" if emphasis else f"{config} ({label})"
