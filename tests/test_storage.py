@@ -77,6 +77,8 @@ def test_configs_validate_and_name_the_key():
     assert configs["xfs-loop"].to_dict() == {"kind": "loop_xfs", "size": 2 * 1024 ** 3,
                                              "mount_options": ["noatime", "discard"],
                                              "direct_io": True, "preallocate": False}
+    for name, config in configs.items():   # what a campaign records reads back as the same configuration
+        assert from_spec(name, config.to_dict(), f"{WHERE}.{name}") == config
     assert from_spec("x", configs["nvme0"].to_dict()) == from_spec("x", {
         "kind": "block", "device": "/dev/nvme0n1", "filesystem": "xfs", "mount_options": "noatime,discard",
         "destroy_data": True})
@@ -309,7 +311,8 @@ def test_block_with_filesystem(local_host, workdir, drive):
 def test_block_raw(local_host, workdir, drive):
     config = from_spec("raw", {"kind": "block", "device": drive}, f"{WHERE}.raw")
     prepared = config.setup(local_host, workdir)       # blank: no consent needed
-    assert prepared.raw_device and prepared.device == drive and Path(prepared.path).is_dir()
+    assert prepared.raw_device and prepared.device == drive
+    assert prepared.path == f"{prepared.state_dir}/files" and Path(prepared.path).is_dir()   # not on the drive
     assert prepared.check_write_target(local_host).blank
     sh("mkfs.xfs", "-f", "-q", drive)                  # something appears on it between two points
     with pytest.raises(UnsafeTargetError, match=rf"{WHERE}\.raw\.destroy_data: true"):
@@ -318,6 +321,10 @@ def test_block_raw(local_host, workdir, drive):
     assert consenting.setup(local_host, workdir).check_write_target(local_host).resolved == drive
     consenting.teardown(local_host, prepared)
     assert not Path(prepared.state_dir).exists()
+    kept = consenting.setup(local_host, workdir)
+    Path(kept.path, "fio.json").write_text("{}")   # a workload's file: teardown leaves it
+    consenting.teardown(local_host, kept)
+    assert Path(kept.path, "fio.json").exists() and not Path(kept.state_dir, "storage.json").exists()
 
 
 # -- what a host lacks ----------------------------------------------------------------------------

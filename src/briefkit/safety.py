@@ -21,7 +21,9 @@ A device in use is refused even then: destroy_data is consent to lose what is st
 not to pull a mounted filesystem or an active volume out from under the kernel. Unmount or
 deactivate it first.
 
-A blank device (nothing of the above) needs no consent. Without udev (containers, small VMs) lsblk
+All of it is read in one command on the host (a fixed sh script that gets the paths as arguments), so
+the check costs one round trip before each point. A blank device (nothing of the above) needs no
+consent. Without udev (containers, small VMs) lsblk
 reports no FSTYPE, which is why the probe is ``blkid -p`` and not lsblk alone.
 """
 from __future__ import annotations
@@ -150,7 +152,7 @@ def _gather(host: Host, device: str, named: Iterable[str] = ()) -> list[_Section
             current.append(line)
     if not any(s.what == "stat" for s in sections):
         raise UnsafeTargetError(f"{device} on {host.name}: cannot inspect it (sh exited with {res.returncode}: "
-                                f"{_first_line(res.stderr)})", device=device, findings=["could not be inspected"])
+                                f"{_last_line(res.stderr)})", device=device, findings=["could not be inspected"])
     return sections
 
 
@@ -165,7 +167,7 @@ def _inspect(host: Host, device: str, named: Iterable[str]) -> tuple[BlockState,
     resolved_named = {s.text.strip() for s in sections if s.what == "named" and s.rc == 0 and s.text.strip()}
     stat = next(s for s in sections if s.what == "stat")
     if stat.rc != 0:
-        raise UnsafeTargetError(f"{device} on {host.name}: cannot stat it ({_first_line(stat.text)}); "
+        raise UnsafeTargetError(f"{device} on {host.name}: cannot stat it ({_last_line(stat.text)}); "
                                 f"is the device name right?", device=device, findings=["does not exist"])
     kind, major, minor = (stat.text.strip().split("|") + ["", "", ""])[:3]
     if kind != "block special file":
@@ -281,7 +283,7 @@ def _check_path(device: str) -> str:
     return device
 
 
-def _first_line(text: str) -> str:
+def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "no message"
 
@@ -319,7 +321,7 @@ def _probe(blkid: _Section, wipefs: _Section | None) -> tuple[list[tuple[str, st
     elif blkid.rc == 127:
         why = "blkid is not installed (util-linux)"
     else:
-        why = _first_line(blkid.text) or f"blkid exited with {blkid.rc}"
+        why = _last_line(blkid.text) or f"blkid exited with {blkid.rc}"
     # wipefs lists every signature (e.g. a GPT backup header, an old filesystem under a new one)
     if wipefs is not None and wipefs.rc == 0 and wipefs.text.strip():
         try:
@@ -331,7 +333,7 @@ def _probe(blkid: _Section, wipefs: _Section | None) -> tuple[list[tuple[str, st
             if kind not in {k for k, _ in found}:
                 found.append((kind, f"{kind} signature at offset {sig.get('offset')}"))
     elif wipefs is not None and wipefs.rc not in (0, 127) and not why:
-        why = _first_line(wipefs.text)
+        why = _last_line(wipefs.text)
     return found, why
 
 

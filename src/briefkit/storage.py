@@ -16,7 +16,9 @@ A campaign declares its configurations by name (params.yaml, ``briefs.<b>.campai
 and returns a ``Prepared``: ``path`` is the directory on the storage under test where workloads put
 their files, ``device`` the block device behind it (for /proc/diskstats, and the target itself when
 ``raw_device``). ``config.teardown(host, prepared)`` undoes it; ``config.cleanup(host, workdir)`` does
-the same from what is on the host, when the Prepared of an interrupted run is lost.
+the same from what is on the host, when the Prepared of an interrupted run is lost, and
+``cleanup(host, workdir, name)`` from the record setup left there (``storage.json``), when params.yaml
+no longer says what was set up. ``config.preflight(host)`` only checks for root and the tools.
 
 Kinds:
 
@@ -28,15 +30,15 @@ Kinds:
   O_DIRECT I/O is not absorbed by the page cache of the filesystem holding the image), ``mkfs.xfs -f -q``
   and ``mount -t xfs -o <mount_options>``. The image and mount point live in the state directory.
 - ``block``: a real device. With ``filesystem`` (xfs or ext4): mkfs and mount it; without: the raw
-  device (``raw_device``), and ``path`` is the state directory (on the host's own disk, NOT the device
-  under test) for the workload's side files. The destroy-data guard (briefkit.safety) runs before mkfs,
+  device (``raw_device``), and ``path`` is ``<state>/files`` (on the host's own disk, NOT the device
+  under test) for the workload's side files; teardown removes it only if it is empty. The destroy-data guard (briefkit.safety) runs before mkfs,
   and workloads run it (``safety.check_prepared``) before every point that writes to the raw device.
 - ``sshfs``: the directory ``source`` on the same host, mounted through sshfs over the host's own
   sshd (``address`` 127.0.0.1, ``port`` 22), so the same storage is reached over the network stack.
   The host needs an sshd listening there, a private key that sshd accepts for ``user`` (``identity``;
   default: ssh's own default keys of the user running it) and the sshd's host key in ``known_hosts``
-  (default ~/.ssh/known_hosts; checking is strict, nothing is accepted on first use). Setup first
-  logs in once with ``ssh -o BatchMode=yes`` and, if that fails, says which of these is missing.
+  (default ~/.ssh/known_hosts; checking is strict, nothing is accepted on first use). sshfs runs with
+  ``BatchMode=yes``; when it cannot log in, the error quotes ssh and names these keys.
   ``device`` is the block device holding ``source`` (the disk the network I/O ends up on).
 
 Everything setup creates lives under ``<workdir>/storage/<name>/`` on the host (the image, the mount
@@ -204,8 +206,10 @@ def _human(size: int) -> str:
 # -- host helpers --------------------------------------------------------------------------------
 
 # One round trip at the start of setup and teardown: $1 = the state directory ("-": none), $2 = 1 if
-# the kind needs root, $3 = 1 to create the state directory (only when nothing is missing), then the
-# tools. Prints "missing <tool>", "uid <n>", "nofuse", "sdir <resolved path>", then the state file.
+# the kind needs root, $3 = 1 to create the state directory, 2 to create it and its mount point "mnt"
+# (only when nothing is missing; a dead FUSE mount on mnt makes that mkdir fail, which is dealt with
+# later), then the tools. Prints "missing <tool>", "uid <n>", "user <name>", "nofuse",
+# "sdir <resolved path>", then the state file.
 _BEGIN = r'''
 sdir=$1; root=$2; make=$3; shift 3; ok=1
 for t do command -v "$t" >/dev/null 2>&1 || { echo "missing $t"; ok=0; }; done
@@ -213,21 +217,44 @@ uid=$(id -u); echo "uid $uid"; echo "user $(id -un)"
 [ "$root" = 1 ] && [ "$uid" != 0 ] && ok=0
 [ -c /dev/fuse ] || echo "nofuse"
 [ "$sdir" = - ] && exit 0
-[ "$ok" = 1 ] && [ "$make" = 1 ] && mkdir -p -- "$sdir"
+[ "$ok" = 1 ] && [ "$make" != 0 ] && mkdir -p -- "$sdir"
+[ "$ok" = 1 ] && [ "$make" = 2 ] && mkdir -p -- "$sdir/mnt" 2>/dev/null
 [ -d "$sdir" ] || exit 0
 echo "sdir $(readlink -f -- "$sdir")"
 echo "@@state"; cat -- "$sdir/storage.json" 2>/dev/null
 exit 0
 '''
 
-# The end of teardown, once everything is unmounted and detached: $1 = the state directory. rmdir
-# (never rm -r) on the mount point, so that a filesystem still mounted there cannot be emptied.
+# The end of teardown, once everything is unmounted and detached: $1 = the state directory, then
+# files setup made (the image). rmdir (never rm -r) on the mount point, so that a filesystem still
+# mounted there cannot be emptied.
 _FINISH = r'''
-sdir=$1
+sdir=$1; shift
+for f do rm -f -- "$f"; done
 if [ -d "$sdir/mnt" ]; then rmdir -- "$sdir/mnt" 2>/dev/null || { echo mnt-left; exit 0; }; fi
 rm -rf -- "$sdir/jobs"
+rmdir -- "$sdir/files" 2>/dev/null
 rm -f -- "$sdir/storage.json"
 rmdir -- "$sdir" 2>/dev/null && rmdir -- "${sdir%/*}" 2>/dev/null
+exit 0
+'''
+
+# mount "$@" (the mount point last), then findmnt's JSON for the mount point
+_MOUNT = r'''
+for m do :; done
+mount "$@" || exit
+findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL --mountpoint "$m"
+'''
+
+# $1 = an image file: its size in bytes and the loop devices attached to it, one per line (nothing
+# if it does not exist)
+_IMAGE = 'stat -c %s -- "$1" 2>/dev/null || exit 0; losetup -n -O NAME -j "$1"'
+
+# $1 = a loop device: losetup's JSON, then "@@backing" and findmnt's JSON for its backing file
+_LOOP_INFO = r'''
+losetup -J -l "$1" || exit
+f=$(losetup -n -O BACK-FILE "$1")
+[ -n "$f" ] && { echo @@backing; findmnt -J -T "${f% (deleted)}" -o FSTYPE,SOURCE; }
 exit 0
 '''
 
@@ -269,11 +296,12 @@ class _Ops:
         return res
 
     def begin(self, kind: str, tools: Sequence[str], *, root: bool, fuse: bool = False, sdir: str | None = None,
-              make: bool = False) -> tuple[int, str | None, dict]:
-        """Say at once everything this kind lacks on the host; then (if ``make``) create the state
-        directory. Returns the uid, the resolved state directory (None if absent) and its state."""
+              make: int = 0) -> tuple[int, str | None, dict]:
+        """Say at once everything this kind lacks on the host; then create the state directory
+        (``make`` 1) and its mount point (``make`` 2). Returns the uid, the resolved state directory
+        (None if absent) and its state."""
         res = self.run(["sh", "-c", _BEGIN, "briefkit-storage", sdir or "-", "1" if root else "0",
-                        "1" if make else "0", *tools], "checking the tools")
+                        str(make), *tools], "checking the tools")
         text, _, state_text = res.stdout.partition("@@state\n")
         lines = text.split("\n")
         missing = [line.split(" ", 1)[1] for line in lines if line.startswith("missing ")]
@@ -329,6 +357,15 @@ class _Ops:
         fs["device"] = device.strip() or None
         return fs
 
+    def mount(self, argv: Sequence[str], mountpoint: str, what: str) -> dict:
+        """``mount *argv mountpoint``; returns findmnt's record of the new mount."""
+        res = self.run(["sh", "-c", _MOUNT, "briefkit-mount", *argv, mountpoint], what)
+        try:
+            return json.loads(res.stdout)["filesystems"][-1]
+        except (ValueError, KeyError, IndexError):
+            raise StorageError(f"{self.where}: {what}: mount succeeded but findmnt does not show "
+                               f"{mountpoint}") from None
+
     def unmount(self, mountpoint: str, uid: int) -> None:
         argv = ["umount", "--", mountpoint] if uid == 0 else ["fusermount", "-u", "--", mountpoint]
         self.run(argv, f"unmounting {mountpoint} (is a process still using it?)")
@@ -366,6 +403,8 @@ class StorageConfig:
     #: tools setup runs on the host, and whether it needs root
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink")
     needs_root: ClassVar[bool] = False
+    #: whether setup mounts something on <state>/mnt
+    mounts_something: ClassVar[bool] = True
 
     @classmethod
     def parse(cls, name: str, spec: Mapping, where: str) -> StorageConfig:
@@ -397,7 +436,8 @@ class StorageConfig:
         """Make the storage ready on ``host``; safe to call again after an interrupted run."""
         ops = _Ops(host, self.where)
         uid, sdir, state = ops.begin(self.kind, self.required_tools(), root=self.needs_root,
-                                     fuse=self.kind == "sshfs", sdir=self.state_dir(workdir), make=True)
+                                     fuse=self.kind == "sshfs", sdir=self.state_dir(workdir),
+                                     make=2 if self.mounts_something else 1)
         if sdir is None:
             raise StorageError(f"{self.where}: cannot create {self.state_dir(workdir)} on {host.name}")
         if state.get("kind") not in (None, self.kind):
@@ -425,7 +465,8 @@ class StorageConfig:
         problems: list[str] = []
         self._teardown(ops, sdir, state, uid, problems)
         if not problems:
-            res = ops.run(["sh", "-c", _FINISH, "briefkit-storage", sdir], "removing the state directory")
+            res = ops.run(["sh", "-c", _FINISH, "briefkit-storage", sdir, *self._made_files(sdir)],
+                          "removing the state directory")
             if "mnt-left" in res.stdout:
                 problems.append(f"{sdir}/mnt is still mounted or not empty after unmounting; left in place")
         if problems:
@@ -442,6 +483,10 @@ class StorageConfig:
     def _teardown(self, ops: _Ops, sdir: str, state: dict, uid: int, problems: list[str]) -> None:
         pass
 
+    def _made_files(self, sdir: str) -> list[str]:
+        """Files setup made in the state directory, removed once teardown found no problem."""
+        return []
+
     def _prepared(self, sdir: str, path: str, device: str | None, description: dict, *, raw: bool = False,
                   destroy_data: bool = False) -> Prepared:
         return Prepared(name=self.name, kind=self.kind, path=path, device=device, raw_device=raw,
@@ -453,6 +498,7 @@ class StorageConfig:
         """Reuse a mount at ``mnt`` that is ours and as wanted (returned); unmount ours that are not,
         and make sure the empty mount point exists (None returned). A foreign mount on our mount
         point is an error (we did not make it, so we leave it)."""
+        unmounted = False
         for fs in reversed(ops.mounts_at(mnt)):
             if not is_ours(fs):
                 raise StorageError(f"{self.where}: {fs.get('source')} ({fs.get('fstype')}) is mounted on {mnt}, "
@@ -460,7 +506,9 @@ class StorageConfig:
             if wanted_ok(fs):
                 return fs
             ops.unmount(mnt, uid)
-        ops.mkdir(mnt)  # after unmounting: a dead FUSE mount there would make mkdir fail
+            unmounted = True
+        if unmounted:
+            ops.mkdir(mnt)  # begin could not make it under a dead FUSE mount
         return None
 
 
@@ -469,6 +517,7 @@ class DirConfig(StorageConfig):
     path: str = ""
     kind: ClassVar[str] = "dir"
     keys: ClassVar[tuple[str, ...]] = ("path",)
+    mounts_something: ClassVar[bool] = False
 
     @classmethod
     def parse(cls, name, spec, where):
@@ -520,9 +569,7 @@ class TmpfsConfig(StorageConfig):
                                                                                       self.mount_options), uid)
         if fs is None:
             options = ",".join((f"size={self.size}", *self.mount_options))
-            ops.run(["mount", "-t", "tmpfs", "-o", options, self._source(), mnt], f"mounting tmpfs on {mnt}")
-            state["mounted"] = mnt
-            fs = ops.mounts_at(mnt)[-1]
+            fs = ops.mount(["-t", "tmpfs", "-o", options, self._source()], mnt, f"mounting tmpfs on {mnt}")
         return self._prepared(sdir, mnt, None, {
             "filesystem": "tmpfs", "size": _human(self.size), "size_bytes": self.size,
             "mount_options": fs.get("options"), "mount_options_requested": ",".join(self.mount_options),
@@ -564,19 +611,18 @@ class LoopXfsConfig(StorageConfig):
         out.update(direct_io=self.direct_io, preallocate=self.preallocate)
         return out
 
-    def _loops(self, ops: _Ops, image: str) -> list[str]:
-        """Loop devices attached to our image (also those an interrupted run left behind)."""
-        res = ops.run(["losetup", "-n", "-O", "NAME", "-j", image], f"looking for loop devices of {image}")
-        return [line.strip() for line in res.stdout.splitlines() if line.strip()]
-
-    def _image_size(self, ops: _Ops, image: str) -> int | None:
-        res = ops.run(["stat", "-c", "%s", "--", image], f"looking for {image}", ok=(0, 1))
-        return int(res.stdout.strip()) if res.returncode == 0 and res.stdout.strip().isdigit() else None
+    def _image(self, ops: _Ops, image: str) -> tuple[int | None, list[str]]:
+        """The image's size (None: no image) and the loop devices attached to it (also those an
+        interrupted run left behind)."""
+        res = ops.run(["sh", "-c", _IMAGE, "briefkit-image", image], f"looking for {image}")
+        lines = [line.strip() for line in res.stdout.splitlines() if line.strip()]
+        if not lines or not lines[0].isdigit():
+            return None, []
+        return int(lines[0]), lines[1:]
 
     def _setup(self, ops, sdir, state, uid):
         image, mnt = posixpath.join(sdir, "image"), posixpath.join(sdir, "mnt")
-        size = self._image_size(ops, image)
-        loops = self._loops(ops, image) if size is not None else []
+        size, loops = self._image(ops, image)
         # state["mkfs"]: the mkfs options of a completed mkfs on this image (so a rerun keeps its data)
         made = state.get("mkfs") == list(self.mkfs_options)
         fs = self._ours_mounted(ops, mnt, lambda f: f.get("source") in loops,
@@ -611,9 +657,8 @@ class LoopXfsConfig(StorageConfig):
             if not (made and ops.blkid(device).get("TYPE") == "xfs"):
                 ops.run(["mkfs.xfs", "-f", "-q", *self.mkfs_options, device], f"making XFS on {device}")
                 state["mkfs"] = list(self.mkfs_options)
-            argv = ["mount", "-t", "xfs"] + (["-o", ",".join(self.mount_options)] if self.mount_options else [])
-            ops.run([*argv, device, mnt], f"mounting {device} on {mnt}")
-            fs = ops.mounts_at(mnt)[-1]
+            argv = ["-t", "xfs"] + (["-o", ",".join(self.mount_options)] if self.mount_options else [])
+            fs = ops.mount([*argv, device], mnt, f"mounting {device} on {mnt}")
         info = self._loop_info(ops, device)
         return self._prepared(sdir, mnt, device, {
             "filesystem": "xfs", "size": _human(self.size), "size_bytes": self.size,
@@ -624,38 +669,38 @@ class LoopXfsConfig(StorageConfig):
         })
 
     def _loop_info(self, ops: _Ops, device: str) -> dict:
-        res = ops.run(["losetup", "-J", "-l", device], f"reading {device}", ok=(0, 1))
+        """losetup's record of ``device`` (dio, back-file) and the filesystem holding its image."""
+        res = ops.run(["sh", "-c", _LOOP_INFO, "briefkit-loop", device], f"reading {device}", ok=(0, 1))
+        loop, _, backing = res.stdout.partition("@@backing")
         info: dict = {}
         try:
-            info = (json.loads(res.stdout).get("loopdevices") or [{}])[0]
-        except ValueError:
+            info = (json.loads(loop).get("loopdevices") or [{}])[0]
+            fs = json.loads(backing)["filesystems"][0]
+            info.update(backing_fstype=fs.get("fstype"), backing_source=fs.get("source"))
+        except (ValueError, KeyError, IndexError):
             pass
-        if info.get("back-file"):
-            try:
-                fs = ops.mount_of(info["back-file"].split(" (", 1)[0])
-                info.update(backing_fstype=fs.get("fstype"), backing_source=fs.get("source"))
-            except (StorageError, KeyError, IndexError, ValueError):
-                pass
         return info
 
     def _teardown(self, ops, sdir, state, uid, problems):
         image, mnt = posixpath.join(sdir, "image"), posixpath.join(sdir, "mnt")
-        size = self._image_size(ops, image)
-        loops = self._loops(ops, image) if size is not None else []
-        for fs in reversed(ops.mounts_at(mnt)):
+        size, loops = self._image(ops, image)
+        mounts = ops.mounts()
+        for fs in reversed([fs for fs in mounts if fs.get("target") == mnt]):
             if fs.get("source") in loops:
                 ops.unmount(mnt, uid)
             else:
                 problems.append(f"{fs.get('source')} is mounted on {mnt} and is not our image; left mounted")
                 return
-        elsewhere = [f"{fs.get('source')} on {fs.get('target')}" for fs in ops.mounts() if fs.get("source") in loops]
+        elsewhere = [f"{fs.get('source')} on {fs.get('target')}" for fs in mounts
+                     if fs.get("source") in loops and fs.get("target") != mnt]
         if elsewhere:
             problems.append(f"our image is still mounted elsewhere: {'; '.join(elsewhere)}; left attached")
             return
-        for device in loops:
-            ops.run(["losetup", "-d", device], f"detaching {device}")
-        if size is not None:
-            ops.run(["rm", "-f", "--", image], f"removing {image}")
+        if loops:
+            ops.run(["losetup", "-d", *loops], f"detaching {', '.join(loops)}")
+
+    def _made_files(self, sdir):
+        return [posixpath.join(sdir, "image")]
 
 
 @dataclass(frozen=True)
@@ -693,6 +738,10 @@ class BlockConfig(StorageConfig):
         out["destroy_data"] = self.destroy_data
         return out
 
+    @property
+    def mounts_something(self) -> bool:  # a raw device is not mounted
+        return self.filesystem is not None
+
     def required_tools(self):
         if self.filesystem is None:
             return self.tools
@@ -703,8 +752,10 @@ class BlockConfig(StorageConfig):
         if self.filesystem is None:
             state_ = check_block_target(ops.host, self.device, destroy_data=self.destroy_data,
                                         named_in=[self.device], where=self.where)
-            # path: the state directory, on the host's own disk (NOT the device) for the workload's side files
-            return self._prepared(sdir, sdir, state_.resolved, {**info, "device_node": state_.resolved,
+            # path: a folder in the state directory, on the host's own disk (NOT the device under test),
+            # for the workload's side files
+            files = ops.mkdir(posixpath.join(sdir, "files"))[1]
+            return self._prepared(sdir, files, state_.resolved, {**info, "device_node": state_.resolved,
                                                                 "filesystem": None, "raw": True,
                                                                 "found_before": state_.describe()},
                                   raw=True, destroy_data=self.destroy_data)
@@ -728,9 +779,8 @@ class BlockConfig(StorageConfig):
                 state.update(device=resolved, fs_uuid=ops.blkid(self.device).get("UUID"),
                              mkfs=[self.filesystem, *self.mkfs_options])
                 ops.write_state(sdir, state)
-            argv = ["mount", "-t", self.filesystem] + (["-o", ",".join(self.mount_options)] if self.mount_options else [])
-            ops.run([*argv, self.device, mnt], f"mounting {self.device} on {mnt}")
-            fs = ops.mounts_at(mnt)[-1]
+            argv = ["-t", self.filesystem] + (["-o", ",".join(self.mount_options)] if self.mount_options else [])
+            fs = ops.mount([*argv, self.device], mnt, f"mounting {self.device} on {mnt}")
         force = "-f" if self.filesystem == "xfs" else "-F"
         return self._prepared(sdir, mnt, resolved, {
             **info, "device_node": resolved, "filesystem": self.filesystem, "mount_options": fs.get("options"),
@@ -803,7 +853,6 @@ class SshfsConfig(StorageConfig):
                                 lambda f: state.get("mount_options") == list(self.mount_options)
                                 and self._alive(ops, mnt), uid)
         if fs is None:
-            self._login(ops, user)
             options = ",".join([*self._ssh_options(), *self.mount_options])
             # sshfs leaves its ssh child holding stderr: run it as a detached job so nothing waits on that pipe
             jobs = posixpath.join(sdir, "jobs")
@@ -812,12 +861,12 @@ class SshfsConfig(StorageConfig):
                 rc = job.wait(timeout=60)
             except HostError as exc:
                 raise StorageError(f"{self.where}: sshfs did not mount {remote} on {mnt}: {exc}") from None
-            if rc != 0 or not ops.mounts_at(mnt):
+            mounted = ops.mounts_at(mnt) if rc == 0 else []
+            if not mounted:
                 err = ops.host.read_text(job.stderr_path).strip()
-                raise StorageError(f"{self.where}: sshfs {remote} {mnt} failed on {ops.host.name} (exit {rc}): "
-                                   f"{err[-1500:] or 'no message'}")
+                raise self._failed(ops, user, f"sshfs {remote} {mnt} exited with {rc}: {err[-1000:] or 'no message'}")
             state["mount_options"] = list(self.mount_options)
-            fs = ops.mounts_at(mnt)[-1]
+            fs = mounted[-1]
         held = ops.mount_of(source)
         device = held["device"]
         return self._prepared(sdir, mnt, device, {
@@ -833,19 +882,20 @@ class SshfsConfig(StorageConfig):
         return ops.run(["stat", "-f", "-c", "%b", "--", mnt], f"checking {mnt}", ok=(0, 1),
                        timeout=30).returncode == 0
 
-    def _login(self, ops: _Ops, user: str) -> None:
+    def _failed(self, ops: _Ops, user: str, what: str) -> StorageError:
+        """sshfs could not mount: say what the host needs. sshfs keeps ssh's own complaint to itself,
+        so ssh is run once more, alone, with the same options, to quote it."""
         argv = ["ssh"] + [a for o in self._ssh_options() for a in ("-o", o)] + [f"{user}@{self.address}", "true"]
-        res = ops.host.run(argv, timeout=60, check=False)
-        if res.returncode == 0:
-            return
+        probe = ops.host.run(argv, timeout=60, check=False)
+        said = probe.stderr.strip()[-600:] if probe.returncode != 0 else "ssh itself logs in"
         kh = self.known_hosts or "~/.ssh/known_hosts"
-        raise StorageError(
-            f"{self.where}: sshfs needs to log in to {self.address}:{self.port} as {user} from {ops.host.name} "
-            f"itself, and that failed ({res.stderr.strip()[-600:] or f'ssh exited with {res.returncode}'}). "
-            f"The host needs an sshd listening on {self.address}:{self.port} ({self.where}.port), a private key "
-            f"that sshd accepts for {user} ({self.where}.identity: {self.identity or 'ssh default keys'}), and "
-            f"that sshd's host key in {kh} ({self.where}.known_hosts; e.g. "
-            f"ssh-keyscan -p {self.port} {self.address} >> {kh}, after checking the fingerprint)")
+        return StorageError(
+            f"{self.where}: sshfs logs in to {self.address}:{self.port} as {user} from {ops.host.name} itself, "
+            f"and that failed: {what}; ssh says: {said or f'exit code {probe.returncode}'}. The host needs an sshd listening on "
+            f"{self.address}:{self.port} ({self.where}.port), a private key that sshd accepts for {user} "
+            f"({self.where}.identity: {self.identity or 'ssh default keys'}), and that sshd's host key in {kh} "
+            f"({self.where}.known_hosts; e.g. ssh-keyscan -p {self.port} {self.address} >> {kh}, after checking "
+            f"the fingerprint)")
 
     def _teardown(self, ops, sdir, state, uid, problems):
         mnt = posixpath.join(sdir, "mnt")
