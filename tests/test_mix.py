@@ -444,3 +444,79 @@ def test_percentile_table_and_sources_written_in_another_checkout(sweep, tmp_pat
                  & (merged["metric"] == "write_clat_p99")].iloc[0]
     assert table.loc[3, "disk write p99 (ms)"] == f"{row['value'] / 1e3:,.2f}"
     assert mix.percentile_table(mix.merged_percentiles(elsewhere), CONFIGS).empty   # not found: no table
+
+
+# ------------------------------------------------------------------------------- the notebook
+
+
+def _execute_notebook(tmp_path, monkeypatch, table: pd.DataFrame) -> tuple[str, list[str]]:
+    """notebooks/fio_mix.ipynb run by papermill in a copy of the checkout whose params.yaml declares
+    no campaign: the samples come from ``samples_path``. Returns (all markdown, html tables)."""
+    import shutil
+
+    import papermill
+    root = Path(__file__).resolve().parents[1]
+    base = tmp_path / "checkout"
+    shutil.copytree(root / "notebooks", base / "notebooks")
+    shutil.copytree(root / "data" / "published" / "fio-6600ion", base / "data" / "published" / "fio-6600ion")
+    (base / "params.yaml").write_text(
+        "briefs:\n  fio-6600ion: {notebook: fio_mix, published: data/published/fio-6600ion}\n")
+    path = tmp_path / "samples.parquet"
+    table.to_parquet(path, index=False)
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(base))
+    out = tmp_path / "out.ipynb"
+    papermill.execute_notebook(str(base / "notebooks" / "fio_mix.ipynb"), str(out), cwd=str(base / "notebooks"),
+                               parameters={"samples_path": str(path),
+                                           "published_dir": str(base / "data/published/fio-6600ion")},
+                               progress_bar=False, kernel_name="python3")
+    markdown, tables = [], []
+    for cell in json.loads(out.read_text())["cells"]:
+        for output in cell.get("outputs", []):
+            assert output["output_type"] != "error", output
+            data = output.get("data", {})
+            markdown.append("".join(data.get("text/markdown", "")))
+            if "<table" in "".join(data.get("text/html", "")):
+                tables.append("".join(data["text/html"]))
+    return "\n".join(markdown), tables
+
+
+def _cells(html: str) -> list[str]:
+    return re.findall(r"<td>(.*?)</td>", html)
+
+
+@pytest.mark.slow
+def test_notebook_without_watts_says_not_measured_and_shows_no_efficiency_number(sweep, tmp_path, monkeypatch):
+    from briefkit import published
+    table = samples.concat([published.load(PUBLISHED).samples(), sweep])
+    markdown, tables = _execute_notebook(tmp_path, monkeypatch, table)
+    assert markdown.startswith("# One Micron 6600 ION SSD or 16 HDDs")
+    assert "## Part A" in markdown and "## Part B" in markdown
+    for name in ("Write-heavy (30/70 R/W)", "Read-heavy (70/30 R/W)"):
+        assert f"### {name}" in markdown
+    assert markdown.count("**Power efficiency: not measured.**") == 2
+    efficiency = [t for t in tables if "power efficiency (not measured)" in t]
+    assert len(efficiency) == 2
+    for html in efficiency:
+        cells = _cells(html)
+        # per row: block size, concurrency, then 2 metrics x 2 configurations, every one n/a
+        rows = [cells[i:i + 6] for i in range(0, len(cells), 6)]
+        assert len(rows) == 4 and all(row[2:] == ["n/a"] * 4 for row in rows)
+    assert not [t for t in tables if "MB/s per W; TB/kWh" in t]
+    multiples = [t for t in tables if "multiples at low and high concurrency" in t]
+    assert all("not measured" in t for t in multiples)
+
+
+@pytest.mark.slow
+def test_notebook_with_watts_shows_the_efficiency_tables(sweep, tmp_path, monkeypatch):
+    from briefkit import published
+    # TEST INPUT: invented watts per repetition (the fixtures have no power reading).
+    powered = samples.concat([published.load(PUBLISHED).samples(), sweep,
+                              _watts_rows(sweep, lambda c, load, rep: {"xfs-loop": 8.0, "disk": 12.5}[c])])
+    markdown, tables = _execute_notebook(tmp_path, monkeypatch, powered)
+    assert "Power efficiency: not measured" not in markdown
+    efficiency = [t for t in tables if "MB/s per W; TB/kWh = 3.6 x MB/s per W" in t]
+    assert len(efficiency) == 2
+    for html in efficiency:
+        cells = _cells(html)
+        rows = [cells[i:i + 6] for i in range(0, len(cells), 6)]
+        assert len(rows) == 4 and all(re.match(r"\d[\d,]*\.\d", c) for row in rows for c in row[2:])
