@@ -290,9 +290,10 @@ class CampaignTables:
     status: pd.DataFrame     # points done / skipped / failed / left per configuration
 
 
-def campaign_tables(brief: str, name: str, base=None) -> CampaignTables:
+def campaign_tables(brief: str, name: str, base=None, measured: Sequence[str] = ()) -> CampaignTables:
     """The declaration (params.yaml) and the recorded inventory (data/raw/.../inventory.json) of a
-    campaign, as tables."""
+    campaign, as tables. ``measured``: the configurations the samples have, listed (as "not
+    declared") when params.yaml no longer declares the campaign."""
     from briefkit import campaign, inventory
 
     try:
@@ -306,7 +307,7 @@ def campaign_tables(brief: str, name: str, base=None) -> CampaignTables:
             found = json.loads(path.read_text(encoding="utf-8"))
     configs = (found or {}).get("configs") or {}
     rows = []
-    for config in (list(camp.configs) if camp else sorted(configs)):
+    for config in (list(camp.configs) if camp else sorted(set(configs) | set(measured))):
         info = configs.get(config) or {}
         rows.append({"Configuration": config,
                      "Label": (camp.labels.get(config) if camp else None) or info.get("label") or config,
