@@ -152,6 +152,18 @@ def test_database_consistency_after_the_run(cluster, run):
     assert int(one(cluster, "SELECT count(*) FROM history")) > 10 * SCALE.customers
 
 
+def test_one_query_snapshot_matches_the_views(cluster):
+    """wal.record's single query gives the same counters as read_snapshot's separate ones."""
+    version = cluster.server_version_num()
+    cluster.query("CHECKPOINT")   # nothing writes WAL between the two reads below
+    data = wal.record(lambda sql: cluster.query(sql, dbname="tpcc"), version,
+                      {"orders": "SELECT count(*) FROM orders"})
+    again = wal.read_snapshot(lambda sql: cluster.query(sql, dbname="tpcc"))
+    assert wal.from_record(data) == again
+    assert data["orders"] == int(one(cluster, "SELECT count(*) FROM orders"))
+    assert data["pg_stat_wal"]["wal_sync"] == again.syncs and data["server_version_num"] == version
+
+
 def test_wal_latency_snapshot(run):
     before, after = run["before"]["wal"], run["after"]["wal"]
     assert before.source == "pg_stat_wal"

@@ -62,3 +62,25 @@ def test_synchronous_writes_without_flushes():
     assert step.log_write_ms == 2.0 and math.isnan(step.sync_ms)
     idle = wal.latency(wal.WalSnapshot(5, 1.0, 5, 1.0, "x"), wal.WalSnapshot(5, 1.0, 5, 1.0, "x"))
     assert math.isnan(idle.log_write_ms)
+
+
+def test_one_query_snapshot_by_version():
+    sql15 = wal.record_sql(150018, {"orders": "SELECT 1"})
+    assert "FROM pg_stat_wal) AS s(a, b, c, d)" in sql15 and "pg_stat_io" not in sql15
+    assert "'orders', (SELECT 1)" in sql15
+    sql18 = wal.record_sql(180001)
+    assert "FROM pg_stat_io WHERE object = 'wal') AS s(a, b, c, d)" in sql18 and "'pg_stat_io_wal'" in sql18
+    with pytest.raises(ValueError, match="identifier"):
+        wal.record_sql(150018, {"bad key": "SELECT 1"})
+
+
+def test_record_round_trip_and_timing_check():
+    printed = '{"server_version_num": 180001, "track_wal_io_timing": "on", "counters": [120, 3.5, 100, 41.25], ' \
+              '"pg_stat_wal": {"wal_records": 9}, "pg_stat_io_wal": []}'
+    data = wal.record(lambda sql: [[printed]], 180001)
+    assert data["source"] == "pg_stat_io" and data["counters"]["syncs"] == 100
+    assert wal.from_record(data) == wal.WalSnapshot(120, 3.5, 100, 41.25, "pg_stat_io")
+    with pytest.raises(RuntimeError, match="track_wal_io_timing"):
+        wal.record(lambda sql: [[printed.replace('"on"', '"off"')]], 180001)
+    with pytest.raises(ValueError, match="wal_after.json: not a WAL snapshot record"):
+        wal.from_record({"source": "pg_stat_wal"}, "wal_after.json")

@@ -45,6 +45,7 @@ from briefkit.workloads.base import CampaignError, Point, PointRun, Workload
 from briefkit.workloads.oltp import LOAD_SQL, SCHEMA_SQL, Scale, pgbench_argv, script_names, write_scripts
 from briefkit.workloads.oltp import wal
 from briefkit.workloads.oltp.cluster import DEFAULT_SETTINGS, PgCluster, find_bindir
+from briefkit.workloads.oltp.commands import CommandFailed
 
 if TYPE_CHECKING:
     from briefkit.hosts import Host
@@ -57,6 +58,12 @@ MANAGED_SERVER_SETTINGS = ("port", "unix_socket_directories", "track_wal_io_timi
 RESERVED_CONNECTIONS = 3
 _SERVER_NAME = re.compile(r"[a-z_][a-z0-9_.]*\Z")
 _LOG = re.compile(r"tx\.\d+\Z")
+#: taken with the WAL statistics before and after each step
+SNAPSHOT_EXTRA = {
+    "district_next_o_id_sum": "SELECT sum(d_next_o_id) FROM district",
+    "pg_stat_database": "SELECT row_to_json(d) FROM (SELECT xact_commit, xact_rollback FROM pg_stat_database "
+                        "WHERE datname = current_database()) AS d",
+}
 
 
 class OltpWorkload(Workload):
@@ -153,14 +160,21 @@ class OltpWorkload(Workload):
                          bindir=bindir, settings=dict(settings["server"] or {}), logfile=paths["logfile"])
 
     def tool_version(self, host: Host, settings: Mapping[str, Any]) -> str:
-        bindir = find_bindir(host, settings["pg_version"])
-        out = host.run([f"{bindir}/pgbench", "--version"], check=False).stdout.strip()
-        found = re.search(r"\d+(?:\.\d+)+", out)
-        return found.group(0) if found else out
+        # asked before every point: three commands over SSH each time add up over a ramp
+        key = (getattr(host, "name", ""), settings["pg_version"])
+        cache = self.__dict__.setdefault("_versions", {})
+        if key not in cache:
+            bindir = find_bindir(host, settings["pg_version"])
+            out = host.run([f"{bindir}/pgbench", "--version"], check=False).stdout.strip()
+            cache[key] = _version(out) or out
+        return cache[key]
 
     # --- running -----------------------------------------------------------------------------
     def prepare(self, host: Host, storage: Prepared, settings: Mapping[str, Any], remote_dir: str,
                 progress: Callable[[str], None]) -> dict[str, Any]:
+        if getattr(storage, "raw_device", False):
+            raise CampaignError(f"{getattr(storage, 'where', '') or storage.name}: the OLTP workload needs a filesystem for the "
+                                "database; declare the block device with filesystem: xfs (or ext4)")
         paths = self.layout(storage.path, settings)
         scale = Scale(settings["warehouses"], settings["shrink"])
         cluster = self.cluster(host, storage, settings)
@@ -215,9 +229,7 @@ class OltpWorkload(Workload):
     def run(self, run: PointRun) -> None:
         settings, host = run.settings, run.host
         cluster = self.cluster(host, run.storage, settings, bindir=run.state.get("bindir"))
-        if not cluster.is_running():
-            raise CampaignError(f"PostgreSQL is not running in {cluster.datadir} (prepare starts it); "
-                                f"its log {cluster.logfile} says why it stopped")
+        version = int(run.state.get("server_version_num") or cluster.server_version_num())
         clients = int(run.point.values["clients"])
         scale = Scale(settings["warehouses"], settings["shrink"])
         script_dir = write_scripts(host.write_text, run.remote_dir)
@@ -226,12 +238,12 @@ class OltpWorkload(Workload):
                             log_prefix=run.path("tx"), seed=int(settings["seed"]), script_dir=script_dir,
                             jobs=jobs, dbname=DBNAME, progress_s=1, pgbench=f"{cluster.bindir}/pgbench")
         log_offset = _size(host, cluster.logfile)
-        before = self._snapshot(cluster)
+        before = self._snapshot(cluster, version)
         host.write_text(run.path("wal_before.json"), json.dumps(before, indent=2, sort_keys=True) + "\n")
         rc = run.run_job(argv, "pgbench", timeout=float(settings["duration_s"]) + 600.0,
                          expected_s=float(settings["duration_s"]))
         try:
-            after = self._snapshot(cluster)
+            after = self._snapshot(cluster, version)
             host.write_text(run.path("wal_after.json"), json.dumps(after, indent=2, sort_keys=True) + "\n")
         except Exception:
             if rc == 0:
@@ -248,7 +260,7 @@ class OltpWorkload(Workload):
             "wal_log_write_ms": None if math.isnan(step.log_write_ms) else step.log_write_ms,
             "wal_syncs": step.syncs,
             # HammerDB's NOPM definition, from the database, over the whole job (no warm-up cut)
-            "server_new_orders": after["district_next_o_id_sum"] - before["district_next_o_id_sum"],
+            "server_new_orders": int(after["district_next_o_id_sum"]) - int(before["district_next_o_id_sum"]),
             "server_seconds": after["taken_at"] - before["taken_at"],
         })
 
@@ -266,17 +278,19 @@ class OltpWorkload(Workload):
                                 f"{pid.strip()}, data directory {datadir.strip()}); stop it or choose another port")
 
     @staticmethod
-    def _snapshot(cluster: PgCluster) -> dict[str, Any]:
-        def query(sql: str) -> list[list[str]]:
-            return cluster.query(sql, dbname=DBNAME)
-
+    def _snapshot(cluster: PgCluster, server_version_num: int) -> dict[str, Any]:
+        """WAL statistics, the order ids handed out so far (HammerDB's NOPM counter) and the
+        database's commit/rollback counts, in one query."""
         taken = time.time()
-        record = {"taken_at": taken, "wal": wal.record(query)}
-        record["district_next_o_id_sum"] = int(query("SELECT sum(d_next_o_id) FROM district")[0][0])
-        commits, rollbacks = query(f"SELECT xact_commit, xact_rollback FROM pg_stat_database "
-                                   f"WHERE datname = '{DBNAME}'")[0]
-        record["pg_stat_database"] = {"xact_commit": int(commits), "xact_rollback": int(rollbacks)}
-        return record
+        try:
+            data = wal.record(lambda sql: cluster.query(sql, dbname=DBNAME), server_version_num, SNAPSHOT_EXTRA)
+        except CommandFailed:
+            if not cluster.is_running():
+                raise CampaignError(f"PostgreSQL is not running in {cluster.datadir} (prepare starts it); "
+                                    f"its log {cluster.logfile} says why it stopped") from None
+            raise
+        extra = {name: data.pop(name) for name in SNAPSHOT_EXTRA}
+        return {"taken_at": taken, "wal": data, **extra}
 
     def finish(self, host: Host, storage: Prepared, settings: Mapping[str, Any], state: dict[str, Any]) -> None:
         try:

@@ -17,7 +17,7 @@ A step's latency is the difference of two snapshots taken before and after it:
 
 These are interval means, not percentiles; with group commit one flush serves many commits.
 
-``record`` keeps a snapshot as JSON (the four counters as the server printed them, and the whole
+``record`` takes a snapshot in one query and keeps it as JSON (the four counters, and the whole
 statistics rows for the record); ``from_record`` reads it back, so that a step's raw files are
 written before anything is computed from them.
 """
@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 #: a function running one SQL query and returning its rows as lists of strings (PgCluster.query)
@@ -96,20 +97,42 @@ def latency(before: WalSnapshot, after: WalSnapshot) -> WalLatency:
     )
 
 
-def record(query: Query) -> dict:
-    """A snapshot as a JSON-serialisable dict: server version, the view used, the four counters
-    as printed (``writes, write_time_ms, syncs, sync_time_ms``), and the whole pg_stat_wal row
-    (PostgreSQL 14+) and pg_stat_io WAL rows (16+) as the server returned them."""
-    snapshot = read_snapshot(query)
-    version = int(query("SHOW server_version_num")[0][0])
-    out = {"server_version_num": version, "source": snapshot.source,
-           "counters": {"writes": snapshot.writes, "write_time_ms": snapshot.write_time_ms,
-                        "syncs": snapshot.syncs, "sync_time_ms": snapshot.sync_time_ms}}
-    out["pg_stat_wal"] = json.loads(query("SELECT row_to_json(w) FROM pg_stat_wal w")[0][0])
-    if version >= 160000:
-        rows = query("SELECT coalesce(json_agg(i), '[]') FROM pg_stat_io i WHERE object = 'wal'")
-        out["pg_stat_io_wal"] = json.loads(rows[0][0])
-    return out
+def record_sql(server_version_num: int, extra: Mapping[str, str] | None = None) -> str:
+    """One query returning a snapshot as a JSON object (one round trip: a snapshot is taken right
+    before and after a step). Keys: ``server_version_num``, ``track_wal_io_timing``, ``counters``
+    (writes, write time, syncs, sync time from ``wal_stats_sql``), ``pg_stat_wal`` (the whole row),
+    ``pg_stat_io_wal`` (PostgreSQL 16+: its WAL rows), and one key per ``extra`` (name -> a scalar
+    subquery, e.g. a table's counter)."""
+    counters, _ = wal_stats_sql(server_version_num)
+    parts = ["'server_version_num', current_setting('server_version_num')::integer",
+             "'track_wal_io_timing', current_setting('track_wal_io_timing')",
+             f"'counters', (SELECT json_build_array(a, b, c, d) FROM ({counters}) AS s(a, b, c, d))",
+             "'pg_stat_wal', (SELECT row_to_json(w) FROM pg_stat_wal w)"]
+    if server_version_num >= 160000:
+        parts.append("'pg_stat_io_wal', (SELECT coalesce(json_agg(i), '[]') FROM pg_stat_io i WHERE object = 'wal')")
+    for name, sql in (extra or {}).items():
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
+            raise ValueError(f"extra snapshot key {name!r} must be a lower-case identifier")
+        parts.append(f"'{name}', ({sql})")
+    return f"SELECT json_build_object({', '.join(parts)})"
+
+
+def record(query: Query, server_version_num: int, extra: Mapping[str, str] | None = None) -> dict:
+    """A snapshot as a JSON-serialisable dict (``record_sql``'s keys, ``counters`` as a mapping
+    ``writes, write_time_ms, syncs, sync_time_ms``, plus ``source``: the view they came from).
+    Refuses a server whose ``track_wal_io_timing`` is off, like ``read_snapshot``."""
+    rows = query(record_sql(server_version_num, extra))
+    if len(rows) != 1 or len(rows[0]) != 1:
+        raise RuntimeError(f"WAL snapshot: expected one JSON value, got {rows!r}")
+    data = json.loads(rows[0][0])
+    if data.get("track_wal_io_timing") != "on":
+        raise RuntimeError(f"track_wal_io_timing is {data.get('track_wal_io_timing')!r}: WAL write times are not "
+                           "measured; set track_wal_io_timing = on (PgCluster does by default)")
+    writes, write_time, syncs, sync_time = data["counters"]
+    data["counters"] = {"writes": int(writes), "write_time_ms": float(write_time), "syncs": int(syncs),
+                        "sync_time_ms": float(sync_time)}
+    data["source"] = wal_stats_sql(server_version_num)[1]
+    return data
 
 
 def from_record(data: dict, where: str = "snapshot") -> WalSnapshot:
