@@ -221,3 +221,101 @@ def ramps(table: pd.DataFrame, rule: StopRule = StopRule(), configs: Sequence[st
         stopped = next((i for i in range(len(steps)) if stop_reasons(steps, i, rule)), None)
         out[config] = Ramp(config, steps, chosen, reason, stopped)
     return out
+
+
+# --- reading measured ramps for a brief --------------------------------------------------------
+
+def _num(value: float | None, decimals: int) -> str:
+    from briefkit.numbers import fmt
+
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt(value, decimals)
+
+
+def _change(value: float, decimals: int = 1) -> str:
+    return "n/a" if math.isnan(value) else f"{value:+.{decimals}f} %"
+
+
+def steps_table(found: Mapping[str, Ramp], labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Every step of every ramp with what the stop rule looks at: NOPM and its gain over the step
+    before, mean and 99.9th percentile transaction time and the rise of the latter, WAL write
+    latency, and the step's role (reported, stop condition met, after it)."""
+    rows = []
+    for config, found_ramp in found.items():
+        for index, step in enumerate(found_ramp.steps):
+            before = found_ramp.steps[index - 1] if index else None
+            role = ("reported" if index == found_ramp.chosen else
+                    "stop condition met" if index == found_ramp.stopped_at else "")
+            rows.append({
+                "Config": (labels or {}).get(config, config) if labels is not None else config,
+                "Clients": step.clients,
+                "NOPM": _num(step.nopm, 0),
+                "NOPM gain": _change(relative_change_pct(before.nopm, step.nopm)) if before else "",
+                "Mean (ms)": _num(step.lat_mean_ms, 2),
+                "99.9% (ms)": _num(step.lat_p999_ms, 2),
+                "99.9% rise": _change(relative_change_pct(before.lat_p999_ms, step.lat_p999_ms)) if before else "",
+                "WAL write (ms)": _num(step.wal_write_ms, 3),
+                "Step": role,
+            })
+    return pd.DataFrame(rows, columns=["Config", "Clients", "NOPM", "NOPM gain", "Mean (ms)", "99.9% (ms)",
+                                       "99.9% rise", "WAL write (ms)", "Step"])
+
+
+@dataclass(frozen=True)
+class Relative:
+    """One configuration's reported step against the baseline's, as the brief states it."""
+
+    config: str
+    clients: int
+    nopm: float
+    nopm_ratio: float           # nopm / baseline nopm ("~2.5x")
+    mean_ms: float
+    mean_lower_pct: float       # 100 x (1 - mean / baseline mean): "23 % lower"
+    p999_ms: float
+    p999_lower_pct: float
+
+
+def relative_to(found: Mapping[str, Ramp], baseline: str) -> list[Relative]:
+    """Each configuration with a reported step against the baseline's reported step (the
+    baseline included, at 1.0x / 0 %). Empty when the baseline has no reported step."""
+    base = found.get(baseline)
+    if base is None or base.point is None:
+        return []
+    b = base.point
+    out = []
+    for config, found_ramp in found.items():
+        s = found_ramp.point
+        if s is None:
+            continue
+        out.append(Relative(config, s.clients, s.nopm, s.nopm / b.nopm, s.lat_mean_ms,
+                            100 * (1 - s.lat_mean_ms / b.lat_mean_ms), s.lat_p999_ms,
+                            100 * (1 - s.lat_p999_ms / b.lat_p999_ms)))
+    return out
+
+
+def relative_table(found: Mapping[str, Ramp], baseline: str) -> pd.DataFrame:
+    """The brief's figures 1, 2a and 2b as a table, one row per configuration and metric at the
+    reported steps, each number with its calculation: NOPM as a multiple of the baseline's
+    ("~N.Nx", (a / b)); the transaction times as the brief writes them, "N % lower"
+    (1 - value / baseline), and as the briefs' lower-is-better difference, (inferior / superior) - 1."""
+    from briefkit import compare
+    from briefkit.numbers import fmt
+
+    base = found[baseline].point if baseline in found else None
+    rows = []
+    for rel in relative_to(found, baseline):
+        if rel.config == baseline:
+            continue
+        rows.append({"Config": rel.config, "Clients": f"{rel.clients} vs {base.clients}", "Metric": "NOPM",
+                     "Value": fmt(rel.nopm, 0), "Baseline": fmt(base.nopm, 0),
+                     "As the brief writes it": compare.multiple_text(rel.nopm, base.nopm),
+                     "Calculation": f"({fmt(rel.nopm, 0)} / {fmt(base.nopm, 0)}) = {fmt(rel.nopm_ratio, 2)}",
+                     "Difference": compare.calculation(rel.nopm, base.nopm, True, operand_decimals=0)})
+        for metric, value, base_value, pct in (("Mean (ms)", rel.mean_ms, base.lat_mean_ms, rel.mean_lower_pct),
+                                               ("99.9% (ms)", rel.p999_ms, base.lat_p999_ms, rel.p999_lower_pct)):
+            said = f"{fmt(abs(pct), 0)} % {'lower' if pct >= 0 else 'higher'}"
+            rows.append({"Config": rel.config, "Clients": f"{rel.clients} vs {base.clients}", "Metric": metric,
+                         "Value": fmt(value, 2), "Baseline": fmt(base_value, 2), "As the brief writes it": said,
+                         "Calculation": f"1 - ({fmt(value, 2)} / {fmt(base_value, 2)}) = {fmt(pct / 100, 2)}",
+                         "Difference": compare.calculation(value, base_value, False, operand_decimals=2)})
+    return pd.DataFrame(rows, columns=["Config", "Clients", "Metric", "Value", "Baseline", "As the brief writes it",
+                                       "Calculation", "Difference"])

@@ -386,3 +386,14 @@ def _stop_quietly(cluster: PgCluster) -> None:
         cluster.stop()
     except Exception:   # the original error matters more than a failed stop
         pass
+
+
+def prepare_records(raw_dir: str | Path) -> dict[str, dict]:
+    """Configuration -> the prepare.json of its latest prepare attempt in a campaign's raw folder
+    (data/raw/<brief>/<campaign>): scale, database size, server version and settings, for the
+    brief's "how we tested". A configuration that never finished a prepare is left out."""
+    out = {}
+    for path in sorted(Path(raw_dir).glob("*/prepare/attempt-*/prepare.json"),
+                       key=lambda p: (p.parts[-4], int(p.parent.name.split("-", 1)[1]))):
+        out[path.parts[-4]] = json.loads(path.read_text(encoding="utf-8"))
+    return out
