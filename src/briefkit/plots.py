@@ -110,9 +110,12 @@ def grouped_bars(ax, table: pd.DataFrame, *, ylabel: str, palette: dict[str, str
     ax.legend(handles, configs, frameon=False, fontsize=8)
 
 
-def ratio_bars(ax, table: pd.DataFrame, *, palette: dict[str, str], decimals: int = 2) -> None:
+def ratio_bars(ax, table: pd.DataFrame, *, palette: dict[str, str], decimals: int = 2,
+               labels: bool | None = None) -> None:
     """Ratios (index = what is compared, columns = the pairs) as bars from 1 on a log axis, so that
-    0.5 and 2 look equally far from parity; each bar labelled with its ratio."""
+    0.5 and 2 look equally far from parity; each bar labelled with its ratio unless there are more
+    than two pairs (``labels=None``), whose labels would print over each other."""
+    labels = len(table.columns) <= 2 if labels is None else labels
     groups, pairs = list(table.index), list(table.columns)
     width = 0.8 / max(len(pairs), 1)
     values = table.stack().dropna()
@@ -124,8 +127,9 @@ def ratio_bars(ax, table: pd.DataFrame, *, palette: dict[str, str], decimals: in
                 continue
             x = j - 0.4 + width * (i + 0.5)
             ax.bar(x, value - 1, bottom=1, width=width * 0.92, color=palette[pair])
-            ax.annotate(f"{value:.{decimals}f}", (x, value), textcoords="offset points",
-                        xytext=(0, 2 if value >= 1 else -9), ha="center", fontsize=7)
+            if labels:
+                ax.annotate(f"{value:.{decimals}f}", (x, value), textcoords="offset points",
+                            xytext=(0, 2 if value >= 1 else -9), ha="center", fontsize=7)
     ax.set_yscale("log")
     from matplotlib.ticker import FuncFormatter
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
