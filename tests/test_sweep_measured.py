@@ -172,3 +172,27 @@ def test_measured_tables_line_up_an_unfinished_campaign(measured):
     assert tables["read_lat_p99"].loc[1, "disk"] == pytest.approx(
         sweep.wide(measured, "readrandom", "read_lat_p99", ["disk"]).loc[1, "disk"] * 1e-3)
     assert tables["ops_per_watt"].empty
+
+
+def test_scale_is_stated_against_the_hosts_memory():
+    settings = {"num": 1_000_000, "key_size": 20, "value_size": 400, "load": "fillrandom", "use_direct_reads": True,
+                "cache_size": 8 << 20, "duration_s": 4, "write_rate_limit": 2_097_152}
+    text = sweep.dbbench_scale(settings, 24 * 2**30, [1, 2, 4, 8])
+    assert "1,000,000 keys of 20 + 400 bytes (420.0 MB" in text            # 1e6 x 420 B
+    assert "61 times the data, so the whole database fits in the page cache" in text
+    assert "O_DIRECT" in text and "block cache of 8 MiB" in text and "4 s per point at 1, 2, 4, 8 threads" in text
+    assert "writer limited to 2.1 MB/s" in text
+    small = sweep.dbbench_scale({**settings, "use_direct_reads": False, "write_rate_limit": None}, 2**28, [1])
+    assert "1.6 times the host's" in small and "page cache, so most of them measure memory" in small
+    assert "unthrottled" in small
+    assert "not declared" in sweep.dbbench_scale({}, None, [])
+
+
+def test_an_undeclared_campaign_lists_its_measured_configurations(tmp_path, monkeypatch):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "rocksdb_sweep.ipynb").write_text("{}")
+    (tmp_path / "params.yaml").write_text("briefs:\n  rocksdb-7450: {notebook: rocksdb_sweep}\n")
+    run = sweep.campaign_tables("rocksdb-7450", "gone", base=tmp_path, measured=["tmpfs", "disk"])
+    assert not run.declared and run.plan.empty and run.inventory == []
+    assert list(run.configurations["Configuration"]) == ["disk", "tmpfs"]
+    assert set(run.configurations["Storage"]) == {"not declared"}

@@ -361,7 +361,7 @@ def dbbench_scale(settings: dict, memory_bytes: int | None, loads: list[float]) 
     else:
         parts.append("reads go through the page cache, so most of them measure memory, not the storage")
     cache = settings.get("cache_size") or 8 << 20
-    parts.append(f"a {fmt(cache / 2**20, 0)} MiB RocksDB block cache")
+    parts.append(f"a RocksDB block cache of {fmt(cache / 2**20, 0)} MiB")
     if settings.get("duration_s"):
         parts.append(f"{settings['duration_s']} s per point at {', '.join(f'{x:g}' for x in loads)} threads")
     limit = settings.get("write_rate_limit")
