@@ -14,6 +14,8 @@ import threading
 import types
 from pathlib import Path
 
+import pandas as pd
+import papermill
 import pytest
 import yaml
 
@@ -21,6 +23,8 @@ from briefkit import campaign, cli, ramp, workloads
 from briefkit.workloads.oltp.campaign import OltpWorkload
 
 BRIEF = "oltp-test"
+CHECKOUT = Path(__file__).resolve().parents[1]
+NOTEBOOK = CHECKOUT / "notebooks" / "oltp_ramp.ipynb"
 
 
 def free_port() -> int:
@@ -44,10 +48,11 @@ def project(tmp_path, monkeypatch):
         shutil.rmtree(host_dir, ignore_errors=True)
 
 
-def declare(project, configs=("disk",), clients=(1, 2, 3), **settings) -> dict:
+def declare(project, configs=("disk",), clients=(1, 2, 3), power=None, **settings) -> dict:
     specs = {"disk": {"kind": "dir", "path": f"{project.host_dir}/disk"},
              "ram": {"kind": "tmpfs", "size": "256MiB"}}
     spec = {"workload": "oltp", "host": "local", "workdir": f"{project.host_dir}/work", "repetitions": 1,
+            "power": power or {"kind": "none"},
             "configs": {name: specs[name] for name in configs},
             "labels": {"disk": "a folder of the root disk", "ram": "tmpfs"},
             "matrix": {"clients": list(clients)},
@@ -73,8 +78,24 @@ def running(host, record: dict) -> bool:
     return cluster.is_running()
 
 
+def brief_text(project, table: pd.DataFrame, **parameters) -> str:
+    """The oltp-9300 notebook executed on these samples (as `briefkit execute` does): its Markdown
+    and HTML outputs as one text."""
+    path = project.root / "samples.parquet"
+    table.to_parquet(path, index=False)
+    done = papermill.execute_notebook(
+        str(NOTEBOOK), str(project.root / "executed.ipynb"), cwd=str(NOTEBOOK.parent), progress_bar=False,
+        kernel_name="python3", parameters={"brief": BRIEF, "samples_path": str(path),
+                                           "published_dir": str(CHECKOUT / "data/published/oltp-9300"), **parameters})
+    return "\n".join("".join(output.get("data", {}).get(kind, "")) for cell in done["cells"]
+                     for output in cell.get("outputs", []) for kind in ("text/markdown", "text/html"))
+
+
 def test_a_ramp_over_ssh_on_two_configurations(project, sshd, capsys):
-    declare(project, configs=("disk", "ram"))
+    # an external power meter's log, written after the run (the test plays the meter)
+    meter = project.root / "meter.csv"
+    declare(project, configs=("disk", "ram"),
+            power={"kind": "csv", "path": str(meter), "time_column": "time", "watts_column": "watts"})
     host = sshd.new_host()
     try:
         summary = campaign.run(BRIEF, "local", host=host, progress=lambda _: None)
@@ -84,6 +105,15 @@ def test_a_ramp_over_ssh_on_two_configurations(project, sshd, capsys):
             assert not running(host, record)       # finish() stopped every server
     finally:
         host.close()
+    # the meter's log of the run (the test plays the meter: a level per configuration while it runs)
+    level = {"disk": 30.0, "ram": 20.0}
+    rows = []
+    for entry in (e for e in campaign.Manifest(raw(project) / "manifest.jsonl").events() if e["event"] == "done"):
+        start, end = json.loads((raw(project) / entry["dir"] / "point.json").read_text())["window"]
+        watts = level[entry["point"].split("/")[0]]
+        rows += [(start - 0.5, 5.0), (start, watts), ((start + end) / 2, watts), (end, watts), (end + 0.5, 5.0)]
+    pd.DataFrame(sorted(rows), columns=["time", "watts"]).to_csv(meter, index=False)
+
     # the data directory and the WAL were on each configuration's own storage
     assert records["disk"]["datadir"] == f"{project.host_dir}/disk/oltp/pgdata"
     assert records["ram"]["datadir"].startswith(f"{project.host_dir}/work/storage/ram/")
@@ -114,6 +144,15 @@ def test_a_ramp_over_ssh_on_two_configurations(project, sshd, capsys):
     inventory = json.loads((raw(project) / "inventory.json").read_text())
     assert inventory["tools"]["pgbench"]["version"].startswith("15")
 
+    # the brief of these samples: the ramps, their comparison and power per NOPM
+    assert sorted(table.loc[table["metric"] == "watts", "value"]) == pytest.approx([20.0] * 3 + [30.0] * 3)
+    text = brief_text(project, table, baseline="disk")
+    assert "Measured on this machine" in text and "Stop rule." in text
+    ram, disk = found["ram"].point, found["disk"].point
+    assert f"*ram* reached **~{ram.nopm / disk.nopm:.1f}x** the NOPM of *disk* (3 against 3 clients)" in text
+    per_nopm = {c: level[c] / found[c].point.nopm for c in level}
+    assert f"{per_nopm['ram'] / per_nopm['disk']:.2f}" in text and "Power per NOPM at each reported step" in text
+
 
 def test_the_log_latency_stop_skips_the_rest_of_the_ramp(project, local_host):
     # a limit every real flush exceeds: the first step meets it, the other two are skipped
@@ -128,6 +167,10 @@ def test_the_log_latency_stop_skips_the_rest_of_the_ramp(project, local_host):
     table = campaign.samples(BRIEF, "local")
     found = ramp.ramps(table, ramp.StopRule.from_settings(campaign.load(BRIEF, "local").settings))
     assert found["disk"].chosen is None and found["disk"].stopped_at == 0
+    # the brief says so instead of comparing anything with a step that does not qualify
+    text = brief_text(project, table, baseline="disk")
+    assert "*disk*: no step qualifies" in text and "has no reported step" in text
+    assert "Not measured: the campaign recorded no power" in text
 
 
 class InterruptedOnce(OltpWorkload):

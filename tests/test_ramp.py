@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from briefkit import samples
-from briefkit.ramp import (RampPolicy, Step, StopRule, chosen_point, describe, next_clients,
-                           relative_change_pct, steps_from_samples, stop_reasons)
+from briefkit.ramp import (RampPolicy, Step, StopRule, chosen_point, describe, next_clients, ramps,
+                           relative_change_pct, relative_table, relative_to, steps_from_samples, steps_table,
+                           stop_reasons)
 
 
 def series(nopm, p999, wal=None, clients=(1, 2, 4, 8, 16, 32)):
@@ -100,3 +101,86 @@ def test_steps_from_samples():
         steps_from_samples(twice)
     with pytest.raises(ValueError, match="lack metric"):
         steps_from_samples(pd.DataFrame(rows[:1]))
+
+
+def test_repetitions_take_the_median_when_asked():
+    rows = [{"workload": "all", "load": 1, "metric": metric, "value": value, "unit": unit}
+            for nopm, p999 in ((500, 8.0), (700, 12.0), (650, 9.0))
+            for metric, value, unit in (("nopm", nopm, "1/min"), ("txn_lat_mean", 1.0, "ms"),
+                                        ("txn_lat_p99.9", p999, "ms"))]
+    table = samples.frame(rows)
+    with pytest.raises(ValueError, match="several samples"):
+        steps_from_samples(table)
+    assert steps_from_samples(table, reps="median") == [Step(1, 650, 1.0, 9.0, None)]
+    assert steps_from_samples(table.iloc[:0], reps="median") == []
+    with pytest.raises(ValueError, match="reps"):
+        steps_from_samples(table, reps="mean")
+
+
+def test_rule_from_campaign_settings():
+    rule = StopRule.from_settings({"plateau": True, "min_nopm_gain_pct": 3, "max_p999_rise_pct": 25,
+                                   "wal_limit_ms": None, "duration_s": 10})
+    assert rule == StopRule(True, 3.0, 25.0, None)
+    assert StopRule.from_settings({}) == StopRule()
+    for settings, key in (({"plateau": "yes"}, "s.plateau"), ({"wal_limit_ms": 0}, "s.wal_limit_ms"),
+                          ({"min_nopm_gain_pct": "5%"}, "s.min_nopm_gain_pct"),
+                          ({"max_p999_rise_pct": float("nan")}, "s.max_p999_rise_pct"),
+                          ({"plateau": False, "wal_limit_ms": None}, "s: a StopRule needs")):
+        with pytest.raises(ValueError, match=key.replace(".", r"\.")):
+            StopRule.from_settings(settings, "s")
+
+
+def tidy_ramp(config, steps):
+    rows = []
+    for clients, nopm, mean, p999, wal in steps:
+        rows += [{"config": config, "workload": "all", "load": clients, "metric": "nopm", "value": nopm, "unit": "1/min"},
+                 {"config": config, "workload": "all", "load": clients, "metric": "txn_lat_mean", "value": mean, "unit": "ms"},
+                 {"config": config, "workload": "all", "load": clients, "metric": "txn_lat_p99.9", "value": p999, "unit": "ms"},
+                 {"config": config, "workload": "all", "load": clients, "metric": "wal_write_lat", "value": wal, "unit": "ms"}]
+    return samples.frame(rows)
+
+
+@pytest.fixture
+def two_ramps():
+    # fast: a plateau from 4 to 8 clients (NOPM +2 %, p99.9 +50 %); slow: the log limit at 4 clients
+    table = samples.concat([
+        tidy_ramp("slow", [(1, 1000, 2.0, 20.0, 3.0), (2, 1800, 2.5, 22.0, 4.5), (4, 2000, 4.0, 30.0, 6.0)]),
+        tidy_ramp("fast", [(1, 2000, 1.0, 8.0, 0.5), (2, 3900, 1.2, 9.0, 0.6), (4, 5000, 1.5, 10.0, 0.7),
+                           (8, 5100, 2.5, 15.0, 0.9)]),
+    ])
+    return ramps(table, StopRule(), configs=["slow", "fast"])
+
+
+def test_ramps_find_each_reported_step(two_ramps):
+    assert list(two_ramps) == ["slow", "fast"]
+    slow, fast = two_ramps["slow"], two_ramps["fast"]
+    assert (slow.chosen, slow.stopped_at, slow.point.clients) == (1, 2, 2)
+    assert (fast.chosen, fast.stopped_at, fast.point.clients) == (2, 3, 4)
+    assert "WAL write latency was 6 ms" in slow.reason and "from 4 to 8 clients" in fast.reason
+
+
+def test_steps_table_shows_what_the_rule_looks_at(two_ramps):
+    table = steps_table(two_ramps)
+    assert list(table["Step"]) == ["", "reported", "stop condition met", "", "", "reported", "stop condition met"]
+    last = table.iloc[-1]
+    assert last["NOPM gain"] == f"{(5100 / 5000 - 1) * 100:+.1f} %" and last["99.9% rise"] == f"{(15 / 10 - 1) * 100:+.1f} %"
+    assert table.iloc[0]["NOPM gain"] == "" and table.iloc[2]["WAL write (ms)"] == "6.000"
+
+
+def test_relative_to_the_baseline(two_ramps):
+    rel = {r.config: r for r in relative_to(two_ramps, "slow")}
+    fast, slow = rel["fast"], rel["slow"]
+    assert fast.nopm_ratio == pytest.approx(5000 / 1800) and slow.nopm_ratio == 1.0
+    assert fast.mean_lower_pct == pytest.approx(100 * (1 - 1.5 / 2.5))
+    assert fast.p999_lower_pct == pytest.approx(100 * (1 - 10.0 / 22.0))
+    table = relative_table(two_ramps, "slow")
+    assert list(table["Metric"]) == ["NOPM", "Mean (ms)", "99.9% (ms)"]
+    nopm, mean, p999 = (table.iloc[i] for i in range(3))
+    assert nopm["As the brief writes it"] == f"~{5000 / 1800:.1f}x" and nopm["Calculation"] == "(5,000 / 1,800) = 2.78"
+    assert mean["As the brief writes it"] == "40 % lower" and mean["Calculation"] == "1 - (1.50 / 2.50) = 0.40"
+    assert mean["Difference"] == "(2.50 / 1.50) - 1 = 0.67 = 67%"
+    assert p999["As the brief writes it"] == f"{100 * (1 - 10 / 22):.0f} % lower"
+    # against a baseline whose first step already failed there is nothing to compare
+    no_step = dict(two_ramps)
+    no_step["slow"] = type(two_ramps["slow"])("slow", two_ramps["slow"].steps, None, "first step", 0)
+    assert relative_to(no_step, "slow") == [] and relative_table(no_step, "slow").empty
