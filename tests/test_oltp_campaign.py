@@ -253,11 +253,20 @@ def test_a_failing_pgbench_raises_with_its_stderr_and_finish_stops_the_server(pr
     host.mkdir(f"{run_dir}-2")
     with pytest.raises(CampaignError, match="not running"):
         workload.run(PointRun(host, point, prepared.storage, settings, f"{run_dir}-2", prepared.state))
-    # prepare again: the finished load is re-used, not re-made
+    # prepare again (a resume: attempt 2): the finished load is re-used, not re-made
     host.mkdir(str(prepared.prep_dir.parent / "attempt-2"))
     state = workload.prepare(host, prepared.storage, settings, str(prepared.prep_dir.parent / "attempt-2"),
                              lambda _: None)
     assert state["reused"] is True and cluster.is_running()
+    # a first attempt is a new campaign (its raw folder was removed): it loads afresh
+    cluster.query("CREATE TABLE left_behind (x integer)", dbname="tpcc")
+    workload.finish(host, prepared.storage, settings, state)
+    shutil.rmtree(prepared.prep_dir)
+    host.mkdir(str(prepared.prep_dir))
+    state = workload.prepare(host, prepared.storage, settings, str(prepared.prep_dir), lambda _: None)
+    assert state["reused"] is False
+    assert cluster.query("SELECT count(*) FROM pg_tables WHERE tablename = 'left_behind'", dbname="tpcc") == [["0"]]
+    assert json.loads(Path(state["marker"]).read_text())["owner"] == str(prepared.prep_dir.parent)
 
 
 def test_a_failed_prepare_stops_the_server(monkeypatch, local_host):

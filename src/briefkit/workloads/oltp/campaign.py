@@ -19,12 +19,14 @@ skipped and the reason is recorded in the manifest.
 
 Resuming. The database is not re-loaded when it can be re-used: ``prepare`` writes
 ``<path>/oltp/loaded.json`` (scale, server binaries, and the campaign folder of the configuration)
-once a load has finished. On a resume, a data directory with a marker naming the same campaign
-folder, scale and binaries is started again (after stopping a server an interrupted run left
-running, so the campaign's settings apply) and the ramp continues on it, as it would have without
-the interruption. Anything else (no marker: the load was interrupted; another campaign's or
-scale's database; storage re-created empty, as a tmpfs or loop device is) is removed and
-re-created: initdb, start, load.
+once a load has finished. On a resume (a prepare attempt after the first in the campaign's raw
+folder), a data directory with a marker naming the same campaign folder, scale and binaries is
+started again (after stopping a server an interrupted run left running, so the campaign's settings
+apply) and the ramp continues on it, as it would have without the interruption. Anything else
+(a first attempt: a new campaign always starts from a fresh load; no marker: the load was
+interrupted; another campaign's or scale's database; storage re-created empty, as a tmpfs or loop
+device is) is removed and re-created: initdb, start, load. The database of a ``dir``
+configuration stays on its disk after the campaign (``<path>/oltp``), for a later resume.
 """
 from __future__ import annotations
 
@@ -178,8 +180,11 @@ class OltpWorkload(Workload):
         paths = self.layout(storage.path, settings)
         scale = Scale(settings["warehouses"], settings["shrink"])
         cluster = self.cluster(host, storage, settings)
-        # the configuration's campaign folder (the attempt number differs on every resume)
+        # the configuration's campaign folder (the attempt number differs on every resume); a first
+        # attempt is a new campaign (or one whose raw folder was removed): it always loads afresh
         owner = re.sub(r"/attempt-\d+/?\Z", "", remote_dir.rstrip("/"))
+        attempt = re.search(r"/attempt-(\d+)/?\Z", remote_dir)
+        resumed = attempt is not None and int(attempt.group(1)) > 1
         wanted = {"owner": owner, "scale": {"warehouses": scale.warehouses, "shrink": scale.shrink},
                   "bindir": cluster.bindir, "dbname": DBNAME}
         t0 = time.time()
@@ -189,7 +194,7 @@ class OltpWorkload(Workload):
                 progress(f"stopping the PostgreSQL server left running in {paths['datadir']}")
                 cluster.stop()
             marker = _read_json(host, paths["marker"])
-            reuse = (marker is not None and all(marker.get(k) == v for k, v in wanted.items())
+            reuse = (resumed and marker is not None and all(marker.get(k) == v for k, v in wanted.items())
                      and host.exists(f"{paths['datadir']}/PG_VERSION"))
             if reuse:
                 progress(f"re-using the database loaded at {marker.get('loaded_at')} ({paths['datadir']})")
