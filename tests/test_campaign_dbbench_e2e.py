@@ -98,6 +98,7 @@ def test_sweep_campaign_over_ssh_resumed_reloads_the_database(project_root, sshd
         assert record["tool_version"] == "7.8.3" and record["notes"]["commands"]["dbbench"].startswith("db_bench ")
     device_bw = table[table.metric == "device_bw"]
     assert len(device_bw) == 4 and (device_bw.value >= 0).all()  # the disk of a dir: measured
+    assert not (project_root / "disk" / "rocksdb").exists()  # finish() removed the database
     rww = table[table.workload == "readwhilewriting"]
     assert set(rww[rww.metric == "write_ops"].source.str.rsplit("#", n=1).str[1]) == {"statistics"}
 

@@ -319,6 +319,9 @@ def test_sweep_runs_locally(local_host, tmp_path):
         rates = set(table.metric) & {"read_ops", "write_ops"}
         assert rates == ({"read_ops", "write_ops"} if benchmark in ("readwhilewriting", "readrandomwriterandom")
                          else set())
+    assert (Path(storage.path) / "rocksdb" / "CURRENT").exists()
+    workload.finish(local_host, storage, settings, state)
+    assert not (Path(storage.path) / "rocksdb").exists() and (tmp_path / "points" / "readrandom").exists()
 
 
 def test_a_point_without_its_database_and_a_failing_db_bench(local_host, tmp_path):

@@ -67,7 +67,7 @@ Samples of a point (``samples``; the executor adds brief, config, rep, campaign,
   (flash T1: fillrandom and compact together).
 
 The load of a sweep is not a point and has no samples here; its raw output stays in the
-configuration's folder.
+configuration's folder. ``finish`` removes the database after a configuration's last point.
 """
 from __future__ import annotations
 
@@ -327,6 +327,11 @@ class DbBenchWorkload(Workload):
                         json.dumps({"command": shlex.join(argv), "db_bench_version": state["version"],
                                     "device": state["device"]}, indent=1) + "\n")
         return state
+
+    def finish(self, host: Host, storage: Prepared, settings: Mapping[str, Any], state: dict[str, Any]) -> None:
+        """Remove the database (a resume loads or replays it anyway; tmpfs holds it in RAM)."""
+        if state.get("db"):
+            host.run(["rm", "-rf", "--", state["db"], state["state_file"]], check=False, timeout=600)
 
     def run(self, run: PointRun) -> None:
         s = run.settings
