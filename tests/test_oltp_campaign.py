@@ -295,6 +295,7 @@ def test_a_failed_prepare_stops_the_server(monkeypatch, local_host):
     finally:
         workload.finish(local_host, store, settings, {})
         assert not cluster.is_running()
+        assert not os.path.exists(cluster.socketdir)   # finish leaves nothing in /tmp
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -314,3 +315,4 @@ def test_another_server_on_the_port_is_named(local_host):
     finally:
         other.stop()
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(other.socketdir, ignore_errors=True)

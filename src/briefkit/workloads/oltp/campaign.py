@@ -304,6 +304,8 @@ class OltpWorkload(Workload):
             return
         if host.exists(cluster.datadir):
             cluster.stop()
+        # the socket folder in /tmp, if empty (a server on the same port elsewhere keeps it)
+        host.run(["rmdir", "--", cluster.socketdir], check=False)
 
     def stop_reason(self, config: str, done: Sequence[tuple[Point, pd.DataFrame]],
                     settings: Mapping[str, Any]) -> str | None:

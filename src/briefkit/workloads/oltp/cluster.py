@@ -129,24 +129,31 @@ class PgCluster:
                 "port": str(self.port), "unix_socket_directories": self.socketdir}
 
     # -- lifecycle ------------------------------------------------------------------------
+    def _make_dir(self, path: str, mode: str) -> None:
+        """``path`` owned by ``os_user`` (existing: left as it is), writable by it, or PermissionError."""
+        if self._switch_user():
+            self._run(["install", "-d", "-o", self.os_user, "-g", self.os_user, "-m", mode, path],
+                      what=f"creating {path}")
+        else:
+            self._run(["install", "-d", "-m", mode, path], what=f"creating {path}")
+        probe = self._run(self.as_owner(["test", "-w", path]), what="", check=False)
+        if probe.returncode != 0:
+            raise PermissionError(f"user {self.os_user!r} cannot write to {path}: every parent directory "
+                                  f"must be searchable (x) by {self.os_user!r}")
+
     def initdb(self) -> None:
         """Create the directories (owned by ``os_user``) and the cluster, WAL in ``waldir``."""
         for path, mode in ((self.datadir, "0700"), (self.waldir, "0700"), (self.socketdir, "0755")):
-            if self._switch_user():
-                self._run(["install", "-d", "-o", self.os_user, "-g", self.os_user, "-m", mode, path],
-                          what=f"creating {path}")
-            else:
-                self._run(["install", "-d", "-m", mode, path], what=f"creating {path}")
-            probe = self._run(self.as_owner(["test", "-w", path]), what="", check=False)
-            if probe.returncode != 0:
-                raise PermissionError(f"user {self.os_user!r} cannot write to {path}: every parent directory "
-                                      f"must be searchable (x) by {self.os_user!r}")
+            self._make_dir(path, mode)
         self._run(self.as_owner([self._bin("initdb"), "-D", self.datadir, "--waldir", self.waldir,
                                  "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"]),
                   what="initdb")
 
     def start(self, timeout_s: int = 120) -> None:
-        """Start the server and wait until it accepts connections."""
+        """Start the server and wait until it accepts connections. The socket directory is made
+        again if it is gone (it lives in /tmp, which may be cleaned between runs)."""
+        if run_command(self.target, ["test", "-d", self.socketdir], check=False).returncode != 0:
+            self._make_dir(self.socketdir, "0755")
         # pg_ctl runs the server through /bin/sh -c, so the options string is shell-quoted here
         options = " ".join(shlex.quote(f"-c{name}={value}") for name, value in self.server_settings().items())
         self._run(self.as_owner([self._bin("pg_ctl"), "-D", self.datadir, "-l", str(self.logfile),
