@@ -9,6 +9,7 @@
     briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
     briefkit status BRIEF             points done, skipped, failed and left per campaign
+    briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
 """
 from __future__ import annotations
 
@@ -134,6 +135,26 @@ def _status(args) -> int:
     return 0
 
 
+def _loopback_sshd(args) -> int:
+    """An sshd on 127.0.0.1 with keys of its own, for storage reached over the network on one
+    machine (the sshfs configurations of the embedded rocksdb-nvmeof campaign)."""
+    import time
+
+    from briefkit.hosts.sshd import LoopbackSshd
+
+    server = LoopbackSshd(args.dir, port=args.port).start()
+    print(f"sshd on 127.0.0.1:{server.port}; client key {args.dir}/client_ed25519, known_hosts "
+          f"{args.dir}/known_hosts; Ctrl-C stops it", file=sys.stderr, flush=True)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+
+
 def _list(args) -> int:
     for slug, brief in project.briefs().items():
         print(f"{slug}\tnotebooks/{brief.notebook}.ipynb\t{brief.published or '-'}")
@@ -167,6 +188,10 @@ def parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="points done, skipped, failed and left per campaign")
     status.add_argument("brief")
     status.set_defaults(func=_status)
+    sshd = sub.add_parser("loopback-sshd", help="an sshd on 127.0.0.1 for sshfs configurations (foreground)")
+    sshd.add_argument("--dir", default="/var/tmp/briefkit/sshd", help="keys, config and log (default: %(default)s)")
+    sshd.add_argument("--port", type=int, default=2222, help="default: %(default)s")
+    sshd.set_defaults(func=_loopback_sshd)
     from briefkit.ingest import PARSERS
     ingest_cmd = sub.add_parser("ingest", help="tidy samples of raw tool output, as CSV on stdout")
     ingest_cmd.add_argument("tool", choices=sorted(PARSERS))
