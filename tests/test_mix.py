@@ -314,7 +314,8 @@ def test_findings_count_the_points_from_the_data(summary):
         line = next(line for line in lines if line.startswith(f"**{config}**"))
         assert (f"at {own} of {len(leads)} points" in line) or (own == 0 and "at none of" in line)
     clear = sum(not m.overlap for m in leads)
-    assert any(line.startswith(f"At {clear} of {len(leads)} points") for line in lines)
+    expected = f"At {clear} of {len(leads)} points" if clear else f"At none of the {len(leads)} points"
+    assert any(line.startswith(expected) for line in lines)
 
 
 def test_figure_has_a_column_per_block_size(summary):
@@ -520,3 +521,11 @@ def test_notebook_with_watts_shows_the_efficiency_tables(sweep, tmp_path, monkey
         cells = _cells(html)
         rows = [cells[i:i + 6] for i in range(0, len(cells), 6)]
         assert len(rows) == 4 and all(re.match(r"\d[\d,]*\.\d", c) for row in rows for c in row[2:])
+
+
+def test_findings_say_so_when_no_lead_is_outside_the_noise(summary):
+    wide_open = summary.assign(ci_low=0.0, ci_high=1e12)    # every interval covers every other
+    lines = mix.findings(wide_open, CONFIGS)
+    points = len(mix.mixes(summary)) * len(summary["load"].unique())
+    assert any(line.startswith(f"At none of the {points} points") and "within the run-to-run noise" in line
+               for line in lines)

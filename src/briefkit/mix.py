@@ -670,9 +670,14 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
         lines.append(f"**{config}** moves more MB/s at {len(own)} of {len(leads)} points; its largest "
                      f"lead is at {best.workload}, {LOAD_KIND} {best.load:g}: {best.calculation}.")
     clear = [m for m in leads if not m.overlap]
-    lines.append(f"At {len(clear)} of {len(leads)} points the two configurations' 95 % confidence "
-                 f"intervals of throughput do not overlap; at the other {len(leads) - len(clear)} "
-                 "the difference is within the run-to-run noise.")
+    if clear:
+        lines.append(f"At {len(clear)} of {len(leads)} points the two configurations' 95 % confidence "
+                     f"intervals of throughput do not overlap; at the other {len(leads) - len(clear)} "
+                     "the difference is within the run-to-run noise.")
+    else:
+        lines.append(f"At none of the {len(leads)} points do the two configurations' 95 % confidence "
+                     "intervals of throughput separate: every throughput difference measured here is within "
+                     "the run-to-run noise.")
     lat = []
     for direction in ("read", "write"):
         metric = f"{direction}_clat_mean"
