@@ -181,9 +181,13 @@ def test_a_killed_harness_resumes_without_rerunning_finished_points(root, sshd):
     done = subprocess.run([BRIEFKIT, "measure", BRIEF], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "2 points, 1 already done, 1 to run" in done.stderr
-    # the old fio was stopped before the point ran again, so it could not disturb the new run
-    assert f"stopping job fio left running in {remote}" in done.stderr
-    assert (remote / "fio.stopped").exists() and live(pgid) == []
+    # The old fio cannot disturb the new run: if it still ran when the resumed harness reached the
+    # point (the usual case), it was stopped first; on a slow day it had already finished.
+    if f"stopping job fio left running in {remote}" in done.stderr:
+        assert (remote / "fio.stopped").exists()
+    else:
+        assert (remote / "fio.rc").read_text().strip() == "0" and not (remote / "fio.stopped").exists()
+    assert live(pgid) == []
 
     log = events(root)
     runs = [(e["event"], e["point"].split("_")[2], e.get("attempt")) for e in log]
