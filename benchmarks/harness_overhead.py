@@ -22,10 +22,18 @@ runs and which starts pyenv here (the table shows what one command costs with an
 ``ssh-norc`` is the same sshd with ``SetEnv SHLVL=1``, so that bash skips ~/.bashrc: the
 difference is the target's shell start-up, not the harness's.
 
-Overhead = arm minus bare fio (run on this machine: the loopback target is this machine).
+Overhead = arm minus bare fio (run on this machine: the loopback target is this machine); the
+executor arm alternates whole campaigns with bare loops of as many points and compares medians.
 Aim: < 0.05 s per point locally, < 0.25 s over SSH. Throughput: the same job's total IOPS through
 the harness over bare (ratio >= 0.98 expected), as the ratio of medians and the median of paired
 ratios.
+
+Reading the SSH rows: the executor runs one command on the target per point (the job's start;
+the end is noticed, and the folder listed and fetched, over SFTP, which starts no process), so
+a point over SSH costs one command's start-up on the target plus a few SFTP round trips. The
+``one command`` rows show what that start-up costs: a few ms with a plain shell, 85-450 ms here
+with pyenv in root's ~/.bashrc (the more the machine is loaded, the more). That part belongs to
+the target's login shell, not to the harness; ``ssh-norc`` is the harness's own cost.
 
 Disk-bound throughput is not compared here on purpose: this machine's virtual disk switches
 between two speed modes (about 1.7 and 2.8 GB/s; ../shared/research/benchfio_anchor.md), so a
