@@ -155,7 +155,7 @@ def test_two_configurations_over_ssh_end_to_end(root, sshd):
     for config in ("xfs-loop", "disk"):
         assert (raw / config / "prepare/attempt-1/precondition.json").exists()
     # the data files are removed and the loop device is gone once the campaign is over
-    assert not list((root / "host").rglob("briefkit-fio.data"))
+    assert not list((root / "host").rglob("briefkit-fio.data*"))
     assert str(root / "host") not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
 
 

@@ -219,6 +219,10 @@ def test_real_point_on_this_machine(tmp_path, local_host, fio_installed, engine)
     mtime = data.stat().st_mtime_ns
     again = workload.prepare(local_host, store, settings, str(tmp_path / "prepare2"), lambda _m: None)
     assert again["preconditioned"] is False and data.stat().st_mtime_ns == mtime
+    # without the marker (a layout interrupted after fio sized the file) it is written again
+    Path(f"{data}.preconditioned").unlink()
+    third = workload.prepare(local_host, store, settings, str(tmp_path / "prepare3"), lambda _m: None)
+    assert third["preconditioned"] is True and data.stat().st_mtime_ns != mtime
 
     values = {k: v[0] for k, v in matrix.items()}
     point, run = run_one(local_host, workload, settings, values, store, tmp_path / "point", state)
@@ -244,7 +248,7 @@ def test_real_point_on_this_machine(tmp_path, local_host, fio_installed, engine)
     assert values_by_metric["total_bw"] == pytest.approx(values_by_metric["read_bw"] + values_by_metric["write_bw"])
 
     workload.finish(local_host, store, settings, state)
-    assert not data.exists()
+    assert list((tmp_path / "target").iterdir()) == []
 
 
 def test_read_only_mix_on_a_preconditioned_file_reads_real_blocks(tmp_path, local_host, fio_installed):

@@ -13,14 +13,15 @@ Matrix axes (params.yaml ``matrix:``; defaults are the fio-6600ion brief's metho
 
 Settings (``settings:``)
     ``ioengine`` (``io_uring``): never replaced by another engine. ``prepare`` checks that the
-    host's fio has it (``fio --enghelp=<engine>``) and the layout run uses it, so an engine the
+    host's fio lists it (``fio --enghelp``) and the preconditioning run uses it, so an engine the
     kernel refuses fails the configuration with fio's own message instead of running on a
     different engine. ``direct`` (true: O_DIRECT), ``ramp_s`` (300), ``runtime_s`` (600),
     ``time_based`` (true), ``group_reporting`` (true), ``size`` (``1GiB``: fio's ``size``, the
     region each job does I/O in; every job of a point shares one file, or the device, as the
     brief's jobs share one SSD; ``null`` on a raw device means the whole device),
     ``precondition`` (true: write the region once, sequentially, before a configuration's first
-    point, so that reads never hit unwritten blocks, which return at once), ``options`` (extra
+    point, so that reads never hit unwritten blocks, which return at once; a file laid out
+    completely before, as a marker file beside it says, is kept after a resume), ``options`` (extra
     fio job options, e.g. ``{randrepeat: 0, norandommap: 1}``, validated by FioJob), ``fio``
     (the program on the host), ``timeout_s`` (null: 2 x (ramp + runtime) + 300 s for time-based
     points, none otherwise), ``label_iodepth`` (null: add ``QD<n>`` to the workload label when
@@ -63,6 +64,8 @@ DATA_FILE = "briefkit-fio.data"
 JOB_FILE, OUTPUT_FILE, JOB_NAME = "fio.job", "fio.json", "fio"
 #: the brief's four read/write mixes (Table 1 of fio-6600ion)
 BRIEF_MIXES = ["30/70", "50/50", "70/30", "90/10"]
+#: beside the data file once preconditioning has written all of it (holds the size in bytes)
+MARKER_SUFFIX = ".preconditioned"
 #: block size of the preconditioning write
 PRECONDITION_BS = 1024 * 1024
 
@@ -227,7 +230,9 @@ class FioWorkload(Workload):
         if not settings["precondition"]:
             return state
         size = parse_size(settings["size"], "size") if settings["size"] is not None else None
-        if not storage.raw_device and size is not None and _file_size(host, target) == size:
+        marker = f"{target}{MARKER_SUFFIX}"
+        if not storage.raw_device and _file_size(host, target) == size and \
+                _read_or_empty(host, marker).strip() == str(size):
             progress(f"  {target}: already laid out ({size_label(size)})")
             return state
         if storage.raw_device:
@@ -246,6 +251,8 @@ class FioWorkload(Workload):
         if rc != 0:
             raise _failure(host, job.result().stderr, out_path, ["fio", job_path], rc,
                            "preconditioning")
+        if not storage.raw_device:  # an interrupted layout leaves a full-size file, but no marker
+            host.write_text(marker, f"{size}\n")
         state["preconditioned"] = True
         return state
 
@@ -282,7 +289,8 @@ class FioWorkload(Workload):
     def finish(self, host: Host, storage: Prepared, settings: Mapping[str, Any], state: dict[str, Any]) -> None:
         """Remove the data file (a raw device is left as it is)."""
         if not storage.raw_device:
-            host.run(["rm", "-f", "--", self.target(storage)], check=False)
+            target = self.target(storage)
+            host.run(["rm", "-f", "--", target, f"{target}{MARKER_SUFFIX}"], check=False)
 
     # --- ingest ------------------------------------------------------------------------------
     def samples(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
