@@ -7,7 +7,7 @@ export DVC_NO_ANALYTICS := 1
 
 # Debian packages the pipeline and the tests run: PDF rendering, the workload tools, a real sshd.
 APT_PACKAGES := chromium poppler-utils fonts-liberation fio rocksdb-tools postgresql postgresql-client \
-                openssh-server openssh-client xfsprogs util-linux procps ipmitool freeipmi-tools
+                openssh-server openssh-client xfsprogs util-linux procps sshfs fuse3 ipmitool freeipmi-tools
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
@@ -50,10 +50,10 @@ test: setup test-unit test-notebooks
 test-unit:
 	pytest tests
 
-# Strict nbval (outputs compared) on the notebooks whose default run is deterministic.
+# Strict nbval (outputs compared) on every brief notebook: each default run reads committed data only.
 test-notebooks:
 	pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
-	  notebooks/rocksdb_sweep.ipynb
+	  notebooks/*.ipynb
 
 lab: setup
 	jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 $(ROOT_FLAG)
