@@ -196,3 +196,8 @@ def test_an_undeclared_campaign_lists_its_measured_configurations(tmp_path, monk
     assert not run.declared and run.plan.empty and run.inventory == []
     assert list(run.configurations["Configuration"]) == ["disk", "tmpfs"]
     assert set(run.configurations["Storage"]) == {"not declared"}
+
+
+def test_a_single_thread_is_singular():
+    assert sweep.at_load_text(1, "threads") == "1 thread"
+    assert sweep.at_load_text(96, "threads") == "96 threads"

@@ -129,10 +129,16 @@ def _better(spec: MetricSpec) -> str:
         spec.metric, f"better {spec.label.lower()}")
 
 
+def at_load_text(load: float, load_label: str) -> str:
+    """"8 threads", "1 thread"."""
+    unit = load_label[:-1] if load == 1 and load_label.endswith("s") else load_label
+    return f"{load:g} {unit}"
+
+
 def finding(wide: pd.DataFrame, subject: str, spec: MetricSpec, load_label: str) -> str:
     best = compare.up_to(wide, subject, spec.higher_is_better)
     return (f"up to **{compare.percent(best.difference)}** {_better(spec)} than {best.other} "
-            f"(at {best.load:g} {load_label})")
+            f"(at {at_load_text(best.load, load_label)})")
 
 
 def lead_finding(wide: pd.DataFrame, spec: MetricSpec, load_label: str) -> str:
@@ -143,7 +149,7 @@ def lead_finding(wide: pd.DataFrame, spec: MetricSpec, load_label: str) -> str:
     if best is None:
         return f"{spec.label.lower()}: only one configuration measured"
     return (f"{best.leader}: up to **{compare.percent(best.difference)}** {_better(spec)} than {best.other} "
-            f"(at {best.load:g} {load_label})")
+            f"(at {at_load_text(best.load, load_label)})")
 
 
 def _aggregate(metric: str) -> str:
