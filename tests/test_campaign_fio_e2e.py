@@ -96,9 +96,15 @@ def live(pgid: int, settle: float = 10.0) -> list[str]:
         time.sleep(0.1)
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def measure(*args: str) -> subprocess.Popen:
+    # SIGINT back to its default in the child: a shell that starts a job in the background (as a CI
+    # runner may) ignores SIGINT for it, and Python then never turns SIGINT into KeyboardInterrupt
     return subprocess.Popen([BRIEFKIT, "measure", BRIEF, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ}, preexec_fn=_default_sigint)
 
 
 def tree(folder: Path) -> dict[str, tuple[int, int]]:

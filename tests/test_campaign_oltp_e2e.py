@@ -111,7 +111,8 @@ def test_a_ramp_over_ssh_on_two_configurations(project, sshd, capsys):
     for entry in (e for e in campaign.Manifest(raw(project) / "manifest.jsonl").events() if e["event"] == "done"):
         start, end = json.loads((raw(project) / entry["dir"] / "point.json").read_text())["window"]
         watts = level[entry["point"].split("/")[0]]
-        rows += [(start - 0.5, 5.0), (start, watts), ((start + end) / 2, watts), (end, watts), (end + 0.5, 5.0)]
+        # idle readings just outside the window; points follow each other closely, so "just" is 10 ms
+        rows += [(start - 0.01, 5.0), (start, watts), ((start + end) / 2, watts), (end, watts), (end + 0.01, 5.0)]
     pd.DataFrame(sorted(rows), columns=["time", "watts"]).to_csv(meter, index=False)
 
     # the data directory and the WAL were on each configuration's own storage
@@ -186,7 +187,16 @@ class InterruptedOnce(OltpWorkload):
         super().run(run)
 
 
-def test_an_interrupted_ramp_resumes_on_the_loaded_database(project, sshd, monkeypatch):
+@pytest.fixture
+def sigint_raises():
+    """Ctrl-C raises KeyboardInterrupt even when pytest was started with SIGINT ignored (a
+    background job of a non-interactive shell, as a CI runner may start it)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupted_ramp_resumes_on_the_loaded_database(project, sshd, monkeypatch, sigint_raises):
     monkeypatch.setitem(workloads.REGISTRY, "oltp", InterruptedOnce)
     monkeypatch.setattr(InterruptedOnce, "fired", False)
     declare(project)
