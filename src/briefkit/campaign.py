@@ -481,7 +481,7 @@ def point_samples(camp: Campaign, point: Point, entry: Mapping, with_power: bool
     power_rows = _power_rows(folder, record) if with_power else []
     if power_rows:
         table = tidy.concat([table, tidy.frame(power_rows, workload=table["workload"].iloc[0] if len(table) else None,
-                                               load_kind=workload_load_kind(camp),
+                                               load_kind=camp.workload.load_axis,
                                                load=point.values.get(camp.workload.load_axis),
                                                tool="power")])
     table = table.copy()
@@ -490,10 +490,6 @@ def point_samples(camp: Campaign, point: Point, entry: Mapping, with_power: bool
     table["started_at"], table["ended_at"] = record["started_at"], record["ended_at"]
     table["source"] = table["source"].fillna(str(folder.relative_to(camp.raw_dir.parents[2])))
     return table
-
-
-def workload_load_kind(camp: Campaign) -> str:
-    return camp.workload.load_axis
 
 
 def _power_rows(folder: Path, record: dict) -> list[dict]:

@@ -50,12 +50,6 @@ def _positive_int(key: str, value) -> int:
     return value
 
 
-def _non_negative_int(key: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
-    return value
-
-
 def _text(key: str, value) -> str:
     if not isinstance(value, str) or not value or "\n" in value or "\0" in value:
         raise ValueError(f"{key} must be a non-empty one-line string, got {value!r}")
