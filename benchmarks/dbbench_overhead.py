@@ -1,5 +1,5 @@
 """What the harness costs a db_bench point: ops/s of the same point run bare and through the
-db_bench workload (briefkit.workloads.dbbench: detached job, sh wrapper, /proc/diskstats
+db_bench workload (briefkit.tools.dbbench.workload: detached job, sh wrapper, /proc/diskstats
 snapshots, polling for the end), locally or over SSH (a real loopback sshd started here).
 
     .venv/bin/python benchmarks/dbbench_overhead.py [--runs 9] [--ssh] [--benchmark readrandom]
@@ -25,11 +25,11 @@ import time
 import types
 from pathlib import Path
 
-from briefkit.hosts import LocalHost
-from briefkit.hosts.sshd import LoopbackSshd
-from briefkit.ingest import dbbench as parser
-from briefkit.workloads.base import Point, PointRun
-from briefkit.workloads.dbbench import DbBenchWorkload, point_samples
+from briefkit.target.hosts import LocalHost
+from briefkit.target.hosts.sshd import LoopbackSshd
+from briefkit.tools.dbbench import parse as parser
+from briefkit.tools.base import Point, PointRun
+from briefkit.tools.dbbench.workload import DbBenchWorkload, point_samples
 
 
 def disk_of(path: Path) -> str:

@@ -10,13 +10,13 @@ between the arms is the harness and nothing else.
 Arms, per point (wall clock, start to finish):
 - bare fio: ``fio --output-format=json+ --output=F job`` as a subprocess, the same job file;
 - FioWorkload.run: the job file written through the host, fio started detached, its end noticed
-  (briefkit.hosts.job), on LocalHost and over SSH;
+  (briefkit.target.hosts.job), on LocalHost and over SSH;
 - the executor: ``campaign.run`` of a campaign of ``--points`` points on a ``dir`` configuration;
   the time per point is the interval between consecutive ``done`` lines of the manifest (the
   first point, which carries storage set-up and prepare, is left out). It covers everything
   the executor does per point: leftover-job check, attempt folders, the run, fetching the
   folder, point.json, the manifest, and ingesting the point's json+ for the stop rule.
-Over SSH the target is this machine through a loopback sshd (briefkit.hosts.sshd), twice:
+Over SSH the target is this machine through a loopback sshd (briefkit.target.hosts.sshd), twice:
 ``ssh`` logs in as root with this machine's ~/.bashrc, which bash reads for every command sshd
 runs and which starts pyenv here (the table shows what one command costs with and without it);
 ``ssh-norc`` is the same sshd with ``SetEnv SHLVL=1``, so that bash skips ~/.bashrc: the
@@ -53,12 +53,12 @@ from pathlib import Path
 
 import yaml
 
-from briefkit import campaign
-from briefkit.hosts import Host, LocalHost
-from briefkit.hosts.sshd import LoopbackSshd
-from briefkit.workloads.base import PointRun
-from briefkit.workloads.fio import FioWorkload
-from briefkit.workloads.fio_job import command, job_file
+from briefkit.measure import campaign
+from briefkit.target.hosts import Host, LocalHost
+from briefkit.target.hosts.sshd import LoopbackSshd
+from briefkit.tools.base import PointRun
+from briefkit.tools.fio.workload import FioWorkload
+from briefkit.tools.fio.job import command, job_file
 
 VALUES = {"rw": "70/30", "bs": "4KiB", "numjobs": 1, "iodepth": 16}
 SETTINGS = {"ioengine": "null", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "1MiB",

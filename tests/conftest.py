@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from briefkit.hosts import LocalHost
-from briefkit.hosts.sshd import SSHD, LoopbackSshd
+from briefkit.target.hosts import LocalHost
+from briefkit.target.hosts.sshd import SSHD, LoopbackSshd
 
 
 @pytest.fixture(scope="session")

@@ -14,9 +14,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from briefkit import campaign, cli, samples, workloads
-from briefkit.ingest import ParseError
-from briefkit.workloads.base import CampaignError, Workload
+from briefkit.measure import campaign
+from briefkit import cli, tools as workloads
+from briefkit.core import samples
+from briefkit.core.errors import ParseError
+from briefkit.core.errors import CampaignError
+from briefkit.tools.base import Workload
 
 DD_RATE = re.compile(r"^(\d+) bytes .* copied, ([0-9.]+) s", re.M)
 

@@ -1,4 +1,4 @@
-"""db_bench campaigns end to end through the executor (briefkit.campaign) and the real sshd:
+"""db_bench campaigns end to end through the executor (briefkit.measure.campaign) and the real sshd:
 a thread sweep and the flash suite, each interrupted and resumed, read back as tidy samples.
 
 The host is the loopback sshd of the tests (everything runs over SSH); the flash suite compares a
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from briefkit import campaign
+from briefkit.measure import campaign
 
 FLASH_TESTS = ["T1", "T2", "T3", "T4", "T5"]
 

@@ -1,4 +1,4 @@
-"""fio campaigns end to end through the executor (briefkit.campaign) and the real loopback sshd:
+"""fio campaigns end to end through the executor (briefkit.measure.campaign) and the real loopback sshd:
 two storage configurations (XFS on a loop device, mounted noatime,discard; a folder of the root
 disk), a killed harness resumed, a connection dropped while fio runs, and an interrupt that must
 stop fio on the host. Points are 1-3 s of real fio; sizes are a few MiB."""
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from briefkit import campaign
-from briefkit.ingest import fio as fio_output
+from briefkit.measure import campaign
+from briefkit.tools.fio import parse as fio_output
 
 BRIEF = "fio-test"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")

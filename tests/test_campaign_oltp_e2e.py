@@ -1,4 +1,4 @@
-"""OLTP campaigns end to end through the executor (briefkit.campaign) and the real loopback sshd:
+"""OLTP campaigns end to end through the executor (briefkit.measure.campaign) and the real loopback sshd:
 a private PostgreSQL 15 per configuration (a folder of this machine's disk, and a tmpfs), a tiny
 ramp of pgbench steps, the stop rule skipping the rest of a ramp, and an interrupted campaign
 resumed on the database it had loaded. Every server is stopped at the end of each run."""
@@ -19,8 +19,10 @@ import papermill
 import pytest
 import yaml
 
-from briefkit import campaign, cli, ramp, workloads
-from briefkit.workloads.oltp.campaign import OltpWorkload
+from briefkit.measure import campaign
+from briefkit import cli, tools as workloads
+from briefkit.core import ramp
+from briefkit.tools.pgbench.workload import OltpWorkload
 
 BRIEF = "oltp-test"
 CHECKOUT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from briefkit import cli, project, published
+from briefkit import cli
+from briefkit.config import project
+from briefkit.dataset import published
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,8 @@
 import pandas as pd
 import pytest
 
-from briefkit import compare, published
+from briefkit.core import compare
+from briefkit.dataset import published
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 """db_bench argument lists: validation, and real db_bench 7.8.3 runs of what the builders produce
-(tiny scale), parsed back with briefkit.ingest.dbbench."""
+(tiny scale), parsed back with briefkit.tools.dbbench.parse."""
 from __future__ import annotations
 
 import shlex
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.ingest import dbbench
-from briefkit.workloads import dbbench_cmd as cmd
+from briefkit.tools.dbbench import parse as dbbench
+from briefkit.tools.dbbench import command as cmd
 
 
 def flags(argv: list[str]) -> dict[str, str]:

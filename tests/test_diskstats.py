@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from briefkit.ingest import ParseError
-from briefkit.ingest import diskstats as ds
+from briefkit.core.errors import ParseError
+from briefkit.tools import diskstats as ds
 
 # Constructed: kernel >= 5.5 lines (17 counters), a 4.18-era line (15), an old kernel's disk (11)
 # and a pre-2.6.25 partition (4 counters).

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from briefkit.ingest import fio as fio_output
-from briefkit.workloads.fio_job import FioJob, command, job_file, parse_size
+from briefkit.tools.fio import parse as fio_output
+from briefkit.tools.fio.job import FioJob, command, job_file, parse_size
 
 FIO = shutil.which("fio")
 # The set-up installs fio: a missing fio fails these tests, it never skips them.

@@ -13,10 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.hosts import (
-    CommandError, CommandTimeout, HostConnectionError, HostKeyError, JobError, JobLost, JobTimeout, LocalHost, SshHost,
+from briefkit.target.hosts import (
+    CommandError,
+    CommandTimeout,
+    HostConnectionError,
+    HostKeyError,
+    JobError,
+    JobLost,
+    JobTimeout,
+    LocalHost,
+    SshHost,
 )
-from briefkit.hosts.sshd import LoopbackSshd, free_port
+from briefkit.target.hosts.sshd import LoopbackSshd, free_port
 
 AWKWARD = [
     "two words", "it's", '"double"', "$(touch PWNED1)", "`touch PWNED2`", "; touch PWNED3", "&& touch PWNED4",

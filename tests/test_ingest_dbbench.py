@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from briefkit import ingest
-from briefkit.ingest import ParseError, dbbench
+from briefkit import tools
+from briefkit.core.errors import ParseError
+from briefkit.tools.dbbench import parse as dbbench
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dbbench"
 MIB = 1.048576  # MB per MiB
@@ -259,7 +260,7 @@ def test_old_summary_line_without_seconds_and_operations():
 
 def test_registry_and_provenance():
     path = FIXTURES / "fillseq.txt"
-    table = ingest.parse("dbbench", path, brief="rocksdb-7600", config="drive-a", rep=3, host="h1")
+    table = tools.parse("dbbench", path, brief="rocksdb-7600", config="drive-a", rep=3, host="h1")
     assert set(table.brief) == {"rocksdb-7600"} and set(table.rep) == {3} and set(table.host) == {"h1"}
     assert set(table.source.str.split("#").str[0]) == {str(path)}
     with pytest.raises(ValueError, match="colour"):

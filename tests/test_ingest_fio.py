@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from briefkit import ingest, samples
-from briefkit.ingest import ParseError
-from briefkit.ingest import fio
+from briefkit import tools
+from briefkit.core import samples
+from briefkit.core.errors import ParseError
+from briefkit.tools.fio import parse as fio
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"
 HAND_MADE = FIXTURES / "client_two_globalarray.hand.json"
@@ -387,7 +388,7 @@ def test_provenance_from_the_file_and_the_caller():
 
 
 def test_registry_parse_and_csv():
-    table = ingest.parse("fio", FIXTURES / "group.jsonplus.json")
+    table = tools.parse("fio", FIXTURES / "group.jsonplus.json")
     assert list(table.columns) == samples.COLUMNS
     out = io.StringIO()
     samples.to_csv(table, out)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.ingest import ParseError, parse as ingest
-from briefkit.ingest import hammerdb
+from briefkit.core.errors import ParseError
+from briefkit.tools import parse as ingest
+from briefkit.tools.hammerdb import parse as hammerdb
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hammerdb"
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from briefkit.ingest import ParseError, parse as ingest
-from briefkit.ingest import pgbench
-from briefkit.workloads.oltp import NEW_ORDER, SCRIPTS, script_names
+from briefkit.core.errors import ParseError
+from briefkit.tools import parse as ingest
+from briefkit.tools.pgbench import parse as pgbench
+from briefkit.tools.pgbench.tpcc import NEW_ORDER, SCRIPTS, script_names
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pgbench"
 TPCC_LOG = FIXTURES / "tpcc_c2_j2.log"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from briefkit import inventory
-from briefkit.hosts import LocalHost
+from briefkit.target import inventory
+from briefkit.target.hosts import LocalHost
 
 MISSING = "briefkit-missing-tool"
 

@@ -1,4 +1,4 @@
-"""The analysis of a fio mix sweep (briefkit.mix) on real fio output (tests/fixtures/fio_mix).
+"""The analysis of a fio mix sweep (briefkit.briefs.mix) on real fio output (tests/fixtures/fio_mix).
 
 Expected values are recomputed here from the fio JSON itself (``bw_bytes``, json+ bins), not
 typed in, so that a wrong unit, a wrong average or an averaged percentile fails.
@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from briefkit import mix, samples
-from briefkit.ingest import fio
+from briefkit.briefs import mix
+from briefkit.core import samples
+from briefkit.tools.fio import parse as fio
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio_mix"
 CONFIGS = ["xfs-loop", "disk"]
@@ -98,7 +99,7 @@ def test_labels_round_trip_and_match_the_published_and_fio_workload_labels():
     assert (m.read, m.write, m.bs, m.ratio, m.size, m.name) == (90, 10, 4194304, "90/10", "4 MiB", "Read-dominant")
     assert mix.parse("60/40 256 KiB").name == "60/40 R/W"
     # the same label as the fio workload gives its samples
-    from briefkit.workloads.fio import workload_label
+    from briefkit.tools.fio.workload import workload_label
     assert workload_label({"rw": "70/30", "bs": "256KiB"}, {}) == mix.label(70, 262144)
 
 
@@ -319,7 +320,7 @@ def test_findings_count_the_points_from_the_data(summary):
 
 
 def test_figure_has_a_column_per_block_size(summary):
-    from briefkit import plots
+    from briefkit.briefs import plots
     fig = mix.figure(summary, 70, CONFIGS, plots.colours(CONFIGS))
     try:
         axes = fig.get_axes()
@@ -338,7 +339,7 @@ PUBLISHED = Path(__file__).parents[1] / "data" / "published" / "fio-6600ion"
 
 @pytest.fixture(scope="module")
 def pub():
-    from briefkit import published
+    from briefkit.dataset import published
     return published.load(PUBLISHED)
 
 
@@ -386,7 +387,7 @@ def test_published_latency_table_is_as_printed(pub):
 
 
 def test_published_findings_summarise_the_check(pub):
-    from briefkit import claims
+    from briefkit.dataset import claims
     checks = claims.check_all(pub)
     lines = mix.published_findings(pub, checks)
     counts = checks["verdict"].value_counts()
@@ -404,7 +405,7 @@ def test_published_findings_summarise_the_check(pub):
 
 
 def test_method_table_states_the_scale_against_the_published_method(tmp_path, pub):
-    from briefkit import campaign
+    from briefkit.measure import campaign
     (tmp_path / "params.yaml").write_text("""
 briefs:
   fio-6600ion:
@@ -487,7 +488,7 @@ def _cells(html: str) -> list[str]:
 
 @pytest.mark.slow
 def test_notebook_without_watts_says_not_measured_and_shows_no_efficiency_number(sweep, tmp_path, monkeypatch):
-    from briefkit import published
+    from briefkit.dataset import published
     table = samples.concat([published.load(PUBLISHED).samples(), sweep])
     markdown, tables = _execute_notebook(tmp_path, monkeypatch, table)
     assert markdown.startswith("# One Micron 6600 ION SSD or 16 HDDs")
@@ -509,7 +510,7 @@ def test_notebook_without_watts_says_not_measured_and_shows_no_efficiency_number
 
 @pytest.mark.slow
 def test_notebook_with_watts_shows_the_efficiency_tables(sweep, tmp_path, monkeypatch):
-    from briefkit import published
+    from briefkit.dataset import published
     # TEST INPUT: invented watts per repetition (the fixtures have no power reading).
     powered = samples.concat([published.load(PUBLISHED).samples(), sweep,
                               _watts_rows(sweep, lambda c, load, rep: {"xfs-loop": 8.0, "disk": 12.5}[c])])

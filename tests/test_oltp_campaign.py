@@ -17,13 +17,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from briefkit import samples, workloads
-from briefkit.ingest import ParseError
-from briefkit.ingest import pgbench as pgbench_log
-from briefkit.workloads.base import CampaignError, Point, PointRun
-from briefkit.workloads.oltp import SCRIPTS, rollback_script, SCRIPT_DIR
-from briefkit.workloads.oltp.campaign import OltpWorkload
-from briefkit.workloads.oltp.cluster import PgCluster
+from briefkit.core import samples
+from briefkit import tools as workloads
+from briefkit.core.errors import ParseError
+from briefkit.tools.pgbench import parse as pgbench_log
+from briefkit.core.errors import CampaignError
+from briefkit.tools.base import Point, PointRun
+from briefkit.tools.pgbench.tpcc import SCRIPTS, rollback_script, SCRIPT_DIR
+from briefkit.tools.pgbench.workload import OltpWorkload
+from briefkit.tools.pgbench.cluster import PgCluster
 
 WHERE = "briefs.oltp-9300.campaigns.t"
 
@@ -136,7 +138,7 @@ def test_a_raw_device_is_refused():
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     """A cluster made by prepare() and one step at 2 clients, run on this machine."""
-    from briefkit.hosts import LocalHost
+    from briefkit.target.hosts import LocalHost
 
     base = reachable_dir()
     host = LocalHost()

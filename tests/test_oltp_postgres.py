@@ -15,15 +15,23 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.ingest import pgbench as pgbench_log
-from briefkit.workloads.oltp import (SCRIPT_DIR, SCRIPTS, Scale, pgbench_argv, rollback_script, script_names,
-                                     script_texts, write_scripts)
-from briefkit.workloads.oltp import wal
-from briefkit.workloads.oltp.cluster import Connection, PgCluster, find_bindir
-from briefkit.workloads.oltp.commands import CommandFailed
+from briefkit.tools.pgbench import parse as pgbench_log
+from briefkit.tools.pgbench.tpcc import (
+    SCRIPT_DIR,
+    SCRIPTS,
+    Scale,
+    pgbench_argv,
+    rollback_script,
+    script_names,
+    script_texts,
+    write_scripts,
+)
+from briefkit.tools.pgbench import wal
+from briefkit.tools.pgbench.cluster import Connection, PgCluster, find_bindir
+from briefkit.tools.pgbench.commands import CommandFailed
 
 try:
-    from briefkit.hosts import LocalHost
+    from briefkit.target.hosts import LocalHost
 except ImportError:  # the host layer is optional for this test: fall back to the plain callable
     LocalHost = None
 

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from briefkit.workloads.oltp import wal
+from briefkit.tools.pgbench import wal
 
 
 def canned(version: int, timing: str, row: list[str]):

@@ -1,4 +1,4 @@
-"""Power sources, the background recorder and the window math (briefkit.power).
+"""Power sources, the background recorder and the window math (briefkit.target.power).
 
 What is real here and what is not:
 - No BMC exists on this machine (no /dev/ipmi0), so DCMI parsing is tested on fixtures written to
@@ -31,20 +31,40 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from briefkit import samples as tidy
-from briefkit import units
-from briefkit.ingest import ParseError
-from briefkit.power import (NOT_MEASURED, CsvMeter, DcmiSampler, HostFiles, LocalFiles, NoPower,
-                            PowerError, PowerRecorder, PowerSample, RaplSampler, RedfishError,
-                            RedfishSampler, from_config, mbps_per_watt, ops_per_watt, parse_freeipmi,
-                            parse_ipmitool, read_power_errors, read_power_log, series, tb_per_kwh, watts_per_nopm,
-                            window_power)
+from briefkit.core import samples as tidy
+from briefkit.core import units
+from briefkit.core.errors import ParseError
+from briefkit.target.power import (
+    NOT_MEASURED,
+    CsvMeter,
+    DcmiSampler,
+    HostFiles,
+    LocalFiles,
+    NoPower,
+    PowerError,
+    PowerRecorder,
+    PowerSample,
+    RaplSampler,
+    RedfishError,
+    RedfishSampler,
+    from_config,
+    mbps_per_watt,
+    ops_per_watt,
+    parse_freeipmi,
+    parse_ipmitool,
+    read_power_errors,
+    read_power_log,
+    series,
+    tb_per_kwh,
+    watts_per_nopm,
+    window_power,
+)
 
 try:
-    from briefkit.hosts import LocalHost
+    from briefkit.target.hosts import LocalHost
 except ImportError:
     try:
-        from briefkit.hosts.local import LocalHost
+        from briefkit.target.hosts.local import LocalHost
     except ImportError:  # the host layer is not there yet: the same interface, minimal
         class _Result:
             def __init__(self, returncode: int, stdout: str, stderr: str):

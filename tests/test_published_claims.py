@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from briefkit import claims, published
+from briefkit.dataset import claims, published
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "data/published/rocksdb-7600"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from briefkit import claims, published
-from briefkit.numbers import Printed
-from briefkit.workloads.fio import workload_label
+from briefkit.dataset import claims, published
+from briefkit.core.numbers import Printed
+from briefkit.tools.fio.workload import workload_label
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "data/published/fio-6600ion"

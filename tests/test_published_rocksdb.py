@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from briefkit import claims, published, samples
-from briefkit.ingest import dbbench
-from briefkit.workloads import dbbench as dbbench_workload
+from briefkit.dataset import claims, published
+from briefkit.core import samples
+from briefkit.tools.dbbench import parse as dbbench
+from briefkit.tools.dbbench import workload as dbbench_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 R7450 = ROOT / "data/published/rocksdb-7450"

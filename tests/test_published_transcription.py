@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from briefkit import claims, published
+from briefkit.dataset import claims, published
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds"          # the seed documents, where the checkout has them

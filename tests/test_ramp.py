@@ -6,10 +6,22 @@ import math
 import pandas as pd
 import pytest
 
-from briefkit import samples
-from briefkit.ramp import (RampPolicy, Step, StopRule, chosen_point, describe, next_clients, ramps,
-                           relative_change_pct, relative_table, relative_to, steps_from_samples, steps_table,
-                           stop_reasons)
+from briefkit.core import samples
+from briefkit.core.ramp import (
+    RampPolicy,
+    Step,
+    StopRule,
+    chosen_point,
+    describe,
+    next_clients,
+    ramps,
+    relative_change_pct,
+    relative_table,
+    relative_to,
+    steps_from_samples,
+    steps_table,
+    stop_reasons,
+)
 
 
 def series(nopm, p999, wal=None, clients=(1, 2, 4, 8, 16, 32)):

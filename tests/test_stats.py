@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from briefkit import samples, stats
+from briefkit.core import samples, stats
 
 
 def table(points: dict[tuple, list[float]], metric: str = "read_bw",

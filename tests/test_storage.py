@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from briefkit import storage
-from briefkit.hosts import LocalHost
-from briefkit.safety import UnsafeTargetError
-from briefkit.storage import Prepared, StorageError, from_spec, load_configs
+from briefkit.target import storage
+from briefkit.target.hosts import LocalHost
+from briefkit.target.safety import UnsafeTargetError
+from briefkit.target.storage import Prepared, StorageError, from_spec, load_configs
 
 WHERE = "briefs.b.campaigns.c.configs"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices and mounts need root")

@@ -1,4 +1,4 @@
-"""Flash-suite tables (briefkit.suite) on real db_bench runs of T1-T5 on two locations of this
+"""Flash-suite tables (briefkit.briefs.suite) on real db_bench runs of T1-T5 on two locations of this
 machine (tests/fixtures/dbbench_suite, see its README). Expected numbers are re-read from the raw
 output with plain token splitting, not with the parser."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from briefkit import suite
-from briefkit.numbers import fmt
+from briefkit.briefs import suite
+from briefkit.core.numbers import fmt
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dbbench_suite"
 

@@ -1,4 +1,4 @@
-"""Sweep analysis (briefkit.sweep) of measured campaigns, on real db_bench thread sweeps of this
+"""Sweep analysis (briefkit.briefs.sweep) of measured campaigns, on real db_bench thread sweeps of this
 machine (tests/fixtures/dbbench_suite/sweep, see the README there), and of the published
 rocksdb-7600 numbers. Expected values are re-read from the raw output with token splitting."""
 from __future__ import annotations
@@ -10,9 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from briefkit import published, sweep
-from briefkit.numbers import fmt
-from briefkit.sweep import MetricSpec
+from briefkit.dataset import published
+from briefkit.briefs import sweep
+from briefkit.core.numbers import fmt
+from briefkit.briefs.sweep import MetricSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "dbbench_suite"

@@ -87,7 +87,7 @@ def test_claims_only_brief_renders_the_measured_campaign(checkout, tmp_path, mon
 def test_published_brief_keeps_its_reproduction_and_adds_the_measured_part(checkout, tmp_path, monkeypatch):
     import pandas as pd
 
-    from briefkit import published
+    from briefkit.dataset import published
     pub = published.load(checkout / "data/published/rocksdb-7600").samples()
     measured = _loader().load("sweep", brief="rocksdb-7600", campaign_name="local")
     measured = measured[measured["workload"].isin(["readrandom", "readwhilewriting"])]

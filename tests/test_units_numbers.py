@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from briefkit import samples, units
-from briefkit.numbers import Interval, Printed, fmt, round_half_up
+from briefkit.core import samples, units
+from briefkit.core.numbers import Interval, Printed, fmt, round_half_up
 
 
 def test_mib_to_si_megabytes_is_the_binary_over_decimal_ratio():

@@ -3,7 +3,7 @@ flash suite's replay after a resume, and parsing of real outputs and point folde
 
 Every run here is real db_bench (Debian's rocksdb-tools) at small scale: thousands of keys, 1-2 s
 points. Expectations are recomputed from the raw files with plain text handling, independently
-of briefkit.ingest.
+of briefkit.tools.
 """
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.ingest import ParseError
-from briefkit.ingest import dbbench as parser
-from briefkit.workloads import dbbench_cmd as cmd
-from briefkit.workloads import get
-from briefkit.workloads.base import CampaignError, Point, PointRun
-from briefkit.workloads.dbbench import FLASH_BENCHMARKS, DbBenchWorkload, point_samples
+from briefkit.core.errors import ParseError
+from briefkit.tools.dbbench import parse as parser
+from briefkit.tools.dbbench import command as cmd
+from briefkit.tools import get
+from briefkit.core.errors import CampaignError
+from briefkit.tools.base import Point, PointRun
+from briefkit.tools.dbbench.workload import FLASH_BENCHMARKS, DbBenchWorkload, point_samples
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dbbench"
 POINTS = FIXTURES / "points"

@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from briefkit import workloads
-from briefkit.hosts import CommandError, JobTimeout
-from briefkit.ingest import fio as fio_output
-from briefkit.workloads.base import CampaignError, PointRun
-from briefkit.workloads.fio import (
-    DATA_FILE, FioWorkload, parse_mix, size_label, workload_label,
-)
-from briefkit.workloads.fio_job import job_file
+from briefkit import tools as workloads
+from briefkit.target.hosts import CommandError, JobTimeout
+from briefkit.tools.fio import parse as fio_output
+from briefkit.core.errors import CampaignError
+from briefkit.tools.base import PointRun
+from briefkit.tools.fio.workload import DATA_FILE, FioWorkload, parse_mix, size_label, workload_label
+from briefkit.tools.fio.job import job_file
 
 FIO = shutil.which("fio")
 
@@ -394,7 +393,7 @@ def test_raw_device_blank_is_written(tmp_path, local_host, fio_installed, loop_d
 
 def test_raw_device_with_a_filesystem_is_refused_without_consent(tmp_path, local_host, fio_installed,
                                                                  loop_device):
-    from briefkit.safety import UnsafeTargetError
+    from briefkit.target.safety import UnsafeTargetError
 
     subprocess.run(["mkfs.ext4", "-q", "-F", loop_device], check=True, capture_output=True)
     workload, matrix, settings = raw_settings()

@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-from briefkit import project
+from briefkit.config import project
 
 
 def _samples(args) -> int:
-    from briefkit import campaign
+    from briefkit.measure import campaign
 
     base = project.root()
     brief = project.brief(args.brief, base)
@@ -55,7 +55,7 @@ def _execute(args) -> int:
 
 
 def _render(args) -> int:
-    from briefkit import render
+    from briefkit.report import render
 
     base = project.root()
     paths = project.brief(args.brief, base).paths(base)
@@ -76,7 +76,7 @@ def _build(args) -> int:
 
 
 def _check(args) -> int:
-    from briefkit import claims, published
+    from briefkit.dataset import claims, published
 
     base = project.root()
     brief = project.brief(args.brief, base)
@@ -88,15 +88,16 @@ def _check(args) -> int:
 
 
 def _ingest(args) -> int:
-    from briefkit import ingest, samples
+    from briefkit import tools
+    from briefkit.core import samples
 
-    tables = [ingest.parse(args.tool, Path(path)) for path in args.files]
+    tables = [tools.parse(args.tool, Path(path)) for path in args.files]
     samples.to_csv(samples.concat(tables), sys.stdout)
     return 0
 
 
 def _measure(args) -> int:
-    from briefkit import campaign
+    from briefkit.measure import campaign
 
     base = project.root()
     project.brief(args.brief, base)
@@ -129,7 +130,7 @@ def _say(text: str) -> None:
 
 
 def _status(args) -> int:
-    from briefkit import campaign
+    from briefkit.measure import campaign
 
     campaign.status(args.brief).to_csv(sys.stdout, index=False, sep="\t")
     return 0
@@ -140,7 +141,7 @@ def _loopback_sshd(args) -> int:
     machine (the sshfs configurations of the embedded rocksdb-nvmeof campaign)."""
     import time
 
-    from briefkit.hosts.sshd import LoopbackSshd
+    from briefkit.target.hosts.sshd import LoopbackSshd
 
     server = LoopbackSshd(args.dir, port=args.port).start()
     print(f"sshd on 127.0.0.1:{server.port}; client key {args.dir}/client_ed25519, known_hosts "
@@ -192,16 +193,16 @@ def parser() -> argparse.ArgumentParser:
     sshd.add_argument("--dir", default="/var/tmp/briefkit/sshd", help="keys, config and log (default: %(default)s)")
     sshd.add_argument("--port", type=int, default=2222, help="default: %(default)s")
     sshd.set_defaults(func=_loopback_sshd)
-    from briefkit.ingest import PARSERS
+    from briefkit.tools import TOOLS
     ingest_cmd = sub.add_parser("ingest", help="tidy samples of raw tool output, as CSV on stdout")
-    ingest_cmd.add_argument("tool", choices=sorted(PARSERS))
+    ingest_cmd.add_argument("tool", choices=sorted(TOOLS))
     ingest_cmd.add_argument("files", nargs="+")
     ingest_cmd.set_defaults(func=_ingest)
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
-    from briefkit.hosts import HostError
+    from briefkit.target.hosts import HostError
 
     args = parser().parse_args(argv)
     try:

@@ -1,0 +1,704 @@
+"""Analysis of a fio read/write mix sweep (the fio-6600ion brief): throughput, mean completion
+latency and efficiency against numjobs for each mix and block size, across configurations.
+
+Input is the tidy sample table (``briefkit.core.samples``) with ``load_kind == "numjobs"`` and
+``workload`` labels of the form ``"70/30 256 KiB"`` (``label``/``parse``): the read and write
+share of ``randrw`` and the block size as fio was given it (base 2).
+
+What is computed, and why this way
+    - Throughput is ``total_bw``: read plus write MB/s (SI, from fio's ``bw_bytes``), the figure
+      the brief plots against numjobs.
+    - Repetitions are averaged with a Student-t 95 % confidence interval (``stats.summarize``).
+      Percentiles are never averaged: ``merged_percentiles`` reads them from the json+ bins of
+      all repetitions of a point, merged.
+    - Efficiency (MB/s per W, TB/kWh = 3.6 x MB/s per W) is derived per repetition from that
+      repetition's ``watts`` sample and then averaged like any other metric. Without watts
+      samples there is no efficiency row at all, and tables print n/a ("not measured").
+    - "~Nx" multiples follow the brief: ``(a / b)`` with the better configuration on top (higher
+      MB/s, lower latency), so the multiple is at least 1 and the leader is named beside it.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from briefkit.core import compare, samples as samples_mod, stats
+from briefkit.tools.fio import parse as fio_ingest
+from briefkit.core.numbers import fmt
+from briefkit.core import efficiency
+
+LOAD_KIND = "numjobs"
+
+#: The brief's names for its four mixes (its Table 1, "Workload type"), by read share.
+MIX_NAMES = {30: "Write-heavy", 50: "Balanced", 70: "Read-heavy", 90: "Read-dominant"}
+
+#: Metrics that are averaged over repetitions (never a percentile).
+SUMMARY_METRICS = ("total_bw", "read_bw", "write_bw", "read_clat_mean", "write_clat_mean",
+                   "watts", "mbps_per_watt", "tb_per_kwh")
+
+_LABEL = re.compile(r"^\s*(?P<read>\d{1,3})/(?P<write>\d{1,3})\s+(?P<size>\d+)\s*(?P<unit>KiB|MiB|GiB)\s*$")
+_UNIT_BYTES = {"KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+
+
+# ------------------------------------------------------------------------------------ labels
+
+
+@dataclass(frozen=True, order=True)
+class Mix:
+    """One workload of the sweep: the read share of randrw (percent) and the block size (bytes)."""
+
+    read: int
+    bs: int
+
+    @property
+    def write(self) -> int:
+        return 100 - self.read
+
+    @property
+    def ratio(self) -> str:
+        """``"70/30"``."""
+        return f"{self.read}/{self.write}"
+
+    @property
+    def size(self) -> str:
+        """``"256 KiB"``, ``"4 MiB"``."""
+        for unit in ("GiB", "MiB", "KiB"):
+            if self.bs % _UNIT_BYTES[unit] == 0:
+                return f"{self.bs // _UNIT_BYTES[unit]} {unit}"
+        return f"{self.bs} B"
+
+    @property
+    def label(self) -> str:
+        return f"{self.ratio} {self.size}"
+
+    @property
+    def name(self) -> str:
+        """``"Read-heavy"`` for 70/30; the R/W ratio itself for a mix the brief does not name."""
+        return MIX_NAMES.get(self.read, f"{self.ratio} R/W")
+
+
+def label(read: int, bs: int) -> str:
+    """The workload label of a mix: ``label(70, 262144) == "70/30 256 KiB"``."""
+    return Mix(read, bs).label
+
+
+def parse(text: str) -> Mix:
+    """``"70/30 256 KiB"`` -> ``Mix(read=70, bs=262144)``; anything else is a ValueError naming it."""
+    match = _LABEL.match(str(text))
+    if not match:
+        raise ValueError(f"workload {text!r} is not a mix label; expected e.g. '70/30 256 KiB'")
+    read, write = int(match["read"]), int(match["write"])
+    if read + write != 100:
+        raise ValueError(f"workload {text!r}: read and write shares add up to {read + write}, not 100")
+    return Mix(read, int(match["size"]) * _UNIT_BYTES[match["unit"]])
+
+
+def mixes(table: pd.DataFrame) -> list[Mix]:
+    """The mixes of a sample or summary table, ordered by read share, then block size."""
+    return sorted({parse(w) for w in table["workload"].dropna().unique()})
+
+
+def read_shares(table: pd.DataFrame) -> list[int]:
+    """The read shares present (30, 50, ...), in order."""
+    return sorted({m.read for m in mixes(table)})
+
+
+# ------------------------------------------------------------------------- derived metrics
+
+
+def has_power(table: pd.DataFrame) -> bool:
+    """Whether any watts were measured (a finite, positive ``watts`` sample)."""
+    watts = table.loc[table["metric"] == "watts", "value"].astype(float)
+    return bool(((watts > 0) & watts.notna()).any())
+
+
+def with_efficiency(table: pd.DataFrame) -> pd.DataFrame:
+    """The samples plus ``mbps_per_watt`` and ``tb_per_kwh`` for every repetition that has both
+    ``total_bw`` and ``watts``. Nothing is added where watts are missing."""
+    keys = ["brief", "config", "workload", "load_kind", "load", "rep", "campaign"]
+    work = table[table["metric"] == "total_bw"]
+    watts = table[table["metric"] == "watts"]
+    if work.empty or watts.empty:
+        return table
+    # A missing key (NA) must still join: pandas merges NA with NA, which is what we want here.
+    both = work.merge(watts[keys + ["value"]], on=keys, suffixes=("", "_watts"))
+    rows = []
+    for row in both.itertuples(index=False):
+        per_watt = efficiency.mbps_per_watt(row.value, row.value_watts)
+        if math.isnan(per_watt):
+            continue
+        base = {c: getattr(row, c) for c in samples_mod.COLUMNS if c not in ("metric", "value", "unit")}
+        rows.append({**base, "metric": "mbps_per_watt", "value": per_watt, "unit": "MB/s/W"})
+        rows.append({**base, "metric": "tb_per_kwh",
+                     "value": efficiency.tb_per_kwh(row.value, row.value_watts), "unit": "TB/kWh"})
+    return samples_mod.concat([table, pd.DataFrame(rows, columns=samples_mod.COLUMNS)])
+
+
+def summary(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Mean over repetitions with a ``confidence`` Student-t interval for every point of every
+    metric in SUMMARY_METRICS (efficiency derived first). Percentiles are not in it."""
+    if "load_kind" in table and (table["load_kind"].dropna() != LOAD_KIND).any():
+        kinds = sorted(set(table["load_kind"].dropna()) - {LOAD_KIND})
+        raise ValueError(f"a mix sweep's load is {LOAD_KIND}; the samples also have {kinds}")
+    derived = with_efficiency(table)
+    chosen = derived[derived["metric"].isin(SUMMARY_METRICS)]
+    return stats.summarize(chosen, confidence)
+
+
+def _locate(source: str, base: Path | None) -> Path:
+    """A sample's source file: relative paths from ``base``; an absolute path written in another
+    checkout is looked up under ``base`` from its ``data/raw/`` part on."""
+    path = Path(source)
+    if not path.is_absolute():
+        return Path(base) / path if base is not None else path
+    if not path.exists() and base is not None and "data" in path.parts:
+        parts = path.parts
+        for i in range(len(parts) - 1):
+            if parts[i:i + 2] == ("data", "raw"):
+                return Path(base).joinpath(*parts[i:])
+    return path
+
+
+def merged_percentiles(table: pd.DataFrame, percentiles: Sequence[float] = (99.0,),
+                       base: Path | None = None) -> pd.DataFrame:
+    """Completion-latency percentiles of each point (config, workload, numjobs) read from the
+    json+ bins of all its repetitions merged (never an average of per-run percentiles).
+
+    The fio output files are the ``source`` of the point's ``total_bw`` samples (relative paths
+    are taken from ``base``). Returns tidy samples with ``rep`` empty; a point whose files are
+    not there, or hold no bins, is left out."""
+    work = table[(table["metric"] == "total_bw") & table["source"].notna()]
+    out = []
+    for (config, workload, load), group in work.groupby(["config", "workload", "load"], sort=True):
+        paths = [_locate(p, base) for p in sorted(set(group["source"]))]
+        if not paths or not all(p.is_file() for p in paths):
+            continue
+        try:
+            rows = fio_ingest.merged_samples(paths, percentiles=percentiles, config=config,
+                                             workload=workload, load_kind=LOAD_KIND, load=load)
+        except fio_ingest.ParseError:
+            continue
+        first = group.iloc[0]
+        rows["brief"], rows["campaign"] = first["brief"], first["campaign"]
+        out.append(rows)
+    return samples_mod.concat(out)
+
+
+# ------------------------------------------------------------------------------ wide tables
+
+
+def wide(summary_table: pd.DataFrame, workload: str, metric: str, configs: Sequence[str],
+         column: str = "mean") -> pd.DataFrame:
+    """One column of the summary (``mean``, ``ci_low``, ``ci_high``, ``n``): index = numjobs,
+    columns = configurations in the given order (absent ones left out)."""
+    rows = summary_table[(summary_table["workload"] == workload) & (summary_table["metric"] == metric)]
+    if rows.empty:
+        return pd.DataFrame(columns=[c for c in configs], dtype=float)
+    table = rows.pivot_table(index="load", columns="config", values=column, aggfunc="first")
+    table = table[[c for c in configs if c in table.columns]].sort_index()
+    table.index.name = LOAD_KIND
+    return table
+
+
+def concurrency_ends(summary_table: pd.DataFrame, workload: str, configs: Sequence[str],
+                     metric: str = "total_bw") -> tuple[float, float] | None:
+    """(low, high): the smallest and largest numjobs where every configuration has ``metric``."""
+    table = wide(summary_table, workload, metric, configs).dropna()
+    if table.empty or len(table.columns) < len(configs):
+        return None
+    return float(table.index.min()), float(table.index.max())
+
+
+# ----------------------------------------------------------------------------- the multiples
+
+
+def times(a: float, b: float) -> str:
+    """``"~7.2x"``; from 100x on without decimals (``"~1,808x"``), as the brief prints them."""
+    return compare.multiple_text(a, b, 1 if a / b < 99.95 else 0)
+
+
+@dataclass(frozen=True)
+class Multiple:
+    """How many times better the leading configuration is at one point: ``(a / b) = ~N.Nx``."""
+
+    workload: str
+    metric: str
+    load: float
+    leader: str
+    other: str
+    leader_value: float
+    other_value: float
+    overlap: bool              # the two 95 % intervals overlap: the lead is within the noise
+    operand_decimals: int = 0
+
+    @property
+    def value(self) -> float:
+        higher = not compare.lower_is_better(self.metric)
+        return self.leader_value / self.other_value if higher else self.other_value / self.leader_value
+
+    @property
+    def calculation(self) -> str:
+        higher = not compare.lower_is_better(self.metric)
+        a, b = (self.leader_value, self.other_value) if higher else (self.other_value, self.leader_value)
+        d = self.operand_decimals
+        return f"({fmt(a, d)} / {fmt(b, d)}) = {times(a, b)}"
+
+
+def multiple(summary_table: pd.DataFrame, workload: str, metric: str, load: float,
+             configs: Sequence[str], scale: float = 1.0, operand_decimals: int = 0) -> Multiple | None:
+    """The lead of the better of the first two ``configs`` at ``load`` (values times ``scale``,
+    e.g. 1e-3 for µs -> ms); None where either has no value."""
+    first, second = configs[0], configs[1]
+    means = wide(summary_table, workload, metric, configs)
+    if load not in means.index or first not in means or second not in means:
+        return None
+    a, b = means.loc[load, first], means.loc[load, second]
+    if pd.isna(a) or pd.isna(b) or a <= 0 or b <= 0:
+        return None
+    higher = not compare.lower_is_better(metric)
+    leader, other = (first, second) if (a >= b) == higher else (second, first)
+    low = wide(summary_table, workload, metric, configs, "ci_low")
+    high = wide(summary_table, workload, metric, configs, "ci_high")
+    bounds = [(low.loc[load, c], high.loc[load, c]) for c in (leader, other)]
+    if any(pd.isna(x) for pair in bounds for x in pair):
+        overlap = True      # one repetition: no interval, so no lead can be called established
+    else:
+        overlap = bounds[0][0] <= bounds[1][1] and bounds[1][0] <= bounds[0][1]
+    values = means.loc[load, leader] * scale, means.loc[load, other] * scale
+    return Multiple(workload, metric, load, leader, other, values[0], values[1], bool(overlap),
+                    operand_decimals)
+
+
+# ---------------------------------------------------------------------------- display tables
+
+NBSP = "\u00a0"
+
+
+def nowrap(text: str) -> str:
+    """Spaces made non-breaking, so that a number with its unit stays on one line in a table cell."""
+    return text.replace(" ", NBSP)
+
+
+def calc_cell(calculation: str) -> str:
+    """``(1,687 / 235) = ~7.2x`` for a table cell: ``= ~7.2x`` is kept together; the operands
+    may wrap (narrow columns)."""
+    left, sep, right = calculation.partition(" = ")
+    return f"{left} {nowrap('= ' + right)}" if sep else calculation
+
+
+
+def _mean_ci(mean: float, low: float, high: float, n: float, decimals: int) -> str:
+    if pd.isna(mean):
+        return "n/a"
+    if pd.isna(low) or pd.isna(high):
+        return nowrap(f"{fmt(mean, decimals)} (n = {int(n)})") if not pd.isna(n) else fmt(mean, decimals)
+    return f"{fmt(mean, decimals)} {nowrap('± ' + fmt((high - low) / 2, decimals))}"   # may break before ±
+
+
+def _cells(summary_table, workload, metric, configs, scale) -> dict[str, pd.DataFrame]:
+    """mean, ci_low, ci_high (times ``scale``) and n as wide tables."""
+    return {c: wide(summary_table, workload, metric, configs, c) * (1 if c == "n" else scale)
+            for c in ("mean", "ci_low", "ci_high", "n")}
+
+
+def _cell(parts: dict[str, pd.DataFrame], load: float, config: str, decimals: int) -> str:
+    if config not in parts["mean"].columns or load not in parts["mean"].index:
+        return "n/a"
+    return _mean_ci(*(parts[k].loc[load, config] for k in ("mean", "ci_low", "ci_high", "n")), decimals)
+
+
+def throughput_table(summary_table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.DataFrame:
+    """Throughput of one mix at every numjobs, both block sizes: mean ± 95 % half-width per
+    configuration."""
+    rows = []
+    for mix in (m for m in mixes(summary_table) if m.read == read):
+        parts = _cells(summary_table, mix.label, "total_bw", configs, 1.0)
+        for load in parts["mean"].index:
+            row = {"Block size": mix.size, "numjobs": f"{load:g}"}
+            for config in configs:
+                row[f"{config} MB/s"] = _cell(parts, load, config, 0)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def latency_table(summary_table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.DataFrame:
+    """Read and write mean completion latency (ms) of one mix at every numjobs, both block sizes."""
+    rows = []
+    for mix in (m for m in mixes(summary_table) if m.read == read):
+        read_ms = _cells(summary_table, mix.label, "read_clat_mean", configs, 1e-3)
+        write_ms = _cells(summary_table, mix.label, "write_clat_mean", configs, 1e-3)
+        loads = sorted(set(read_ms["mean"].index) | set(write_ms["mean"].index))
+        for load in loads:
+            row = {"Block size": mix.size, "numjobs": f"{load:g}"}
+            for direction, parts in (("read", read_ms), ("write", write_ms)):
+                for config in configs:
+                    row[f"{config} {direction} ms"] = _cell(parts, load, config, 2)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def efficiency_table(summary_table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.DataFrame:
+    """MB/s per W and TB/kWh of one mix at low and high concurrency, per configuration; n/a
+    where no watts were measured."""
+    rows = []
+    for mix in (m for m in mixes(summary_table) if m.read == read):
+        ends = concurrency_ends(summary_table, mix.label, configs)
+        if ends is None:
+            continue
+        for word, load in zip(("low", "high"), sorted(set(ends))):   # one row when low == high
+            row = {"Block size": mix.size, "Concurrency": nowrap(f"{word} ({LOAD_KIND} {load:g})")}
+            for metric, unit in (("mbps_per_watt", "MB/s per W"), ("tb_per_kwh", "TB/kWh")):
+                parts = _cells(summary_table, mix.label, metric, configs, 1.0)
+                for config in configs:
+                    row[f"{config} {unit}"] = _cell(parts, load, config, 1)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: The rows of a multiples table: metric, its name, scale to the printed unit, decimals.
+MULTIPLE_ROWS = (("total_bw", "Throughput (MB/s)", 1.0, 0),
+                 ("read_clat_mean", "Read latency (ms)", 1e-3, 2),
+                 ("write_clat_mean", "Write latency (ms)", 1e-3, 2),
+                 ("mbps_per_watt", "Power efficiency (MB/s per W)", 1.0, 1))
+
+
+def multiples_table(summary_table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.DataFrame:
+    """The brief's "Details": for each block size and metric, the leader's multiple at low and at
+    high concurrency with its calculation, "(a / b) = ~N.Nx". A lead inside the run-to-run noise
+    (overlapping 95 % intervals) is marked; a metric without data says "not measured"."""
+    rows = []
+    for mix in (m for m in mixes(summary_table) if m.read == read):
+        ends = concurrency_ends(summary_table, mix.label, configs)
+        if ends is None or len(configs) < 2:
+            continue
+        for metric, name, scale, decimals in MULTIPLE_ROWS:
+            row = {"Block size": mix.size, "Metric": name}
+            for word, load in (("Low", ends[0]), ("High", ends[1])):
+                column = f"{word} concurrency ({LOAD_KIND} {load:g})"
+                m = multiple(summary_table, mix.label, metric, load, configs, scale, decimals)
+                if m is None:
+                    have = (summary_table["metric"] == metric).any()
+                    row[column] = "n/a" if have else "not measured"
+                else:
+                    row[column] = f"{m.leader}: {calc_cell(m.calculation)}" + (" (within noise)" if m.overlap else "")
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def percentile_table(merged: pd.DataFrame, configs: Sequence[str], percentile: str = "p99") -> pd.DataFrame:
+    """Read and write completion-latency ``percentile`` (ms) of every mix at its highest numjobs,
+    from ``merged_percentiles`` (bins of all repetitions merged). Empty when there are none."""
+    rows = []
+    if merged.empty:
+        return pd.DataFrame(rows)
+    for m in mixes(merged):
+        at = merged[merged["workload"] == m.label]
+        load = at["load"].max()
+        row = {"Workload": _workload_cell(m.label), "numjobs": f"{load:g}"}
+        for direction in ("read", "write"):
+            for config in configs:
+                value = at[(at["config"] == config) & (at["load"] == load)
+                           & (at["metric"] == f"{direction}_clat_{percentile}")]["value"]
+                row[f"{config} {direction} {percentile} (ms)"] = fmt(value.iloc[0] / 1e3, 2) if len(value) else "n/a"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ the published brief's numbers
+
+
+def _printed(pub, workload: str, config: str, column: str, load: float | None = None):
+    """The Printed number of one points.csv cell (None when the brief gives none)."""
+    rows = pub.points[(pub.points["workload"] == workload) & (pub.points["config"] == config)]
+    for row in rows.to_dict("records"):
+        value = row.get(column)
+        load_here = row[pub.load_kind]
+        same_load = (load is None and (load_here is None or pd.isna(load_here))) or load_here == load
+        if value is not None and same_load:
+            return value
+    return None
+
+
+def _ratio_text(a, b) -> str:
+    """``(1,687 / 235) = ~7.2x`` from two Printed numbers (the larger on top, as the brief does),
+    kept on one line in a table cell."""
+    if a is None or b is None or not a.value or not b.value:
+        return "n/a"
+    top, bottom = (a, b) if a.value >= b.value else (b, a)
+    return calc_cell(f"({top.text} / {bottom.text}) = {times(top.value, bottom.value)}")
+
+
+def _two_level(rows: list[dict]) -> pd.DataFrame:
+    """Rows keyed by (group, column) -> a table with two header rows, as the brief prints them."""
+    table = pd.DataFrame(rows)
+    table.columns = pd.MultiIndex.from_tuples(table.columns)
+    return table
+
+
+def _workload_cell(workload: str) -> str:
+    """``30/70 256 KiB`` that may break after the mix, not inside the block size."""
+    m = parse(workload)
+    return f"{m.ratio} {nowrap(m.size)}"
+
+
+def published_mapping_table(pub) -> pd.DataFrame:
+    """The brief's Table 1, one row per mix: its name and the use case of each block size."""
+    rows = {}
+    for workload, info in pub.workloads.items():
+        m = parse(workload)
+        row = rows.setdefault(m.read, {"Workload type": info.get("profile") or m.name, "Mix (R/W)": m.ratio})
+        row[f"{m.size} use case"] = info.get("use_case") or "(not given)"
+    return pd.DataFrame(list(rows.values()))
+
+
+def published_throughput_table(pub) -> pd.DataFrame:
+    """The brief's throughput endpoints (MB/s at the lowest and highest numjobs it prints) per
+    workload, with the multiples recomputed from those printed numbers."""
+    configs = pub.configs
+    rows = []
+    for workload in pub.workloads:
+        loads = sorted({p for p in pub.points.loc[pub.points["workload"] == workload, pub.load_kind]
+                        if p is not None and not pd.isna(p)})
+        if not loads:
+            continue
+        row = {("", "Workload"): _workload_cell(workload)}
+        for config in configs:
+            for load in (loads[0], loads[-1]):
+                p = _printed(pub, workload, config, "throughput", load)
+                row[(f"{config} (MB/s)", f"numjobs {load:g}")] = p.text if p else "n/a"
+        for word, load in (("low", loads[0]), ("high", loads[-1])):
+            row[("Multiple, recomputed", f"{word} (numjobs {load:g})")] = _ratio_text(
+                *(_printed(pub, workload, c, "throughput", load) for c in configs[:2]))
+        rows.append(row)
+    return _two_level(rows)
+
+
+def published_efficiency_table(pub) -> pd.DataFrame:
+    """The brief's MB/s per W and TB/kWh per workload, with 3.6 x MB/s per W beside TB/kWh (the
+    multiples of MB/s per W are in the reproduction check)."""
+    rows = []
+    for workload in pub.workloads:
+        row = {("", "Workload"): _workload_cell(workload)}
+        for config in pub.configs:
+            per_watt = _printed(pub, workload, config, "mbps_per_watt")
+            tb = _printed(pub, workload, config, "tb_per_kwh")
+            row[(config, "MB/s per W")] = per_watt.text if per_watt else "n/a"
+            row[(config, "TB/kWh")] = tb.text if tb else "n/a"
+            row[(config, "3.6 x MB/s per W")] = (fmt(efficiency.TB_PER_KWH_PER_MBPS_PER_W * per_watt.value, 2)
+                                                  if per_watt else "n/a")
+        rows.append(row)
+    return _two_level(rows)
+
+
+def published_latency_table(pub) -> pd.DataFrame:
+    """The brief's read and write mean completion latency (ms) per workload, with the multiples
+    recomputed from the printed numbers."""
+    rows = []
+    for workload in pub.workloads:
+        row = {("", "Workload"): _workload_cell(workload)}
+        for column, word in (("read_latency", "Read"), ("write_latency", "Write")):
+            printed = [_printed(pub, workload, c, column) for c in pub.configs[:2]]
+            for config, p in zip(pub.configs[:2], printed):
+                row[(f"{word} latency (ms)", config)] = p.text if p else "n/a"
+            row[(f"{word} latency (ms)", "multiple, recomputed")] = _ratio_text(*printed)
+        rows.append(row)
+    return _two_level(rows)
+
+
+def published_findings(pub, checks: pd.DataFrame) -> list[str]:
+    """Key findings of the reproduction check, short: the count, the TB/kWh identity failures in
+    one line, and one line per other claim that does not match (the check table has the detail)."""
+    if checks.empty:
+        return ["The claims of the published brief are not transcribed yet."]
+    counts = checks["verdict"].value_counts()
+    lines = [f"Of {len(checks)} published numbers, {counts.get('matches', 0)} match the brief's own numbers, "
+             f"{counts.get('rounding', 0)} agree only within the rounding of its printed inputs, and "
+             f"**{counts.get('does not match', 0)} do not match**."]
+    kinds = {claim["id"]: claim["kind"] for claim in pub.claims}
+    identity = checks[checks["claim"].map(kinds) == "identity"]
+    wrong = identity[identity["verdict"] == "does not match"]
+    if len(identity):
+        cases = [f"{row.stated.rsplit(': ', 1)[0].replace(' (numjobs not stated)', '')} "
+                 f"({row.stated.rsplit(': ', 1)[-1]} printed; {row.recomputed})" for row in wrong.itertuples()]
+        rounding = int((identity["verdict"] == "rounding").sum())
+        lines.append(f"TB/kWh is not 3.6 x the MB/s per W printed beside it in {len(wrong)} of {len(identity)} "
+                     f"cases, beyond the rounding of the printed inputs" + (": " + "; ".join(cases) if cases else "")
+                     + (f". {rounding} more agree only within rounding." if rounding else "."))
+    for row in checks[(checks["verdict"] == "does not match") & (checks["claim"].map(kinds) != "identity")].itertuples():
+        if kinds.get(row.claim) == "repeated":
+            reason = row.reason.split(";")[0]
+            lines.append(f"{row.where}: {reason[:1].upper()}{reason[1:]}.")
+        else:
+            lines.append(f"{row.where}: *{row.statement or row.stated}* {row.reason[:1].upper()}{row.reason[1:]}.")
+    return lines
+
+
+# ------------------------------------------------------------------------------ how it was run
+
+
+def _sizes(values) -> str:
+    from briefkit.tools.fio.job import parse_size
+    return ", ".join(Mix(50, parse_size(v, "bs")).size for v in values)
+
+
+def _seconds(value) -> str:
+    return f"{value:g} s" if isinstance(value, (int, float)) else str(value)
+
+
+def method_table(camp, inventory: dict | None, published_how: dict | None = None) -> pd.DataFrame:
+    """The brief's "fio parameters" table for a measured campaign (``briefkit.measure.campaign.Campaign``),
+    beside what the published brief used (its ``how_tested``), so the scale is stated plainly."""
+    settings, matrix = camp.settings, camp.matrix
+    published_how = published_how or {}
+    fio_tool = ((inventory or {}).get("tools") or {}).get("fio") or {}
+    power = (camp.power or {}).get("kind", "none")
+    rows = [
+        ("Storage compared", published_how.get("Drives under test", ""),
+         "; ".join(f"{name}: {camp.labels.get(name, name)}" for name in camp.configs)),
+        ("fio version", published_how.get("Tool", ""), fio_tool.get("version") or "not reported"),
+        ("I/O engine", published_how.get("I/O engine", ""), settings.get("ioengine")),
+        ("I/O pattern", published_how.get("I/O pattern", ""),
+         f"{settings.get('pattern')}, read/write mixes {', '.join(str(v) for v in matrix.get('rw', []))}"),
+        ("Block sizes", published_how.get("Block sizes", ""), _sizes(matrix.get("bs", []))),
+        ("Direct I/O", published_how.get("Direct I/O", ""), "yes (O_DIRECT)" if settings.get("direct") else "no"),
+        ("I/O depth", published_how.get("I/O depth", ""), ", ".join(str(v) for v in matrix.get("iodepth", []))),
+        ("Number of jobs", published_how.get("Number of jobs", ""),
+         ", ".join(str(v) for v in matrix.get("numjobs", []))),
+        ("Ramp time", published_how.get("Ramp time", ""), _seconds(settings.get("ramp_s"))),
+        ("Runtime", published_how.get("Runtime", ""), _seconds(settings.get("runtime_s"))),
+        ("Runs per configuration", published_how.get("Runs per configuration", ""),
+         f"{camp.repetitions}, mean with a 95 % confidence interval (Student t)"),
+        ("Region per point", "", f"{settings.get('size')} file shared by the point's jobs"
+         + (", written once before the first point" if settings.get("precondition") else "")),
+        ("Units", published_how.get("Units", ""),
+         "MB/s = fio's bw_bytes / 10^6 (SI), read + write; latency = fio's mean completion latency (clat), ms"),
+        ("Power", "drive / array watts (source not stated)",
+         "not measured (no power source)" if power == "none" else power),
+    ]
+    return pd.DataFrame(rows, columns=["Parameter", "Published brief", f"This campaign ({camp.name})"])
+
+
+def configurations_table(camp) -> pd.DataFrame:
+    """The measured configurations: name used in the tables, what it is, its storage declaration."""
+    rows = []
+    for name, spec in camp.config_specs.items():
+        declared = ", ".join(f"{k}: {v}" for k, v in spec.items())
+        rows.append({"Configuration": name, "What it is": camp.labels.get(name, name), "Declared as": declared})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------- figures
+
+
+def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palette: dict[str, str]):
+    """The figure of one mix: throughput (top) and read / write mean completion latency (bottom)
+    against numjobs, one column per block size, one colour per configuration. Throughput error
+    bars are the 95 % confidence intervals of the mean."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from briefkit.briefs import plots
+
+    sizes = [m for m in mixes(summary_table) if m.read == read]
+    fig, axes = plt.subplots(2, max(len(sizes), 1), figsize=(7.0, 5.4), squeeze=False)
+    for col, mix in enumerate(sizes):
+        top, bottom = axes[0][col], axes[1][col]
+        mean = wide(summary_table, mix.label, "total_bw", configs)
+        low = wide(summary_table, mix.label, "total_bw", configs, "ci_low")
+        high = wide(summary_table, mix.label, "total_bw", configs, "ci_high")
+        for i, config in enumerate(mean.columns):
+            y = mean[config]
+            err = [(y - low[config]).clip(lower=0).fillna(0), (high[config] - y).clip(lower=0).fillna(0)]
+            # Nudge each configuration sideways a little so that error bars do not hide each other.
+            x = mean.index * 2 ** (0.04 * (i - (len(mean.columns) - 1) / 2))
+            top.errorbar(x, y, yerr=err, marker="o", markersize=4, linewidth=1.6, capsize=3,
+                         color=palette[config], label=config)
+        top.set_title(f"{mix.label}: throughput", fontsize=9)
+        top.set_ylabel("MB/s (read + write)")
+        top.set_ylim(bottom=0)
+        plots.thousands(top, "y")
+        for direction, style in (("read", "-"), ("write", "--")):
+            lat = wide(summary_table, mix.label, f"{direction}_clat_mean", configs) * 1e-3
+            for config in lat.columns:
+                bottom.plot(lat.index, lat[config], linestyle=style, marker="o", markersize=4,
+                            linewidth=1.6, color=palette[config])
+        bottom.set_title(f"{mix.label}: mean completion latency", fontsize=9)
+        bottom.set_ylabel("ms")
+        bottom.set_ylim(bottom=0)
+        for ax in (top, bottom):
+            ax.set_xscale("log", base=2)   # numjobs doubles from point to point
+            ax.set_xticks(list(mean.index), [f"{v:g}" for v in mean.index])
+            ax.minorticks_off()
+            ax.set_xlabel(LOAD_KIND)
+    handles = [Line2D([], [], color=palette[c], marker="o", label=c) for c in configs]
+    handles += [Line2D([], [], color="#555555", linestyle=s, label=f"{d} latency")
+                for d, s in (("read", "-"), ("write", "--"))]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=8)
+    fig.set_layout_engine("tight", rect=(0, 0.05, 1, 1))
+    return fig
+
+
+# --------------------------------------------------------------------------------- findings
+
+
+def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
+    """Key findings of the measured sweep, from the data: the largest throughput lead each way,
+    how many leads are outside the run-to-run noise, latency and efficiency status."""
+    if len(configs) < 2:
+        return [f"Only one configuration was measured ({', '.join(configs)}): no comparison."]
+    leads = []
+    for mix in mixes(summary_table):
+        means = wide(summary_table, mix.label, "total_bw", configs)
+        for load in means.index:
+            m = multiple(summary_table, mix.label, "total_bw", load, configs)
+            if m is not None:
+                leads.append(m)
+    if not leads:
+        return ["No point has throughput for both configurations."]
+    lines = []
+    for config in configs[:2]:
+        own = [m for m in leads if m.leader == config]
+        if not own:
+            lines.append(f"**{config}** leads in throughput at none of the {len(leads)} points.")
+            continue
+        best = max(own, key=lambda m: m.value)
+        lines.append(f"**{config}** moves more MB/s at {len(own)} of {len(leads)} points; its largest "
+                     f"lead is at {best.workload}, {LOAD_KIND} {best.load:g}: {best.calculation}.")
+    clear = [m for m in leads if not m.overlap]
+    if clear:
+        lines.append(f"At {len(clear)} of {len(leads)} points the two configurations' 95 % confidence "
+                     f"intervals of throughput do not overlap; at the other {len(leads) - len(clear)} "
+                     "the difference is within the run-to-run noise.")
+    else:
+        lines.append(f"At none of the {len(leads)} points do the two configurations' 95 % confidence "
+                     "intervals of throughput separate: every throughput difference measured here is within "
+                     "the run-to-run noise.")
+    lat = []
+    for direction in ("read", "write"):
+        metric = f"{direction}_clat_mean"
+        ms = [multiple(summary_table, mix.label, metric, high, configs, 1e-3, 2)
+              for mix in mixes(summary_table)
+              for high in [(concurrency_ends(summary_table, mix.label, configs, metric) or (None, None))[1]]
+              if high is not None]
+        ms = [m for m in ms if m is not None]
+        if ms:
+            counts = {c: sum(m.leader == c for m in ms) for c in configs[:2]}
+            lat.append(f"{direction} latency is lower on " + " and ".join(
+                f"{c} for {counts[c]}" for c in configs[:2]) + f" of the {len(ms)} mix and block-size pairs")
+    if lat:
+        lines.append("At the highest numjobs, mean " + "; ".join(lat) + ".")
+    if not (summary_table["metric"] == "mbps_per_watt").any():
+        lines.append("Power efficiency (MB/s per W, TB/kWh): **not measured** (no power source on the "
+                     "host under test).")
+    return lines
+
+
+__all__ = ["Mix", "label", "parse", "times", "mixes", "read_shares", "has_power", "with_efficiency", "summary",
+           "merged_percentiles", "percentile_table", "wide", "concurrency_ends", "Multiple", "multiple",
+           "throughput_table", "latency_table", "efficiency_table", "multiples_table", "figure", "findings",
+           "method_table", "configurations_table", "published_findings", "published_mapping_table", "published_throughput_table", "published_efficiency_table", "published_latency_table", "MIX_NAMES"]

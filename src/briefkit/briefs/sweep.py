@@ -1,0 +1,397 @@
+"""Analysis of a load sweep (threads or numjobs) across configurations: the "maximum difference"
+tables and the key findings of the sweep briefs, computed from wide tables
+(index = load, columns = configurations).
+
+Two kinds of comparison:
+
+- a published brief argues for one configuration (its *subject*): ``max_difference_table`` with
+  a subject gives the subject's largest lead over any competitor, as the brief prints it;
+- a measured campaign argues for none: without a subject the table names, per metric, the
+  configuration that leads another by the most (``lead``), so the difference is never negative.
+
+Repetitions: rates (ops/s, MB/s, W) are averaged over repetitions; latency percentiles are not
+(the mean of p99s is not a p99) and db_bench prints percentiles, not mergeable bins, so a point's
+percentile is the median over its repetitions, and ``repetition_table`` shows every repetition.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from briefkit.core import compare, stats
+from briefkit.core.numbers import fmt
+
+PUBLISHED = "published"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    metric: str
+    label: str            # "Performance", "99% latency", "Power efficiency"
+    unit: str             # as printed after the numbers: "ops/s", "µs", "ops/s per W"
+    decimals: int = 0
+    short: str = ""       # column heading where space is short ("ops/s", "p99 (µs)"); default: label (unit)
+
+    @property
+    def heading(self) -> str:
+        return self.short or f"{self.label} ({self.unit})"
+
+    @property
+    def higher_is_better(self) -> bool:
+        return not compare.lower_is_better(self.metric)
+
+
+@dataclass(frozen=True)
+class Lead:
+    """The largest difference between any two configurations of a wide table."""
+
+    leader: str
+    other: str
+    load: float
+    leader_value: float
+    other_value: float
+    difference: float
+
+
+def _not_measured(spec: MetricSpec, load_label: str) -> dict:
+    return {"": spec.label, load_label: "", "Leads": "", "Calculation": "not measured"}
+
+
+def max_difference_row(wide: pd.DataFrame, subject: str, spec: MetricSpec, load_label: str) -> dict:
+    """One row of a "calculated maximum difference values" table: every configuration's value at
+    the load where the subject's lead is largest, and the calculation."""
+    best = compare.up_to(wide, subject, spec.higher_is_better)
+    row = {"": spec.label, load_label: f"{best.load:g}"}
+    for config in wide.columns:
+        row[config] = f"{fmt(wide.loc[best.load, config], spec.decimals)} {spec.unit}"
+    row["Calculation"] = compare.calculation(best.subject_value, best.other_value, spec.higher_is_better,
+                                             operand_decimals=spec.decimals, up_to=True)
+    return row
+
+
+def lead(wide: pd.DataFrame, higher_is_better: bool) -> Lead | None:
+    """The configuration that leads another by the most, over every load point; None when no
+    load point has two configurations."""
+    best = None
+    for subject in wide.columns:
+        grid = compare.differences(wide, subject, higher_is_better)
+        if grid.empty:
+            continue
+        row = grid.loc[grid["difference"].idxmax()]
+        if best is None or row["difference"] > best.difference:
+            best = Lead(subject, row["other"], row["load"], row["subject_value"], row["other_value"],
+                        row["difference"])
+    return best
+
+
+def lead_row(wide: pd.DataFrame, spec: MetricSpec, load_label: str) -> dict:
+    """A maximum-difference row between measured configurations: values at the load of the
+    largest gap, who leads, and the calculation. One configuration alone cannot be compared."""
+    best = lead(wide, spec.higher_is_better)
+    if best is None:
+        return {"": spec.label, load_label: "", "Leads": "",
+                "Calculation": "n/a: one configuration has data at each load"}
+    row = {"": spec.label, load_label: f"{best.load:g}"}
+    for config in wide.columns:
+        value = wide.loc[best.load, config]
+        row[config] = f"{fmt(value, spec.decimals)} {spec.unit}" if pd.notna(value) else None
+    row["Leads"] = best.leader
+    row["Calculation"] = compare.calculation(best.leader_value, best.other_value, spec.higher_is_better,
+                                             operand_decimals=spec.decimals, up_to=True)
+    return row
+
+
+def max_difference_table(tables: dict[str, pd.DataFrame], specs: list[MetricSpec], subject: str | None,
+                         load_label: str) -> pd.DataFrame:
+    """Rows for each metric that has data; a metric with no data (e.g. no power measured) gets a
+    row that says so instead of numbers. ``subject=None``: measured configurations, see ``lead``."""
+    rows = []
+    for spec in specs:
+        wide = tables.get(spec.metric)
+        if wide is None or wide.dropna(how="all").empty:
+            rows.append(_not_measured(spec, load_label))
+        elif subject is None:
+            rows.append(lead_row(wide, spec, load_label))
+        else:
+            rows.append(max_difference_row(wide, subject, spec, load_label))
+    table = pd.DataFrame(rows)
+    configs = [c for c in table.columns if c not in ("", load_label, "Leads", "Calculation")]
+    leads = ["Leads"] if subject is None else []      # a published table has its subject, no Leads column
+    return table[["", load_label, *configs, *leads, "Calculation"]]
+
+
+def _better(spec: MetricSpec) -> str:
+    return {"ops": "more operations per second", "ops_per_watt": "more operations per second per watt"}.get(
+        spec.metric, f"better {spec.label.lower()}")
+
+
+def at_load_text(load: float, load_label: str) -> str:
+    """"8 threads", "1 thread"."""
+    unit = load_label[:-1] if load == 1 and load_label.endswith("s") else load_label
+    return f"{load:g} {unit}"
+
+
+def finding(wide: pd.DataFrame, subject: str, spec: MetricSpec, load_label: str) -> str:
+    best = compare.up_to(wide, subject, spec.higher_is_better)
+    return (f"up to **{compare.percent(best.difference)}** {_better(spec)} than {best.other} "
+            f"(at {at_load_text(best.load, load_label)})")
+
+
+def lead_finding(wide: pd.DataFrame, spec: MetricSpec, load_label: str) -> str:
+    """"tmpfs: up to **25%** more operations per second than disk (at 4 threads)", or why not."""
+    if wide is None or wide.dropna(how="all").empty:
+        return f"{spec.label.lower()}: not measured"
+    best = lead(wide, spec.higher_is_better)
+    if best is None:
+        return f"{spec.label.lower()}: only one configuration measured"
+    return (f"{best.leader}: up to **{compare.percent(best.difference)}** {_better(spec)} than {best.other} "
+            f"(at {at_load_text(best.load, load_label)})")
+
+
+def _aggregate(metric: str) -> str:
+    return "median" if stats.is_percentile(metric) else "mean"
+
+
+def wide(samples: pd.DataFrame, workload: str, metric: str, configs: list[str]) -> pd.DataFrame:
+    """One metric over the repetitions of each point: index = load, columns = configurations (in
+    the given order). Rates are averaged; percentiles take the median repetition (module doc)."""
+    rows = samples[(samples["workload"] == workload) & (samples["metric"] == metric)]
+    table = rows.pivot_table(index="load", columns="config", values="value", aggfunc=_aggregate(metric))
+    return table[[c for c in configs if c in table.columns]]
+
+
+def efficiency(samples: pd.DataFrame, workload: str, work_metric: str, configs: list[str]) -> pd.DataFrame:
+    """Work per watt (e.g. ops/s per W) at each point; empty when no watts were measured."""
+    work = wide(samples, workload, work_metric, configs)
+    watts = wide(samples, workload, "watts", configs)
+    if watts.empty:
+        return watts
+    return (work / watts).dropna(how="all")
+
+
+# --- measured campaigns ------------------------------------------------------------------------
+
+def measured_tables(samples: pd.DataFrame, workload: str, configs: list[str],
+                    latency_factor: float = 1.0) -> dict[str, pd.DataFrame]:
+    """The wide tables a measured workload's figures and tables use (ops, read_lat_p99 scaled by
+    ``latency_factor``, ops_per_watt), all on the same loads and configurations, so that a point
+    missing from one metric (an unfinished campaign) is a gap, not an error."""
+    tables = {"ops": wide(samples, workload, "ops", configs),
+              "read_lat_p99": wide(samples, workload, "read_lat_p99", configs) * latency_factor,
+              "ops_per_watt": efficiency(samples, workload, "ops", configs)}
+    shown = [c for c in configs if any(c in t.columns for t in tables.values())]
+    loads = sorted(set().union(*(t.index for t in tables.values())))
+    return {metric: (t.reindex(index=loads, columns=shown) if not t.empty else t) for metric, t in tables.items()}
+
+
+def campaigns(samples: pd.DataFrame) -> list[str]:
+    """The measured campaigns in a sample table (everything but the published numbers), sorted."""
+    names = samples["campaign"].dropna().unique() if "campaign" in samples else []
+    return sorted(str(c) for c in names if c != PUBLISHED)
+
+
+def ordered(values, preferred: Sequence[str] = ()) -> list[str]:
+    """``values`` in the order of ``preferred`` first, then the rest sorted."""
+    present = {str(v) for v in values if pd.notna(v)}
+    return [p for p in preferred if p in present] + sorted(present - set(preferred))
+
+
+def top_load(samples: pd.DataFrame) -> float | None:
+    loads = samples["load"].dropna()
+    return float(loads.max()) if len(loads) else None
+
+
+def at_load(samples: pd.DataFrame, metric: str, workloads: list[str], configs: list[str],
+            load: float | None = None) -> pd.DataFrame:
+    """One metric at one load (default: each workload's top load) for every workload and
+    configuration: index = workload, columns = configurations; NaN where it was not measured."""
+    rows = {}
+    for workload in workloads:
+        table = wide(samples, workload, metric, configs)
+        mine = samples[samples["workload"] == workload]
+        at = load if load is not None else top_load(mine)
+        rows[workload] = table.loc[at] if at in table.index else pd.Series(dtype=float)
+    return pd.DataFrame(rows).T.reindex(index=workloads, columns=configs)
+
+
+def decimals_for(values, significant: int = 3) -> int:
+    """Decimals that give the smallest non-zero value at least ``significant`` significant digits
+    (0 for values of 100 and more), so that 0.042 ms does not print as 0."""
+    finite = [abs(float(v)) for v in pd.Series(values).dropna() if float(v) != 0 and math.isfinite(float(v))]
+    if not finite:
+        return 0
+    return max(0, significant - 1 - math.floor(math.log10(min(finite))))
+
+
+def repetition_table(samples: pd.DataFrame, workload: str, specs: list[MetricSpec], configs: list[str],
+                     load_label: str, scale: dict[str, float] | None = None) -> pd.DataFrame:
+    """Every repetition as measured: one row per configuration and load, for each metric the
+    values of the repetitions in order, the point value the figures use (mean, or median for a
+    percentile) and the spread (max - min) / point value. ``scale`` multiplies a metric's values
+    (e.g. us -> ms)."""
+    scale = scale or {}
+    rows = []
+    mine = samples[samples["workload"] == workload]
+    for config in configs:
+        for load in sorted(mine.loc[mine["config"] == config, "load"].dropna().unique()):
+            at = mine[(mine["config"] == config) & (mine["load"] == load)]
+            row = {"Config": config, load_label: f"{load:g}", "Reps": int(at["rep"].nunique())}
+            for spec in specs:
+                values = at[at["metric"] == spec.metric].sort_values("rep")["value"] * scale.get(spec.metric, 1.0)
+                each, spread = f"{spec.heading}, each rep", f"{spec.heading}: spread"
+                if values.empty:
+                    row[each], row[spread] = "not measured", ""
+                    continue
+                point = values.median() if stats.is_percentile(spec.metric) else values.mean()
+                row[each] = "; ".join(fmt(v, spec.decimals) for v in values)   # "," is the thousands mark
+                row[spread] = (f"{fmt(100 * (values.max() - values.min()) / point, 0)}%"
+                               if len(values) > 1 and point else "one rep")
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: How the briefs title the db_bench benchmarks (a published brief's own titles win).
+WORKLOAD_TITLES = {"readrandom": "Random read", "readwhilewriting": "Random read while writing",
+                   "readrandomwriterandom": "Read random write random", "overwrite": "Random overwrite"}
+
+
+def workload_title(workload: str, published_workloads: dict | None = None) -> str:
+    info = (published_workloads or {}).get(workload) or {}
+    return info.get("title") or WORKLOAD_TITLES.get(workload, workload)
+
+
+# --- how a campaign was run --------------------------------------------------------------------
+
+def _text(value) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_text(v)}" for k, v in value.items()) if value else "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_text(v) for v in value)
+    if value is None:
+        return "default"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+@dataclass
+class CampaignTables:
+    """What a brief shows under "How we tested" for one measured campaign. ``declared`` is False
+    when params.yaml no longer declares the campaign (samples from elsewhere): only the inventory
+    and the samples can then say how it ran."""
+
+    name: str
+    declared: bool
+    settings: dict
+    configurations: pd.DataFrame
+    plan: pd.DataFrame
+    inventory: list          # [(title, DataFrame)] from briefkit.target.inventory.tables; [] before a run
+    memory_bytes: int | None
+    status: pd.DataFrame     # points done / skipped / failed / left per configuration
+
+
+def campaign_tables(brief: str, name: str, base=None, measured: Sequence[str] = ()) -> CampaignTables:
+    """The declaration (params.yaml) and the recorded inventory (data/raw/.../inventory.json) of a
+    campaign, as tables. ``measured``: the configurations the samples have, listed (as "not
+    declared") when params.yaml no longer declares the campaign."""
+    from briefkit.measure import campaign
+    from briefkit.target import inventory
+
+    try:
+        camp = campaign.load(brief, name, base)
+    except (ValueError, KeyError):    # CampaignError and ParamsError are ValueErrors
+        camp = None
+    found = None
+    if camp is not None:
+        path = camp.raw_dir / "inventory.json"
+        if path.exists():
+            found = json.loads(path.read_text(encoding="utf-8"))
+    configs = (found or {}).get("configs") or {}
+    rows = []
+    for config in (list(camp.configs) if camp else sorted(set(configs) | set(measured))):
+        info = configs.get(config) or {}
+        rows.append({"Configuration": config,
+                     "Label": (camp.labels.get(config) if camp else None) or info.get("label") or config,
+                     "Storage": _text(camp.config_specs[config]) if camp else "not declared",
+                     "Path": info.get("path") or "not recorded",
+                     "Block device": info.get("device") or "none"})
+    plan = []
+    if camp is not None:
+        plan += [("Workload", camp.workload.name), ("Host", _text(camp.host)),
+                 ("Repetitions", _text(camp.repetitions)), ("Power", _text(dict(camp.power)))]
+        plan += [(f"Matrix: {axis}", _text(values)) for axis, values in camp.matrix.items()]
+        plan += [(f"Setting: {key}", _text(value)) for key, value in camp.settings.items()]
+    status = campaign.status(brief, base) if camp is not None else pd.DataFrame()
+    if len(status):
+        status = status[status["campaign"] == name]
+    return CampaignTables(
+        name=name, declared=camp is not None, settings=dict(camp.settings) if camp else {},
+        configurations=pd.DataFrame(rows, columns=["Configuration", "Label", "Storage", "Path", "Block device"]),
+        plan=pd.DataFrame(plan, columns=["Item", "Value"]),
+        inventory=inventory.tables(found) if found else [],
+        memory_bytes=((found or {}).get("memory") or {}).get("total_bytes"), status=status)
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{fmt(n / size, 1)} {unit}"
+    return f"{fmt(n, 0)} B"
+
+
+def dbbench_scale(settings: dict, memory_bytes: int | None, loads: list[float]) -> str:
+    """The scale of a db_bench thread sweep in words: database size against the host's memory,
+    whether reads bypass the page cache, point length, thread counts."""
+    if not settings:
+        return "The campaign's settings are not declared in params.yaml, so its scale is not stated here."
+    num, key, value = settings.get("num"), settings.get("key_size"), settings.get("value_size")
+    parts = []
+    if num and key and value:
+        size = num * (key + value)
+        parts.append(f"a database of {fmt(num, 0)} keys of {key} + {value} bytes ({_bytes(size)} of key-value "
+                     f"data before compression), loaded with {settings.get('load', 'fillrandom')}")
+        if memory_bytes and memory_bytes >= size:
+            parts.append(f"the host has {_bytes(memory_bytes)} of memory, {fmt(memory_bytes / size, 0)} times "
+                         "the data, so the whole database fits in the page cache")
+        elif memory_bytes:
+            parts.append(f"the data is {fmt(size / memory_bytes, 1)} times the host's {_bytes(memory_bytes)} "
+                         "of memory")
+    if settings.get("use_direct_reads"):
+        parts.append("reads use O_DIRECT (use_direct_reads), so they reach the storage instead of the page cache; "
+                     "writes, flushes and compactions still go through it")
+    else:
+        parts.append("reads go through the page cache, so most of them measure memory, not the storage")
+    cache = settings.get("cache_size") or 8 << 20
+    parts.append(f"a RocksDB block cache of {fmt(cache / 2**20, 0)} MiB")
+    if settings.get("duration_s"):
+        parts.append(f"{settings['duration_s']} s per point at {', '.join(f'{x:g}' for x in loads)} threads")
+    limit = settings.get("write_rate_limit")
+    parts.append("readwhilewriting's writer " + (f"limited to {_bytes(limit)}/s" if limit else "unthrottled"))
+    return "; ".join(parts) + "."
+
+
+def relative_to_checkout(path) -> str:
+    """A path as the brief prints it: relative to the checkout, never the machine's absolute path."""
+    from pathlib import Path
+
+    from briefkit.config import project
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(project.root()))
+    except ValueError:    # outside the checkout
+        return str(path)
+
+
+def named(config: str, labels: dict, emphasis: bool = True) -> str:
+    """"*xfs-loop*: XFS on a loop device", or just the name when its label says nothing more."""
+    label = labels.get(config) or config
+    name = f"*{config}*" if emphasis else config
+    if label == config:
+        return name
+    return f"{name}: {label}" if emphasis else f"{config} ({label})"

@@ -1,0 +1,26 @@
+"""The errors briefkit reports to its users. Every message names the file, the key or the line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class BriefkitError(ValueError):
+    """Something the user can fix; the command line prints it without a traceback."""
+
+
+class ParamsError(BriefkitError):
+    """params.yaml (or another declaration) holds a value briefkit cannot use; names the key path."""
+
+
+class CampaignError(BriefkitError):
+    """A campaign declaration or a campaign run that cannot go on; the message names the key or file."""
+
+
+class ParseError(BriefkitError):
+    """Raw output that a parser cannot read. The message names the file (and line or key)."""
+
+    def __init__(self, path, message: str, line: int | None = None):
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}")
+        self.path = Path(path)
+        self.line = line

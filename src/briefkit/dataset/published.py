@@ -1,0 +1,341 @@
+"""A published brief, as transcribed into data/published/<brief>/:
+
+- ``brief.yaml``    what the brief is: title, configurations, workloads, load kind, column meanings
+- ``points.csv``    every number of its data tables and figures, as printed (text, so the precision
+                    is kept); optional: a brief whose figures were images has none
+- ``relative.csv``  numbers the brief prints only relative to a baseline configuration ("2.5x the
+                    NOPM of 8x SATA", "23% lower"); optional
+- ``claims.yaml``   every numeric claim of its text, with where it appears; optional or empty
+- ``source.txt``    the text of the brief itself
+
+Numbers stay ``Printed`` (value + printed precision) so that checks can allow for the rounding
+the brief applied to its own inputs. A load the text does not state (an efficiency figure with no
+thread count) is an empty cell in points.csv: ``None`` in cells, NaN in the tidy samples.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from briefkit.core import compare, samples
+from briefkit.core.numbers import Interval, Printed
+
+KEY_COLUMNS = ("table", "workload", "config")
+RELATIVE_COLUMNS = ("table", "workload", "config", "metric", "baseline", "relation", "value", "where")
+
+
+class PublishedDataError(ValueError):
+    """Transcribed data that cannot be read; the message names the file and the key or line."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One number of a brief's data: exactly as computed from printed inputs, and the interval
+    the printed precision of those inputs allows."""
+
+    exact: float
+    interval: Interval
+    printed: Printed | None = None   # None for derived numbers, which the tables do not print
+
+
+@dataclass
+class PublishedBrief:
+    slug: str
+    folder: Path
+    meta: dict
+    points: pd.DataFrame            # one row per (table, workload, config, load); metric columns hold Printed
+    claims: list[dict] = field(default_factory=list)
+    relative_points: pd.DataFrame | None = None   # relative.csv, values as Printed
+    data_name: str = "the brief"    # whose numbers these are, for the check's wording (see from_samples)
+
+    @property
+    def title(self) -> str:
+        return self.meta["title"]
+
+    @property
+    def subject(self) -> str:
+        """The configuration the brief argues for (or a group of them, see ``groups``)."""
+        return self.meta["subject"]
+
+    @property
+    def load_kind(self) -> str:
+        return self.meta["load_kind"]
+
+    @property
+    def configs(self) -> list[str]:
+        return list(self.meta["configs"])
+
+    @property
+    def workloads(self) -> dict:
+        return self.meta["workloads"]
+
+    @property
+    def groups(self) -> dict[str, list[str]]:
+        """Named sets of configurations the text speaks of together ("the NVMe configurations")."""
+        return dict(self.meta.get("groups") or {})
+
+    @cached_property
+    def metrics(self) -> dict[str, dict]:
+        """metric -> its column spec (from ``columns`` and ``derived`` of brief.yaml)."""
+        specs = {spec["metric"]: {**spec, "column": column}
+                 for column, spec in (self.meta.get("columns") or {}).items()}
+        for metric, spec in (self.meta.get("derived") or {}).items():
+            specs[metric] = {**spec, "metric": metric}
+        for metric, spec in (self.meta.get("metrics") or {}).items():   # described, not printed
+            specs.setdefault(metric, {**spec, "metric": metric})
+        return specs
+
+    def column_of(self, metric: str) -> str:
+        try:
+            return self.metrics[metric]["column"]
+        except KeyError:
+            raise KeyError(f"{self.folder / 'brief.yaml'}: metric {metric!r} is neither a column nor derived") from None
+
+    def printed(self, workload: str, metric: str) -> pd.DataFrame:
+        """Printed numbers of one metric: index = load, columns = configurations (brief order)."""
+        rows = self.points[self.points["workload"] == workload]
+        wide = rows.pivot(index=self.load_kind, columns="config", values=self.column_of(metric))
+        return wide[[c for c in self.configs if c in wide.columns]]
+
+    def cells(self, workload: str, metric: str) -> dict[tuple[str, float | None], Cell]:
+        """Every number of ``metric`` for ``workload``, keyed by (config, load); load is None where
+        the text does not state it. Derived metrics are computed from their printed inputs with the
+        interval those inputs allow. A metric the brief prints nowhere gives no cells."""
+        spec = self.metrics.get(metric)
+        if spec is None or ("column" not in spec and "numerator" not in spec):
+            return {}
+        if "numerator" not in spec:
+            column = spec["column"]
+            rows = self.points[(self.points["workload"] == workload) & self.points[column].notna()]
+            return {(config, _load(load)): Cell(p.value, p.interval, p)
+                    for config, load, p in zip(rows["config"], rows[self.load_kind], rows[column])}
+        num, den = self.cells(workload, spec["numerator"]), self.cells(workload, spec["denominator"])
+        return {key: Cell(num[key].exact / den[key].exact, num[key].interval / den[key].interval)
+                for key in num if key in den}
+
+    def samples(self) -> pd.DataFrame:
+        """The published numbers as tidy samples (source ``published: Table N``); a load the text
+        does not state is NaN. Relative numbers are not samples: see ``relative()``."""
+        rows = []
+        for record in self.points.to_dict("records"):
+            load = _load(record[self.load_kind])
+            for column, spec in (self.meta.get("columns") or {}).items():
+                printed = record[column]
+                if printed is None or (isinstance(printed, float) and math.isnan(printed)):
+                    continue
+                rows.append({"config": record["config"], "workload": record["workload"],
+                             "load_kind": self.load_kind, "load": math.nan if load is None else float(load),
+                             "rep": 0, "metric": spec["metric"], "value": printed.value, "unit": spec["unit"],
+                             "source": f"published: {record['table']}"})
+        return samples.frame(rows, brief=self.slug, campaign="published", tool="published")
+
+    def relative(self) -> pd.DataFrame:
+        """The numbers printed relative to a baseline, one row each: the printed text, the relation
+        it is written in (``times``, ``more_times``, ``percent_lower``, ...), and ``ratio`` = the
+        configuration's value / the baseline's, the form a measured campaign can be compared in."""
+        columns = ["table", "workload", "config", "metric", "baseline", "relation", "printed", "value", "ratio", "where"]
+        if self.relative_points is None or self.relative_points.empty:
+            return pd.DataFrame(columns=columns)
+        out = self.relative_points.copy()
+        out["printed"] = [p.text for p in out["value"]]
+        out["ratio"] = [compare.to_ratio(p.value, relation) for p, relation in zip(out["value"], out["relation"])]
+        out["value"] = [p.value for p in out["value"]]
+        return out[columns]
+
+
+def _load(value) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            loaded = yaml.safe_load(handle)
+    except FileNotFoundError:
+        raise PublishedDataError(f"{path}: missing") from None
+    except yaml.YAMLError as exc:
+        raise PublishedDataError(f"{path}: not valid YAML: {exc}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise PublishedDataError(f"{path}: expected a mapping at the top level")
+    return loaded
+
+
+def _require(meta: dict, keys: tuple[str, ...], path: Path | str) -> None:
+    for key in keys:
+        if key not in meta:
+            raise PublishedDataError(f"{path}: key {key!r} is missing")
+
+
+def _parse_column(raw: pd.DataFrame, column: str, path: Path) -> list:
+    parsed = []
+    for line, text in enumerate(raw[column], start=2):   # header is line 1
+        try:
+            parsed.append(Printed.parse(text) if text != "" else None)
+        except ValueError:
+            raise PublishedDataError(f"{path}:{line}: column {column!r}: {text!r} is not a number") from None
+    return parsed
+
+
+def _check_configs(raw: pd.DataFrame, known, path: Path, what: str = "configs") -> None:
+    for line, config in enumerate(raw["config"], start=2):
+        if config not in known:
+            raise PublishedDataError(f"{path}:{line}: config {config!r} is not listed in brief.yaml {what}")
+
+
+def _read_points(path: Path, meta: dict) -> pd.DataFrame:
+    load_kind = meta["load_kind"]
+    columns = meta.get("columns")
+    if not columns:
+        raise PublishedDataError(f"{path.parent / 'brief.yaml'}: key 'columns' is missing (points.csv needs it)")
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    expected = [*KEY_COLUMNS, load_kind, *columns]
+    missing = [c for c in expected if c not in raw.columns]
+    if missing:
+        raise PublishedDataError(f"{path}: columns {missing} are missing (expected {expected})")
+    points = pd.DataFrame({c: list(raw[c]) for c in KEY_COLUMNS})
+    _check_configs(raw, meta["configs"], path)
+    for line, workload in enumerate(raw["workload"], start=2):
+        if workload not in meta["workloads"]:
+            raise PublishedDataError(f"{path}:{line}: workload {workload!r} is not listed in brief.yaml workloads")
+    for column in [load_kind, *columns]:
+        points[column] = pd.Series(_parse_column(raw, column, path), dtype=object)
+    points[load_kind] = [math.nan if p is None else p.value for p in points[load_kind]]   # NaN: not stated
+    # One number per (workload, config, load) and metric: a second one is a transcription slip.
+    for column in columns:
+        seen = {}
+        for line, (workload, config, load, value) in enumerate(
+                zip(points["workload"], points["config"], points[load_kind], points[column]), start=2):
+            if value is None:
+                continue
+            key = (workload, config, _load(load))
+            if key in seen:
+                raise PublishedDataError(f"{path}:{line}: column {column!r}: a second number for {config} "
+                                         f"{workload} at {load_kind} {key[2]} (first on line {seen[key]})")
+            seen[key] = line
+    return points
+
+
+def _read_relative(path: Path, meta: dict) -> pd.DataFrame:
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in RELATIVE_COLUMNS if c not in raw.columns]
+    if missing:
+        raise PublishedDataError(f"{path}: columns {missing} are missing (expected {list(RELATIVE_COLUMNS)})")
+    known = [*meta["configs"], *(meta.get("groups") or {})]
+    _check_configs(raw, known, path, "configs or groups")
+    for line, (baseline, relation) in enumerate(zip(raw["baseline"], raw["relation"]), start=2):
+        if baseline not in meta["configs"]:
+            raise PublishedDataError(f"{path}:{line}: baseline {baseline!r} is not listed in brief.yaml configs")
+        if relation not in compare.RELATIONS:
+            raise PublishedDataError(f"{path}:{line}: relation {relation!r} is not one of {', '.join(compare.RELATIONS)}")
+    out = raw[list(RELATIVE_COLUMNS)].copy()
+    out["value"] = pd.Series(_parse_column(raw, "value", path), dtype=object)
+    return out
+
+
+def load(folder: str | Path) -> PublishedBrief:
+    folder = Path(folder)
+    meta_path = folder / "brief.yaml"
+    meta = _read_yaml(meta_path)
+    _require(meta, ("title", "subject", "load_kind", "configs", "workloads"), meta_path)
+    if meta["subject"] not in meta["configs"] and meta["subject"] not in (meta.get("groups") or {}):
+        raise PublishedDataError(f"{meta_path}: subject {meta['subject']!r} is not one of configs (or groups)")
+    for group, members in (meta.get("groups") or {}).items():
+        unknown = [m for m in members if m not in meta["configs"]]
+        if unknown:
+            raise PublishedDataError(f"{meta_path}: groups.{group}: {unknown} not in configs")
+    points_path = folder / "points.csv"
+    if points_path.exists():
+        points = _read_points(points_path, meta)
+    else:   # a brief whose numbers were all in images: no data, claims only
+        points = pd.DataFrame({**{c: pd.Series(dtype=object) for c in KEY_COLUMNS},
+                               meta["load_kind"]: pd.Series(dtype=float)})
+    relative_path = folder / "relative.csv"
+    relative = _read_relative(relative_path, meta) if relative_path.exists() else None
+    claims_path = folder / "claims.yaml"
+    claims = (_read_yaml(claims_path).get("claims") or []) if claims_path.exists() else []
+    if not isinstance(claims, list):
+        raise PublishedDataError(f"{claims_path}: key 'claims' must be a list")
+    seen = set()
+    for index, claim in enumerate(claims):
+        where = f"{claims_path} claim #{index + 1}"
+        if not isinstance(claim, dict):
+            raise PublishedDataError(f"{where}: expected a mapping")
+        _require(claim, ("id", "where", "kind"), where)
+        if claim["id"] in seen:
+            raise PublishedDataError(f"{where}: id {claim['id']!r} is used twice")
+        seen.add(claim["id"])
+    return PublishedBrief(folder.name, folder, meta, points, claims, relative)
+
+
+def load_label(brief: PublishedBrief, load) -> str:
+    """How a load point is printed: ``96`` threads, or that the text does not say."""
+    load = _load(load)
+    return "not stated" if load is None else f"{load:g}"
+
+
+def appendix_table(brief: PublishedBrief, workload: str) -> pd.DataFrame:
+    """A data table exactly as printed: one row per load, each configuration's columns."""
+    rows = brief.points[brief.points["workload"] == workload]
+    out = {}
+    for row in rows.to_dict("records"):
+        load = _load(row[brief.load_kind])
+        record = out.setdefault(load, {("", brief.load_kind.capitalize()): load_label(brief, load)})
+        for column, spec in brief.meta["columns"].items():
+            printed = row[column]
+            key = (row["config"], spec["label"])
+            if printed is not None or key not in record:
+                record[key] = "" if printed is None else f"{printed.text}{spec.get('suffix', '')}"
+    if not out:   # no printed data for this workload
+        return pd.DataFrame(columns=pd.MultiIndex.from_tuples([("", brief.load_kind.capitalize())]))
+    table = pd.DataFrame(list(out.values())).fillna("")
+    table.columns = pd.MultiIndex.from_tuples(table.columns)   # configuration over its metrics, as printed
+    return table
+
+
+def from_samples(brief: PublishedBrief, table: pd.DataFrame, name: str = "the measurement") -> PublishedBrief:
+    """The brief with its printed numbers replaced by tidy samples (a measured campaign), so that
+    ``claims.check_all`` says whether those samples bear out each claim of the brief. Each point
+    is the median over repetitions (of a percentile too: percentiles are never averaged), kept to
+    six significant digits; the metrics are named as the samples name them."""
+    if table.empty:
+        points = pd.DataFrame({**{c: pd.Series(dtype=object) for c in KEY_COLUMNS},
+                               brief.load_kind: pd.Series(dtype=float)})
+        meta = {**brief.meta, "columns": {}}
+        return PublishedBrief(brief.slug, brief.folder, meta, points, brief.claims, None, name)
+    keys = ["workload", "config", "load", "metric"]
+    medians = table.groupby(keys, dropna=False, sort=False)["value"].median().reset_index()
+    units = table.groupby("metric")["unit"].first().to_dict()
+    described = {**{spec["metric"]: spec for spec in (brief.meta.get("columns") or {}).values()},
+                 **(brief.meta.get("metrics") or {})}
+    columns = {metric: {"metric": metric, "unit": units[metric],
+                        "label": described.get(metric, {}).get("label", metric)} for metric in units}
+    wide = {}
+    for record in medians.to_dict("records"):
+        row = wide.setdefault((record["workload"], record["config"], _load(record["load"])),
+                              {"table": name, "workload": record["workload"], "config": record["config"],
+                               brief.load_kind: math.nan if _load(record["load"]) is None else float(record["load"])})
+        row[record["metric"]] = _full_precision(record["value"])
+    points = pd.DataFrame(list(wide.values()))
+    for metric in columns:
+        points[metric] = points[metric].astype(object).where(points[metric].notna(), None)
+    configs = dict(brief.meta["configs"])
+    configs.update({c: [] for c in points["config"].unique() if c not in configs})
+    workloads = dict(brief.meta["workloads"])
+    workloads.update({w: {"title": w} for w in points["workload"].unique() if w not in workloads})
+    meta = {**brief.meta, "columns": columns, "configs": configs, "workloads": workloads}
+    meta.pop("metrics", None)
+    return PublishedBrief(brief.slug, brief.folder, meta, points, brief.claims, None, name)
+
+
+def _full_precision(value: float) -> Printed:
+    """A measured number as if printed to six significant digits (its rounding is negligible)."""
+    digits = 0 if value == 0 else math.floor(math.log10(abs(value))) + 1
+    decimals = max(0, 6 - digits)
+    return Printed(float(value), decimals, f"{value:,.{decimals}f}")

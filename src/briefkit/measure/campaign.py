@@ -1,0 +1,552 @@
+"""Measured campaigns: declared in params.yaml, run on a host, resumable, kept in data/raw.
+
+    briefs.<brief>.campaigns.<name>:
+      workload: fio | dbbench | oltp        briefkit.tools.REGISTRY
+      host: local | ssh://user@host:port    or a mapping {ssh: ..., known_hosts: ..., client_keys: [...]}
+      workdir: /var/tmp/briefkit            on the host: storage and run folders live under it
+      repetitions: 1
+      power: {kind: none}                   briefkit.target.power.from_config
+      configs: {name: {kind: ..., ...}}     briefkit.target.storage, compared by the brief
+      labels: {name: text}                  how the brief names each configuration
+      matrix: {axis: [values]}              the workload's axes; the plan is configs x matrix x reps
+      settings: {key: value}                the workload's fixed settings
+
+The raw folder data/raw/<brief>/<campaign>/ holds everything, and nothing in it is overwritten:
+
+    campaign.json          the resolved declaration (a resume with another one is refused)
+    manifest.jsonl         one line per event: started, done, failed, skipped (append only)
+    inventory.json         the host, and the storage of each configuration ("how we tested")
+    <config>/prepare/attempt-<n>/      what Workload.prepare wrote (e.g. the database load)
+    <point id>/attempt-<n>/            what the point wrote on the host, plus point.json and power.csv
+
+A point is done when the manifest says so; a resumed campaign runs only the others, each in a new
+attempt folder (the folder of an interrupted attempt is kept, and its job on the host is stopped
+first so that it cannot disturb the new measurement).
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pandas as pd
+
+from briefkit.config import project
+from briefkit.core import samples as tidy
+from briefkit import tools as workloads
+from briefkit.target.hosts import Host, LocalHost, SshHost
+from briefkit.core.errors import CampaignError
+from briefkit.tools.base import Point, PointRun, Workload
+
+KEYS = {"workload", "host", "workdir", "repetitions", "power", "configs", "labels", "matrix", "settings"}
+DEFAULT_WORKDIR = "/var/tmp/briefkit"
+DONE, FAILED, SKIPPED, STARTED = "done", "failed", "skipped", "started"
+#: a point with one of these is never run again
+FINAL = {DONE, SKIPPED}
+
+Progress = Callable[[str], None]
+
+
+# --- declaration --------------------------------------------------------------------------------
+
+@dataclass
+class Campaign:
+    brief: str
+    name: str
+    workload: Workload
+    host: Any
+    workdir: str
+    repetitions: int
+    power: Mapping[str, Any]
+    configs: dict[str, Any]             # name -> briefkit.target.storage.StorageConfig
+    config_specs: dict[str, Any]
+    labels: dict[str, str]
+    matrix: dict[str, list]
+    settings: dict[str, Any]
+    raw_dir: Path
+
+    def plan(self) -> list[Point]:
+        return self.workload.plan(list(self.configs), self.matrix, self.repetitions)
+
+    def declaration(self) -> dict[str, Any]:
+        """What must not change between a campaign's first run and its resume."""
+        return {"workload": self.workload.name, "repetitions": self.repetitions, "configs": self.config_specs,
+                "matrix": self.matrix, "settings": self.settings}
+
+    def remote_root(self) -> str:
+        return f"{self.workdir.rstrip('/')}/runs/{self.brief}/{self.name}"
+
+
+def declared(slug: str, base: Path | None = None) -> dict[str, Mapping]:
+    """The raw campaign declarations of a brief (empty when it has none)."""
+    base = base or project.root()
+    spec = project.load_params(base)["briefs"].get(slug)
+    if spec is None:
+        raise project.ParamsError(f"unknown brief {slug!r}")
+    found = spec.get("campaigns") or {}
+    if not isinstance(found, Mapping):
+        raise CampaignError(f"params.yaml: briefs.{slug}.campaigns must map campaign names to declarations")
+    return found
+
+
+def load(slug: str, name: str, base: Path | None = None) -> Campaign:
+    """The campaign ``briefs.<slug>.campaigns.<name>``, validated key by key."""
+    from briefkit.target import storage
+
+    base = base or project.root()
+    found = declared(slug, base)
+    where = f"params.yaml: briefs.{slug}.campaigns.{name}"
+    if name not in found:
+        raise CampaignError(f"{where}: no such campaign (declared: {', '.join(found) or 'none'})")
+    spec = found[name]
+    if not isinstance(spec, Mapping):
+        raise CampaignError(f"{where}: must be a mapping")
+    unknown = set(spec) - KEYS
+    if unknown:
+        raise CampaignError(f"{where}: unknown key(s) {sorted(unknown)} (known: {', '.join(sorted(KEYS))})")
+    workload = workloads.get(spec.get("workload"), f"{where}.workload")
+    configs_spec = spec.get("configs")
+    if not isinstance(configs_spec, Mapping) or not configs_spec:
+        raise CampaignError(f"{where}.configs: name at least one storage configuration")
+    configs = {cname: storage.from_spec(cname, cspec, f"{where}.configs.{cname}")
+               for cname, cspec in configs_spec.items()}
+    repetitions = spec.get("repetitions", 1)
+    if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
+        raise CampaignError(f"{where}.repetitions: expected a whole number >= 1, got {repetitions!r}")
+    labels = spec.get("labels") or {}
+    if not isinstance(labels, Mapping) or set(labels) - set(configs):
+        raise CampaignError(f"{where}.labels: expected a mapping from configuration names ({', '.join(configs)}) "
+                            f"to the text the brief shows, got {labels!r}")
+    matrix, settings = workload.validate(spec.get("matrix") or {}, spec.get("settings") or {}, where)
+    workdir = spec.get("workdir", DEFAULT_WORKDIR)
+    if not isinstance(workdir, str) or not workdir.startswith("/"):
+        raise CampaignError(f"{where}.workdir: expected an absolute path on the host, got {workdir!r}")
+    power = spec.get("power") or {"kind": "none"}
+    _check_host_spec(spec.get("host", "local"), f"{where}.host")
+    return Campaign(slug, name, workload, spec.get("host", "local"), workdir, repetitions, power, configs,
+                    {k: dict(v) for k, v in configs_spec.items()}, {k: str(labels.get(k, k)) for k in configs},
+                    matrix, settings, base / "data" / "raw" / slug / name)
+
+
+def _check_host_spec(spec: Any, where: str) -> None:
+    if spec == "local":
+        return
+    if isinstance(spec, str) and spec.startswith("ssh://"):
+        if not urlsplit(spec).hostname:
+            raise CampaignError(f"{where}: {spec!r} names no host (expected ssh://[user@]host[:port])")
+        return
+    if isinstance(spec, Mapping) and "ssh" in spec:
+        unknown = set(spec) - {"ssh", "known_hosts", "client_keys"}
+        if unknown:
+            raise CampaignError(f"{where}: unknown key(s) {sorted(unknown)} (known: ssh, known_hosts, client_keys)")
+        _check_host_spec(spec["ssh"], f"{where}.ssh")
+        return
+    raise CampaignError(f"{where}: expected local, ssh://[user@]host[:port] or {{ssh: ..., known_hosts: ..., "
+                        f"client_keys: [...]}}, got {spec!r}")
+
+
+def connect(spec: Any, where: str = "host") -> Host:
+    """A host from its declaration: ``local``, ``ssh://user@host:port`` or a mapping with options."""
+    _check_host_spec(spec, where)
+    if spec == "local":
+        return LocalHost()
+    options = dict(spec) if isinstance(spec, Mapping) else {"ssh": spec}
+    url = urlsplit(options.pop("ssh"))
+    return SshHost(url.hostname, url.port or 22, url.username, client_keys=options.get("client_keys"),
+                   known_hosts=options.get("known_hosts"))
+
+
+# --- the manifest -------------------------------------------------------------------------------
+
+class Manifest:
+    """manifest.jsonl: append-only events, flushed and fsynced one by one."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def events(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        out = []
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                # a harness killed mid-write leaves at most a partial last line
+                if number == len(lines):
+                    continue
+                raise CampaignError(f"{self.path}:{number}: not a JSON line ({exc.msg})") from None
+        return out
+
+    def status(self) -> dict[str, dict]:
+        """The last event of each point; a done or skipped point stays so."""
+        last: dict[str, dict] = {}
+        for event in self.events():
+            point = event.get("point")
+            if point is None:
+                continue
+            if last.get(point, {}).get("event") in FINAL:
+                continue
+            last[point] = event
+        return last
+
+    def append(self, event: str, **fields) -> dict:
+        record = {"event": event, "at": _now(), **fields}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(record, sort_keys=True) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        return record
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _write_json_once(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("x", encoding="utf-8") as out:
+        json.dump(data, out, indent=2, sort_keys=True, default=str)
+        out.write("\n")
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# --- running ------------------------------------------------------------------------------------
+
+@dataclass
+class Summary:
+    total: int
+    done: int
+    skipped: int
+    ran: int
+    seconds: float
+
+
+def _check_declaration(camp: Campaign, host: Host) -> None:
+    path = camp.raw_dir / "campaign.json"
+    current = json.loads(json.dumps(camp.declaration(), default=str))
+    if not path.exists():
+        _write_json_once(path, {"brief": camp.brief, "campaign": camp.name, "created_at": _now(),
+                                "host": host.name, "labels": camp.labels, "declaration": current,
+                                "points": len(camp.plan())})
+        return
+    stored = json.loads(path.read_text(encoding="utf-8")).get("declaration")
+    if stored != current:
+        changed = sorted(k for k in set(stored or {}) | set(current) if (stored or {}).get(k) != current.get(k))
+        raise CampaignError(
+            f"{path}: the campaign was started with another declaration (changed: {', '.join(changed)}); "
+            f"finished points would not be comparable. Declare a new campaign name in params.yaml, or move "
+            f"{camp.raw_dir} away to start this one again.")
+
+
+def _attempts(names) -> list[int]:
+    return [int(n.split("-", 1)[1]) for n in names if n.startswith("attempt-") and n.split("-", 1)[1].isdigit()]
+
+
+def _next_attempt(host: Host, local_point: Path, remote_point: str, progress: Progress) -> int:
+    """The next attempt number, past those in the raw folder and those on the host (which may hold
+    attempts whose raw folder was removed). A job an interrupted attempt left running on the host
+    is stopped first: it would disturb the new measurement."""
+    local = _attempts(p.name for p in local_point.glob("attempt-*"))
+    remote = _attempts(host.listdir(remote_point)) if host.exists(remote_point) else []
+    for number in remote:
+        folder = f"{remote_point}/attempt-{number}"
+        for name in host.listdir(folder):
+            if name.endswith(".pid"):
+                job = host.attach(folder, name[: -len(".pid")])
+                if job.poll() is None:
+                    progress(f"  stopping job {job.name} left running in {folder}")
+                    job.stop()
+    return max(local + remote, default=0) + 1
+
+
+def _fetch(host: Host, remote_dir: str, local_dir: Path) -> None:
+    """Copy an attempt folder from the host (file by file, over SFTP); nothing local is replaced."""
+    local_dir.mkdir(parents=True, exist_ok=True)
+    if not host.exists(remote_dir):
+        return
+    for name in host.listdir(remote_dir):
+        if not (local_dir / name).exists():
+            host.fetch(f"{remote_dir}/{name}", local_dir / name)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+class _Tally:
+    """Points finished so far in this run, and the time left from the median time per point (the
+    workload's own estimate before the first point has run)."""
+
+    def __init__(self, camp: Campaign, plan: list[Point], final: set[str]):
+        self.camp, self.plan, self.final = camp, plan, final
+        self.times: list[float] = []
+        self.ran = self.skipped = 0
+
+    def line(self, point: Point, seconds: float) -> str:
+        remaining = [p for p in self.plan if p.id not in self.final]
+        return (f"[{len(self.final)}/{len(self.plan)}] {point.describe()}: {seconds:.1f} s; "
+                f"{self.eta(remaining)}")
+
+    def eta(self, remaining: list[Point]) -> str:
+        if not remaining:
+            return "finished"
+        if self.times:
+            left = statistics.median(self.times) * len(remaining)
+        else:
+            guesses = [self.camp.workload.expected_seconds(p, self.camp.settings) for p in remaining]
+            if any(g is None for g in guesses):
+                return "time left unknown"
+            left = sum(guesses)
+        return f"~{_duration(left)} left"
+
+
+def run(slug: str, name: str, host: Host | None = None, progress: Progress = print,
+        base: Path | None = None) -> Summary:
+    """Run, or resume, the campaign ``name`` of brief ``slug``. Only unfinished points run."""
+    from briefkit.target import power
+
+    camp = load(slug, name, base)
+    plan = camp.plan()
+    manifest = Manifest(camp.raw_dir / "manifest.jsonl")
+    status = manifest.status()
+    todo = [p for p in plan if status.get(p.id, {}).get("event") not in FINAL]
+    finished = len(plan) - len(todo)
+    progress(f"{slug}/{name}: {len(plan)} points, {finished} already done, {len(todo)} to run")
+    started = time.monotonic()
+    if not todo:
+        return Summary(len(plan), finished, 0, 0, 0.0)
+    own_host = host is None
+    host = host or connect(camp.host, f"params.yaml: briefs.{slug}.campaigns.{name}.host")
+    try:
+        _check_declaration(camp, host)
+        source = power.from_config(camp.power, host, where=f"briefs.{slug}.campaigns.{name}.power")
+        tally = _Tally(camp, plan, {p.id for p in plan} - {p.id for p in todo})
+        for config in camp.configs:
+            points = [p for p in todo if p.config == config]
+            if points:
+                _run_config(camp, host, config, points, plan, manifest, source, tally, progress)
+        ran, skipped = tally.ran, tally.skipped
+        progress(f"{slug}/{name}: finished: {ran} points run, {skipped} skipped, in "
+                 f"{_duration(time.monotonic() - started)}")
+        return Summary(len(plan), finished + ran, skipped, ran, time.monotonic() - started)
+    finally:
+        if own_host:
+            host.close()
+
+
+def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], plan: list[Point],
+                manifest: Manifest, source, tally: _Tally, progress: Progress) -> None:
+    workload, settings = camp.workload, camp.settings
+    progress(f"{config}: setting up {camp.config_specs[config].get('kind')} storage ({camp.labels[config]})")
+    prepared = camp.configs[config].setup(host, camp.workdir)
+    state: dict[str, Any] = {}
+    try:
+        _record_inventory(camp, host, config, prepared)
+        prep_local = camp.raw_dir / config / "prepare"
+        attempt = _next_attempt(host, prep_local, f"{camp.remote_root()}/{config}/prepare", progress)
+        prep_remote = f"{camp.remote_root()}/{config}/prepare/attempt-{attempt}"
+        host.mkdir(prep_remote)
+        try:
+            state = workload.prepare(host, prepared, settings, prep_remote, progress) or {}
+        finally:
+            _fetch(host, prep_remote, prep_local / f"attempt-{attempt}")
+        status = manifest.status()
+        done = [(p, point_samples(camp, p, status[p.id], with_power=False)) for p in plan
+                if p.config == config and status.get(p.id, {}).get("event") == DONE]
+        for index, point in enumerate(points):
+            reason = workload.stop_reason(config, done, settings)
+            if reason:
+                for rest in points[index:]:
+                    manifest.append(SKIPPED, point=rest.id, reason=reason)
+                    tally.final.add(rest.id)
+                tally.skipped += len(points) - index
+                progress(f"{config}: stop condition: {reason}; {len(points) - index} step(s) skipped")
+                break
+            frame = _run_point(camp, host, point, prepared, state, manifest, source, progress)
+            done.append((point, frame))
+            tally.final.add(point.id)
+            tally.ran += 1
+            tally.times.append(frame.attrs["seconds"])
+            progress(tally.line(point, frame.attrs["seconds"]))
+    finally:
+        try:
+            workload.finish(host, prepared, settings, state)
+        finally:
+            camp.configs[config].teardown(host, prepared)
+
+
+def _record_inventory(camp: Campaign, host: Host, config: str, prepared) -> None:
+    from briefkit.target import inventory
+
+    path = camp.raw_dir / "inventory.json"
+    found = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    if found is None or found.get("host") != host.name:
+        tools = [camp.workload.tool] if camp.workload.tool else []
+        found = inventory.collect(host, [prepared.path], tools=tools)
+        found["configs"] = {}
+    elif prepared.path not in found.get("paths", {}):
+        found["paths"].update(inventory.collect(host, [prepared.path], tools=[])["paths"])
+    found.setdefault("configs", {})[config] = {"label": camp.labels[config], "path": prepared.path,
+                                               "device": prepared.device, "storage": prepared.description}
+    _write_json_atomic(path, found)
+
+
+def _run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifest: Manifest, source,
+               progress: Progress) -> pd.DataFrame:
+    from briefkit.target import power
+
+    workload, settings = camp.workload, camp.settings
+    local_point = camp.raw_dir / point.id
+    remote_point = f"{camp.remote_root()}/{point.id}"
+    attempt = _next_attempt(host, local_point, remote_point, progress)
+    local_dir = local_point / f"attempt-{attempt}"
+    remote_dir = f"{remote_point}/attempt-{attempt}"
+    host.mkdir(remote_dir)
+    local_dir.mkdir(parents=True)
+    manifest.append(STARTED, point=point.id, attempt=attempt, host=host.name)
+    record = {"point": point.id, "config": point.config, "values": dict(point.values), "rep": point.rep,
+              "attempt": attempt, "host": host.name, "workload": workload.name, "remote_dir": remote_dir,
+              "tool_version": workload.tool_version(host, settings)}
+    run = PointRun(host, point, prepared, settings, remote_dir, state,
+                   progress=lambda text: progress(f"  {point.describe()}{text.strip() and ': ' + text.strip()}"))
+    recorder = (power.PowerRecorder(source, local_dir / "power.csv")
+                if source.polled and source.kind != "none" else None)
+    t0 = time.time()
+    try:
+        if recorder:
+            recorder.start()
+        try:
+            workload.run(run)
+        finally:
+            if recorder:
+                recorder.stop()
+    except BaseException as exc:
+        t1 = time.time()
+        _save_point(record, run, t0, t1, camp, point, local_dir, error=f"{type(exc).__name__}: {exc}")
+        try:
+            _fetch(host, remote_dir, local_dir)
+        finally:
+            manifest.append(FAILED, point=point.id, attempt=attempt, error=f"{type(exc).__name__}: {exc}",
+                            dir=str(local_dir.relative_to(camp.raw_dir)))
+        raise
+    t1 = time.time()
+    _fetch(host, remote_dir, local_dir)
+    _save_point(record, run, t0, t1, camp, point, local_dir)
+    entry = manifest.append(DONE, point=point.id, attempt=attempt, dir=str(local_dir.relative_to(camp.raw_dir)),
+                            started_at=_iso(t0), ended_at=_iso(t1))
+    # for the stop rule; an external meter's log is imported after the campaign, so no watts yet
+    frame = point_samples(camp, point, entry, with_power=False)
+    frame.attrs["seconds"] = t1 - t0
+    return frame
+
+
+def _save_point(record: dict, run: PointRun, t0: float, t1: float, camp: Campaign, point: Point,
+                local_dir: Path, error: str | None = None) -> None:
+    ramp = camp.workload.ramp_seconds(point, camp.settings)
+    window_start = (run.jobs[0].started_at if run.jobs else t0) + ramp
+    window_end = run.jobs[-1].ended_at if run.jobs else t1
+    record.update(started_at=_iso(t0), ended_at=_iso(t1), window=[window_start, window_end],
+                  jobs=[asdict(j) for j in run.jobs], notes=run.notes, power=camp.power, error=error)
+    _write_json_once(local_dir / "point.json", record)
+
+
+# --- reading back -------------------------------------------------------------------------------
+
+def point_samples(camp: Campaign, point: Point, entry: Mapping, with_power: bool = True) -> pd.DataFrame:
+    """Tidy samples of a done point (``entry``: its manifest line), provenance and power included."""
+    folder = camp.raw_dir / entry["dir"]
+    record = json.loads((folder / "point.json").read_text(encoding="utf-8"))
+    table = camp.workload.samples(folder, point, camp.settings)
+    power_rows = _power_rows(folder, record) if with_power else []
+    if power_rows:
+        table = tidy.concat([table, tidy.frame(power_rows, workload=table["workload"].iloc[0] if len(table) else None,
+                                               load_kind=camp.workload.load_axis,
+                                               load=point.values.get(camp.workload.load_axis),
+                                               tool="power")])
+    table = table.copy()
+    table["brief"], table["config"], table["rep"], table["campaign"] = camp.brief, point.config, point.rep, camp.name
+    table["host"] = record["host"]
+    table["started_at"], table["ended_at"] = record["started_at"], record["ended_at"]
+    table["source"] = table["source"].fillna(str(folder.relative_to(camp.raw_dir.parents[2])))
+    return table
+
+
+def _power_rows(folder: Path, record: dict) -> list[dict]:
+    """The point's watts and energy over its measured window; none when there is no power source."""
+    from briefkit.target import power
+
+    kind = (record.get("power") or {}).get("kind", "none")
+    if kind == "none":
+        return []
+    start, end = record["window"]
+    if (folder / "power.csv").exists():
+        readings = power.read_power_log(folder / "power.csv")
+    else:   # an external meter's log, imported after the run
+        readings = power.from_config(record["power"], None).load()
+    window = power.window_power(readings, start, end)
+    return window.rows() if window.measured else []
+
+
+def samples(slug: str, name: str, base: Path | None = None) -> pd.DataFrame:
+    """Tidy samples of every finished point of a campaign (an empty table before the first)."""
+    camp = load(slug, name, base)
+    status = Manifest(camp.raw_dir / "manifest.jsonl").status()
+    tables = [point_samples(camp, p, status[p.id]) for p in camp.plan() if status.get(p.id, {}).get("event") == DONE]
+    return tidy.concat(tables)
+
+
+def brief_samples(slug: str, base: Path | None = None) -> pd.DataFrame:
+    """What ``briefkit samples`` writes: the published brief's samples and every campaign's."""
+    from briefkit.dataset import published
+
+    base = base or project.root()
+    brief = project.brief(slug, base)
+    tables = [published.load(base / brief.published).samples()] if brief.published else []
+    tables += [samples(slug, name, base) for name in declared(slug, base)]
+    return tidy.concat(tables)
+
+
+def status(slug: str, base: Path | None = None) -> pd.DataFrame:
+    """Points done, skipped, failed and left, per campaign and configuration (the notebooks show it)."""
+    rows = []
+    for name in declared(slug, base):
+        camp = load(slug, name, base)
+        events = Manifest(camp.raw_dir / "manifest.jsonl").status()
+        for config in camp.configs:
+            points = [p for p in camp.plan() if p.config == config]
+            counts = {state: sum(events.get(p.id, {}).get("event") == state for p in points)
+                      for state in (DONE, SKIPPED, FAILED)}
+            rows.append({"campaign": name, "config": config, "label": camp.labels[config], "points": len(points),
+                         **counts, "left": len(points) - counts[DONE] - counts[SKIPPED]})
+    return pd.DataFrame(rows, columns=["campaign", "config", "label", "points", DONE, SKIPPED, FAILED, "left"])
+
+
+def inventory(slug: str, name: str, base: Path | None = None) -> dict | None:
+    """The campaign's inventory.json (None before it ran)."""
+    camp = load(slug, name, base)
+    path = camp.raw_dir / "inventory.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None

@@ -1,0 +1,30 @@
+"""Where benchmarks run: this machine (LocalHost) or a target reached over SSH (SshHost).
+
+Both offer the same synchronous API::
+
+    host.run(["fio", "--version"])                  -> Result(returncode, stdout, stderr)
+    job = host.start(argv, workdir, name)           # detached; survives a dropped connection
+    job.wait(timeout=None, progress=callback)       -> exit code; an exception stops the job
+    job.stop(); job.result()
+    host.fetch(remote, local); host.put(local, remote)
+    host.read_text(path); host.write_text(path, text); host.exists(path); host.mkdir(path); host.listdir(path)
+"""
+from briefkit.target.hosts.base import (
+    CommandError,
+    CommandTimeout,
+    ConnectionLost,
+    Host,
+    HostConnectionError,
+    HostError,
+    HostKeyError,
+    JobError,
+    Result,
+)
+from briefkit.target.hosts.job import Job, JobLost, JobTimeout
+from briefkit.target.hosts.local import LocalHost
+from briefkit.target.hosts.ssh import SshHost
+
+__all__ = [
+    "CommandError", "CommandTimeout", "ConnectionLost", "Host", "HostConnectionError", "HostError", "HostKeyError",
+    "Job", "JobError", "JobLost", "JobTimeout", "LocalHost", "Result", "SshHost",
+]

@@ -1,0 +1,308 @@
+"""Detached jobs: long benchmark runs that survive the SSH connection dropping.
+
+On the target, a job ``NAME`` in ``WORKDIR`` is a small POSIX sh wrapper started under ``setsid``
+(its own session and process group, no controlling terminal, stdin from /dev/null). It leaves:
+
+    NAME.pid      the wrapper's pid = the job's process-group id (written once the job holds its lock)
+    NAME.stdout   the command's standard output
+    NAME.stderr   the command's standard error
+    NAME.rc       the command's exit status (128+N after signal N), written atomically (tmp + mv)
+    NAME.lock     held (flock) by the wrapper for as long as it lives
+    NAME.stopped  present when the job was stopped from here, with the signal sent
+    NAME.started  a FIFO, only while starting: the wrapper reports its pid through it
+
+Completion is noticed by checking that NAME.rc exists over the open connection (SFTP over SSH: no
+process is started on the target), first every few milliseconds and then every
+``host.poll_interval`` seconds, so the end is seen within one interval, not at the next slow poll. Every few seconds the wrapper's
+/proc entry is checked too, so a wrapper killed without writing NAME.rc is reported, not waited for
+forever. A dropped connection is reconnected with backoff and the wait goes on. Every helper script
+is a constant and takes its values as positional arguments, so no user value is parsed by a shell.
+Needs sh, setsid and flock (util-linux) on the target.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from briefkit.target.hosts.base import (
+    CommandError,
+    CommandTimeout,
+    HostConnectionError,
+    HostKeyError,
+    JobError,
+    Result,
+    check_argv,
+)
+
+if TYPE_CHECKING:
+    from briefkit.target.hosts.base import Host
+
+#: first pause between exit-code checks, doubled up to host.poll_interval: a short job (or one that
+#: ended while start() returned) is seen within milliseconds, a long one costs one check per interval
+FIRST_POLL = 0.002
+#: seconds between checks that the job's wrapper is still alive
+ALIVE_EVERY = 2.0
+#: how long a wait keeps trying to reconnect after the connection dropped
+RECONNECT_TIMEOUT = 300.0
+#: how long stopping a job on the way out of an exception keeps trying to reconnect
+STOP_RECONNECT_TIMEOUT = 30.0
+#: extra time allowed to a helper command beyond its own blocking time
+HELPER_MARGIN = 30.0
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+
+# $1 = name, then the command. Holds the lock for its whole life, keeps running on HUP/INT/TERM
+# (the command, in the same process group, gets the signal itself) so that it can record the code.
+_JOB = r'''
+name=$1; shift
+exec 9>"$name.lock"
+if ! flock -x -n 9; then
+  echo "cannot lock $name.lock (flock from util-linux is needed)" >"$name.failed"; echo failed >"$name.started"; exit 125
+fi
+echo $$ >"$name.pid.tmp" && mv -f "$name.pid.tmp" "$name.pid"
+echo $$ >"$name.started"
+trap : HUP INT TERM
+"$@" 9>&- </dev/null >"$name.stdout" 2>"$name.stderr"
+rc=$?
+echo $rc >"$name.rc.tmp" && mv -f "$name.rc.tmp" "$name.rc"
+'''
+
+# $1 = job script, $2 = workdir, $3 = name, then the command. Prints the pid and the absolute workdir
+# once the job holds its lock (a FIFO hand-shake: no polling, so starting costs no sleep).
+_LAUNCH = r'''
+js=$1; wd=$2; name=$3; shift 3
+mkdir -p -- "$wd" && cd -- "$wd" || exit 125
+if [ -e "$name.pid" ] || [ -e "$name.rc" ]; then
+  echo "job $name already exists in $(pwd -P) (raw outputs are never overwritten)" >&2; exit 17
+fi
+command -v setsid >/dev/null && command -v flock >/dev/null || { echo "setsid and flock (util-linux) are needed" >&2; exit 125; }
+rm -f -- "$name.started"; mkfifo -- "$name.started" || exit 125
+setsid sh -c "$js" briefkit-job "$name" "$@" </dev/null >/dev/null 2>&1 &
+read -r pid <"$name.started"; rm -f -- "$name.started"
+case $pid in ''|*[!0-9]*) cat -- "$name.failed" >&2 2>/dev/null || echo "job $name did not start" >&2; exit 125;; esac
+echo "$pid"; pwd -P
+'''
+
+# $1 = workdir/name, $2 = grace seconds. TERM to the process group, KILL after the grace period;
+# records 137 if even the wrapper had to be killed. Prints the exit code.
+_STOP = r'''
+if [ -e "$1.rc" ]; then cat "$1.rc"; exit 0; fi
+p=$(cat "$1.pid") || exit 4
+echo TERM >"$1.stopped"
+kill -s TERM -- "-$p" 2>/dev/null
+flock -s -w "$2" "$1.lock" true
+if [ ! -e "$1.rc" ]; then
+  echo KILL >"$1.stopped"
+  kill -s KILL -- "-$p" 2>/dev/null
+  flock -s -w 5 "$1.lock" true
+  [ -e "$1.rc" ] || { echo 137 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"; }
+fi
+cat "$1.rc"
+'''
+
+
+
+class JobTimeout(JobError):
+    """``wait(timeout=...)`` ran out; the job has been stopped."""
+
+
+class JobLost(JobError):
+    """The job's wrapper disappeared without recording an exit code (killed with SIGKILL, host rebooted)."""
+
+
+Progress = Callable[["Job", float], None]
+
+
+class Job:
+    """A detached command on a host. Use as a context manager so that an exception stops it."""
+
+    def __init__(self, host: Host, workdir: str, name: str, pid: int):
+        self.host = host
+        self.workdir = workdir
+        self.name = name
+        self.pid = pid  # also the process-group id
+        self.returncode: int | None = None
+        self.stopped = False
+        self._since = time.monotonic()
+        self._starttime: str | None = None
+
+    # -- files ------------------------------------------------------------------------------
+    def path(self, suffix: str) -> str:
+        return posixpath.join(self.workdir, f"{self.name}.{suffix}")
+
+    @property
+    def prefix(self) -> str:
+        """``workdir/name``: every job file is this plus a suffix."""
+        return posixpath.join(self.workdir, self.name)
+
+    @property
+    def stdout_path(self) -> str:
+        return self.path("stdout")
+
+    @property
+    def stderr_path(self) -> str:
+        return self.path("stderr")
+
+    @property
+    def rc_path(self) -> str:
+        return self.path("rc")
+
+    # -- life cycle -------------------------------------------------------------------------
+    @classmethod
+    def start(cls, host: Host, argv: Sequence[str], workdir: str, name: str) -> Job:
+        argv = check_argv(argv)
+        _check_name(name)
+        res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, *argv], check=False,
+                       timeout=HELPER_MARGIN)
+        if res.returncode != 0:
+            raise JobError(f"on {host.name}: cannot start job {name!r} in {workdir}: "
+                           f"{res.stderr.strip() or f'launcher exited with {res.returncode}'}")
+        pid, abs_workdir = _two_lines(res.stdout, f"job {name} launcher output")
+        return cls(host, abs_workdir, name, int(pid))
+
+    @classmethod
+    def attach(cls, host: Host, workdir: str, name: str) -> Job:
+        _check_name(name)
+        pid_path = posixpath.join(workdir, f"{name}.pid")
+        if not host.exists(pid_path):
+            raise JobError(f"on {host.name}: no job {name!r} in {workdir} ({pid_path} does not exist)")
+        text = host.read_text(pid_path).strip()
+        if not text.isdigit():
+            raise JobError(f"on {host.name}: {pid_path} should hold a pid, found {text!r}")
+        return cls(host, workdir, name, int(text))
+
+    def poll(self) -> int | None:
+        """The exit code if the job has finished, else None (one quick round trip)."""
+        if self.returncode is None and self._retrying(self.host.exists, self.rc_path):
+            self.returncode = self._code(self._retrying(self.host.read_text, self.rc_path))
+        return self.returncode
+
+    def wait(self, timeout: float | None = None, progress: Progress | None = None,
+             interval: float = 1.0, check: bool = False) -> int:
+        """Block until the job ends and return its exit code.
+
+        ``progress(job, elapsed_seconds)`` is called about every ``interval`` seconds while it runs.
+        The end is noticed within ``host.poll_interval`` of the exit code being written, not at the
+        next ``interval``. A dropped connection is reconnected with backoff and the wait goes on.
+        Any exception here, KeyboardInterrupt and ``timeout`` included, stops the job first.
+        ``check=True`` raises CommandError (with the stderr tail) on a non-zero exit code.
+        """
+        now = time.monotonic()
+        deadline = None if timeout is None else now + timeout
+        next_progress, next_alive = now + interval, now + ALIVE_EVERY
+        pause = FIRST_POLL
+        try:
+            while self.poll() is None:
+                now = time.monotonic()
+                if now >= next_alive:
+                    if not self._alive() and self.poll() is None:
+                        raise JobLost(f"on {self.host.name}: job {self.name} in {self.workdir} ended without "
+                                      f"recording an exit code (its wrapper, pid {self.pid}, was killed)")
+                    next_alive = now + ALIVE_EVERY
+                if deadline is not None and now >= deadline:
+                    raise JobTimeout(f"on {self.host.name}: job {self.name} still running after {timeout:g} s; stopped")
+                if progress is not None and now >= next_progress:
+                    progress(self, now - self._since)
+                    next_progress = now + interval
+                time.sleep(pause)
+                pause = min(pause * 2, self.host.poll_interval)
+        except JobLost:
+            raise  # nothing left to stop, and no exit code to invent
+        except BaseException:
+            self._stop_quietly()
+            raise
+        if check and self.returncode != 0:
+            res = self.result()
+            raise CommandError(self.host.name, ["job", self.name], self.returncode, res.stdout, res.stderr)
+        return self.returncode
+
+    def stop(self, grace: float = 5.0, reconnect_timeout: float = RECONNECT_TIMEOUT) -> int:
+        """Send TERM to the job's process group, KILL after ``grace`` seconds; return the exit code."""
+        if self.returncode is None:
+            self.stopped = True
+            res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 5,
+                               reconnect_timeout)
+            if res.returncode != 0:
+                raise JobError(f"on {self.host.name}: cannot stop job {self.name}: {res.stderr.strip()}")
+            self.returncode = self._code(res.stdout)
+        return self.returncode
+
+    def result(self) -> Result:
+        """Exit code and the captured stdout/stderr of a finished job."""
+        if self.returncode is None and self.poll() is None:
+            raise JobError(f"on {self.host.name}: job {self.name} is still running")
+        return Result(self.returncode, self.host.read_text(self.stdout_path),
+                      self.host.read_text(self.stderr_path), ["job", self.name])
+
+    def __enter__(self) -> Job:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self._stop_quietly()
+
+    def __repr__(self) -> str:
+        state = "running" if self.returncode is None else f"rc={self.returncode}"
+        return f"Job({self.name!r} on {self.host.name}, pgid {self.pid}, {state})"
+
+    # -- internals --------------------------------------------------------------------------
+    def _alive(self) -> bool:
+        """Whether the wrapper process still exists (not a zombie, not a reused pid), from /proc."""
+        try:
+            stat = self._retrying(self.host.read_text, f"/proc/{self.pid}/stat")
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True  # no /proc to look at: rely on the exit-code file alone
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) < 20:
+            return True
+        state, starttime = fields[0], fields[19]
+        if self._starttime is None:
+            self._starttime = starttime
+        return state not in ("Z", "X") and starttime == self._starttime
+
+    def _helper(self, argv: list[str], blocking: float, reconnect_timeout: float = RECONNECT_TIMEOUT) -> Result:
+        return self._retrying(self.host.run, argv, check=False, timeout=blocking + HELPER_MARGIN,
+                              reconnect_timeout=reconnect_timeout)
+
+    def _retrying(self, call, *args, reconnect_timeout: float = RECONNECT_TIMEOUT, **kwargs):
+        """Run an idempotent call, reconnecting (with the host's backoff) if the connection drops."""
+        deadline = time.monotonic() + reconnect_timeout
+        while True:
+            try:
+                return call(*args, **kwargs)
+            except HostKeyError:
+                raise
+            except (HostConnectionError, CommandTimeout):
+                if time.monotonic() >= deadline:
+                    raise
+                self.host.reconnect(deadline)
+
+    def _stop_quietly(self) -> None:
+        try:  # on the way out of an error: try for a while, not for the full reconnect budget
+            self.stop(reconnect_timeout=STOP_RECONNECT_TIMEOUT)
+        except Exception:  # the original exception matters more; the job files tell the rest
+            pass
+
+    def _code(self, text: str) -> int:
+        text = text.strip()
+        try:
+            return int(text)
+        except ValueError:
+            raise JobError(f"on {self.host.name}: {self.rc_path} should hold an exit code, found {text!r}") from None
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"job name {name!r} must be letters, digits, '.', '_' or '-' (it names files)")
+
+
+def _two_lines(text: str, what: str) -> tuple[str, str]:
+    lines = text.splitlines()
+    if len(lines) != 2 or not lines[0].strip().isdigit():
+        raise JobError(f"{what}: expected a pid and a directory, got {text!r}")
+    return lines[0].strip(), lines[1]

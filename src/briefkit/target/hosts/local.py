@@ -1,0 +1,99 @@
+"""The machine briefkit runs on, behind the same interface as a remote host."""
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from briefkit.target.hosts.base import CommandError, CommandTimeout, Host, Result, check_argv, check_env
+
+#: seconds between TERM and KILL when a command overruns its timeout (as `timeout -k` does remotely)
+KILL_AFTER = 5.0
+
+
+class LocalHost(Host):
+    """Runs commands here. Each command gets its own session so that a timeout or Ctrl-C kills
+    the whole process tree it started, not just its first process."""
+
+    def __init__(self, name: str = "localhost", poll_interval: float = 0.005):
+        self.name = name
+        self.poll_interval = poll_interval  # a stat() every 5 ms costs next to nothing
+
+    def run(self, argv: Sequence[str], timeout: float | None = None, check: bool = True,
+            cwd: str | None = None, env: Mapping[str, str] | None = None) -> Result:
+        argv = check_argv(argv)
+        extra = check_env(env)
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    cwd=cwd, env={**os.environ, **extra} if extra else None,
+                                    start_new_session=True, text=True, errors="replace")
+        except OSError as exc:
+            # the exit codes a shell gives for "not found" / "cannot execute", so both transports agree
+            code = 127 if exc.errno == errno.ENOENT else 126
+            where = f" (cwd {cwd})" if cwd else ""
+            result = Result(code, "", f"{argv[0]}: {exc.strerror}{where}\n", argv)
+        else:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                out, err = proc.communicate()
+                raise CommandTimeout(self.name, argv, timeout, out, err) from None
+            except BaseException:
+                _kill_group(proc)
+                proc.wait()
+                raise
+            result = Result(proc.returncode, out, err, argv)
+        if check and result.returncode != 0:
+            raise CommandError(self.name, argv, result.returncode, result.stdout, result.stderr)
+        return result
+
+    def fetch(self, remote_path: str, local_path: str | Path) -> Path:
+        return _copy(Path(remote_path), Path(local_path))
+
+    def put(self, local_path: str | Path, remote_path: str) -> None:
+        _copy(Path(local_path), Path(remote_path))
+
+    def read_text(self, path: str) -> str:
+        return Path(path).read_text(errors="replace")
+
+    def write_text(self, path: str, text: str) -> None:
+        Path(path).write_text(text)
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def mkdir(self, path: str) -> None:
+        Path(path).mkdir(parents=True, exist_ok=True)
+
+    def listdir(self, path: str) -> list[str]:
+        return sorted(os.listdir(path))
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    if not src.exists():
+        raise FileNotFoundError(f"{src} does not exist")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+    else:
+        shutil.copy2(src, dst)
+    return dst
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """TERM the command's process group, then KILL what is left of it (stragglers would hold the
+    output pipes open) once the command has ended or KILL_AFTER seconds have passed."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(KILL_AFTER)
+        except subprocess.TimeoutExpired:
+            pass
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

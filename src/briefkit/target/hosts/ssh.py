@@ -1,0 +1,344 @@
+"""A remote host over SSH (asyncssh), with a synchronous API.
+
+asyncssh is asynchronous; notebooks and the CLI want plain calls. Every SshHost therefore runs its
+connection on one private event-loop thread shared by the process, and each call blocks on a
+future. This works the same inside Jupyter (whose own loop is never touched) and in a script, and
+a Ctrl-C in the caller cancels the pending call.
+
+Security: key authentication only, and strict host-key checking against an explicit known_hosts
+file. An unknown or changed key raises HostKeyError with its SHA256 fingerprint and the command to
+accept it. Commands are argument lists joined with shlex.join, so the remote shell only ever sees
+quoted words.
+"""
+from __future__ import annotations
+
+import asyncio
+import getpass
+import shlex
+import socket
+import threading
+import time
+from collections.abc import Coroutine, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncssh
+
+from briefkit.target.hosts.base import (
+    CommandError,
+    CommandTimeout,
+    ConnectionLost,
+    Host,
+    HostConnectionError,
+    HostKeyError,
+    Result,
+    check_argv,
+    check_env,
+)
+
+T = TypeVar("T")
+
+#: seconds between TERM and KILL when a command overruns its timeout (`timeout -k`)
+KILL_AFTER = 5.0
+#: extra seconds the client waits beyond a command's own timeout before it calls the connection dead
+CLIENT_MARGIN = 15.0
+#: OpenSSH's MaxSessions defaults to 10 channels per connection; stay below it
+MAX_CHANNELS = 8
+#: bytes per SFTP read request batch
+READ_CHUNK = 1 << 20
+#: reconnect backoff: first delay, factor, ceiling (seconds)
+BACKOFF = (0.1, 2.0, 5.0)
+
+_DROPPED = (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelOpenError, ConnectionError,
+            BrokenPipeError, EOFError)
+
+
+class _LoopThread:
+    """One daemon thread running an asyncio loop for every SshHost in the process."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def loop(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None or cls._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="briefkit-ssh", daemon=True).start()
+                cls._loop = loop
+            return cls._loop
+
+
+def _call(coro: Coroutine[Any, Any, T]) -> T:
+    future = asyncio.run_coroutine_threadsafe(coro, _LoopThread.loop())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()  # KeyboardInterrupt in the caller: do not leave the coroutine running
+        raise
+
+
+def known_hosts_pattern(hostname: str, port: int) -> str:
+    """How OpenSSH names a host in known_hosts."""
+    return hostname if port == 22 else f"[{hostname}]:{port}"
+
+
+class SshHost(Host):
+    """A target host reached over SSH with key authentication and strict host-key checking."""
+
+    def __init__(self, hostname: str, port: int = 22, username: str | None = None,
+                 client_keys: Sequence[str | Path] | None = None, known_hosts: str | Path | None = None,
+                 connect_timeout: float = 15.0, keepalive_interval: float = 15.0, poll_interval: float = 0.05,
+                 name: str | None = None):
+        self.hostname = hostname
+        self.port = int(port)
+        self.username = username or getpass.getuser()
+        self.client_keys = [str(k) for k in client_keys] if client_keys is not None else None
+        self.known_hosts = Path(known_hosts if known_hosts is not None else Path.home() / ".ssh" / "known_hosts")
+        self.connect_timeout = connect_timeout
+        self.keepalive_interval = keepalive_interval
+        self.poll_interval = poll_interval  # one SFTP stat per interval while a job runs: no remote process
+        self.name = name or f"{self.username}@{hostname}:{self.port}"
+        self.connections = 0  # how many times a connection was opened (1 + reconnects)
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._sftp: asyncssh.SFTPClient | None = None
+        self._connect_lock = asyncio.Lock()
+        self._channels = asyncio.Semaphore(MAX_CHANNELS)
+
+    # -- connection -------------------------------------------------------------------------
+    def connect(self) -> SshHost:
+        """Open the connection now (it is otherwise opened by the first call)."""
+        _call(self._connected())
+        return self
+
+    def reconnect(self, deadline: float | None = None) -> None:
+        """Drop the connection and open a new one, retrying with exponential backoff until
+        ``deadline`` (time.monotonic()); a host-key problem is never retried."""
+        delay, factor, ceiling = BACKOFF
+        while True:
+            _call(self._drop())
+            try:
+                _call(self._connected())
+                return
+            except HostKeyError:
+                raise
+            except HostConnectionError:
+                if deadline is not None and time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * factor, ceiling)
+
+    def close(self) -> None:
+        _call(self._drop())
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None and not self._conn.is_closed()
+
+    async def _connected(self) -> asyncssh.SSHClientConnection:
+        async with self._connect_lock:
+            if self._conn is not None and not self._conn.is_closed():
+                return self._conn
+            self._conn, self._sftp = None, None
+            self._conn = await self._open()
+            self.connections += 1
+            return self._conn
+
+    async def _open(self) -> asyncssh.SSHClientConnection:
+        where = f"{self.hostname}:{self.port}"
+        options: dict[str, Any] = dict(
+            username=self.username, known_hosts=self._trusted_keys(), config=None, preferred_auth="publickey",
+            connect_timeout=self.connect_timeout, keepalive_interval=self.keepalive_interval, keepalive_count_max=3,
+        )
+        if self.client_keys is not None:
+            options.update(client_keys=self.client_keys, agent_path=None)
+        try:
+            return await asyncssh.connect(self.hostname, self.port, **options)
+        except asyncssh.HostKeyNotVerifiable:
+            raise await self._host_key_error() from None
+        except asyncssh.PermissionDenied:
+            keys = ", ".join(self.client_keys) if self.client_keys else "the default keys and agent"
+            raise HostConnectionError(f"cannot log in to {where} as {self.username}: the server refused "
+                                      f"key authentication with {keys}") from None
+        except ConnectionRefusedError:
+            raise HostConnectionError(f"cannot connect to {where}: connection refused "
+                                      f"(is sshd running and listening on that port?)") from None
+        except socket.gaierror as exc:
+            raise HostConnectionError(f"cannot connect to {where}: cannot resolve {self.hostname!r} ({exc.strerror})") from None
+        except (asyncio.TimeoutError, TimeoutError):
+            raise HostConnectionError(f"cannot connect to {where}: no answer within {self.connect_timeout:g} s") from None
+        except (OSError, asyncssh.Error) as exc:
+            raise HostConnectionError(f"cannot connect to {where}: {exc}") from None
+
+    def _trusted_keys(self):
+        # a missing known_hosts file trusts nothing (asyncssh would otherwise fail to read it)
+        return str(self.known_hosts) if self.known_hosts.exists() else ([], [], [])
+
+    async def _host_key_error(self) -> HostKeyError:
+        pattern = known_hosts_pattern(self.hostname, self.port)
+        key = None
+        try:  # a second, unauthenticated handshake only to show the user what the server presents
+            key = await asyncssh.get_server_host_key(self.hostname, self.port)
+        except (OSError, asyncssh.Error):
+            pass
+        fingerprint = key.get_fingerprint("sha256") if key is not None else None
+        presented = f"{key.get_algorithm()} {fingerprint}" if key is not None else "(could not read it)"
+        keytype = key.get_algorithm().removeprefix("ssh-") if key is not None else "ed25519"
+        changed = self._has_recorded_key()
+        kh = shlex.quote(str(self.known_hosts))
+        scan = f"ssh-keyscan -p {self.port} -t {keytype} {shlex.quote(self.hostname)}"
+        check = (f"compare with the server's own key, on the server: "
+                 f"ssh-keygen -lf /etc/ssh/ssh_host_{keytype}_key.pub  (or here: {scan} | ssh-keygen -lf -)")
+        if changed:
+            message = (f"host key of {pattern} has CHANGED: the server presents {presented}, which differs from "
+                       f"the key recorded in {self.known_hosts}. Someone may be intercepting the connection, or "
+                       f"the server was reinstalled. Check the fingerprint ({check}); only if it is right, "
+                       f"replace the old entry:\n  ssh-keygen -R {shlex.quote(pattern)} -f {kh}\n  {scan} >> {kh}")
+        else:
+            message = (f"host key of {pattern} is unknown: the server presents {presented}, and {self.known_hosts} "
+                       f"has no entry for it. Check the fingerprint ({check}); if it is right, accept it:\n"
+                       f"  {scan} >> {kh}")
+        return HostKeyError(message, fingerprint=fingerprint, changed=changed)
+
+    def _has_recorded_key(self) -> bool:
+        if not self.known_hosts.exists():
+            return False
+        try:
+            addr = socket.gethostbyname(self.hostname)
+        except OSError:
+            addr = ""
+        try:
+            trusted = asyncssh.read_known_hosts(str(self.known_hosts)).match(self.hostname, addr, self.port)
+        except (OSError, ValueError, asyncssh.Error):
+            return False
+        return bool(trusted[0] or trusted[1])  # host keys or CA keys recorded for it
+
+    async def _drop(self) -> None:
+        conn, self._conn, self._sftp = self._conn, None, None
+        if conn is not None:
+            conn.close()
+            try:
+                await asyncio.wait_for(conn.wait_closed(), 5)
+            except (asyncio.TimeoutError, OSError, asyncssh.Error):
+                pass
+
+    # -- commands ---------------------------------------------------------------------------
+    def run(self, argv: Sequence[str], timeout: float | None = None, check: bool = True,
+            cwd: str | None = None, env: Mapping[str, str] | None = None) -> Result:
+        argv = check_argv(argv)
+        command = remote_command(argv, cwd=cwd, env=check_env(env), timeout=timeout)
+        started = time.monotonic()
+        returncode, out, err = _call(self._run(command, argv, timeout))
+        if timeout is not None and returncode in (124, 137) and time.monotonic() - started >= timeout:
+            raise CommandTimeout(self.name, argv, timeout, out, err)
+        if check and returncode != 0:
+            raise CommandError(self.name, argv, returncode, out, err)
+        return Result(returncode, out, err, argv)
+
+    async def _run(self, command: str, argv: list[str], timeout: float | None) -> tuple[int, str, str]:
+        async with self._channels:
+            process = await self._open_channel(command)
+            try:
+                client_limit = None if timeout is None else timeout + KILL_AFTER + CLIENT_MARGIN
+                out, err = await asyncio.wait_for(process.communicate(), client_limit)
+            except (asyncio.TimeoutError, TimeoutError):
+                await self._drop()  # the command's own `timeout` did not end it: the link is wedged
+                raise ConnectionLost(f"no answer from {self.name} within {client_limit:g} s while running "
+                                     f"{argv!r}; connection closed") from None
+            except _DROPPED as exc:
+                await self._drop()
+                raise ConnectionLost(f"connection to {self.name} lost while running {argv!r}: {exc}") from None
+            if process.exit_status is None and process.exit_signal is None:
+                await self._drop()
+                raise ConnectionLost(f"connection to {self.name} lost while running {argv!r} (no exit status)")
+            return process.returncode, out or "", err or ""
+
+    async def _open_channel(self, command: str) -> asyncssh.SSHClientProcess:
+        # A channel that failed to open never ran anything, so one retry on a fresh connection is safe.
+        for attempt in (1, 2):
+            conn = await self._connected()
+            try:
+                return await conn.create_process(command, stdin=asyncssh.DEVNULL, encoding="utf-8", errors="replace")
+            except _DROPPED as exc:
+                await self._drop()
+                if attempt == 2:
+                    raise ConnectionLost(f"cannot open a session on {self.name}: {exc}") from None
+        raise AssertionError("unreachable")
+
+    # -- files ------------------------------------------------------------------------------
+    async def _sftp_client(self) -> asyncssh.SFTPClient:
+        conn = await self._connected()
+        if self._sftp is None:
+            self._sftp = await conn.start_sftp_client()
+        return self._sftp
+
+    async def _file_op(self, what: str, path: str, op):
+        try:
+            return await op(await self._sftp_client())
+        except asyncssh.SFTPNoSuchFile:
+            raise FileNotFoundError(f"{self.name}:{path} does not exist ({what})") from None
+        except asyncssh.SFTPPermissionDenied:
+            raise PermissionError(f"{self.name}:{path}: permission denied ({what})") from None
+        except _DROPPED as exc:
+            await self._drop()
+            raise ConnectionLost(f"connection to {self.name} lost during {what} of {path}: {exc}") from None
+
+    def fetch(self, remote_path: str, local_path: str | Path) -> Path:
+        local = Path(local_path)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        _call(self._file_op("fetch", remote_path,
+                            lambda sftp: sftp.get(remote_path, str(local), recurse=True, preserve=True)))
+        return local
+
+    def put(self, local_path: str | Path, remote_path: str) -> None:
+        local = Path(local_path)
+        if not local.exists():
+            raise FileNotFoundError(f"{local} does not exist (put to {self.name}:{remote_path})")
+
+        async def op(sftp):
+            parent = remote_path.rsplit("/", 1)[0] if "/" in remote_path.strip("/") else ""
+            if parent:
+                await sftp.makedirs(parent, exist_ok=True)
+            await sftp.put(str(local), remote_path, recurse=True, preserve=True)
+        _call(self._file_op("put", remote_path, op))
+
+    def read_text(self, path: str) -> str:
+        async def op(sftp):
+            # read to EOF in chunks: /proc and /sys files report size 0 or 4096, whatever they hold
+            chunks = []
+            async with sftp.open(path, "rb") as f:
+                while chunk := await f.read(READ_CHUNK):
+                    chunks.append(chunk)
+            return b"".join(chunks).decode("utf-8", errors="replace")
+        return _call(self._file_op("read", path, op))
+
+    def write_text(self, path: str, text: str) -> None:
+        async def op(sftp):
+            async with sftp.open(path, "wb") as f:
+                await f.write(text.encode("utf-8"))
+        _call(self._file_op("write", path, op))
+
+    def exists(self, path: str) -> bool:
+        return _call(self._file_op("exists", path, lambda sftp: sftp.lexists(path)))
+
+    def mkdir(self, path: str) -> None:
+        _call(self._file_op("mkdir", path, lambda sftp: sftp.makedirs(path, exist_ok=True)))
+
+    def listdir(self, path: str) -> list[str]:
+        async def op(sftp):
+            return sorted(name for name in await sftp.listdir(path) if name not in (".", ".."))
+        return _call(self._file_op("listdir", path, op))
+
+
+def remote_command(argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None,
+                   timeout: float | None = None) -> str:
+    """The one string sent to the remote shell: every word quoted, values never interpreted."""
+    words = list(argv)
+    if env:
+        if "=" in words[0]:
+            raise ValueError(f"program name {words[0]!r} contains '=', which env(1) would take for a variable")
+        words = ["env", *(f"{k}={v}" for k, v in env.items()), *words]
+    if timeout is not None:
+        words = ["timeout", "-k", f"{KILL_AFTER:g}", f"{timeout:g}", *words]
+    command = "exec " + shlex.join(words)
+    return f"cd -- {shlex.quote(str(cwd))} && {command}" if cwd is not None else command

@@ -1,0 +1,346 @@
+"""What a benchmark ran on: CPU, memory, OS, kernel, the filesystem and drive under each target path,
+and the versions of the benchmark tools. ``collect`` records it (JSON-serialisable, stored with the
+raw results); ``tables`` turns it into the "How we tested" tables of a brief.
+
+Everything is read from the target through a Host, mostly by reading /proc and /sys files (no
+process is started for those) plus lscpu, findmnt, lsblk and, for NVMe drives, ``nvme id-ctrl``.
+A value the target does not expose is recorded as None and shown as "not reported"; a tool that is
+not installed is recorded as missing. Neither is an error.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import Any
+
+import pandas as pd
+
+from briefkit.target.hosts import Host, HostConnectionError
+
+SCHEMA = 1
+
+#: tool name -> command that prints its version
+DEFAULT_TOOLS: dict[str, list[str]] = {
+    "fio": ["fio", "--version"],
+    "db_bench": ["db_bench", "--version"],
+    "pgbench": ["pgbench", "--version"],
+    "postgres": ["postgres", "--version"],
+}
+#: where a tool lives when it is not on PATH (Debian keeps the PostgreSQL server off PATH)
+FALLBACK_GLOBS = {"postgres": "/usr/lib/postgresql/*/bin/postgres"}
+
+_LSBLK_COLUMNS = "NAME,KNAME,PATH,TYPE,SIZE,ROTA,MODEL,REV,TRAN,PHY-SEC,LOG-SEC,SCHED"
+_VERSION = re.compile(r"\d+(?:\.\d+)+")
+
+# $1 = path: the mount holding it (its nearest existing ancestor if it does not exist yet)
+_FINDMNT = r'''p=$1; while [ ! -e "$p" ]; do p=$(dirname -- "$p"); done
+exec findmnt -J -T "$p" -o TARGET,SOURCE,FSTYPE,OPTIONS'''
+
+# $1 = fallback glob ('' for none), then the version command. Prints the program's path, then its output.
+_TOOL = r'''fb=$1; shift
+if ! command -v "$1" >/dev/null 2>&1 && [ -n "$fb" ]; then
+  found=; for p in $fb; do [ -x "$p" ] && found=$p; done
+  [ -n "$found" ] && { shift; set -- "$found" "$@"; }
+fi
+where=$(command -v "$1") || exit 127
+echo "$where"
+exec "$@" 2>&1'''
+
+
+def collect(host: Host, paths: Iterable[str] = (), tools: Iterable[str] | Mapping[str, Sequence[str]] = DEFAULT_TOOLS,
+            ) -> dict[str, Any]:
+    """The inventory of ``host``: hardware, OS, the storage under each of ``paths``, tool versions.
+
+    ``tools`` is a list of names (known ones use DEFAULT_TOOLS, others ``NAME --version``) or a
+    mapping name -> version command.
+    """
+    if not isinstance(tools, Mapping):
+        tools = {name: DEFAULT_TOOLS.get(name, [name, "--version"]) for name in tools}
+    paths = list(paths)
+    # Each probe is a round trip; over SSH they overlap (the connection multiplexes channels).
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        cpu = pool.submit(_cpu, host)
+        storage = {path: pool.submit(_path, host, path) for path in paths}
+        versions = {name: pool.submit(_tool, host, name, list(argv)) for name, argv in tools.items()}
+        memory, os_release = _memory(host), _os_release(host)
+        kernel = {"release": _read(host, "/proc/sys/kernel/osrelease"),
+                  "version": _read(host, "/proc/sys/kernel/version")}
+        hostname = _read(host, "/proc/sys/kernel/hostname")
+        return {
+            "schema": SCHEMA,
+            "host": host.name,
+            "hostname": hostname,
+            "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "cpu": cpu.result(),
+            "memory": memory,
+            "os": os_release,
+            "kernel": kernel,
+            "paths": {path: future.result() for path, future in storage.items()},
+            "tools": {name: future.result() for name, future in versions.items()},
+        }
+
+
+# -- probes ----------------------------------------------------------------------------------
+
+def _read(host: Host, path: str) -> str | None:
+    """A /proc or /sys value, or None where the target does not have it or will not show it."""
+    try:
+        return host.read_text(path).strip()
+    except HostConnectionError:
+        raise
+    except OSError:
+        return None
+
+
+def _json(host: Host, argv: list[str]) -> Any:
+    res = host.run(argv, check=False)
+    if res.returncode != 0:
+        return None
+    try:
+        return json.loads(res.stdout)
+    except json.JSONDecodeError:
+        return None
+
+
+def _cpu(host: Host) -> dict[str, Any]:
+    fields = {}
+    data = _json(host, ["lscpu", "-J"])
+    for item in (data or {}).get("lscpu", []):
+        fields[item["field"].rstrip(":")] = item.get("data")
+    count = _int(fields.get("CPU(s)"))
+    model = fields.get("Model name")
+    if count is None or model is None:  # no lscpu: /proc/cpuinfo has the essentials
+        info = _read(host, "/proc/cpuinfo") or ""
+        count = count or len(re.findall(r"^processor\s*:", info, re.M)) or None
+        found = re.search(r"^model name\s*:\s*(.+)$", info, re.M)
+        model = model or (found.group(1).strip() if found else None)
+    return {
+        "model": model,
+        "count": count,
+        "sockets": _int(fields.get("Socket(s)")),
+        "cores_per_socket": _int(fields.get("Core(s) per socket")),
+        "threads_per_core": _int(fields.get("Thread(s) per core")),
+        "architecture": fields.get("Architecture"),
+        "vendor": fields.get("Vendor ID"),
+    }
+
+
+def _memory(host: Host) -> dict[str, Any]:
+    found = re.search(r"^MemTotal:\s*(\d+)\s*kB", _read(host, "/proc/meminfo") or "", re.M)
+    return {"total_bytes": int(found.group(1)) * 1024 if found else None}
+
+
+def _os_release(host: Host) -> dict[str, Any]:
+    text = _read(host, "/etc/os-release") or _read(host, "/usr/lib/os-release") or ""
+    values = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and not key.startswith("#"):
+            words = shlex.split(value, comments=False, posix=True)
+            values[key.strip()] = words[0] if words else ""
+    return {"pretty_name": values.get("PRETTY_NAME"), "name": values.get("NAME"), "id": values.get("ID"),
+            "version_id": values.get("VERSION_ID"), "version": values.get("VERSION")}
+
+
+def _path(host: Host, path: str) -> dict[str, Any]:
+    mounts = (_json(host, ["sh", "-c", _FINDMNT, "briefkit-findmnt", path]) or {}).get("filesystems") or [{}]
+    mount = mounts[0]
+    source = mount.get("source")
+    device_path = source.split("[", 1)[0] if source and source.startswith("/dev/") else None  # "/dev/x[/sub]": bind mount
+    return {
+        "mountpoint": mount.get("target"),
+        "fstype": mount.get("fstype"),
+        "source": source,
+        "options": mount.get("options"),
+        "device": _device(host, device_path) if device_path else None,
+    }
+
+
+def _device(host: Host, device_path: str) -> dict[str, Any]:
+    """The block device a filesystem sits on and the physical drive(s) under it."""
+    data = _json(host, ["lsblk", "-J", "-b", "-s", "-o", _LSBLK_COLUMNS, device_path])
+    tops = (data or {}).get("blockdevices") or []
+    if not tops:
+        return {"path": device_path, "type": None, "size_bytes": None, "drives": []}
+    top = tops[0]
+    # lsblk -s prints the device with what it is built on as its children: the leaves are the drives
+    leaves, stack = [], [top]
+    while stack:
+        node = stack.pop()
+        children = node.get("children") or []
+        stack.extend(children)
+        if not children:
+            leaves.append(node)
+    return {"path": top.get("path") or device_path, "type": top.get("type"), "size_bytes": _int(top.get("size")),
+            "drives": [_drive(host, leaf) for leaf in leaves]}
+
+
+def _drive(host: Host, node: dict[str, Any]) -> dict[str, Any]:
+    kname = node.get("kname") or node.get("name")
+    sys = f"/sys/block/{kname}"
+    scheduler = _read(host, f"{sys}/queue/scheduler")
+    active = re.search(r"\[([^\]]+)\]", scheduler or "")
+    drive = {
+        "name": kname,
+        "path": node.get("path"),
+        "type": node.get("type"),
+        "model": _clean(_read(host, f"{sys}/device/model")) or _clean(node.get("model")),
+        "firmware": _clean(_read(host, f"{sys}/device/firmware_rev")) or _clean(node.get("rev")),
+        "vendor": _clean(_read(host, f"{sys}/device/vendor")),
+        "size_bytes": _int(node.get("size")),
+        "rotational": _bool(node.get("rota")),
+        "transport": node.get("tran"),
+        "logical_sector_bytes": _int(node.get("log-sec")),
+        "physical_sector_bytes": _int(node.get("phy-sec")),
+        "scheduler": active.group(1) if active else (scheduler or None),
+        "backing_file": _read(host, f"{sys}/loop/backing_file") if node.get("type") == "loop" else None,
+        "nvme": _nvme(host, node["path"]) if kname and kname.startswith("nvme") and node.get("path") else None,
+    }
+    if drive["nvme"]:
+        drive["model"] = drive["model"] or drive["nvme"].get("model")
+        drive["firmware"] = drive["firmware"] or drive["nvme"].get("firmware")
+    return drive
+
+
+def _nvme(host: Host, device: str) -> dict[str, Any] | None:
+    """Identify Controller (nvme-cli): model, firmware and the power states' maximum power."""
+    data = _json(host, ["nvme", "id-ctrl", device, "-o", "json"])
+    if not isinstance(data, dict):
+        return None
+    power = []
+    for state in data.get("psds") or []:
+        watts = state.get("max_power")
+        if isinstance(watts, (int, float)):
+            # nvme-cli prints the raw MP field: 0.01 W units, or 0.0001 W when max_power_scale is 1
+            power.append(watts / (10000 if state.get("max_power_scale") else 100))
+    return {"model": _clean(data.get("mn")), "firmware": _clean(data.get("fr")), "vendor_id": data.get("vid"),
+            "power_states_max_w": power}
+
+
+def _tool(host: Host, name: str, argv: list[str]) -> dict[str, Any]:
+    res = host.run(["sh", "-c", _TOOL, "briefkit-tool", FALLBACK_GLOBS.get(name, ""), *argv], check=False)
+    if res.returncode == 127 and not res.stdout.strip():
+        return {"status": "missing", "version": None, "path": None, "output": None, "command": argv}
+    where, _, output = res.stdout.partition("\n")
+    output = output.strip()
+    found = _VERSION.search(output)
+    return {
+        "status": "ok" if res.returncode == 0 and found else "error",
+        "version": found.group(0) if found else None,
+        "path": where or None,
+        "output": output.splitlines()[0] if output else None,
+        "command": argv,
+        **({"returncode": res.returncode} if res.returncode != 0 else {}),
+    }
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _bool(value: Any) -> bool | None:
+    if isinstance(value, bool) or value is None:
+        return value
+    return str(value).strip() in ("1", "true")
+
+
+def _clean(value: Any) -> str | None:
+    text = str(value).strip() if value is not None else ""
+    return text or None
+
+
+# -- tables ----------------------------------------------------------------------------------
+
+NOT_REPORTED = "not reported"
+
+
+def tables(inventory: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
+    """The "How we tested" tables: server hardware, software and filesystem, tool versions."""
+    cpu, paths = inventory.get("cpu") or {}, inventory.get("paths") or {}
+    hardware = [
+        ("Host", inventory.get("hostname") or inventory.get("host")),
+        ("CPU", _or(cpu.get("model"))),
+        ("CPUs", _cpu_text(cpu)),
+        ("Memory", _bytes_text((inventory.get("memory") or {}).get("total_bytes"), decimal=False)),
+    ]
+    for path, info in paths.items():
+        for i, drive in enumerate(((info or {}).get("device") or {}).get("drives") or []):
+            label = f"Drive under {path}" + (f" ({i + 1})" if i else "")
+            hardware.append((label, _drive_text(drive)))
+    software = [
+        ("Operating system", _or((inventory.get("os") or {}).get("pretty_name"))),
+        ("Kernel", _or((inventory.get("kernel") or {}).get("release"))),
+    ]
+    schedulers: dict[str, str] = {}
+    for path, info in paths.items():
+        info = info or {}
+        fstype, source = info.get("fstype") or NOT_REPORTED, info.get("source")
+        origin = f" on {source}" if source and source != fstype else ""
+        software.append((f"Filesystem for {path}",
+                         f"{fstype}{origin}, mounted at {info.get('mountpoint') or NOT_REPORTED}"))
+        software.append((f"Mount options for {path}", _or(info.get("options"))))
+        for drive in (info.get("device") or {}).get("drives") or []:
+            if drive.get("scheduler"):
+                schedulers[drive["name"]] = drive["scheduler"]
+    software += [(f"I/O scheduler of {name}", scheduler) for name, scheduler in schedulers.items()]
+    versions = [(name, tool.get("version") if tool.get("status") == "ok" else
+                 ("not installed" if tool.get("status") == "missing" else f"unknown ({tool.get('output') or 'no output'})"),
+                 tool.get("output") or "")
+                for name, tool in (inventory.get("tools") or {}).items()]
+    return [
+        ("Server hardware", pd.DataFrame(hardware, columns=["Item", "Value"])),
+        ("Software and filesystem", pd.DataFrame(software, columns=["Item", "Value"])),
+        ("Tool versions", pd.DataFrame(versions, columns=["Tool", "Version", "Reported as"])),
+    ]
+
+
+def _or(value: Any) -> str:
+    return str(value) if value not in (None, "") else NOT_REPORTED
+
+
+def _cpu_text(cpu: Mapping[str, Any]) -> str:
+    count = cpu.get("count")
+    if not count:
+        return NOT_REPORTED
+    text = f"{count} logical CPU{'s' if count != 1 else ''}"
+    parts = (cpu.get("sockets"), cpu.get("cores_per_socket"), cpu.get("threads_per_core"))
+    if all(parts):
+        text += f" ({parts[0]} socket × {parts[1]} cores × {parts[2]} thread{'s' if parts[2] != 1 else ''})"
+    return text
+
+
+def _bytes_text(size: int | None, decimal: bool = True) -> str:
+    """``256.0 GiB (274.9 GB)`` for drives (vendors count in decimal), ``22.9 GiB`` for memory."""
+    if not size:
+        return NOT_REPORTED
+    binary = _scaled(size, 1024, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"])
+    return f"{binary} ({_scaled(size, 1000, ['B', 'kB', 'MB', 'GB', 'TB', 'PB'])})" if decimal else binary
+
+
+def _scaled(size: float, base: int, names: list[str]) -> str:
+    for name in names:
+        if size < base or name == names[-1]:
+            return f"{size:.1f} {name}" if name != names[0] else f"{int(size)} {name}"
+        size /= base
+    raise AssertionError("unreachable")
+
+
+def _drive_text(drive: Mapping[str, Any]) -> str:
+    kind = drive.get("type") or "device"
+    name = drive.get("model") or f"{kind} {drive.get('path') or drive.get('name')} (model {NOT_REPORTED})"
+    parts = [name, f"firmware {drive.get('firmware') or NOT_REPORTED}", _bytes_text(drive.get("size_bytes"))]
+    rotational = drive.get("rotational")
+    if rotational is not None:
+        parts.append("rotational" if rotational else "non-rotational")
+    if drive.get("transport"):
+        parts.append(str(drive["transport"]).upper())
+    if drive.get("backing_file"):
+        parts.append(f"backed by file {drive['backing_file']}")
+    return ", ".join(parts)

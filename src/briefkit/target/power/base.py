@@ -1,0 +1,100 @@
+"""What every power source shares: the timestamped sample, the source interface, the host interface.
+
+A sample says *what* it measured (``domain``: e.g. "system (BMC DCMI)", "CPU package (RAPL)",
+"drive (external meter)"), because a wall-power figure, a CPU-package figure and a drive figure
+are not interchangeable and a brief must never present one as another.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Protocol, Sequence
+
+#: Wording the briefs use when there is no power figure (DESIGN.md: never a guessed wattage).
+NOT_MEASURED = "not measured"
+
+
+class PowerError(RuntimeError):
+    """A power source that could not be read. The message names the command, URL, file or key."""
+
+
+@dataclass(frozen=True)
+class PowerSample:
+    """One reading. ``t`` is UTC epoch seconds on the harness clock (after any clock offset)."""
+
+    t: float
+    watts: float
+    domain: str
+    source: str
+    sensor: str = ""
+    #: the device's own timestamp of the reading (UTC epoch s), where it reports one
+    device_time: float | None = None
+    #: how long the poll took, ms (a slow BMC answer is an old answer)
+    poll_ms: float | None = None
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class Result(Protocol):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class Host(Protocol):
+    """The part of ``briefkit.target.hosts`` (LocalHost, SshHost) that power sources use."""
+
+    def run(self, argv: Sequence[str], timeout: float | None = None, check: bool = True) -> Result: ...
+
+    def read_text(self, path: str) -> str: ...
+
+
+class PowerSource:
+    """Base of all power sources.
+
+    Polled sources (IPMI, Redfish, RAPL, none) answer ``sample()`` with the readings of one poll,
+    and a ``PowerRecorder`` calls it in the background. Imported sources (a meter's CSV) are not
+    polled: ``load()`` returns everything the meter logged, to be cut into run windows later.
+    """
+
+    kind: str = ""
+    #: what is measured, e.g. "system (BMC DCMI)"; "" when nothing is
+    domain: str = ""
+    polled: bool = True
+    #: seconds between polls when recorded (from the config's ``interval_s``)
+    interval_s: float = 1.0
+
+    def describe(self) -> str:
+        """One line for the brief's methods section."""
+        return f"{self.domain} via {self.kind}"
+
+    def sample(self) -> list[PowerSample]:
+        raise NotImplementedError
+
+    def load(self) -> list[PowerSample]:
+        raise NotImplementedError(f"{self.kind} is polled, not imported: record it with PowerRecorder")
+
+
+class NoPower(PowerSource):
+    """The default: no power source. Yields nothing, so every efficiency figure is "not measured"."""
+
+    kind = "none"
+    domain = ""
+
+    def describe(self) -> str:
+        return f"{NOT_MEASURED} (no power source configured)"
+
+    def sample(self) -> list[PowerSample]:
+        return []
+
+    def load(self) -> list[PowerSample]:
+        return []
+
+
+def is_missing(value: float | None) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))

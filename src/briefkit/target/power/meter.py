@@ -1,0 +1,91 @@
+"""Power logged by an external meter or a drive-power interposer, imported from its CSV.
+
+The meter runs on its own clock, so its samples are moved onto the harness clock by
+``clock_offset_s`` (seconds *added* to every meter timestamp: a meter 2 s behind needs +2) and
+then cut into run windows like any other samples.
+
+Time column: epoch seconds (or another unit with ``time_unit``, e.g. a Quarch stream's
+``Time uS`` relative to the stream start together with ``clock_offset_s`` = the start's epoch
+time), or ISO 8601 (a time without a zone is taken as UTC). Watts: one column, or a list of rail
+columns that are summed (e.g. a drive's 12 V and 3.3 V rails). Rows with an empty watts cell are
+skipped (the meter recorded nothing); anything else unreadable is an error naming the line.
+"""
+from __future__ import annotations
+
+import csv
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+from briefkit.core import units
+from briefkit.core.errors import ParseError
+from briefkit.target.power.base import PowerSample, PowerSource
+
+DEFAULT_DOMAIN = "drive (external meter)"
+
+
+class CsvMeter(PowerSource):
+    kind = "csv"
+    polled = False
+
+    def __init__(self, path: str | Path, *, time_column: str = "time",
+                 watts_column: str | Sequence[str] = "watts", clock_offset_s: float = 0.0,
+                 time_unit: str = "s", watts_unit: str = "W", domain: str = DEFAULT_DOMAIN,
+                 delimiter: str = ","):
+        self.path = Path(path)
+        self.time_column = time_column
+        self.watts_columns = [watts_column] if isinstance(watts_column, str) else list(watts_column)
+        self.clock_offset_s = float(clock_offset_s)
+        self.time_scale = units.factor(time_unit, "s")
+        self.watts_scale = units.factor(watts_unit, "W")
+        self.domain = domain
+        self.delimiter = delimiter
+
+    def describe(self) -> str:
+        offset = f", meter clock {self.clock_offset_s:+g} s" if self.clock_offset_s else ""
+        return f"{self.domain} from {self.path.name} ({' + '.join(self.watts_columns)}{offset})"
+
+    def sample(self) -> list[PowerSample]:
+        return []  # the meter logs on its own; nothing to poll
+
+    def load(self) -> list[PowerSample]:
+        try:
+            stream = self.path.open(newline="")
+        except OSError as exc:
+            raise ParseError(self.path, f"cannot open the meter log: {exc.strerror}") from None
+        with stream:
+            reader = csv.DictReader(stream, delimiter=self.delimiter)
+            header = reader.fieldnames or []
+            for column in [self.time_column, *self.watts_columns]:
+                if column not in header:
+                    raise ParseError(self.path, f"no column {column!r}; the header has: {', '.join(header)}", 1)
+            samples = []
+            for row in reader:
+                line = reader.line_num
+                cells = [(row.get(c) or "").strip() for c in self.watts_columns]
+                if any(cell == "" for cell in cells):
+                    continue
+                try:
+                    watts = sum(float(cell) for cell in cells) * self.watts_scale
+                except ValueError:
+                    raise ParseError(self.path, f"expected numbers in {', '.join(self.watts_columns)}, "
+                                                f"got {', '.join(cells)}", line) from None
+                t = self._time((row.get(self.time_column) or "").strip(), line)
+                samples.append(PowerSample(t=t + self.clock_offset_s, watts=watts, domain=self.domain,
+                                           source=self.kind, sensor="+".join(self.watts_columns)))
+        samples.sort(key=lambda s: s.t)
+        return samples
+
+    def _time(self, text: str, line: int) -> float:
+        try:
+            return float(text) * self.time_scale
+        except ValueError:
+            pass
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise ParseError(self.path, f"column {self.time_column!r}: expected epoch seconds or an "
+                                        f"ISO 8601 time, got {text!r}", line) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        return moment.timestamp()

@@ -1,0 +1,191 @@
+"""What a workload (fio, db_bench, the OLTP ramp) gives the campaign executor.
+
+A campaign (params.yaml, ``briefs.<brief>.campaigns.<name>``) names a workload, the storage
+configurations to compare, a ``matrix`` of swept values and fixed ``settings``. The executor
+(briefkit.measure.campaign) makes the plan, prepares each configuration's storage, and for each point
+calls ``Workload.run`` with a ``PointRun``; then it fetches everything the point wrote on the host
+into data/raw/<brief>/<campaign>/<point id>/attempt-<n>/ and records the point in the manifest.
+``Workload.samples`` later turns one fetched point folder into tidy samples.
+
+A workload module defines one subclass of ``Workload`` and registers it in
+briefkit.tools.REGISTRY. It never builds shell strings: argv lists only.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from briefkit.core.errors import CampaignError
+
+if TYPE_CHECKING:
+    from briefkit.target.hosts import Host
+    from briefkit.target.storage import Prepared
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+def slug(value: Any) -> str:
+    """A file-name-safe form of an axis value: ``70/30`` -> ``70-30``, ``256k`` stays."""
+    text = _UNSAFE.sub("-", str(value)).strip("-")
+    return text or "x"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of the plan: a configuration, one value per matrix axis, and a repetition (from 1)."""
+
+    config: str
+    values: Mapping[str, Any]
+    rep: int = 1
+
+    @property
+    def id(self) -> str:
+        """A stable relative path, e.g. ``xfs-loop/rw=70-30_bs=256k_numjobs=4/rep1``."""
+        axes = "_".join(f"{slug(k)}={slug(v)}" for k, v in self.values.items()) or "point"
+        return f"{slug(self.config)}/{axes}/rep{self.rep}"
+
+    def describe(self) -> str:
+        axes = " ".join(f"{k}={v}" for k, v in self.values.items())
+        return f"{self.config} {axes} rep {self.rep}".strip()
+
+
+@dataclass
+class JobRecord:
+    """One detached command a point ran: what, when (epoch seconds) and how it ended."""
+
+    name: str
+    argv: list[str]
+    started_at: float
+    ended_at: float
+    returncode: int
+
+
+@dataclass
+class PointRun:
+    """Everything ``Workload.run`` needs for one point, and the record of what it did."""
+
+    host: Host
+    point: Point
+    storage: Prepared                 # .path: a directory to work in; .device: the block device, if any
+    settings: Mapping[str, Any]       # the campaign's validated settings
+    remote_dir: str                   # an empty folder on the host, for this attempt only
+    state: dict[str, Any]             # what prepare() left for this configuration (e.g. a db path)
+    progress: Callable[[str], None] = print
+    jobs: list[JobRecord] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)   # kept in the point's record (point.json)
+
+    def run_job(self, argv: Sequence[str], name: str, timeout: float | None = None,
+                expected_s: float | None = None) -> int:
+        """Run ``argv`` detached on the host in ``remote_dir`` (stdout and stderr kept as
+        ``name.stdout`` / ``name.stderr`` there), wait for it, record it and return its exit code.
+        A dropped connection is reconnected; an interrupt stops the job on the host."""
+        started = time.time()
+        job = self.host.start(list(argv), self.remote_dir, name)
+
+        def tick(_job, elapsed: float) -> None:
+            left = f", ~{max(expected_s - elapsed, 0):.0f} s left" if expected_s else ""
+            self.progress(f"  {name}: {elapsed:.0f} s{left}")
+
+        rc = job.wait(timeout=timeout, progress=tick, interval=10.0)
+        self.jobs.append(JobRecord(name, list(argv), started, time.time(), rc))
+        return rc
+
+    def path(self, name: str) -> str:
+        """A file of this attempt on the host."""
+        return f"{self.remote_dir.rstrip('/')}/{name}"
+
+
+class Workload:
+    """The base: a cross-product plan, nothing to prepare, no stop rule. Subclasses override."""
+
+    #: registry name, as written in params.yaml (``workload: fio``)
+    name: str = ""
+    #: the matrix axis that is the brief's load (``numjobs``, ``threads``, ``clients``)
+    load_axis: str = ""
+    #: matrix axes (in plan order, outermost first) and their defaults; other keys are rejected
+    axes: Mapping[str, Sequence[Any]] = {}
+    #: settings and their defaults; other keys are rejected
+    defaults: Mapping[str, Any] = {}
+    #: the tool whose version is recorded with every sample
+    tool: str = ""
+
+    # --- declaration -------------------------------------------------------------------------
+    def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
+                 ) -> tuple[dict[str, list], dict[str, Any]]:
+        """Check and complete the campaign's ``matrix`` and ``settings``; errors name the key."""
+        unknown = set(matrix) - set(self.axes)
+        if unknown:
+            raise CampaignError(f"{where}.matrix: unknown axis {sorted(unknown)} for workload {self.name} "
+                                f"(known: {', '.join(self.axes)})")
+        unknown = set(settings) - set(self.defaults)
+        if unknown:
+            raise CampaignError(f"{where}.settings: unknown key(s) {sorted(unknown)} for workload {self.name} "
+                                f"(known: {', '.join(self.defaults)})")
+        full_matrix = {}
+        for axis, default in self.axes.items():
+            values = matrix.get(axis, default)
+            if not isinstance(values, list):
+                values = [values]
+            if not values:
+                raise CampaignError(f"{where}.matrix.{axis}: needs at least one value")
+            full_matrix[axis] = values
+        return full_matrix, {**self.defaults, **settings}
+
+    def plan(self, configs: Sequence[str], matrix: Mapping[str, list], repetitions: int) -> list[Point]:
+        """Configurations outermost (each is prepared once), then the axes in order, then reps."""
+        points = []
+        for config in configs:
+            for combo in itertools.product(*matrix.values()):
+                for rep in range(1, repetitions + 1):
+                    points.append(Point(config, dict(zip(matrix, combo)), rep))
+        return points
+
+    def expected_seconds(self, point: Point, settings: Mapping[str, Any]) -> float | None:
+        """Roughly how long a point runs, for the time-left estimate before one has run."""
+        return None
+
+    def ramp_seconds(self, point: Point, settings: Mapping[str, Any]) -> float:
+        """Seconds at the start of a point that are not measured (power window excludes them)."""
+        return 0.0
+
+    def writes_to_device(self, point: Point, settings: Mapping[str, Any]) -> bool:
+        """Whether the point writes; a raw block device is checked by the destroy guard first."""
+        return True
+
+    # --- running -----------------------------------------------------------------------------
+    def tool_version(self, host: Host, settings: Mapping[str, Any]) -> str:
+        return ""
+
+    def prepare(self, host: Host, storage: Prepared, settings: Mapping[str, Any], remote_dir: str,
+                progress: Callable[[str], None]) -> dict[str, Any]:
+        """Once per configuration before its first point (and again after a resume): e.g. load a
+        database. Returns state handed to every PointRun; files written in ``remote_dir`` are fetched."""
+        return {}
+
+    def run(self, run: PointRun) -> None:
+        """Run one point; everything it produces is written under ``run.remote_dir``. Raise on failure."""
+        raise NotImplementedError
+
+    def finish(self, host: Host, storage: Prepared, settings: Mapping[str, Any], state: dict[str, Any]) -> None:
+        """After a configuration's last point, whatever happened (e.g. stop a server)."""
+
+    def stop_reason(self, config: str, done: Sequence[tuple[Point, pd.DataFrame]],
+                    settings: Mapping[str, Any]) -> str | None:
+        """After each point: a reason to skip the configuration's remaining points (a ramp's stop
+        condition), or None to go on. ``done`` holds the finished points and their samples."""
+        return None
+
+    # --- ingest ------------------------------------------------------------------------------
+    def samples(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
+        """Tidy samples of one fetched point folder. The executor fills brief, config, rep,
+        campaign, host, started_at, ended_at; the workload sets workload, load_kind, load,
+        metric, value, unit, tool, tool_version and source."""
+        raise NotImplementedError

@@ -1,0 +1,497 @@
+"""Parser of RocksDB ``db_bench`` text output (stdout and stderr together, as ``2>&1`` captures it).
+
+Formats read (see research/dbbench.md): the summary line of RocksDB 7.3 and later (7.x, 8.x)::
+
+    readrandom   :      13.867 micros/op 143992 ops/sec 5.028 seconds 723998 operations;   15.0 MB/s (347346 of 367999 found)
+
+and the older one without ``<s> seconds <n> operations`` (6.x, 7.0-7.2); the ``--histogram=1``
+blocks (``Microseconds per read:`` ... bucket table); the ``--statistics`` block; the
+``--report_file`` interval CSV (``read_report`` / ``parse_report``).
+
+Tidy samples (``parse``), one ``workload`` per benchmark name, with the origin of each number in
+the ``source`` column as ``<file>#<section>``:
+
+``#summary``
+    ``ops`` (ops/s, aggregate over the measured threads), ``micros_per_op`` (us; per-thread time
+    per op, about threads/ops, *not* 1e6/ops), ``db_bw`` (db_bench prints bytes/2**20/s under
+    the label "MB/s", so it is read as MiB/s and stored as SI MB/s; absent for
+    readrandomwriterandom, which prints none).
+``#histogram``
+    db_bench's own per-thread client-side timers, by operation type (``read``, ``write``,
+    ``seek``, ``delete``, ``merge``, ``update``): ``{op}_lat_mean``, ``_stddev``, ``_min``,
+    ``_max``, ``_p50``, ``_p75``, ``_p99``, ``_p99.9``, ``_p99.99`` (us) and ``{op}_count`` (op,
+    aggregate). Latencies of an empty histogram are not emitted. Where a benchmark has both a
+    read and a write histogram and the summary line gives the elapsed seconds
+    (readrandomwriterandom), also ``read_ops`` and ``write_ops`` = count / seconds.
+``#statistics``
+    RocksDB's own timers from ``--statistics`` (time spent inside the DB call), named
+    ``rocksdb_<timer>_lat`` so that they never mix with the histograms above:
+    ``rocksdb_get_lat``, ``rocksdb_write_lat``, ``rocksdb_seek_lat``, ``rocksdb_multiget_lat``,
+    ``rocksdb_sst_read_lat`` with ``_p50``, ``_p95``, ``_p99``, ``_max`` (the printed P100),
+    ``_mean`` (SUM/COUNT). db_bench prints no P99.9 there. The block is cumulative over every
+    benchmark of the process, so these samples are emitted only when the process ran exactly
+    one measured benchmark; the same holds for readwhilewriting's hidden writer,
+    ``write_ops`` = ``rocksdb.number.keys.written`` / the summary line's seconds (the writer
+    thread is excluded from the summary line and from the histograms).
+
+``read_report``/``parse_report`` give the report CSV; its ``total_ops`` counts every thread,
+readwhilewriting's writer included (source ``#report_file``), and ``parse_report(...,
+reader_ops=...)`` derives that writer's ``write_ops`` as total minus readers.
+
+Run metadata: the ``RocksDB: version`` header goes to ``tool_version``; a command line, when the
+file holds one (a line ``# command: db_bench ...`` as ``dbbench_cmd.command_header`` writes it,
+or any line starting with a ``db_bench`` executable followed by flags), is kept in
+``DataFrame.attrs["command"]`` and in ``read(path).command``; its ``--threads`` gives ``load_kind="threads"``, ``load`` unless the
+caller passes them, and its ``--benchmarks``, ``--histogram`` and ``--statistics`` say which
+blocks must be present. Repeated runs of one benchmark (``readrandom[X3]``) get ``rep`` 0..n-1.
+
+Truncated output is rejected (``ParseError`` with file and line): a summary line, histogram or
+statistics line that does not match its format or is the unterminated last line of the file,
+a histogram whose bucket table holds fewer samples than its ``Count:``, a statistics block
+without its closing blank line, no summary line at all, and (with a command line) a named
+benchmark or requested block that is missing. Any other line is ignored.
+"""
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from briefkit.core import samples
+from briefkit.core.errors import ParseError
+
+TOOL = "db_bench"
+
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"
+# A line that claims to be a summary line: "<name> : <anything>" (names are word characters).
+_SUMMARY_START = re.compile(r"^(?P<name>[A-Za-z_][\w\-]*)\s+:\s+(?P<rest>.*)$")
+_SUMMARY = re.compile(
+    rf"^(?P<micros>{_NUM}) micros/op (?P<ops>{_NUM}) ops/sec"
+    rf"(?: (?P<seconds>{_NUM}) seconds (?P<operations>\d+) operations)?;"
+    rf"(?:\s+(?P<mbps>{_NUM}) MB/s)?(?P<message>.*)$"
+)
+_VERSION = re.compile(r"^RocksDB:\s+version\s+(?P<version>\S+)")
+_DATE = re.compile(r"^Date:\s+(?P<date>.+?)\s*$")
+_KEYS = re.compile(r"^Keys:\s+(?P<size>\d+) bytes each")
+_VALUES = re.compile(r"^Values:\s+(?P<size>\d+) bytes each")
+_COMMAND = re.compile(r"^(?:#\s*command:\s*|[$+]\s+)?(?P<command>(?:\S*/)?db_bench\s(?:.*\s)?--?[A-Za-z].*)$")
+_HIST_HEAD = re.compile(r"^Microseconds per (?P<op>[\w\-]+):\s*$")
+_HIST_COUNT = re.compile(rf"^Count: (?P<count>\d+) Average: (?P<mean>{_NUM})\s+StdDev: (?P<stddev>{_NUM})\s*$")
+_HIST_MINMAX = re.compile(rf"^Min: (?P<min>{_NUM})\s+Median: (?P<median>{_NUM})\s+Max: (?P<max>{_NUM})\s*$")
+_HIST_PCT = re.compile(rf"P(?P<p>\d+(?:\.\d+)?): (?P<v>{_NUM})")
+_HIST_PCT_LINE = re.compile(rf"^Percentiles:(?: P\d+(?:\.\d+)?: (?:{_NUM}))+\s*$")
+_HIST_RULE = re.compile(r"^-{10,}\s*$")
+_BUCKET = re.compile(
+    rf"^[\[(]\s*(?P<lo>{_NUM}),\s*(?P<hi>{_NUM}) \]\s+(?P<n>\d+)\s+(?P<pct>{_NUM})%\s+(?P<cum>{_NUM})%"
+)
+_STAT_TICKER = re.compile(r"^(?P<name>rocksdb\.\S+) COUNT : (?P<count>\d+)\s*$")
+_STAT_HIST = re.compile(
+    rf"^(?P<name>rocksdb\.\S+) P50 : (?P<p50>{_NUM}) P95 : (?P<p95>{_NUM}) P99 : (?P<p99>{_NUM})"
+    rf" P100 : (?P<p100>{_NUM}) COUNT : (?P<count>\d+) SUM : (?P<sum>\d+)\s*$"
+)
+_SUMMARY_FORMAT = ("'<name> : <us> micros/op <n> ops/sec[ <s> seconds <n> operations];"
+                   "[ <x> MB/s][ (<message>)]'")
+
+#: db_bench histogram operation type -> metric prefix (CPU microbenchmark types are left out).
+HISTOGRAM_OPS = {op: op for op in ("read", "write", "seek", "delete", "merge", "update")}
+#: --statistics timers emitted as samples -> metric family.
+STATISTICS_TIMERS = {
+    "rocksdb.db.get.micros": "rocksdb_get_lat",
+    "rocksdb.db.write.micros": "rocksdb_write_lat",
+    "rocksdb.db.seek.micros": "rocksdb_seek_lat",
+    "rocksdb.db.multiget.micros": "rocksdb_multiget_lat",
+    "rocksdb.sst.read.micros": "rocksdb_sst_read_lat",
+}
+#: Benchmarks that print no summary line, or no histogram, by design (db_bench "meta operations").
+META_BENCHMARKS = frozenset({
+    "compact", "compactall", "compact0", "compact1", "waitforcompaction", "flush", "stats",
+    "resetstats", "levelstats", "memstats", "sstables", "heapprofile", "replay",
+})
+_NO_SUMMARY = frozenset({"stats", "resetstats", "levelstats", "memstats", "sstables", "heapprofile"})
+_HIST_PERCENTILES = ("50", "75", "99", "99.9", "99.99")
+
+
+@dataclass
+class Histogram:
+    """One ``Microseconds per <op>:`` block. Buckets are (low, high, count), high inclusive."""
+    op: str
+    line: int
+    count: int
+    mean: float
+    stddev: float
+    min: float
+    median: float
+    max: float
+    percentiles: dict[str, float]
+    buckets: list[tuple[float, float, int]] = field(default_factory=list)
+
+
+@dataclass
+class Benchmark:
+    """One summary line and the histograms printed after it. ``seconds``/``operations`` are
+    None in the pre-7.3 format, ``mb_per_s`` (MiB/s as printed) when the line has none."""
+    name: str
+    line: int
+    rep: int
+    micros_per_op: float
+    ops_per_sec: float
+    seconds: float | None
+    operations: int | None
+    mb_per_s: float | None
+    message: str
+    process: int
+    histograms: dict[str, Histogram] = field(default_factory=dict)
+
+
+@dataclass
+class Statistics:
+    """One ``STATISTICS:`` block: tickers (name -> count) and histograms (name -> fields)."""
+    line: int
+    process: int
+    tickers: dict[str, int] = field(default_factory=dict)
+    histograms: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass
+class Run:
+    path: Path
+    version: str | None = None
+    date: str | None = None
+    command: str | None = None
+    key_size: int | None = None
+    value_size: int | None = None
+    benchmarks: list[Benchmark] = field(default_factory=list)
+    statistics: list[Statistics] = field(default_factory=list)
+
+    def command_flags(self) -> dict[str, str]:
+        """``--name=value`` flags of the command line (last one wins, as in gflags)."""
+        flags: dict[str, str] = {}
+        if self.command:
+            try:
+                tokens = shlex.split(self.command)
+            except ValueError as exc:
+                raise ParseError(self.path, f"command line cannot be split into arguments: {exc}") from None
+            for token in tokens[1:]:
+                if token.startswith("-"):
+                    name, _, value = token.lstrip("-").partition("=")
+                    flags[name] = value if _ else "true"
+        return flags
+
+
+def _lines(text: str) -> list[str]:
+    # Progress reports end in '\r' and share a '\n' line with what follows: keep the last piece.
+    return [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
+
+
+def _truthy(value: str) -> bool:
+    return value.lower() in {"1", "true", "t", "yes", "y"}
+
+
+def read(path) -> Run:
+    """Read a db_bench output file into a ``Run`` (every printed number, nothing converted)."""
+    path = Path(path)
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise ParseError(path, f"cannot read db_bench output: {exc}") from exc
+    lines = _lines(text)
+    unterminated = not text.endswith("\n")
+    if not unterminated:
+        lines = lines[:-1]  # the empty piece after the final newline
+    last = len(lines)  # 1-based number of the last line
+    run = Run(path)
+    process = 0
+    seen: dict[str, int] = {}
+    current: Benchmark | None = None
+
+    def cut_off(number: int, what: str) -> None:
+        if unterminated and number == last:
+            raise ParseError(path, f"{what} is cut off (the file ends without a newline)", line=number)
+
+    i = 0
+    while i < len(lines):
+        number, line = i + 1, lines[i]
+        i += 1
+        if m := _VERSION.match(line):
+            if run.version is not None and m["version"] != run.version:
+                raise ParseError(path, f"two db_bench versions in one file ({run.version}, {m['version']})",
+                                 line=number)
+            if run.version is not None or run.benchmarks:
+                process += 1  # another process's output appended to the same file
+            run.version = m["version"]
+        elif run.date is None and (m := _DATE.match(line)):
+            run.date = m["date"]
+        elif run.command is None and (m := _COMMAND.match(line)):
+            run.command = m["command"].strip()
+        elif run.key_size is None and (m := _KEYS.match(line)):
+            run.key_size = int(m["size"])
+        elif run.value_size is None and (m := _VALUES.match(line)):
+            run.value_size = int(m["size"])
+        elif m := _SUMMARY_START.match(line):
+            rest = m["rest"]
+            if rest.startswith("skipped"):
+                continue
+            s = _SUMMARY.match(rest)
+            cut_off(number, "summary line")
+            message = s["message"].strip() if s else ""
+            if s is None or re.match(r"^[\d.]", message) or (message.startswith("(") and ")" not in message):
+                raise ParseError(path, f"summary line does not match {_SUMMARY_FORMAT} (cut off?): {line.strip()!r}",
+                                 line=number)
+            rep = seen.get(m["name"], 0)
+            seen[m["name"]] = rep + 1
+            current = Benchmark(
+                name=m["name"], line=number, rep=rep, micros_per_op=float(s["micros"]),
+                ops_per_sec=float(s["ops"]), seconds=float(s["seconds"]) if s["seconds"] else None,
+                operations=int(s["operations"]) if s["operations"] else None,
+                mb_per_s=float(s["mbps"]) if s["mbps"] else None, message=message, process=process)
+            run.benchmarks.append(current)
+        elif m := _HIST_HEAD.match(line):
+            if current is None:
+                raise ParseError(path, "histogram 'Microseconds per ...:' before any summary line", line=number)
+            histogram, i = _read_histogram(path, lines, i, m["op"], number, unterminated)
+            current.histograms[histogram.op] = histogram
+        elif line.startswith("STATISTICS:"):
+            stats, i = _read_statistics(path, lines, i, number, process, unterminated)
+            run.statistics.append(stats)
+    return _check(run, last)
+
+
+def _read_histogram(path, lines, i, op, head, unterminated) -> tuple[Histogram, int]:
+    """Read the block after a ``Microseconds per <op>:`` line (at index ``i``)."""
+    def take(pattern, expected):
+        nonlocal i
+        if i >= len(lines) or not (m := pattern.match(lines[i])) or (unterminated and i + 1 == len(lines)):
+            got = repr(lines[i]) if i < len(lines) else "end of file"
+            raise ParseError(path, f"histogram 'Microseconds per {op}:' (line {head}) is cut off: expected "
+                             f"{expected}, got {got}", line=min(i + 1, len(lines)))
+        i += 1
+        return m
+
+    count = take(_HIST_COUNT, "'Count: <n> Average: <x>  StdDev: <x>'")
+    minmax = take(_HIST_MINMAX, "'Min: <x>  Median: <x>  Max: <x>'")
+    pct_line = take(_HIST_PCT_LINE, "'Percentiles: P50: <x> P75: <x> P99: <x> P99.9: <x> P99.99: <x>'")
+    take(_HIST_RULE, "a line of dashes before the bucket table")
+    histogram = Histogram(
+        op=op, line=head, count=int(count["count"]), mean=float(count["mean"]),
+        stddev=float(count["stddev"]), min=float(minmax["min"]), median=float(minmax["median"]),
+        max=float(minmax["max"]),
+        percentiles={p["p"]: float(p["v"]) for p in _HIST_PCT.finditer(pct_line.group(0))})
+    while i < len(lines) and (b := _BUCKET.match(lines[i])) and not (unterminated and i + 1 == len(lines)):
+        histogram.buckets.append((float(b["lo"]), float(b["hi"]), int(b["n"])))
+        i += 1
+    total = sum(n for _, _, n in histogram.buckets)
+    if total != histogram.count:
+        raise ParseError(path, f"histogram 'Microseconds per {op}:' (line {head}) is cut off: its bucket table "
+                         f"holds {total} of Count {histogram.count} samples", line=min(i + 1, len(lines)))
+    return histogram, i
+
+
+def _read_statistics(path, lines, i, head, process, unterminated) -> tuple[Statistics, int]:
+    """Read the ``STATISTICS:`` block (at index ``i``) up to its closing blank line."""
+    stats = Statistics(line=head, process=process)
+    while i < len(lines):
+        line, number = lines[i], i + 1
+        i += 1
+        if not line.strip():
+            return stats, i
+        if not line.startswith("rocksdb."):
+            continue
+        if unterminated and number == len(lines):
+            raise ParseError(path, "statistics line is cut off (the file ends without a newline)", line=number)
+        if m := _STAT_TICKER.match(line):
+            stats.tickers[m["name"]] = int(m["count"])
+        elif m := _STAT_HIST.match(line):
+            stats.histograms[m["name"]] = {k: float(m[k]) for k in ("p50", "p95", "p99", "p100", "count", "sum")}
+        else:
+            raise ParseError(path, f"statistics line matches neither '<name> COUNT : <n>' nor '<name> P50 : <x> "
+                             f"P95 : <x> P99 : <x> P100 : <x> COUNT : <n> SUM : <n>' (cut off?): {line!r}",
+                             line=number)
+    raise ParseError(path, f"STATISTICS block (line {head}) has no closing blank line: the output is cut off",
+                     line=len(lines))
+
+
+def _check(run: Run, last: int) -> Run:
+    """Whole-file checks: something was measured, and what the command asked for is there."""
+    measured = [b for b in run.benchmarks if b.name not in META_BENCHMARKS]
+    if not run.benchmarks:
+        raise ParseError(run.path, f"no benchmark summary line {_SUMMARY_FORMAT} in the file "
+                         "(run failed or output cut off)", line=last)
+    flags = run.command_flags()
+    if "benchmarks" in flags:
+        names = {b.name for b in run.benchmarks}
+        for wanted in flags["benchmarks"].split(","):
+            wanted = re.sub(r"\[.*\]$", "", wanted.strip())
+            if wanted and wanted not in _NO_SUMMARY and wanted not in names:
+                raise ParseError(run.path, f"the command line names benchmark {wanted!r} but the output has no "
+                                 "summary line for it (cut off?)", line=last)
+    if _truthy(flags.get("histogram", "0")):
+        for b in measured:
+            if not b.histograms:
+                raise ParseError(run.path, f"--histogram is set but benchmark {b.name!r} (line {b.line}) has no "
+                                 "'Microseconds per ...:' block (cut off?)", line=last)
+    if _truthy(flags.get("statistics", "0")) and not run.statistics:
+        raise ParseError(run.path, "--statistics is set but the output has no STATISTICS block (cut off?)",
+                         line=last)
+    return run
+
+
+def _number(value: float) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _benchmark_rows(b: Benchmark, src: str) -> list[dict]:
+    rows = []
+
+    def add(metric, value, unit, section):
+        if _number(value):
+            rows.append({"workload": b.name, "metric": metric, "value": value, "unit": unit,
+                         "source": f"{src}#{section}", "_rep": b.rep})
+
+    add("ops", b.ops_per_sec, "ops/s", "summary")
+    add("micros_per_op", b.micros_per_op, "us", "summary")
+    if b.mb_per_s is not None:
+        add("db_bw", b.mb_per_s, "MiB/s", "summary")  # db_bench: bytes / 1048576 / elapsed
+    for op, h in b.histograms.items():
+        prefix = HISTOGRAM_OPS.get(op)
+        if prefix is None:
+            continue
+        add(f"{prefix}_count", h.count, "op", "histogram")
+        if h.count == 0:
+            continue
+        for stat in ("mean", "stddev", "min", "max"):
+            add(f"{prefix}_lat_{stat}", getattr(h, stat), "us", "histogram")
+        for p in _HIST_PERCENTILES:
+            if p in h.percentiles:
+                add(f"{prefix}_lat_p{p}", h.percentiles[p], "us", "histogram")
+    if b.seconds and "read" in b.histograms and "write" in b.histograms:
+        add("read_ops", b.histograms["read"].count / b.seconds, "ops/s", "histogram")
+        add("write_ops", b.histograms["write"].count / b.seconds, "ops/s", "histogram")
+    return rows
+
+
+def _statistics_rows(b: Benchmark, stats: Statistics, src: str) -> list[dict]:
+    rows = []
+
+    def add(metric, value, unit):
+        if _number(value):
+            rows.append({"workload": b.name, "metric": metric, "value": value, "unit": unit,
+                         "source": f"{src}#statistics", "_rep": b.rep})
+
+    for name, family in STATISTICS_TIMERS.items():
+        h = stats.histograms.get(name)
+        if not h or h["count"] == 0:
+            continue
+        for key, stat in (("p50", "p50"), ("p95", "p95"), ("p99", "p99"), ("p100", "max")):
+            add(f"{family}_{stat}", h[key], "us")
+        add(f"{family}_mean", h["sum"] / h["count"], "us")
+    written = stats.tickers.get("rocksdb.number.keys.written")
+    if b.name == "readwhilewriting" and written is not None and b.seconds:
+        add("write_ops", written / b.seconds, "ops/s")
+    return rows
+
+
+_PROVENANCE = set(samples.COLUMNS) - {"workload", "metric", "value", "unit"}
+
+
+def _provenance(provenance: dict) -> dict:
+    unknown = set(provenance) - _PROVENANCE
+    if unknown:
+        raise ValueError(f"unknown provenance key(s) {sorted(unknown)}; allowed: {sorted(_PROVENANCE)}")
+    return {"tool": TOOL, **provenance}
+
+
+def parse(path, **provenance) -> pd.DataFrame:
+    """Tidy samples of one db_bench output file (see the module docstring for every metric)."""
+    path = Path(path)
+    common = _provenance(provenance)
+    run = read(path)
+    src = str(provenance.get("source", path))
+    common.pop("source", None)
+    if run.version is not None:
+        common.setdefault("tool_version", run.version)
+    threads = run.command_flags().get("threads")
+    if threads and threads.isdigit() and "load" not in common:
+        common.setdefault("load_kind", "threads")
+        common["load"] = int(threads)
+    rows: list[dict] = []
+    for b in run.benchmarks:
+        rows += _benchmark_rows(b, src)
+    previous = 0
+    for stats in run.statistics:
+        # The block is cumulative over its process: it describes a benchmark only if it is alone.
+        measured = [b for b in run.benchmarks if b.process == stats.process and previous < b.line < stats.line
+                    and b.name not in META_BENCHMARKS]
+        if len(measured) == 1:
+            rows += _statistics_rows(measured[0], stats, src)
+        previous = stats.line
+    repeated = {b.name for b in run.benchmarks if b.rep > 0}
+    for row in rows:
+        rep = row.pop("_rep")
+        if row["workload"] in repeated:
+            row["rep"] = rep
+    table = samples.frame(rows, **common)
+    table.attrs["command"] = run.command
+    return table
+
+
+def read_report(path) -> pd.DataFrame:
+    """The ``--report_file`` CSV as ``secs_elapsed, interval_ops, interval_seconds, ops_per_sec``.
+
+    ``interval_qps`` is the number of ops completed since the previous row (all threads, the
+    *whilewriting writer included), so it is a rate only for ``--report_interval_seconds=1``;
+    ``ops_per_sec`` divides by the interval actually elapsed. The last partial interval is never
+    written by db_bench.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ParseError(path, f"cannot read db_bench report file: {exc}") from exc
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "secs_elapsed,interval_qps":
+        raise ParseError(path, "expected the header 'secs_elapsed,interval_qps' of a db_bench --report_file",
+                         line=1)
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = line.split(",")
+        if len(fields) != 2 or not all(f.strip().isdigit() for f in fields):
+            raise ParseError(path, f"expected '<secs_elapsed>,<interval_qps>' (two integers), got {line!r}",
+                             line=number)
+        rows.append((int(fields[0]), int(fields[1])))
+    if not text.endswith("\n") and rows:
+        raise ParseError(path, "last row is cut off (the file ends without a newline)", line=len(lines))
+    table = pd.DataFrame(rows, columns=["secs_elapsed", "interval_ops"])
+    table["interval_seconds"] = table["secs_elapsed"].diff().fillna(table["secs_elapsed"])
+    if (table["interval_seconds"] <= 0).any():
+        bad = int(table.index[table["interval_seconds"] <= 0][0]) + 2
+        raise ParseError(path, "secs_elapsed must increase from row to row", line=bad)
+    table["ops_per_sec"] = table["interval_ops"] / table["interval_seconds"]
+    return table
+
+
+def parse_report(path, *, workload: str | None = None, reader_ops: float | None = None,
+                 **provenance) -> pd.DataFrame:
+    """Tidy samples of a report CSV: ``total_ops`` = ops over the written intervals / their
+    seconds (all threads). With ``reader_ops`` (the summary line's ``ops`` of a
+    readwhilewriting run) also ``write_ops`` = ``total_ops - reader_ops``, the hidden writer's
+    rate, approximate because the two cover slightly different time spans. No rows if the CSV
+    holds no interval (runs shorter than the report interval)."""
+    path = Path(path)
+    common = _provenance(provenance)
+    src = str(common.pop("source", path))
+    table = read_report(path)
+    rows = []
+    if len(table):
+        total = table["interval_ops"].sum() / table["interval_seconds"].sum()
+        rows.append({"metric": "total_ops", "value": total, "unit": "ops/s"})
+        if reader_ops is not None:
+            rows.append({"metric": "write_ops", "value": total - reader_ops, "unit": "ops/s"})
+    for row in rows:
+        row.update(workload=workload, source=f"{src}#report_file")
+    return samples.frame(rows, **common)

@@ -1,0 +1,358 @@
+"""fio on the campaign interface: read/write mixes x block sizes x numjobs x iodepth.
+
+Matrix axes (params.yaml ``matrix:``; defaults are the fio-6600ion brief's methodology)
+    ``rw``       a read/write mix ``"R/W"`` in percent (``"70/30"``: ``rw=randrw``, ``rwmixread=70``;
+                 the access pattern comes from the ``pattern`` setting, ``randrw`` by default), or
+                 a plain fio mode (``randread``, ``write``, ...). ``"100/0"`` and ``"0/100"`` are
+                 mixes too (fio's randrw with rwmixread 100 or 0). Quote the mixes in YAML or not:
+                 ``70/30`` is a string either way. Default: the brief's four mixes.
+    ``bs``       block size: bytes or a size string (``256KiB``, ``4MiB``, ``256k``; see
+                 briefkit.tools.fio.job.parse_size). Default ``256KiB``, ``4MiB``.
+    ``numjobs``  the load axis (``load_kind="numjobs"``). Default 1, 2, 4, 8.
+    ``iodepth``  default 64.
+
+Settings (``settings:``)
+    ``ioengine`` (``io_uring``): never replaced by another engine. ``prepare`` checks that the
+    host's fio lists it (``fio --enghelp``) and the preconditioning run uses it, so an engine the
+    kernel refuses fails the configuration with fio's own message instead of running on a
+    different engine. ``direct`` (true: O_DIRECT), ``ramp_s`` (300), ``runtime_s`` (600),
+    ``time_based`` (true), ``group_reporting`` (true), ``size`` (``1GiB``: fio's ``size``, the
+    region each job does I/O in; every job of a point shares one file, or the device, as the
+    brief's jobs share one SSD; ``null`` on a raw device means the whole device),
+    ``precondition`` (true: write the region once, sequentially, before a configuration's first
+    point, so that reads never hit unwritten blocks, which return at once; a file laid out
+    completely before, as a marker file beside it says, is kept after a resume), ``options`` (extra
+    fio job options, e.g. ``{randrepeat: 0, norandommap: 1}``, validated by FioJob), ``fio``
+    (the program on the host), ``timeout_s`` (null: 2 x (ramp + runtime) + 300 s for time-based
+    points, none otherwise), ``label_iodepth`` (null: add ``QD<n>`` to the workload label when
+    the matrix sweeps iodepth). Output is always json+ (``--output`` to a file in the point's
+    folder): the ingest reads percentiles from its bins.
+
+Target
+    A file ``briefkit-fio.data`` in ``storage.path``; or, when ``storage.raw_device``, the block
+    device ``storage.device`` itself, after the destroy guard (briefkit.target.safety.check_prepared)
+    has passed, before the preconditioning write and before every point that writes.
+
+Each point's folder holds ``fio.job`` (the job file), ``fio.json`` (json+, written by fio before
+anything parses it), ``fio.stdout`` / ``fio.stderr`` and the job wrapper's files.
+
+Workload label (the ``workload`` column): ``"<read>/<write> <bs>"``, e.g. ``"70/30 256 KiB"``,
+the same labels as the published points of data/published/fio-6600ion; a plain mode gives
+``"randread 256 KiB"``.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from briefkit.target.hosts.base import CommandError, stderr_tail
+from briefkit.tools.fio import parse as fio_output
+from briefkit.core.errors import CampaignError
+from briefkit.tools.base import Point, PointRun, Workload
+from briefkit.tools.fio.job import MIXED_MODES, RW_MODES, FioJob, command, job_file, parse_size
+
+if TYPE_CHECKING:
+    from briefkit.target.hosts import Host
+    from briefkit.target.storage import Prepared
+
+#: the data file in ``storage.path`` (all jobs of a point share it)
+DATA_FILE = "briefkit-fio.data"
+#: file names in a point's folder
+JOB_FILE, OUTPUT_FILE, JOB_NAME = "fio.job", "fio.json", "fio"
+#: the brief's four read/write mixes (Table 1 of fio-6600ion)
+BRIEF_MIXES = ["30/70", "50/50", "70/30", "90/10"]
+#: beside the data file once preconditioning has written all of it (holds the size in bytes)
+MARKER_SUFFIX = ".preconditioned"
+#: block size of the preconditioning write
+PRECONDITION_BS = 1024 * 1024
+
+_MIX = re.compile(r"^\s*(\d{1,3})\s*/\s*(\d{1,3})\s*$")
+_READ_ONLY = {"read", "randread"}
+
+
+def parse_mix(value: Any, where: str = "rw") -> tuple[str | None, int | None]:
+    """``"70/30"`` -> (None, 70): a mix, the mode comes from ``pattern``; ``"randread"`` ->
+    ("randread", None). Anything else raises CampaignError naming ``where``."""
+    if isinstance(value, str):
+        match = _MIX.match(value)
+        if match:
+            read, write = int(match.group(1)), int(match.group(2))
+            if read + write != 100:
+                raise CampaignError(f"{where}: mix {value!r} must add up to 100 (read/write percent)")
+            return None, read
+        if value in RW_MODES:
+            return value, None
+    raise CampaignError(f"{where}: {value!r} is neither a read/write mix like '70/30' nor a fio "
+                        f"mode ({', '.join(RW_MODES)})")
+
+
+def size_label(nbytes: int) -> str:
+    """256 KiB, 4 MiB, 1 GiB; bytes when not a whole number of KiB."""
+    for unit, power in (("GiB", 3), ("MiB", 2), ("KiB", 1)):
+        if nbytes % 1024 ** power == 0:
+            return f"{nbytes // 1024 ** power} {unit}"
+    return f"{nbytes} B"
+
+
+def mix_label(value: Any) -> str:
+    mode, read = parse_mix(value)
+    return mode if mode is not None else f"{read}/{100 - read}"
+
+
+def workload_label(values: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+    """The ``workload`` column of a point's samples, e.g. ``"70/30 256 KiB"``."""
+    label = f"{mix_label(values['rw'])} {size_label(parse_size(values['bs'], 'bs'))}"
+    if settings.get("label_iodepth"):
+        label += f" QD{values['iodepth']}"
+    return label
+
+
+class FioWorkload(Workload):
+    """fio randrw mixes (see the module docstring)."""
+
+    name = "fio"
+    load_axis = "numjobs"
+    tool = "fio"
+    axes = {
+        "rw": BRIEF_MIXES,
+        "bs": ["256KiB", "4MiB"],
+        "numjobs": [1, 2, 4, 8],
+        "iodepth": [64],
+    }
+    defaults = {
+        "ioengine": "io_uring",
+        "direct": True,
+        "ramp_s": 300,
+        "runtime_s": 600,
+        "time_based": True,
+        "group_reporting": True,
+        "size": "1GiB",
+        "pattern": "randrw",
+        "precondition": True,
+        "options": {},
+        "fio": "fio",
+        "timeout_s": None,
+        "label_iodepth": None,
+    }
+
+    # --- declaration -------------------------------------------------------------------------
+    def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
+                 ) -> tuple[dict[str, list], dict[str, Any]]:
+        full_matrix, full = super().validate(matrix, settings, where)
+        if full["pattern"] not in MIXED_MODES:
+            raise CampaignError(f"{where}.settings.pattern: {full['pattern']!r} is not a mixed fio "
+                                f"mode ({', '.join(MIXED_MODES)})")
+        if not isinstance(full["fio"], str) or not full["fio"] or full["fio"].startswith("-"):
+            raise CampaignError(f"{where}.settings.fio: {full['fio']!r} is not a program name")
+        if not isinstance(full["options"], Mapping):
+            raise CampaignError(f"{where}.settings.options: expected a mapping of fio options, "
+                                f"not {full['options']!r}")
+        timeout = full["timeout_s"]
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or timeout <= 0):
+            raise CampaignError(f"{where}.settings.timeout_s: expected seconds > 0 or null, not {timeout!r}")
+        for i, value in enumerate(full_matrix["rw"]):
+            parse_mix(value, f"{where}.matrix.rw[{i}]")
+        for axis in ("bs", "numjobs", "iodepth"):
+            values = full_matrix[axis]
+            if len({str(v) for v in values}) != len(values):
+                raise CampaignError(f"{where}.matrix.{axis}: repeated value in {values!r}")
+        if full["label_iodepth"] is None:
+            full["label_iodepth"] = len(full_matrix["iodepth"]) > 1
+        # Every combination must make a valid job file: build each once, with a stand-in target,
+        # and report fio_job's complaint against the params key it came from.
+        for rw in full_matrix["rw"]:
+            for bs in full_matrix["bs"]:
+                for numjobs in full_matrix["numjobs"]:
+                    for iodepth in full_matrix["iodepth"]:
+                        values = {"rw": rw, "bs": bs, "numjobs": numjobs, "iodepth": iodepth}
+                        try:
+                            self.job(values, full, "/dev/null")
+                        except ValueError as exc:
+                            raise CampaignError(f"{where}.{_params_key(str(exc))}: {exc}") from None
+        return full_matrix, full
+
+    def job(self, values: Mapping[str, Any], settings: Mapping[str, Any], target: str) -> FioJob:
+        """The fio job of one point (``values``: rw, bs, numjobs, iodepth) on ``target``."""
+        mode, read = parse_mix(values["rw"])
+        bs = parse_size(values["bs"], "bs")
+        return FioJob(
+            name=re.sub(r"[^A-Za-z0-9._-]+", "-", f"{mode or settings['pattern']}"
+                        f"{'' if read is None else read}_{size_label(bs).replace(' ', '')}"),
+            filename=target, rw=mode or settings["pattern"], rwmixread=read, bs=bs,
+            numjobs=values["numjobs"], iodepth=values["iodepth"], ioengine=settings["ioengine"],
+            direct=settings["direct"], ramp_time=settings["ramp_s"], runtime=settings["runtime_s"],
+            time_based=settings["time_based"], size=settings["size"],
+            group_reporting=settings["group_reporting"], options=settings["options"])
+
+    def expected_seconds(self, point: Point, settings: Mapping[str, Any]) -> float | None:
+        if not settings["time_based"]:
+            return None
+        return float(settings["ramp_s"]) + float(settings["runtime_s"])
+
+    def ramp_seconds(self, point: Point, settings: Mapping[str, Any]) -> float:
+        return float(settings["ramp_s"])
+
+    def writes_to_device(self, point: Point, settings: Mapping[str, Any]) -> bool:
+        mode, read = parse_mix(point.values["rw"])
+        return read != 100 if mode is None else mode not in _READ_ONLY
+
+    # --- running -----------------------------------------------------------------------------
+    def __init__(self) -> None:
+        self._versions: dict[tuple[str, str], str] = {}
+
+    def tool_version(self, host: Host, settings: Mapping[str, Any]) -> str:
+        """``fio --version`` on the host (``fio-3.33`` -> ``3.33``), asked once per host and
+        program: the executor records it with every point, and over SSH each command costs the
+        target's shell start-up (see benchmarks/harness_overhead.py)."""
+        key = (host.name, settings.get("fio", "fio"))
+        if key not in self._versions:
+            out = host.run([key[1], "--version"]).stdout.strip()
+            self._versions[key] = out.removeprefix("fio-")
+        return self._versions[key]
+
+    def prepare(self, host: Host, storage: Prepared, settings: Mapping[str, Any], remote_dir: str,
+                progress: Callable[[str], None]) -> dict[str, Any]:
+        """Check the engine, then precondition the target (lay the data file out) once."""
+        fio, engine = settings["fio"], settings["ioengine"]
+        if not _has_engine(host, fio, engine):
+            raise CampaignError(f"settings.ioengine: fio on {host.name} has no engine {engine!r} "
+                                f"(not in `{fio} --enghelp`); the campaign does not fall back to "
+                                f"another engine: install a fio that has it, or set ioengine")
+        target = self.target(storage)
+        if settings["size"] is None and not storage.raw_device:
+            raise CampaignError(f"settings.size: configuration {storage.name} is a file target, which "
+                                f"needs a size (null means the whole device, for raw devices only)")
+        state: dict[str, Any] = {"target": target, "preconditioned": False}
+        if not settings["precondition"]:
+            return state
+        size = parse_size(settings["size"], "size") if settings["size"] is not None else None
+        marker = f"{target}{MARKER_SUFFIX}"
+        if not storage.raw_device and _file_size(host, target) == size and \
+                _read_or_empty(host, marker).strip() == str(size):
+            progress(f"  {target}: already laid out ({size_label(size)})")
+            return state
+        if storage.raw_device:
+            check_raw_target(host, storage, "fio precondition")
+        layout = FioJob(name="precondition", filename=target, rw="write", bs=PRECONDITION_BS,
+                        numjobs=1, iodepth=16, ioengine=engine,
+                        direct=settings["direct"], size=size, group_reporting=True)
+        host.mkdir(remote_dir)
+        job_path = f"{remote_dir.rstrip('/')}/precondition.job"
+        out_path = f"{remote_dir.rstrip('/')}/precondition.json"
+        host.write_text(job_path, job_file(layout))
+        progress(f"  preconditioning {target} ({size_label(size) if size else 'whole device'}, "
+                 f"sequential {size_label(PRECONDITION_BS)} writes)")
+        job = host.start(command(job_path, out_path, fio=fio), remote_dir, "precondition")
+        rc = job.wait()
+        if rc != 0:
+            raise _failure(host, job.result().stderr, out_path, ["fio", job_path], rc,
+                           "preconditioning")
+        if not storage.raw_device:  # an interrupted layout leaves a full-size file, but no marker
+            host.write_text(marker, f"{size}\n")
+        state["preconditioned"] = True
+        return state
+
+    @staticmethod
+    def target(storage: Prepared) -> str:
+        if storage.raw_device:
+            if not storage.device:
+                raise CampaignError(f"storage {storage.name}: raw_device is set but no device is named")
+            return str(storage.device)
+        return f"{str(storage.path).rstrip('/')}/{DATA_FILE}"
+
+    def run(self, run: PointRun) -> None:
+        settings, host = run.settings, run.host
+        target = run.state.get("target") or self.target(run.storage)
+        job = self.job(run.point.values, settings, target)
+        job_path, out_path = run.path(JOB_FILE), run.path(OUTPUT_FILE)
+        host.write_text(job_path, job_file(job))
+        run.notes.update({"target": target, "job_file": JOB_FILE, "output": OUTPUT_FILE,
+                          "workload": workload_label(run.point.values, settings)})
+        if run.storage.raw_device and self.writes_to_device(run.point, settings):
+            check_raw_target(host, run.storage, f"fio point {run.point.id}")
+        argv = command(job_path, out_path, fio=settings["fio"])
+        expected = self.expected_seconds(run.point, settings)
+        timeout = settings["timeout_s"]
+        if timeout is None and expected is not None:
+            timeout = 2 * expected + 300
+        rc = run.run_job(argv, JOB_NAME, timeout=timeout, expected_s=expected)
+        if rc != 0:
+            raise _failure(host, _read_or_empty(host, run.path(f"{JOB_NAME}.stderr")), out_path, argv, rc,
+                           f"point {run.point.id}")
+        if not host.exists(out_path):
+            raise CampaignError(f"on {host.name}: fio exited 0 but wrote no {out_path}")
+
+    def finish(self, host: Host, storage: Prepared, settings: Mapping[str, Any], state: dict[str, Any]) -> None:
+        """Remove the data file (a raw device is left as it is)."""
+        if not storage.raw_device:
+            target = self.target(storage)
+            host.run(["rm", "-f", "--", target, f"{target}{MARKER_SUFFIX}"], check=False)
+
+    # --- ingest ------------------------------------------------------------------------------
+    def samples(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
+        path = Path(point_dir) / OUTPUT_FILE
+        if not path.exists():
+            raise CampaignError(f"{path}: missing; expected fio's json+ output of point {point.id}")
+        return fio_output.parse(path, workload=workload_label(point.values, settings),
+                                load_kind="numjobs", load=int(point.values["numjobs"]))
+
+
+def check_raw_target(host: Host, storage: Prepared, where: str) -> None:
+    """The destroy guard (briefkit.target.safety.check_prepared) before fio writes to a raw device: a
+    device holding data is refused unless its configuration names it with ``destroy_data: true``,
+    and a device in use is always refused. ``where`` says what was about to write."""
+    from briefkit.target.safety import UnsafeTargetError, check_prepared
+
+    try:
+        check_prepared(host, storage)
+    except UnsafeTargetError as exc:
+        raise UnsafeTargetError(f"{where}: {exc}", device=exc.device, findings=exc.findings,
+                                where=exc.where) from None
+
+
+def _params_key(message: str) -> str:
+    """Which params key a FioJob complaint (``"bs: ..."``) is about."""
+    field = message.split(":", 1)[0].strip()
+    return {"bs": "matrix.bs", "numjobs": "matrix.numjobs", "iodepth": "matrix.iodepth",
+            "rw": "matrix.rw", "rwmixread": "matrix.rw", "ramp_time": "settings.ramp_s",
+            "runtime": "settings.runtime_s"}.get(field, f"settings.{field}")
+
+
+def _has_engine(host: Host, fio: str, engine: str) -> bool:
+    """Built-in and loaded engines are listed by ``fio --enghelp``; an engine fio can load on
+    demand answers ``--enghelp=<engine>`` with its options (or "has no options")."""
+    listed = host.run([fio, "--enghelp"], check=False)
+    if engine in {line.strip() for line in listed.stdout.splitlines()[1:]}:
+        return True
+    probe = host.run([fio, f"--enghelp={engine}"], check=False)
+    text = probe.stdout + probe.stderr
+    return "not found" not in text and "not loadable" not in text and \
+        (probe.returncode == 0 or "has no options" in text)
+
+
+def _file_size(host: Host, path: str) -> int | None:
+    res = host.run(["stat", "-c", "%s", "--", path], check=False)
+    text = res.stdout.strip()
+    return int(text) if res.returncode == 0 and text.isdigit() else None
+
+
+def _read_or_empty(host: Host, path: str) -> str:
+    try:
+        return host.read_text(path)
+    except (FileNotFoundError, OSError):
+        return ""
+
+
+def _failure(host: Host, stderr: str, out_path: str, argv: Sequence[str], rc: int, what: str) -> CommandError:
+    """A non-zero fio exit, with the stderr tail; fio also writes its error lines into the
+    ``--output`` file, so those lines are added when stderr says nothing."""
+    text = stderr
+    if not stderr_tail(stderr):
+        text = "\n".join(line for line in _read_or_empty(host, out_path).splitlines()
+                         if line.startswith("fio") or "error" in line.lower())
+    return CommandError(host.name, list(argv), rc, "", text, what=f"({what}) exited with code {rc}")

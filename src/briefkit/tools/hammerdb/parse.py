@@ -1,0 +1,167 @@
+"""HammerDB TPROC-C output: the test result line and the xtprof time-profile report.
+
+Result line (console or ``hammerdb.log``), in either order, with or without the ``Vuser 1:``
+prefix; HammerDB's ``first_result`` setting decides which (older 3.x logs: TPM first)::
+
+    Vuser 1:TEST RESULT : System achieved 42332 NOPM from 97427 PostgreSQL TPM
+    Vuser 1:TEST RESULT : System achieved 60501 SQL Server TPM at 13207 NOPM
+
+gives ``nopm`` and ``tpm`` (``workload=all``). HammerDB's NOPM is the growth of
+``sum(d_next_o_id)`` over the timed period per minute; its TPM is the database's own commit +
+rollback count per minute, so it is not comparable across databases (nor with pgbench's ``tpm``).
+A preceding ``N Active Virtual Users configured`` line gives the ``load`` (virtual users) of
+each result when the caller did not pass one.
+
+xtprof time profile (``hdbxtprofile.log``, HammerDB 4.1+), per virtual user then a summary::
+
+    >>>>> SUMMARY OF 32 ACTIVE VIRTUAL USERS : MEDIAN ELAPSED TIME : 414692ms
+    >>>>> PROC: NEWORD
+    CALLS: 1234	MIN: 0.586ms	AVG: 5.765ms	MAX: 108.869ms	TOTAL: 7114.010ms
+    P99: 13.309ms	P95: 9.818ms	P50: 5.354ms	SD: 3110.111	RATIO: 52.308%
+
+Only the SUMMARY block (all virtual users together) becomes samples, per transaction type
+(``workload``: NEWORD -> new_order, PAYMENT -> payment, DELIVERY -> delivery, SLEV ->
+stock_level, OSTAT -> order_status): ``txn_count``, ``txn_lat_min/mean/max``, and whichever of
+``txn_lat_p25/p50/p75/p95/p99`` the version printed (4.x: P99, P95, P50; 6.0 adds P75, P25).
+``workload=all`` gets ``txn_lat_mean`` = sum(TOTAL) / sum(CALLS), which the report determines
+exactly; no overall percentile can be derived from per-type percentiles.
+
+HammerDB reports no 99.9th percentile in any version, and none is invented here: a brief built
+from HammerDB results must say "p99.9 not available from HammerDB" (see ``MISSING_METRICS``).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from briefkit.core import samples
+from briefkit.core.errors import ParseError
+
+#: metrics a TPC-C brief wants that HammerDB output cannot give
+MISSING_METRICS = ("txn_lat_p99.9",)
+
+PROC_NAMES = {"NEWORD": "new_order", "PAYMENT": "payment", "DELIVERY": "delivery", "SLEV": "stock_level",
+              "OSTAT": "order_status"}
+
+_NUM = r"(\d+(?:\.\d+)?)"
+_RESULT_NOPM_FIRST = re.compile(rf"TEST RESULT : System achieved {_NUM} NOPM from {_NUM} (.+?) TPM")
+_RESULT_TPM_FIRST = re.compile(rf"TEST RESULT : System achieved {_NUM} (.+?) TPM at {_NUM} NOPM")
+_VUSERS = re.compile(r"(\d+) Active Virtual Users configured")
+_SUMMARY = re.compile(r"^>>>>> SUMMARY OF (\d+) ACTIVE VIRTUAL USERS : MEDIAN ELAPSED TIME : (\d+)ms")
+_VUSER_BLOCK = re.compile(r"^>>>>> VIRTUAL USER (\d+) : ELAPSED TIME : (\d+)ms")
+_PROC = re.compile(r"^>>>>> PROC: (\S+)\s*$")
+_FIELD = re.compile(r"^([A-Z0-9]+): (-?\d+(?:\.\d+)?)(ms|%)?$")
+
+#: xtprof field -> metric (latencies are printed in ms)
+_LATENCY_FIELDS = {"MIN": "txn_lat_min", "AVG": "txn_lat_mean", "MAX": "txn_lat_max", "P25": "txn_lat_p25",
+                   "P50": "txn_lat_p50", "P75": "txn_lat_p75", "P95": "txn_lat_p95", "P99": "txn_lat_p99"}
+
+
+def _fields(path: Path, number: int, line: str) -> dict[str, float]:
+    """``KEY: value[ms|%]`` pairs separated by tabs."""
+    out = {}
+    for part in line.strip().split("\t"):
+        match = _FIELD.match(part.strip())
+        if not match:
+            raise ParseError(path, f"xtprof field {part.strip()!r} is not 'NAME: number[ms|%]'", line=number)
+        out[match.group(1)] = float(match.group(2))
+    return out
+
+
+def read(path: str | Path) -> tuple[list[dict], dict[str, dict[str, float]], int | None]:
+    """(results, summary procs, summary virtual users): results are dicts ``nopm, tpm, database,
+    vusers, line``; summary procs map the proc name to its printed fields."""
+    path = Path(path)
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise ParseError(path, f"cannot read HammerDB output: {exc.strerror}") from None
+    results: list[dict] = []
+    vusers: int | None = None
+    in_summary = False
+    summary_vusers: int | None = None
+    procs: dict[str, dict[str, float]] = {}
+    proc: str | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        configured = _VUSERS.search(line)
+        if configured:
+            vusers = int(configured.group(1))
+        match = _RESULT_NOPM_FIRST.search(line)
+        if match:
+            results.append({"nopm": float(match.group(1)), "tpm": float(match.group(2)),
+                            "database": match.group(3), "vusers": vusers, "line": number})
+            continue
+        match = _RESULT_TPM_FIRST.search(line)
+        if match:
+            results.append({"nopm": float(match.group(3)), "tpm": float(match.group(1)),
+                            "database": match.group(2), "vusers": vusers, "line": number})
+            continue
+        if "TEST RESULT" in line and "System achieved" in line:
+            raise ParseError(path, "a TEST RESULT line in neither known form ('... N NOPM from M <db> TPM' "
+                             f"or '... M <db> TPM at N NOPM'): {line.strip()!r}", line=number)
+        summary = _SUMMARY.match(line)
+        if summary:
+            in_summary, summary_vusers, proc = True, int(summary.group(1)), None
+            procs = {}  # a file appended to by several runs: the last summary wins
+            continue
+        if _VUSER_BLOCK.match(line):
+            in_summary, proc = False, None
+            continue
+        if not in_summary:
+            continue
+        head = _PROC.match(line)
+        if head:
+            proc = head.group(1)
+            if proc not in PROC_NAMES:
+                raise ParseError(path, f"unknown procedure {proc!r}; expected one of {', '.join(PROC_NAMES)}",
+                                 line=number)
+            procs[proc] = {}
+            continue
+        if proc is not None and (line.startswith("CALLS:") or line.startswith("P99:")):
+            procs[proc].update(_fields(path, number, line))
+    for name, fields in procs.items():
+        if "CALLS" not in fields or "AVG" not in fields:
+            raise ParseError(path, f"summary of {name} has no CALLS/AVG line (a truncated xtprof report?)")
+    return results, procs, summary_vusers
+
+
+def parse(path, **provenance) -> pd.DataFrame:
+    """Tidy samples of a HammerDB log and/or xtprof report (see the module docstring)."""
+    path = Path(path)
+    results, procs, summary_vusers = read(path)
+    if not results and not procs:
+        raise ParseError(path, "no 'TEST RESULT : System achieved ...' line and no xtprof "
+                         "'>>>>> SUMMARY OF N ACTIVE VIRTUAL USERS' block")
+    provenance.setdefault("tool", "hammerdb")
+    provenance.setdefault("source", str(path))
+    provenance.pop("workload", None)  # the workload column is the transaction type
+    rows: list[dict] = []
+    for index, result in enumerate(results):
+        common = {"workload": "all"}
+        if "load" not in provenance and result["vusers"] is not None:
+            common.update(load_kind="virtual_users", load=result["vusers"])
+        if len(results) > 1 and "rep" not in provenance:
+            common["rep"] = index + 1
+        rows.append({**common, "metric": "nopm", "value": result["nopm"], "unit": "1/min"})
+        rows.append({**common, "metric": "tpm", "value": result["tpm"], "unit": "1/min"})
+    if procs:
+        common = {}
+        if "load" not in provenance and summary_vusers is not None:
+            common.update(load_kind="virtual_users", load=summary_vusers)
+        total_calls = total_ms = 0.0
+        for name, fields in procs.items():
+            workload = PROC_NAMES[name]
+            rows.append({**common, "workload": workload, "metric": "txn_count", "value": fields["CALLS"],
+                         "unit": "txn"})
+            for key, metric in _LATENCY_FIELDS.items():
+                if key in fields:
+                    rows.append({**common, "workload": workload, "metric": metric, "value": fields[key],
+                                 "unit": "ms"})
+            total_calls += fields["CALLS"]
+            total_ms += fields.get("TOTAL", fields["AVG"] * fields["CALLS"])
+        if total_calls:
+            rows.append({**common, "workload": "all", "metric": "txn_lat_mean", "value": total_ms / total_calls,
+                         "unit": "ms"})
+    return samples.frame(rows, **provenance)
