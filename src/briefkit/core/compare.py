@@ -16,14 +16,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from briefkit.core import metrics
 from briefkit.core.numbers import Interval, fmt
 
-#: Metric families where a smaller number is the better one.
-LOWER_IS_BETTER_FAMILIES = ("_lat", "_clat", "micros_per_op", "watts", "watts_per_nopm", "txn_lat")
-
-
 def lower_is_better(metric: str) -> bool:
-    return any(key in metric for key in LOWER_IS_BETTER_FAMILIES) and "per_watt" not in metric
+    """Whether a smaller value of ``metric`` is the better one (briefkit.core.metrics)."""
+    return not metrics.higher_is_better(metric)
 
 
 def difference(subject: float, other: float, higher_is_better: bool = True) -> float:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from briefkit.core import units
+from briefkit.core import metrics, units
 
 #: Columns every sample table has, in this order.
 COLUMNS = [
@@ -16,43 +16,14 @@ COLUMNS = [
     "host", "tool", "tool_version", "campaign", "started_at", "ended_at", "source",
 ]
 
-#: The metric vocabulary and the unit each metric is stored in after ingest.
-#: Percentile metrics (``..._p99``, ``..._p99.9``) take the unit of their family.
-CANONICAL_UNITS = {
-    "read_bw": "MB/s", "write_bw": "MB/s", "trim_bw": "MB/s", "total_bw": "MB/s",
-    "read_iops": "IO/s", "write_iops": "IO/s", "trim_iops": "IO/s", "total_iops": "IO/s",
-    "read_clat": "us", "write_clat": "us", "trim_clat": "us",
-    "read_lat": "us", "write_lat": "us", "trim_lat": "us", "total_clat": "us", "total_lat": "us",
-    "ops": "ops/s", "micros_per_op": "us", "db_bw": "MB/s", "device_bw": "MB/s",
-    # db_bench: histograms of other op types, op counts, split rates, RocksDB --statistics timers
-    "seek_lat": "us", "delete_lat": "us", "merge_lat": "us", "update_lat": "us",
-    "read_count": "op", "write_count": "op", "seek_count": "op", "delete_count": "op",
-    "merge_count": "op", "update_count": "op",
-    "read_ops": "ops/s", "write_ops": "ops/s", "total_ops": "ops/s",
-    "rocksdb_get_lat": "us", "rocksdb_write_lat": "us", "rocksdb_seek_lat": "us",
-    "rocksdb_multiget_lat": "us", "rocksdb_sst_read_lat": "us",
-    "nopm": "1/min", "tpm": "1/min", "txn_lat": "ms", "wal_write_lat": "ms",
-    "txn_count": "txn", "txn_failed": "txn", "txn_skipped": "txn", "txn_rollback": "txn", "elapsed": "s",
-    "watts": "W", "energy": "J",
-    "ops_per_watt": "ops/s/W", "mbps_per_watt": "MB/s/W", "tb_per_kwh": "TB/kWh",
-    "watts_per_nopm": "W/(1/min)",
-}
-
-
 def family(metric: str) -> str:
-    """``read_clat_p99.9`` -> ``read_clat``; ``read_bw`` -> ``read_bw``."""
-    for statistic in ("_mean", "_p", "_stddev", "_min", "_max", "_count"):
-        head, sep, tail = metric.rpartition(statistic)
-        if sep and head in CANONICAL_UNITS and (statistic != "_p" or tail[:1].isdigit()):
-            return head
-    return metric
+    """``read_clat_p99.9`` -> ``read_clat``; ``read_bw`` -> ``read_bw`` (briefkit.core.metrics)."""
+    return metrics.family(metric)
 
 
 def canonical_unit(metric: str) -> str:
-    try:
-        return CANONICAL_UNITS[family(metric)]
-    except KeyError:
-        raise KeyError(f"metric {metric!r} is not in the vocabulary (briefkit.core.samples.CANONICAL_UNITS)") from None
+    """The unit a metric is stored in; the vocabulary is briefkit.core.metrics.METRICS."""
+    return metrics.unit(metric)
 
 
 def frame(rows: list[dict], **common) -> pd.DataFrame:

@@ -13,24 +13,23 @@ merged bins instead (``briefkit.tools.fio.parse.merged_samples`` for fio json+).
 from __future__ import annotations
 
 import math
-import re
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from briefkit.core import metrics
+
 #: Columns that identify a measurement point; the rest is the value, the repetition or provenance.
 POINT_COLUMNS = ["brief", "config", "workload", "load_kind", "load", "metric", "unit"]
-
-_PERCENTILE = re.compile(r"_p\d+(\.\d+)?$")
 
 Percentiles = Literal["raise", "drop", "average"]
 
 
 def is_percentile(metric: str) -> bool:
     """``read_clat_p99.9`` -> True; ``read_clat_mean`` -> False."""
-    return bool(_PERCENTILE.search(metric))
+    return metrics.is_percentile(metric)
 
 
 def _points(table: pd.DataFrame, percentiles: Percentiles) -> pd.DataFrame:
