@@ -22,44 +22,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+from briefkit.core.sizes import parse_size
+
 #: rw= values fio accepts (HOWTO "readwrite").
 RW_MODES = ("read", "write", "trim", "randread", "randwrite", "randtrim", "rw", "readwrite",
             "randrw", "trimwrite", "randtrimwrite")
 MIXED_MODES = ("rw", "readwrite", "randrw")
 
-_SIZE = re.compile(r"^(\d+)\s*([kmgtp]?)(i?b?)$", re.IGNORECASE)
-_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 _TIME = re.compile(r"^(\d+)\s*([smh]?)$")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _WORD = re.compile(r"^[a-z0-9_]+$")
 _OPTION = re.compile(r"^[a-z_][a-z0-9_]*$")
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f=\[\]$\\]")
-
-
-def parse_size(value, key: str = "size") -> int:
-    """A positive byte count from an integer or a size string (see the module docstring)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{key}: expected a byte count, not {value!r}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str):
-        match = _SIZE.match(value.strip())
-        if not match:
-            raise ValueError(f"{key}: {value!r} is not a size; expected an integer number of bytes "
-                             "or e.g. '4k', '256KiB', '4MiB'")
-        digits, prefix, tail = match.groups()
-        if prefix and tail.lower() == "b":
-            raise ValueError(f"{key}: {value!r} is ambiguous (SI by name, 1024-based for fio); "
-                             f"write '{digits}{prefix.upper()}iB' or the number of bytes")
-        if not prefix and tail.lower() not in ("", "b"):
-            raise ValueError(f"{key}: {value!r} is not a size")
-        number = int(digits) * 1024 ** _POWERS[prefix.lower()]
-    else:
-        raise ValueError(f"{key}: expected a byte count, not {type(value).__name__} {value!r}")
-    if number <= 0:
-        raise ValueError(f"{key}: must be a positive number of bytes, not {value!r}")
-    return number
 
 
 def _count(value, key: str, minimum: int, maximum: int | None = None) -> int:
