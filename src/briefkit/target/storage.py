@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from briefkit.target import safety
 from briefkit.target.hosts.base import CommandTimeout, HostError
 from briefkit.target.safety import UnsafeTargetError, check_block_target, check_prepared
-from briefkit.tools.fio.job import parse_size
+from briefkit.core.sizes import parse_size
 
 if TYPE_CHECKING:
     from briefkit.target.hosts import Host
