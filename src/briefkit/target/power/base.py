@@ -10,7 +10,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Protocol, Sequence
 
-#: Wording the briefs use when there is no power figure (DESIGN.md: never a guessed wattage).
+#: Wording the briefs use when there is no power figure (never a guessed wattage).
 NOT_MEASURED = "not measured"
 
 
