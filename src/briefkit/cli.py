@@ -1,10 +1,10 @@
 """The ``briefkit`` command line.
 
     briefkit list                     briefs declared in params.yaml
-    briefkit samples BRIEF            data/processed/BRIEF.parquet (published + measured samples)
+    briefkit dataset BRIEF            data/processed/BRIEF/ (samples, percentiles, brief and campaign records)
     briefkit execute BRIEF            run the brief's notebook with papermill -> reports/BRIEF.ipynb
     briefkit render BRIEF             reports/BRIEF.ipynb -> reports/BRIEF.html and .pdf
-    briefkit build BRIEF              samples, execute and render in one go (what dvc repro does)
+    briefkit build BRIEF              dataset, execute and render in one go (what dvc repro does)
     briefkit check BRIEF              the reproduction check of a published brief, as CSV
     briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
@@ -23,28 +23,28 @@ from pathlib import Path
 from briefkit.config import project
 
 
-def _samples(args) -> int:
-    from briefkit.measure import campaign
+def _dataset(args) -> int:
+    from briefkit.dataset import build
 
     base = project.root()
-    brief = project.brief(args.brief, base)
-    table = campaign.brief_samples(args.brief, base)
-    out = brief.paths(base)["samples"]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_parquet(out, index=False)
-    print(f"{out.relative_to(base)}: {len(table)} samples", file=sys.stderr)
+    started = time.monotonic()
+    folder = build.build(args.brief, base)
+    print(f"{folder.relative_to(base)}/: written in {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 0
 
 
 def _execute(args) -> int:
     import papermill
 
+    from briefkit.dataset import build
+
     base = project.root()
     brief = project.brief(args.brief, base)
     paths = brief.paths(base)
-    parameters = {"brief": brief.slug, "samples_path": str(paths["samples"].resolve()), **brief.parameters}
-    if brief.published:
-        parameters["published_dir"] = str((base / brief.published).resolve())
+    # what the notebook reads comes from data/processed/BRIEF/ (brief.json holds the published folder);
+    # the selection and the extra parameters are passed so that changing them in params.yaml re-runs it
+    parameters = {"brief": brief.slug, "processed_dir": str((base / "data" / "processed").resolve()),
+                  "show": build.show(args.brief, base), **brief.parameters}
     paths["executed"].parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     papermill.execute_notebook(str(paths["notebook"]), str(paths["executed"]), parameters=parameters,
@@ -70,7 +70,7 @@ def _render(args) -> int:
 
 
 def _build(args) -> int:
-    for step in (_samples, _execute, _render):
+    for step in (_dataset, _execute, _render):
         step(args)
     return 0
 
@@ -130,9 +130,9 @@ def _say(text: str) -> None:
 
 
 def _status(args) -> int:
-    from briefkit.measure import campaign
+    from briefkit.dataset import build
 
-    campaign.status(args.brief).to_csv(sys.stdout, index=False, sep="\t")
+    build.status(args.brief).to_csv(sys.stdout, index=False, sep="\t")
     return 0
 
 
@@ -167,10 +167,12 @@ def parser() -> argparse.ArgumentParser:
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="briefs declared in params.yaml").set_defaults(func=_list)
-    for name, func, text in (("samples", _samples, "write data/processed/BRIEF.parquet"),
+    for name, func, text in (("dataset", _dataset, "write data/processed/BRIEF/ from data/raw/BRIEF and "
+                                                   "data/published/BRIEF"),
+                             ("samples", _dataset, "the former name of `dataset`"),
                              ("execute", _execute, "run the brief notebook with papermill"),
                              ("render", _render, "HTML and PDF from the executed notebook"),
-                             ("build", _build, "samples, execute and render")):
+                             ("build", _build, "dataset, execute and render")):
         cmd = sub.add_parser(name, help=text)
         cmd.add_argument("brief")
         cmd.add_argument("--quiet", action="store_true", help="no progress bar")

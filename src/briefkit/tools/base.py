@@ -184,6 +184,12 @@ class Workload:
         return None
 
     # --- ingest ------------------------------------------------------------------------------
+    def prepare_records(self, raw_dir: Path) -> list[dict]:
+        """Records of the configurations' set-up found in a campaign's raw folder
+        (data/raw/<brief>/<campaign>/<config>/prepare/attempt-<n>/), each with its ``config``:
+        e.g. the database a workload loaded. The dataset keeps them for the brief's "how we tested"."""
+        return []
+
     def samples(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
         """Tidy samples of one fetched point folder. The executor fills brief, config, rep,
         campaign, host, started_at, ended_at; the workload sets workload, load_kind, load,

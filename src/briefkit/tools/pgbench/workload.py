@@ -320,6 +320,9 @@ class OltpWorkload(Workload):
         return "; ".join(reasons) if reasons else None
 
     # --- ingest ------------------------------------------------------------------------------
+    def prepare_records(self, raw_dir: Path) -> list[dict]:
+        return [{"config": config, **record} for config, record in prepare_records(raw_dir).items()]
+
     def samples(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
         folder = Path(point_dir)
         logs = sorted(p for p in folder.glob("tx.*") if _LOG.match(p.name))

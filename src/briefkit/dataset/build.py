@@ -1,0 +1,203 @@
+"""``briefkit dataset BRIEF``: data/raw/<brief>/ and data/published/<brief>/ -> data/processed/<brief>/.
+
+The only step that reads raw and published data (the format: briefkit.dataset.processed). Every
+campaign folder with a campaign.json is read through the declaration recorded in it; today's
+params.yaml is consulted only to say whether that declaration still stands ("same"), was edited
+("changed", with the keys) or was removed ("not declared"). A removed declaration never drops
+measured data.
+
+The folder is written beside its final place and renamed into it, so a failed build leaves the
+previous folder (or none), never half a new one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from briefkit import tools
+from briefkit.config import project
+from briefkit.core import samples as tidy
+from briefkit.core.errors import BriefkitError, ParseError
+from briefkit.dataset import published as published_mod
+from briefkit.dataset.processed import PERCENTILE_COLUMNS, PUBLISHED, SCHEMA_VERSION, empty_percentiles
+from briefkit.raw import campaign as raw_campaign
+from briefkit.raw import records
+from briefkit.raw.campaign import RecordedCampaign
+from briefkit.raw.manifest import DONE, FAILED, SKIPPED
+from briefkit.tools.fio import parse as fio_parse
+
+#: percentiles kept for every fio point: fio's default list
+PERCENTILES = fio_parse.DEFAULT_PERCENTILES
+COMPARED_KEYS = (*records.DECLARATION_KEYS, "labels")
+
+
+def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> Path:
+    """Write data/processed/<slug>/ (or ``out_dir``/<slug>/); returns the folder."""
+    base = Path(base or project.root())
+    brief = project.brief(slug, base)
+    spec = project.load_params(base)["briefs"][slug]
+    out_dir = Path(out_dir or base / "data" / "processed")
+
+    tables = [published_mod.load(base / brief.published).samples()] if brief.published else []
+    if tables:
+        tables[0] = tables[0].assign(campaign=PUBLISHED)
+    campaigns: dict[str, dict] = {}
+    percentiles = []
+    today = spec.get("campaigns") or {}
+    for folder in raw_campaign.folders(base / "data" / "raw" / slug):
+        camp = raw_campaign.read(folder, slug)
+        table = camp.samples()
+        tables.append(table)
+        campaigns[camp.name] = campaign_record(camp, today.get(camp.name) if isinstance(today, Mapping) else None)
+        percentiles.append(merged_percentiles(table, base))
+    meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
+            "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug)}
+    files = {
+        "samples.parquet": tidy.concat(tables),
+        "percentiles.parquet": pd.concat([p for p in percentiles if len(p)], ignore_index=True)
+        if any(len(p) for p in percentiles) else empty_percentiles(),
+        "brief.json": meta,
+        "campaigns.json": {"schema_version": SCHEMA_VERSION, "brief": slug, "campaigns": campaigns},
+    }
+    return _write_folder(out_dir / slug, files)
+
+
+def show(slug: str, base: Path | None = None) -> list[str] | None:
+    """``briefs.<slug>.show`` of params.yaml: the campaigns the brief shows (None: every measured one)."""
+    base = Path(base or project.root())
+    project.brief(slug, base)
+    return _show(project.load_params(base)["briefs"][slug], slug)
+
+
+def status(slug: str, base: Path | None = None) -> pd.DataFrame:
+    """Points done, skipped, failed and left per campaign (with raw data) and configuration."""
+    base = Path(base or project.root())
+    project.brief(slug, base)
+    tables = [raw_campaign.read(folder, slug).status() for folder in raw_campaign.folders(base / "data" / "raw" / slug)]
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=raw_campaign.STATUS_COLUMNS)
+
+
+def _show(spec: Mapping, slug: str) -> list[str] | None:
+    show = spec.get("show")
+    if show is None or show == "all":
+        return None
+    if isinstance(show, str):
+        return [show]
+    if not isinstance(show, list) or not all(isinstance(s, str) for s in show):
+        raise BriefkitError(f"params.yaml: briefs.{slug}.show: expected a list of campaign names, got {show!r}")
+    return show
+
+
+def _write_folder(target: Path, files: Mapping[str, Any]) -> Path:
+    """Write every file into a fresh sibling folder, then swap it in for ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        for name, content in files.items():
+            if isinstance(content, pd.DataFrame):
+                content.to_parquet(tmp / name, index=False)
+            else:
+                (tmp / name).write_text(json.dumps(content, indent=2, default=str) + "\n",
+                                        encoding="utf-8")
+        if target.exists():
+            os.replace(target, old)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old.exists() and not target.exists():
+            os.replace(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+# --- campaign records ----------------------------------------------------------------------------
+
+def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
+    """The campaigns.json record of a campaign (see briefkit.dataset.processed)."""
+    status = camp.status()
+    status_rows = status.drop(columns=["campaign"]).to_dict("records")
+    planned = int(status["points"].sum())
+    counts = {k: int(status[k].sum()) for k in (DONE, SKIPPED, FAILED, "left")}
+    declaration_status, changed = compare_declaration(camp, declared)
+    return {
+        "name": camp.name, "workload": camp.workload.name, "tool": camp.workload.tool or camp.workload.name,
+        "hosts": camp.hosts(), "declared_host": camp.declared_host, "repetitions": camp.repetitions,
+        "configs": list(camp.configs), "config_specs": camp.config_specs, "labels": camp.labels,
+        "matrix": camp.matrix, "settings": camp.settings,
+        "declaration_status": declaration_status, "changed_keys": changed,
+        "points": {"planned": planned, **counts},
+        "status": [{k: (int(v) if k not in ("config", "label") else v) for k, v in row.items()}
+                   for row in status_rows],
+        "failures": camp.failures(), "skipped": camp.skipped(), "measured": camp.measured(),
+        "inventory": camp.inventory(), "prepare": camp.prepare(),
+    }
+
+
+def compare_declaration(camp: RecordedCampaign, declared: Mapping | None) -> tuple[str, list[str]]:
+    """How today's params.yaml declaration of the campaign compares with the recorded one."""
+    if declared is None:
+        return "not declared", []
+    recorded = {**camp.declaration(), "labels": camp.labels}
+    today = resolved(declared, f"params.yaml: briefs.{camp.brief}.campaigns.{camp.name}")
+    changed = [k for k in COMPARED_KEYS if records.normalized(today.get(k)) != records.normalized(recorded.get(k))]
+    return ("changed" if changed else "same"), changed
+
+
+def resolved(spec: Mapping, where: str) -> dict:
+    """A params.yaml campaign declaration as the executor records it (the workload's defaults filled
+    in). A declaration the workload rejects is compared as written."""
+    spec = dict(spec) if isinstance(spec, Mapping) else {}
+    configs = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (spec.get("configs") or {}).items()}
+    out = {"workload": spec.get("workload"), "repetitions": spec.get("repetitions", 1), "configs": configs,
+           "matrix": spec.get("matrix") or {}, "settings": spec.get("settings") or {},
+           "labels": {k: str((spec.get("labels") or {}).get(k, k)) for k in configs}}
+    try:
+        workload = tools.get(spec.get("workload"), f"{where}.workload")
+        out["matrix"], out["settings"] = workload.validate(out["matrix"], out["settings"], where)
+    except BriefkitError:
+        pass
+    return out
+
+
+# --- merged percentiles --------------------------------------------------------------------------
+
+def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> pd.DataFrame:
+    """Completion-latency percentiles of each point (campaign, config, workload, load) read from the
+    json+ bins of all its repetitions merged (fio's bin merging; never an average of percentiles).
+    The fio files are the ``source`` of the point's fio samples."""
+    if not len(table):
+        return empty_percentiles()
+    work = table[(table["tool"] == "fio") & table["source"].notna()]
+    rows = []
+    keys = ["campaign", "config", "workload", "load_kind", "load"]
+    for key, group in work.groupby(keys, sort=True, dropna=False):
+        paths = [_locate(p, base) for p in sorted(set(group["source"]))]
+        merged: dict[tuple[str, str], Any] = {}
+        try:
+            for hist_key, bins in fio_parse.merged_histograms(paths, "clat").items():
+                family = f"{hist_key.direction}_clat"
+                merged[family] = fio_parse.merge_bins(merged.get(family, {}), bins)
+        except (ParseError, FileNotFoundError):
+            continue
+        for family, bins in sorted(merged.items()):
+            if not sum(bins.values()):
+                continue
+            for p, ns in fio_parse.percentiles_from_bins(bins, percentiles).items():
+                rows.append({**dict(zip(keys, key)), "family": family, "percentile": float(p),
+                             "value": float(ns) / 1000.0, "unit": "us", "files": len(paths)})
+    return pd.DataFrame(rows, columns=PERCENTILE_COLUMNS) if rows else empty_percentiles()
+
+
+def _locate(source: str, base: Path) -> Path:
+    path = Path(source)
+    return path if path.is_absolute() else base / path

@@ -1,0 +1,138 @@
+"""The reader of data/processed/<brief>/, the folder ``briefkit dataset BRIEF`` writes:
+
+    samples.parquet       tidy samples: the published brief's (campaign "published") and every measured
+                          campaign's, read through the declaration recorded with its raw data
+    percentiles.parquet   latency percentiles of merged fio json+ bins (all repetitions of a point)
+    brief.json            the brief: notebook, published folder, notebook parameters, campaigns to show
+    campaigns.json        one record per measured campaign: what was declared (as recorded), what ran
+                          (hosts, durations, tool versions, counts), and how today's params.yaml compares
+
+Briefs and notebooks read a brief only through ``load``; nothing here reads data/raw.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from briefkit.core import samples as tidy
+from briefkit.core.errors import BriefkitError
+
+SCHEMA_VERSION = 1
+FILES = ("samples.parquet", "percentiles.parquet", "brief.json", "campaigns.json")
+PERCENTILE_COLUMNS = ["campaign", "config", "workload", "load_kind", "load", "family", "percentile", "value",
+                      "unit", "files"]
+STATUS_COLUMNS = ["config", "label", "points", "done", "skipped", "failed", "left"]
+PUBLISHED = "published"
+
+
+class ProcessedDataError(BriefkitError):
+    """data/processed/<brief>/ is missing or cannot be read; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class CampaignRecord:
+    """One measured campaign: declared as recorded in its raw folder, and what really ran."""
+
+    name: str
+    workload: str
+    tool: str
+    hosts: list[str]
+    declared_host: Any
+    repetitions: int
+    configs: list[str]
+    config_specs: dict[str, dict]
+    labels: dict[str, str]
+    matrix: dict[str, list]
+    settings: dict[str, Any]
+    declaration_status: str               # "same" | "changed" | "not declared"
+    changed_keys: list[str]
+    points: dict[str, int]                # planned, done, skipped, failed, left
+    status: pd.DataFrame = field(compare=False)
+    failures: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    measured: dict[str, Any] = field(default_factory=dict)
+    inventory: dict | None = None
+    prepare: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: dict) -> CampaignRecord:
+        status = pd.DataFrame(data.get("status") or [], columns=STATUS_COLUMNS)
+        return cls(**{**{k: v for k, v in data.items() if k in cls.__dataclass_fields__}, "status": status})
+
+    @property
+    def label(self) -> str:
+        """``local (host localhost)``: the campaign and the host(s) it ran on."""
+        hosts = ", ".join(self.hosts) or "not run yet"
+        return f"{self.name} (host {hosts})"
+
+
+@dataclass
+class BriefData:
+    brief: str
+    notebook: str
+    published: str | None
+    parameters: dict
+    show: list[str] | None
+    samples: pd.DataFrame
+    percentiles: pd.DataFrame
+    campaigns: dict[str, CampaignRecord]
+
+    def selected(self, show: list[str] | str | None = None) -> list[str]:
+        """The campaigns to show: ``show`` (else brief.json's), a name or a list of names; None or
+        "all" is every campaign with finished points, by name."""
+        chosen = show if show is not None else self.show
+        if chosen is None or chosen == "all":
+            return sorted(name for name, c in self.campaigns.items() if c.points.get("done", 0) > 0)
+        names = [chosen] if isinstance(chosen, str) else list(chosen)
+        unknown = [n for n in names if n not in self.campaigns]
+        if unknown:
+            raise ProcessedDataError(
+                f"brief {self.brief}: no measured campaign {', '.join(map(repr, unknown))} to show "
+                f"(campaigns with raw data: {', '.join(sorted(self.campaigns)) or 'none'})")
+        return names
+
+    def measured(self, show: list[str] | str | None = None) -> pd.DataFrame:
+        """Samples of the selected campaigns only."""
+        names = self.selected(show)
+        return self.samples[self.samples["campaign"].isin(names)].reset_index(drop=True)
+
+    def published_samples(self) -> pd.DataFrame:
+        return self.samples[self.samples["campaign"] == PUBLISHED].reset_index(drop=True)
+
+
+def empty_percentiles() -> pd.DataFrame:
+    return pd.DataFrame(columns=PERCENTILE_COLUMNS)
+
+
+def load(brief: str, processed_dir: str | Path) -> BriefData:
+    """The processed data of ``brief`` in ``processed_dir`` (data/processed)."""
+    folder = Path(processed_dir) / brief
+    for name in FILES:
+        if not (folder / name).is_file():
+            raise ProcessedDataError(f"{folder / name}: missing; write it with `briefkit dataset {brief}` "
+                                     f"(or `dvc repro dataset@{brief}`)")
+    meta = _json(folder / "brief.json")
+    found = _json(folder / "campaigns.json")
+    samples = pd.read_parquet(folder / "samples.parquet")
+    samples = samples.reindex(columns=tidy.COLUMNS)
+    percentiles = pd.read_parquet(folder / "percentiles.parquet").reindex(columns=PERCENTILE_COLUMNS)
+    campaigns = {name: CampaignRecord.from_json(record) for name, record in found.get("campaigns", {}).items()}
+    return BriefData(brief=meta.get("brief", brief), notebook=meta.get("notebook"), published=meta.get("published"),
+                     parameters=meta.get("parameters") or {}, show=meta.get("show"), samples=samples,
+                     percentiles=percentiles, campaigns=campaigns)
+
+
+def _json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ProcessedDataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ProcessedDataError(f"{path}: schema_version {version!r}, expected {SCHEMA_VERSION}; write it again "
+                                 f"with `briefkit dataset {path.parent.name}`")
+    return data

@@ -1,0 +1,190 @@
+"""A campaign read back from its raw folder through the declaration RECORDED in campaign.json.
+
+The plan (configurations x matrix x repetitions, the workload's own order) is rebuilt from the
+record with the workload named in it (briefkit.tools.get), never from today's params.yaml: editing
+or deleting a declaration does not change what its measured data means.
+"""
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from briefkit import tools
+from briefkit.core import samples as tidy
+from briefkit.core.errors import CampaignError
+from briefkit.raw import records
+from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, Manifest
+from briefkit.raw.points import point_samples
+from briefkit.tools.base import Point, Workload, slug
+
+STATUS_COLUMNS = ["campaign", "config", "label", "points", DONE, SKIPPED, FAILED, "left"]
+
+
+def folders(brief_dir: Path) -> list[Path]:
+    """The campaign folders of data/raw/<brief>/ (those holding a campaign.json), by name."""
+    brief_dir = Path(brief_dir)
+    if not brief_dir.is_dir():
+        return []
+    return sorted(p for p in brief_dir.iterdir() if p.is_dir() and (p / records.CAMPAIGN).is_file())
+
+
+@dataclass
+class RecordedCampaign:
+    brief: str
+    name: str
+    raw_dir: Path
+    record: dict
+    workload: Workload
+    repetitions: int
+    configs: list[str]
+    config_specs: dict[str, dict]
+    labels: dict[str, str]
+    matrix: dict[str, list]
+    settings: dict[str, Any]
+
+    @property
+    def declared_host(self) -> Any:
+        """The host as declared when the campaign started (v1), else the host it first ran on."""
+        found = self.record.get("declared_host")
+        return found if found is not None else self.record.get("host")
+
+    @property
+    def schema_version(self) -> int:
+        return self.record.get("schema_version", 0)
+
+    def declaration(self) -> dict[str, Any]:
+        return records.normalized(self.record["declaration"])
+
+    def plan(self) -> list[Point]:
+        return self.workload.plan(list(self.configs), self.matrix, self.repetitions)
+
+    @property
+    def manifest(self) -> Manifest:
+        return Manifest(self.raw_dir / "manifest.jsonl")
+
+    @cached_property
+    def events(self) -> dict[str, dict]:
+        """The manifest's last event of each point (read once)."""
+        return self.manifest.status()
+
+    def done(self) -> list[tuple[Point, dict]]:
+        """The finished points of the plan, with their manifest line."""
+        return [(p, self.events[p.id]) for p in self.plan() if self.events.get(p.id, {}).get("event") == DONE]
+
+    def point_records(self) -> list[tuple[Point, dict]]:
+        """point.json of every finished point."""
+        return [(p, records.read_point(self.raw_dir / e["dir"])) for p, e in self.done()]
+
+    def samples(self, with_power: bool = True) -> pd.DataFrame:
+        """Tidy samples of every finished point (an empty table before the first)."""
+        return tidy.concat([point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings,
+                                          p, e, with_power=with_power) for p, e in self.done()])
+
+    def status(self) -> pd.DataFrame:
+        """Points done, skipped, failed and left per configuration."""
+        rows = []
+        plan = self.plan()
+        for config in self.configs:
+            points = [p for p in plan if p.config == config]
+            counts = {state: sum(self.events.get(p.id, {}).get("event") == state for p in points)
+                      for state in (DONE, SKIPPED, FAILED)}
+            rows.append({"campaign": self.name, "config": config, "label": self.labels.get(config, config),
+                         "points": len(points), **counts, "left": len(points) - counts[DONE] - counts[SKIPPED]})
+        return pd.DataFrame(rows, columns=STATUS_COLUMNS)
+
+    def failures(self) -> list[dict]:
+        """The last failure of each point that is not done (nor skipped)."""
+        last: dict[str, dict] = {}
+        for event in self.manifest.events():
+            if event.get("event") == FAILED:
+                last[event["point"]] = event
+        return [{"point": p.id, "attempt": last[p.id].get("attempt"), "error": last[p.id].get("error")}
+                for p in self.plan() if p.id in last and self.events.get(p.id, {}).get("event") not in FINAL]
+
+    def skipped(self) -> list[dict]:
+        """Stop-rule skips, one per configuration and reason."""
+        plan = {p.id: p for p in self.plan()}
+        out: list[dict] = []
+        for point_id, event in self.events.items():
+            if event.get("event") == SKIPPED and point_id in plan:
+                item = {"config": plan[point_id].config, "reason": event.get("reason")}
+                if item not in out:
+                    out.append(item)
+        return sorted(out, key=lambda i: (self.configs.index(i["config"]), str(i["reason"])))
+
+    def measured(self) -> dict[str, Any]:
+        """What the finished points' records say was run: when, how long per point and per measured
+        window, which tool versions."""
+        found = [r for _, r in self.point_records()]
+        from datetime import datetime
+
+        def seconds(a, b):
+            return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
+
+        point = [seconds(r["started_at"], r["ended_at"]) for r in found if r.get("started_at") and r.get("ended_at")]
+        window = [float(r["window"][1]) - float(r["window"][0]) for r in found if r.get("window")]
+        tool = self.workload.tool or self.workload.name
+        versions = sorted({f"{tool}-{r['tool_version']}" for r in found if r.get("tool_version")})
+        return {"started_at": min((r["started_at"] for r in found), default=None),
+                "ended_at": max((r["ended_at"] for r in found), default=None),
+                "point_seconds": _spread(point), "window_seconds": _spread(window), "tool_versions": versions}
+
+    def hosts(self) -> list[str]:
+        return sorted({r["host"] for _, r in self.point_records() if r.get("host")})
+
+    def inventory(self) -> dict | None:
+        return records.read_inventory(self.raw_dir)
+
+    def prepare(self) -> list[dict]:
+        return list(self.workload.prepare_records(self.raw_dir))
+
+
+def _spread(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {"median": float(statistics.median(values)), "min": float(min(values)), "max": float(max(values))}
+
+
+def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
+    """The campaign in ``raw_dir`` (data/raw/<brief>/<campaign>), from its campaign.json."""
+    raw_dir = Path(raw_dir).resolve()
+    record = records.read_campaign(raw_dir)
+    where = str(raw_dir / records.CAMPAIGN)
+    declaration = record["declaration"]
+    workload = tools.get(declaration["workload"], f"{where}: declaration.workload")
+    specs = declaration["configs"]
+    if not isinstance(specs, Mapping) or not specs:
+        raise CampaignError(f"{where}: declaration.configs names no configuration")
+    repetitions = declaration["repetitions"]
+    if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
+        raise CampaignError(f"{where}: declaration.repetitions: expected a whole number >= 1, got {repetitions!r}")
+    matrix = declaration["matrix"]
+    # the workload's axis order makes the point ids (the record's JSON keys are sorted)
+    axes = [a for a in workload.axes if a in matrix] + [a for a in matrix if a not in workload.axes]
+    order = record.get("configs_order") or _first_seen(raw_dir, specs)
+    configs = [c for c in order if c in specs] + sorted(c for c in specs if c not in order)
+    labels = record.get("labels") or {}
+    return RecordedCampaign(
+        brief=brief or record.get("brief") or raw_dir.parent.name, name=raw_dir.name, raw_dir=raw_dir,
+        record=record, workload=workload, repetitions=repetitions, configs=configs,
+        config_specs={c: dict(specs[c]) for c in configs}, labels={c: str(labels.get(c, c)) for c in configs},
+        matrix={a: list(matrix[a]) for a in axes}, settings=dict(declaration["settings"]))
+
+
+def _first_seen(raw_dir: Path, specs: Mapping) -> list[str]:
+    """Configurations in the order the executor ran them (a version 0 record keeps them sorted):
+    the order of their first manifest event."""
+    order: list[str] = []
+    for event in Manifest(raw_dir / "manifest.jsonl").events():
+        config = str(event.get("point", "")).split("/", 1)[0]
+        for name in specs:
+            if config == slug(name) and name not in order:
+                order.append(name)
+    return order
+

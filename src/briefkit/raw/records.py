@@ -1,0 +1,101 @@
+"""campaign.json and point.json: the records written once beside a campaign's raw data.
+
+campaign.json holds the declaration the campaign was started with (workload, repetitions,
+configs, matrix, settings), the labels, the host it first ran on and the number of planned
+points; point.json holds what one point attempt really did (host, times, measured window, jobs,
+tool version, power source, error). Both carry ``schema_version`` (SCHEMA_VERSION when written;
+a record without it is version 0, as written before the field existed, and reads the same way).
+Neither is ever overwritten.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from briefkit.core.errors import CampaignError
+
+SCHEMA_VERSION = 1
+CAMPAIGN = "campaign.json"
+POINT = "point.json"
+INVENTORY = "inventory.json"
+#: the keys of the recorded declaration; a resume with other values is refused
+DECLARATION_KEYS = ("workload", "repetitions", "configs", "matrix", "settings")
+
+
+def write_once(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to a new file; an existing file is an error (records are never replaced)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("x", encoding="utf-8") as out:
+        json.dump(data, out, indent=2, sort_keys=True, default=str)
+        out.write("\n")
+
+
+def write_atomic(path: Path, data: Any) -> None:
+    """Replace ``path`` with ``data`` as JSON in one step (a reader sees the old or the new file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read(path: Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CampaignError(f"{path}: missing") from None
+    except json.JSONDecodeError as exc:
+        raise CampaignError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise CampaignError(f"{path}: expected a JSON object")
+    version = data.get("schema_version", 0)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise CampaignError(f"{path}: schema_version {version!r} is newer than this briefkit reads "
+                            f"({SCHEMA_VERSION}); update briefkit")
+    return data
+
+
+def normalized(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples become lists, keys strings)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def campaign_record(brief: str, name: str, *, declaration: dict, labels: dict, host: str, points: int,
+                    declared_host: Any = None, configs_order: list[str] | None = None,
+                    workdir: str | None = None, power: Any = None, created_at: str) -> dict:
+    """The content of a new campaign.json."""
+    return {"schema_version": SCHEMA_VERSION, "brief": brief, "campaign": name, "created_at": created_at,
+            "host": host, "declared_host": normalized(declared_host), "labels": dict(labels),
+            "configs_order": list(configs_order or declaration.get("configs", {})),
+            "workdir": workdir, "power": normalized(power),
+            "declaration": normalized(declaration), "points": points}
+
+
+def write_campaign(folder: Path, record: dict) -> None:
+    write_once(Path(folder) / CAMPAIGN, record)
+
+
+def read_campaign(folder: Path) -> dict:
+    """campaign.json of a campaign folder; its declaration must hold every DECLARATION_KEYS key."""
+    path = Path(folder) / CAMPAIGN
+    record = read(path)
+    declaration = record.get("declaration")
+    if not isinstance(declaration, dict):
+        raise CampaignError(f"{path}: no 'declaration' object")
+    missing = [k for k in DECLARATION_KEYS if k not in declaration]
+    if missing:
+        raise CampaignError(f"{path}: declaration lacks {', '.join(missing)}")
+    return record
+
+
+def write_point(folder: Path, record: dict) -> None:
+    write_once(Path(folder) / POINT, {"schema_version": SCHEMA_VERSION, **record})
+
+
+def read_point(folder: Path) -> dict:
+    return read(Path(folder) / POINT)
+
+
+def read_inventory(folder: Path) -> dict | None:
+    path = Path(folder) / INVENTORY
+    return read(path) if path.exists() else None
