@@ -14,7 +14,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
+from briefkit.raw.manifest import Manifest
 from briefkit import cli, tools as workloads
 from briefkit.core import samples
 from briefkit.core.errors import ParseError
@@ -85,7 +87,7 @@ def declare(root: Path, **overrides) -> dict:
 
 
 def events(root: Path) -> list[dict]:
-    return campaign.Manifest(root / "data/raw/demo/local/manifest.jsonl").events()
+    return Manifest(root / "data/raw/demo/local/manifest.jsonl").events()
 
 
 def test_a_campaign_runs_every_point_and_keeps_everything(project_root):
@@ -101,14 +103,14 @@ def test_a_campaign_runs_every_point_and_keeps_everything(project_root):
         assert (folder / "dd.stderr").exists() and (folder / "point.json").exists()
         record = json.loads((folder / "point.json").read_text())
         assert record["window"][0] <= record["window"][1] and record["jobs"][0]["returncode"] == 0
-    table = campaign.samples("demo", "local")
+    table = dataset.campaign_samples("demo", "local")
     assert len(table) == 8 and set(table["config"]) == {"a", "b"} and set(table["rep"]) == {1, 2}
     assert (table["unit"] == "MB/s").all() and (table["value"] > 0).all()
     assert set(table["campaign"]) == {"local"}
     inventory = json.loads((raw / "inventory.json").read_text())
     assert set(inventory["configs"]) == {"a", "b"} and inventory["configs"]["a"]["label"] == "folder A"
     assert any(line.startswith("[8/8]") and "finished" in line for line in lines)
-    status = campaign.status("demo")
+    status = dataset.status("demo")
     assert status["done"].tolist() == [4, 4] and status["left"].tolist() == [0, 0]
 
 
@@ -171,7 +173,7 @@ def test_declaration_errors_name_the_key(project_root):
 def test_no_power_source_gives_no_watts_and_a_meter_gives_the_window_mean(project_root):
     declare(project_root, repetitions=1, matrix={"count": [4]})
     campaign.run("demo", "local", progress=lambda _: None)
-    assert "watts" not in set(campaign.samples("demo", "local")["metric"])
+    assert "watts" not in set(dataset.campaign_samples("demo", "local")["metric"])
 
     # An external meter's log (the test plays the meter: 20 W before and after, 35 W while dd runs).
     meter = project_root / "meter.csv"
@@ -186,7 +188,7 @@ def test_no_power_source_gives_no_watts_and_a_meter_gives_the_window_mean(projec
         start, end = json.loads((raw / entry["dir"] / "point.json").read_text())["window"]
         rows += [(start - 1, 20.0), (start, 35.0), ((start + end) / 2, 35.0), (end, 35.0), (end + 1, 20.0)]
     pd.DataFrame(sorted(rows), columns=["time", "watts"]).to_csv(meter, index=False)
-    table = campaign.samples("demo", "local")
+    table = dataset.campaign_samples("demo", "local")
     watts = table[table["metric"] == "watts"]
     assert len(watts) == 2 and watts["value"].tolist() == pytest.approx([35.0, 35.0])
     assert set(watts["config"]) == {"a", "b"}
@@ -200,7 +202,7 @@ def test_a_campaign_runs_over_ssh(project_root, sshd):
     finally:
         host.close()
     assert summary.ran == 4
-    table = campaign.samples("demo", "local")
+    table = dataset.campaign_samples("demo", "local")
     assert len(table) == 4 and set(table["host"]) == {host.name}
     raw = project_root / "data/raw/demo/local"
     assert json.loads((raw / "inventory.json").read_text())["host"] == host.name
@@ -241,7 +243,7 @@ def test_a_polled_power_source_is_recorded_during_each_point(project_root, monke
     raw = project_root / "data/raw/demo/local"
     for entry in (e for e in events(project_root) if e["event"] == "done"):
         assert len((raw / entry["dir"] / "power.csv").read_text().splitlines()) >= 3   # header + 2 polls
-    table = campaign.samples("demo", "local")
+    table = dataset.campaign_samples("demo", "local")
     watts = table[table["metric"] == "watts"]
     assert watts["value"].tolist() == pytest.approx([expected, expected])
     assert watts["source"].str.contains("Redfish").all()

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
+from briefkit.raw.manifest import Manifest
 
 FLASH_TESTS = ["T1", "T2", "T3", "T4", "T5"]
 
@@ -57,7 +59,7 @@ def run_resumed(sshd, after: str):
         interrupt = Interrupt(after)
         with pytest.raises(KeyboardInterrupt):
             campaign.run("demo", "local", host=host, progress=interrupt)
-        first = campaign.samples("demo", "local")
+        first = dataset.campaign_samples("demo", "local")
         summary = campaign.run("demo", "local", host=host, progress=lambda _: None)
     finally:
         host.close()
@@ -83,14 +85,14 @@ def test_sweep_campaign_over_ssh_resumed_reloads_the_database(project_root, sshd
     for attempt in (1, 2):
         load = raw / f"disk/prepare/attempt-{attempt}/load.stdout"
         assert re.search(r"^fillrandom\s+:.* 5000 operations;", load.read_text(), re.M), load
-    table = campaign.samples("demo", "local")
+    table = dataset.campaign_samples("demo", "local")
     ops = table[table.metric == "ops"]
     assert sorted(zip(ops.workload, ops.load)) == [("readrandom", 1), ("readrandom", 2),
                                                    ("readwhilewriting", 1), ("readwhilewriting", 2)]
     assert set(table.host) == {host_name} and set(table.tool_version) == {"7.8.3"}
     assert table.source.str.startswith("raw/demo/local/disk/benchmark=").all()
     for _, row in ops.iterrows():
-        entry = [e for e in campaign.Manifest(raw / "manifest.jsonl").events()
+        entry = [e for e in Manifest(raw / "manifest.jsonl").events()
                  if e["event"] == "done" and e["point"] == f"disk/benchmark={row.workload}_threads={row.load}/rep1"]
         folder = raw / entry[0]["dir"]
         assert row.value == summary_ops(folder / "dbbench.stdout", row.workload)
@@ -118,7 +120,7 @@ def test_flash_suite_local_and_over_sshfs_resumed_at_t4(project_root, sshd):
     assert sorted(first["workload"].unique()) == ["T1", "T2", "T3"]
     assert (summary.total, summary.ran, summary.done) == (10, 7, 10)
     raw = project_root / "data/raw/demo/local"
-    done = {e["point"]: e for e in campaign.Manifest(raw / "manifest.jsonl").events() if e["event"] == "done"}
+    done = {e["point"]: e for e in Manifest(raw / "manifest.jsonl").events() if e["event"] == "done"}
     replayed = {p: json.loads((raw / e["dir"] / "point.json").read_text())["notes"]["replayed"]
                 for p, e in done.items()}
     # the resumed campaign started at T4 of "local": it loaded (T2) and overwrote (T3) the DB first
@@ -126,7 +128,7 @@ def test_flash_suite_local_and_over_sshfs_resumed_at_t4(project_root, sshd):
     assert all(not replayed[p] for p in done if p != "local/test=T4/rep1")
     t4 = raw / done["local/test=T4/rep1"]["dir"]
     assert (t4 / "setup-T2-fillseq.stdout").exists() and (t4 / "setup-T3-overwrite.stdout").exists()
-    table = campaign.samples("demo", "local")
+    table = dataset.campaign_samples("demo", "local")
     ops = table[table.metric == "ops"]
     assert sorted(zip(ops.config, ops.workload)) == sorted((c, t) for c in ("local", "net") for t in FLASH_TESTS)
     assert ops.loc[(ops.config == "local") & (ops.workload == "T4"), "value"].item() == \

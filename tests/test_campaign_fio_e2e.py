@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
+from briefkit.raw.manifest import Manifest
 from briefkit.tools.fio import parse as fio_output
 
 BRIEF = "fio-test"
@@ -54,7 +56,7 @@ def disk(root: Path) -> dict:
 
 
 def events(root: Path) -> list[dict]:
-    return campaign.Manifest(root / "data/raw" / BRIEF / "local" / "manifest.jsonl").events()
+    return Manifest(root / "data/raw" / BRIEF / "local" / "manifest.jsonl").events()
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -129,7 +131,7 @@ def test_two_configurations_over_ssh_end_to_end(root, sshd):
     log = events(root)
     points = [f"{c}/rw=70-30_bs=64KiB_numjobs={n}_iodepth=4/rep1" for c in ("xfs-loop", "disk") for n in (1, 2)]
     assert [(e["event"], e["point"]) for e in log] == [(k, p) for p in points for k in ("started", "done")]
-    table = campaign.samples(BRIEF, "local")
+    table = dataset.campaign_samples(BRIEF, "local")
     assert set(table["workload"]) == {"70/30 64 KiB"} and set(table["load_kind"]) == {"numjobs"}
     assert sorted(set(zip(table["config"], table["load"]))) == [("disk", 1), ("disk", 2),
                                                                 ("xfs-loop", 1), ("xfs-loop", 2)]
@@ -204,7 +206,7 @@ def test_a_killed_harness_resumes_without_rerunning_finished_points(root, sshd):
     assert (raw / second / "attempt-1").is_dir()       # the interrupted attempt's folder is kept
     assert not (raw / second / "attempt-1" / "point.json").exists()
     assert (raw / second / "attempt-2" / "fio.json").exists()
-    table = campaign.samples(BRIEF, "local")
+    table = dataset.campaign_samples(BRIEF, "local")
     assert sorted(table.loc[table.metric == "total_bw", "load"]) == [1, 2]
     assert table.loc[table.load == 2, "source"].str.contains("attempt-2").all()
 
@@ -240,7 +242,7 @@ def test_a_dropped_connection_mid_point_is_reconnected_and_collected(root, sshd)
     folder = root / "data/raw" / BRIEF / "local" / log[-1]["dir"]
     doc = json.loads((folder / "fio.json").read_text())
     assert doc["jobs"][0]["job_runtime"] >= 2900      # fio ran its full 3 s through the drop
-    assert "total_bw" in set(campaign.samples(BRIEF, "local")["metric"])
+    assert "total_bw" in set(dataset.campaign_samples(BRIEF, "local")["metric"])
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

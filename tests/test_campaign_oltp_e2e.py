@@ -19,7 +19,9 @@ import papermill
 import pytest
 import yaml
 
+from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
+from briefkit.raw.manifest import Manifest
 from briefkit import cli, tools as workloads
 from briefkit.core import ramp
 from briefkit.tools.pgbench.workload import OltpWorkload
@@ -110,7 +112,7 @@ def test_a_ramp_over_ssh_on_two_configurations(project, sshd, capsys):
     # the meter's log of the run (the test plays the meter: a level per configuration while it runs)
     level = {"disk": 30.0, "ram": 20.0}
     rows = []
-    for entry in (e for e in campaign.Manifest(raw(project) / "manifest.jsonl").events() if e["event"] == "done"):
+    for entry in (e for e in Manifest(raw(project) / "manifest.jsonl").events() if e["event"] == "done"):
         start, end = json.loads((raw(project) / entry["dir"] / "point.json").read_text())["window"]
         watts = level[entry["point"].split("/")[0]]
         # idle readings just outside the window; points follow each other closely, so "just" is 10 ms
@@ -122,7 +124,7 @@ def test_a_ramp_over_ssh_on_two_configurations(project, sshd, capsys):
     assert records["ram"]["datadir"].startswith(f"{project.host_dir}/work/storage/ram/")
     assert records["disk"]["port"] == records["ram"]["port"]   # one port, one server at a time
 
-    table = campaign.samples(BRIEF, "local")
+    table = dataset.campaign_samples(BRIEF, "local")
     assert set(table["host"]) == {host.name} and set(table["campaign"]) == {"local"}
     nopm = table[(table["metric"] == "nopm")].pivot(index="load", columns="config", values="value")
     assert list(nopm.index) == [1.0, 2.0, 3.0] and (nopm > 0).all().all()
@@ -162,12 +164,12 @@ def test_the_log_latency_stop_skips_the_rest_of_the_ramp(project, local_host):
     declare(project, wal_limit_ms=1e-6)
     summary = campaign.run(BRIEF, "local", host=local_host, progress=lambda _: None)
     assert summary.ran == 1 and summary.skipped == 2
-    events = campaign.Manifest(raw(project) / "manifest.jsonl").events()
+    events = Manifest(raw(project) / "manifest.jsonl").events()
     skipped = [e for e in events if e["event"] == "skipped"]
     assert [e["point"] for e in skipped] == ["disk/clients=2/rep1", "disk/clients=3/rep1"]
     assert skipped[0]["reason"].startswith("at 1 clients the WAL write latency was")
     assert not running(local_host, prepare_record(project, "disk"))
-    table = campaign.samples(BRIEF, "local")
+    table = dataset.campaign_samples(BRIEF, "local")
     found = ramp.ramps(table, ramp.StopRule.from_settings(campaign.load(BRIEF, "local").settings))
     assert found["disk"].chosen is None and found["disk"].stopped_at == 0
     # the brief says so instead of comparing anything with a step that does not qualify
@@ -208,7 +210,7 @@ def test_an_interrupted_ramp_resumes_on_the_loaded_database(project, sshd, monke
             campaign.run(BRIEF, "local", host=host, progress=lambda _: None)
         first = prepare_record(project, "disk")
         assert not running(host, first)                       # stopped on the way out of the interrupt
-        events = campaign.Manifest(raw(project) / "manifest.jsonl").status()
+        events = Manifest(raw(project) / "manifest.jsonl").status()
         assert events["disk/clients=1/rep1"]["event"] == "done"
         assert events["disk/clients=2/rep1"]["event"] == "failed"
         marker = json.loads(host.read_text(first["marker"]))
@@ -231,5 +233,5 @@ def test_an_interrupted_ramp_resumes_on_the_loaded_database(project, sshd, monke
     step2 = json.loads((raw(project) / "disk/clients=2/rep1/attempt-2/wal_before.json").read_text())
     assert step2["district_next_o_id_sum"] >= step1["district_next_o_id_sum"] > 0
     assert (raw(project) / "disk/clients=2/rep1/attempt-1").is_dir()   # the interrupted attempt is kept
-    table = campaign.samples(BRIEF, "local")
+    table = dataset.campaign_samples(BRIEF, "local")
     assert sorted(table.loc[table["metric"] == "nopm", "load"]) == [1.0, 2.0, 3.0]

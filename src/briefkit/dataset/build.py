@@ -201,3 +201,9 @@ def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES)
 def _locate(source: str, base: Path) -> Path:
     path = Path(source)
     return path if path.is_absolute() else base / path
+
+
+def campaign_samples(slug: str, name: str, base: Path | None = None) -> pd.DataFrame:
+    """Tidy samples of every finished point of data/raw/<slug>/<name> (read through its record)."""
+    base = Path(base or project.root())
+    return raw_campaign.read(base / "data" / "raw" / slug / name, slug).samples()

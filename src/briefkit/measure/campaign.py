@@ -11,9 +11,10 @@
       matrix: {axis: [values]}              the workload's axes; the plan is configs x matrix x reps
       settings: {key: value}                the workload's fixed settings
 
-The raw folder data/raw/<brief>/<campaign>/ holds everything, and nothing in it is overwritten:
+The raw folder data/raw/<brief>/<campaign>/ holds everything, and nothing in it is overwritten (its
+format, and reading it back, is briefkit.raw; briefkit.dataset reads finished campaigns):
 
-    campaign.json          the resolved declaration (a resume with another one is refused)
+    campaign.json          the resolved declaration, versioned (a resume with another one is refused)
     manifest.jsonl         one line per event: started, done, failed, skipped (append only)
     inventory.json         the host, and the storage of each configuration ("how we tested")
     <config>/prepare/attempt-<n>/      what Workload.prepare wrote (e.g. the database load)
@@ -25,8 +26,6 @@ first so that it cannot disturb the new measurement).
 """
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -38,18 +37,18 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from briefkit.config import project
-from briefkit.core import samples as tidy
 from briefkit import tools as workloads
-from briefkit.target.hosts import Host, LocalHost, SshHost
+from briefkit.config import project
 from briefkit.core.errors import CampaignError
+from briefkit.raw import records
+from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, STARTED, Manifest
+from briefkit.raw.manifest import now as _now
+from briefkit.raw.points import point_samples
+from briefkit.target.hosts import Host, LocalHost, SshHost
 from briefkit.tools.base import Point, PointRun, Workload
 
 KEYS = {"workload", "host", "workdir", "repetitions", "power", "configs", "labels", "matrix", "settings"}
 DEFAULT_WORKDIR = "/var/tmp/briefkit"
-DONE, FAILED, SKIPPED, STARTED = "done", "failed", "skipped", "started"
-#: a point with one of these is never run again
-FINAL = {DONE, SKIPPED}
 
 Progress = Callable[[str], None]
 
@@ -163,72 +162,8 @@ def connect(spec: Any, where: str = "host") -> Host:
                    known_hosts=options.get("known_hosts"))
 
 
-# --- the manifest -------------------------------------------------------------------------------
-
-class Manifest:
-    """manifest.jsonl: append-only events, flushed and fsynced one by one."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def events(self) -> list[dict]:
-        if not self.path.exists():
-            return []
-        out = []
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                # a harness killed mid-write leaves at most a partial last line
-                if number == len(lines):
-                    continue
-                raise CampaignError(f"{self.path}:{number}: not a JSON line ({exc.msg})") from None
-        return out
-
-    def status(self) -> dict[str, dict]:
-        """The last event of each point; a done or skipped point stays so."""
-        last: dict[str, dict] = {}
-        for event in self.events():
-            point = event.get("point")
-            if point is None:
-                continue
-            if last.get(point, {}).get("event") in FINAL:
-                continue
-            last[point] = event
-        return last
-
-    def append(self, event: str, **fields) -> dict:
-        record = {"event": event, "at": _now(), **fields}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(record, sort_keys=True) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        return record
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _write_json_once(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("x", encoding="utf-8") as out:
-        json.dump(data, out, indent=2, sort_keys=True, default=str)
-        out.write("\n")
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 # --- running ------------------------------------------------------------------------------------
@@ -244,13 +179,14 @@ class Summary:
 
 def _check_declaration(camp: Campaign, host: Host) -> None:
     path = camp.raw_dir / "campaign.json"
-    current = json.loads(json.dumps(camp.declaration(), default=str))
+    current = records.normalized(camp.declaration())
     if not path.exists():
-        _write_json_once(path, {"brief": camp.brief, "campaign": camp.name, "created_at": _now(),
-                                "host": host.name, "labels": camp.labels, "declaration": current,
-                                "points": len(camp.plan())})
+        records.write_campaign(camp.raw_dir, records.campaign_record(
+            camp.brief, camp.name, declaration=current, labels=camp.labels, host=host.name,
+            points=len(camp.plan()), declared_host=camp.host, configs_order=list(camp.configs),
+            workdir=camp.workdir, power=camp.power, created_at=_now()))
         return
-    stored = json.loads(path.read_text(encoding="utf-8")).get("declaration")
+    stored = records.read_campaign(camp.raw_dir).get("declaration")
     if stored != current:
         changed = sorted(k for k in set(stored or {}) | set(current) if (stored or {}).get(k) != current.get(k))
         raise CampaignError(
@@ -375,7 +311,7 @@ def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], pl
         finally:
             _fetch(host, prep_remote, prep_local / f"attempt-{attempt}")
         status = manifest.status()
-        done = [(p, point_samples(camp, p, status[p.id], with_power=False)) for p in plan
+        done = [(p, _point_samples(camp, p, status[p.id])) for p in plan
                 if p.config == config and status.get(p.id, {}).get("event") == DONE]
         for index, point in enumerate(points):
             reason = workload.stop_reason(config, done, settings)
@@ -402,8 +338,7 @@ def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], pl
 def _record_inventory(camp: Campaign, host: Host, config: str, prepared) -> None:
     from briefkit.target import inventory
 
-    path = camp.raw_dir / "inventory.json"
-    found = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    found = records.read_inventory(camp.raw_dir)
     if found is None or found.get("host") != host.name:
         tools = [camp.workload.tool] if camp.workload.tool else []
         found = inventory.collect(host, [prepared.path], tools=tools)
@@ -412,7 +347,7 @@ def _record_inventory(camp: Campaign, host: Host, config: str, prepared) -> None
         found["paths"].update(inventory.collect(host, [prepared.path], tools=[])["paths"])
     found.setdefault("configs", {})[config] = {"label": camp.labels[config], "path": prepared.path,
                                                "device": prepared.device, "storage": prepared.description}
-    _write_json_atomic(path, found)
+    records.write_atomic(camp.raw_dir / records.INVENTORY, found)
 
 
 def _run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifest: Manifest, source,
@@ -459,7 +394,7 @@ def _run_point(camp: Campaign, host: Host, point: Point, prepared, state, manife
     entry = manifest.append(DONE, point=point.id, attempt=attempt, dir=str(local_dir.relative_to(camp.raw_dir)),
                             started_at=_iso(t0), ended_at=_iso(t1))
     # for the stop rule; an external meter's log is imported after the campaign, so no watts yet
-    frame = point_samples(camp, point, entry, with_power=False)
+    frame = _point_samples(camp, point, entry)
     frame.attrs["seconds"] = t1 - t0
     return frame
 
@@ -471,82 +406,11 @@ def _save_point(record: dict, run: PointRun, t0: float, t1: float, camp: Campaig
     window_end = run.jobs[-1].ended_at if run.jobs else t1
     record.update(started_at=_iso(t0), ended_at=_iso(t1), window=[window_start, window_end],
                   jobs=[asdict(j) for j in run.jobs], notes=run.notes, power=camp.power, error=error)
-    _write_json_once(local_dir / "point.json", record)
+    records.write_point(local_dir, record)
 
 
-# --- reading back -------------------------------------------------------------------------------
-
-def point_samples(camp: Campaign, point: Point, entry: Mapping, with_power: bool = True) -> pd.DataFrame:
-    """Tidy samples of a done point (``entry``: its manifest line), provenance and power included."""
-    folder = camp.raw_dir / entry["dir"]
-    record = json.loads((folder / "point.json").read_text(encoding="utf-8"))
-    table = camp.workload.samples(folder, point, camp.settings)
-    power_rows = _power_rows(folder, record) if with_power else []
-    if power_rows:
-        table = tidy.concat([table, tidy.frame(power_rows, workload=table["workload"].iloc[0] if len(table) else None,
-                                               load_kind=camp.workload.load_axis,
-                                               load=point.values.get(camp.workload.load_axis),
-                                               tool="power")])
-    table = table.copy()
-    table["brief"], table["config"], table["rep"], table["campaign"] = camp.brief, point.config, point.rep, camp.name
-    table["host"] = record["host"]
-    table["started_at"], table["ended_at"] = record["started_at"], record["ended_at"]
-    table["source"] = table["source"].fillna(str(folder.relative_to(camp.raw_dir.parents[2])))
-    return table
-
-
-def _power_rows(folder: Path, record: dict) -> list[dict]:
-    """The point's watts and energy over its measured window; none when there is no power source."""
-    from briefkit.target import power
-
-    kind = (record.get("power") or {}).get("kind", "none")
-    if kind == "none":
-        return []
-    start, end = record["window"]
-    if (folder / "power.csv").exists():
-        readings = power.read_power_log(folder / "power.csv")
-    else:   # an external meter's log, imported after the run
-        readings = power.from_config(record["power"], None).load()
-    window = power.window_power(readings, start, end)
-    return window.rows() if window.measured else []
-
-
-def samples(slug: str, name: str, base: Path | None = None) -> pd.DataFrame:
-    """Tidy samples of every finished point of a campaign (an empty table before the first)."""
-    camp = load(slug, name, base)
-    status = Manifest(camp.raw_dir / "manifest.jsonl").status()
-    tables = [point_samples(camp, p, status[p.id]) for p in camp.plan() if status.get(p.id, {}).get("event") == DONE]
-    return tidy.concat(tables)
-
-
-def brief_samples(slug: str, base: Path | None = None) -> pd.DataFrame:
-    """What ``briefkit samples`` writes: the published brief's samples and every campaign's."""
-    from briefkit.dataset import published
-
-    base = base or project.root()
-    brief = project.brief(slug, base)
-    tables = [published.load(base / brief.published).samples()] if brief.published else []
-    tables += [samples(slug, name, base) for name in declared(slug, base)]
-    return tidy.concat(tables)
-
-
-def status(slug: str, base: Path | None = None) -> pd.DataFrame:
-    """Points done, skipped, failed and left, per campaign and configuration (the notebooks show it)."""
-    rows = []
-    for name in declared(slug, base):
-        camp = load(slug, name, base)
-        events = Manifest(camp.raw_dir / "manifest.jsonl").status()
-        for config in camp.configs:
-            points = [p for p in camp.plan() if p.config == config]
-            counts = {state: sum(events.get(p.id, {}).get("event") == state for p in points)
-                      for state in (DONE, SKIPPED, FAILED)}
-            rows.append({"campaign": name, "config": config, "label": camp.labels[config], "points": len(points),
-                         **counts, "left": len(points) - counts[DONE] - counts[SKIPPED]})
-    return pd.DataFrame(rows, columns=["campaign", "config", "label", "points", DONE, SKIPPED, FAILED, "left"])
-
-
-def inventory(slug: str, name: str, base: Path | None = None) -> dict | None:
-    """The campaign's inventory.json (None before it ran)."""
-    camp = load(slug, name, base)
-    path = camp.raw_dir / "inventory.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+def _point_samples(camp: Campaign, point: Point, entry: Mapping) -> pd.DataFrame:
+    """Samples of a point just finished, for the stop rule (no watts: an external meter's log is
+    imported after the campaign)."""
+    return point_samples(camp.raw_dir, camp.brief, camp.name, camp.workload, camp.settings, point, entry,
+                         with_power=False)
