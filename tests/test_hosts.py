@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import subprocess
 import threading
 from pathlib import Path
@@ -99,7 +100,7 @@ def test_failing_command_exit_code_and_error(host):
         host.run(argv)
     assert err.value.returncode == 3 and err.value.argv == argv
     message = str(err.value)
-    assert "exited with code 3" in message and "last problem" in message and repr(argv) in message
+    assert "exited with code 3" in message and "last problem" in message and shlex.join(argv) in message
 
 
 def test_missing_program_is_127(host):
@@ -117,7 +118,7 @@ def test_timeout_kills_the_command_tree(host):
 # -- host keys and connection errors ---------------------------------------------------------
 
 def test_unknown_host_key_shows_fingerprint_and_the_command_to_accept_it(sshd, tmp_path):
-    known_hosts = tmp_path / "known_hosts"  # does not exist yet
+    known_hosts = tmp_path / "dot-ssh" / "known_hosts"  # neither it nor its folder exists yet (a fresh ~/.ssh)
     host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[sshd.client_key],
                    known_hosts=known_hosts)
     with pytest.raises(HostKeyError) as err:
@@ -126,8 +127,8 @@ def test_unknown_host_key_shows_fingerprint_and_the_command_to_accept_it(sshd, t
     assert not err.value.changed
     assert err.value.fingerprint == sshd.host_key_fingerprint  # computed by ssh-keygen -lf from the key file
     assert sshd.host_key_fingerprint in message and str(known_hosts) in message
-    accept = next(line.strip() for line in message.splitlines() if line.strip().startswith("ssh-keyscan"))
-    assert accept.startswith(f"ssh-keyscan -p {sshd.port} ")
+    accept = next(line.strip() for line in message.splitlines() if line.strip().startswith("mkdir -p"))
+    assert f"&& ssh-keyscan -p {sshd.port} " in accept and accept.endswith(f">> {known_hosts}")
     # the printed command, run as printed, makes the next connection succeed
     subprocess.run(["bash", "-c", accept], check=True, capture_output=True)
     assert host.run(["echo", "trusted"]).stdout == "trusted\n"

@@ -7,6 +7,8 @@ job protocol is written once, on top of ``run``, so both transports behave the s
 from __future__ import annotations
 
 import re
+import shlex
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,19 +47,22 @@ class HostKeyError(HostConnectionError):
 
 
 class CommandError(HostError):
-    """A command exited non-zero under ``check=True``. The message has argv, exit code and stderr tail."""
+    """A command exited non-zero under ``check=True``. The message has argv (an embedded ``sh -c``
+    script shortened to its name), exit code, stderr tail and, when root is what is missing, what to do."""
 
     def __init__(self, host: str, argv: Sequence[str], returncode: int, stdout: str = "", stderr: str = "",
-                 what: str | None = None):
+                 what: str | None = None, hint: str | None = None):
         self.host = host
         self.argv = list(argv)
         self.returncode = returncode
         self.stdout = stdout
         self.stderr = stderr
+        self.hint = hint
         what = what or f"exited with code {returncode}"
-        message = f"on {host}: command {self.argv!r} {what}"
+        message = f"on {host}: command {display_argv(self.argv)} {what}"
         tail = stderr_tail(stderr)
-        super().__init__(f"{message}; stderr (last lines):\n{tail}" if tail else f"{message}; stderr was empty")
+        message = f"{message}; stderr (last lines):\n{tail}" if tail else f"{message}; stderr was empty"
+        super().__init__(f"{message}\n{hint}" if hint else message)
 
 
 class CommandTimeout(CommandError):
@@ -70,6 +75,45 @@ class CommandTimeout(CommandError):
 
 class JobError(HostError):
     """A detached job could not be started, found, or followed."""
+
+
+class RootRequired(HostError):
+    """What was asked needs root on the target, and neither the login nor ``sudo`` provides it."""
+
+
+def display_argv(argv: Sequence[str]) -> str:
+    """argv as shown in messages: the script of ``sh -c SCRIPT NAME ...`` (a multi-line or long helper
+    with its $0 name) replaced by ``<NAME script>``, so that an error quotes one line, not the source."""
+    words = list(argv)
+    for i in range(len(words) - 3):
+        script = words[i + 2]
+        if words[i] == "sh" and words[i + 1] == "-c" and ("\n" in script or len(script) > 80):
+            return " ".join([shlex.join(words[:i + 2]), f"<{words[i + 3]} script>", shlex.join(words[i + 4:])]).strip()
+    return shlex.join(words)
+
+
+#: sshd's notice when the login user has no home directory: noise in every command's stderr
+_NO_HOME = re.compile(r"^Could not chdir to home directory [^\n]*(?:\n|$)", re.M)
+
+
+def clean_stderr(text: str) -> str:
+    """stderr without the notices of the login itself (a missing home directory)."""
+    return _NO_HOME.sub("", text) if "Could not chdir" in text else text
+
+
+#: stderr of a command that lacked root (losetup, mount, mkfs, writing a root-owned path, ...)
+_NEEDS_ROOT = re.compile(r"permission denied|operation not permitted|must be (?:super-?user|root)|only root|"
+                         r"are you root|requires? root|not super-?user|insufficient privileges", re.I)
+#: stderr of ``sudo -n`` that cannot run the command
+_SUDO_REFUSED = re.compile(r"sudo: (?:a password is required|a terminal is required|.*not in the sudoers|"
+                           r".*(?:is|are) not allowed to run|.*may not run sudo)", re.I)
+_SUDO_MISSING = re.compile(r"sudo: (?:command )?not found|sudo: No such file", re.I)
+
+
+def sudo_line(user: str) -> str:
+    """The sudoers.d entry that gives ``user`` passwordless sudo, as a command to run as root."""
+    return (f"echo '{user} ALL=(root) NOPASSWD: ALL' > /etc/sudoers.d/briefkit && "
+            f"chmod 440 /etc/sudoers.d/briefkit")
 
 
 def stderr_tail(text: str) -> str:
@@ -89,6 +133,25 @@ class Result:
     @property
     def ok(self) -> bool:
         return self.returncode == 0
+
+
+#: how every command of a host with ``sudo`` starts: never a password prompt, argv taken verbatim
+SUDO = ("sudo", "-n", "--")
+# $1 = the directory, then the command: the change of directory happens as root too
+_CD = 'cd -- "$1" || exit 125; shift; exec "$@"'
+
+
+def as_root(argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None) -> list[str]:
+    """``argv`` run as root by ``sudo -n``: the environment (which sudo resets) is given by env(1) after
+    sudo, and the working directory is entered by a constant sh script, as root."""
+    words = list(argv)
+    if env:
+        if "=" in words[0]:
+            raise ValueError(f"program name {words[0]!r} contains '=', which env(1) would take for a variable")
+        words = ["env", *(f"{k}={v}" for k, v in env.items()), *words]
+    if cwd is not None:
+        words = ["sh", "-c", _CD, "briefkit-cd", str(cwd), *words]
+    return [*SUDO, *words]
 
 
 def check_argv(argv: Sequence[str]) -> list[str]:
@@ -126,6 +189,107 @@ class Host(ABC):
     name: str
     #: seconds between checks for a detached job's exit code (how late its end may be noticed)
     poll_interval: float = 0.05
+    #: run every command as root through ``sudo -n --`` (a non-root login with passwordless sudo)
+    sudo: bool = False
+    #: the login user commands run as (before sudo)
+    user: str = "?"
+    #: how to name this host in the advice ("ssh://user@host:port", "local")
+    spec: str = "local"
+
+    # -- root ---------------------------------------------------------------------------------
+    def root_advice(self, what: str = "this") -> str:
+        """What to do when ``what`` needs root on this host and the login is not root."""
+        if self.sudo:
+            return (f"{what} needs root on {self.name}, and `sudo -n` did not provide it: allow {self.user} "
+                    f"passwordless sudo on the target (as root: {sudo_line(self.user)}), or log in as root")
+        return (f"{what} needs root on {self.name}, where commands run as {self.user}: log in as root "
+                f"({self.root_spec()}), or set `sudo: true` in the host declaration (briefkit measure --sudo) "
+                f"with passwordless sudo for {self.user} on the target (as root: {sudo_line(self.user)})")
+
+    def root_spec(self) -> str:
+        return "run briefkit as root" if self.spec == "local" else "host: ssh://root@..."
+
+    def diagnose(self, stderr: str) -> str | None:
+        """The next step for a failed command, when its stderr says that root was missing."""
+        if self.sudo and _SUDO_MISSING.search(stderr):
+            return f"sudo is not installed on {self.name} (apt-get install sudo as root there), or log in as root"
+        if self.sudo and _SUDO_REFUSED.search(stderr):
+            return self.root_advice("`sudo: true`")
+        if self.user != "root" and not self.sudo and _NEEDS_ROOT.search(stderr):
+            return "If root is what is missing: " + self.root_advice("the command")
+        return None
+
+    def command_error(self, argv: Sequence[str], result: Result) -> CommandError:
+        return CommandError(self.name, argv, result.returncode, result.stdout, result.stderr,
+                            hint=self.diagnose(result.stderr))
+
+    def check_sudo(self) -> None:
+        """With ``sudo``, fail at once (and clearly) if ``sudo -n`` cannot run a command as root."""
+        if not self.sudo or getattr(self, "_sudo_ok", False):
+            return
+        res = self._raw_run([*SUDO, "id", "-u"], timeout=30)
+        if res.returncode != 0 or res.stdout.strip() != "0":
+            stderr = clean_stderr(res.stderr).strip()
+            hint = (self.diagnose(stderr) if stderr else None) or self.root_advice("`sudo: true`")
+            raise RootRequired(f"on {self.name}: `sudo -n id -u` failed ({stderr or f'exit {res.returncode}'}). "
+                               f"{hint}")
+        self._sudo_ok = True
+
+    def _raw_run(self, argv: list[str], timeout: float | None = None) -> Result:
+        """Run ``argv`` as the login user, without sudo (for the sudo check itself)."""
+        raise NotImplementedError
+
+    # -- file operations as root (sudo), when the login user may not -----------------------------
+    def _scratch(self) -> str:
+        """A path the login user may write to, for handing files over to root."""
+        return f"/tmp/.briefkit-{uuid.uuid4().hex}"
+
+    def _root_read_text(self, path: str) -> str:
+        res = self.run(["cat", "--", path], check=False)
+        if res.returncode != 0:
+            if "No such file" in res.stderr:
+                raise FileNotFoundError(f"{self.name}:{path} does not exist (read as root)")
+            raise PermissionError(f"{self.name}:{path}: cannot read it even as root: {res.stderr.strip()}")
+        return res.stdout
+
+    def _root_write_text(self, path: str, text: str, plain_write) -> None:
+        scratch = self._scratch()
+        plain_write(scratch, text)
+        self.run(["sh", "-c", 'cat -- "$1" > "$2"; rc=$?; rm -f -- "$1"; exit $rc', "briefkit-write",
+                  scratch, path])
+
+    def _root_exists(self, path: str) -> bool:
+        return self.run(["sh", "-c", '[ -e "$1" ] || [ -L "$1" ]', "briefkit-exists", path], check=False).ok
+
+    def _root_mkdir(self, path: str) -> None:
+        self.run(["mkdir", "-p", "--", path])
+
+    def _root_listdir(self, path: str) -> list[str]:
+        res = self.run(["find", path, "-mindepth", "1", "-maxdepth", "1", "-printf", "%f\\0"], check=False)
+        if res.returncode != 0:
+            if "No such file" in res.stderr:
+                raise FileNotFoundError(f"{self.name}:{path} does not exist (listdir as root)")
+            raise PermissionError(f"{self.name}:{path}: cannot list it even as root: {res.stderr.strip()}")
+        return sorted(name for name in res.stdout.split("\0") if name)
+
+    def _root_fetch(self, remote_path: str, local_path, plain_fetch):
+        scratch = self._scratch()
+        res = self.run(["sh", "-c", 'cp -a -- "$1" "$2" && chown -R "$3" "$2"', "briefkit-fetch", remote_path,
+                        scratch, self.user], check=False)
+        try:
+            if res.returncode != 0:
+                if "No such file" in res.stderr:
+                    raise FileNotFoundError(f"{self.name}:{remote_path} does not exist (fetch as root)")
+                raise self.command_error(["cp", "-a", remote_path, scratch], res)
+            return plain_fetch(scratch, local_path)
+        finally:
+            self.run(["rm", "-rf", "--", scratch], check=False)
+
+    def _root_put(self, local_path, remote_path: str, plain_put) -> None:
+        scratch = self._scratch()
+        plain_put(local_path, scratch)
+        self.run(["sh", "-c", 'mkdir -p -- "$(dirname -- "$2")" && cp -a -T -- "$1" "$2"; rc=$?; rm -rf -- "$1"; '
+                  'exit $rc', "briefkit-put", scratch, remote_path])
 
     @abstractmethod
     def run(self, argv: Sequence[str], timeout: float | None = None, check: bool = True,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import errno
+import getpass
 import os
 import shutil
 import signal
@@ -9,7 +10,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from briefkit.target.hosts.base import CommandError, CommandTimeout, Host, Result, check_argv, check_env
+from briefkit.target.hosts.base import CommandTimeout, Host, Result, as_root, check_argv, check_env
 
 #: seconds between TERM and KILL when a command overruns its timeout (as `timeout -k` does remotely)
 KILL_AFTER = 5.0
@@ -17,18 +18,38 @@ KILL_AFTER = 5.0
 
 class LocalHost(Host):
     """Runs commands here. Each command gets its own session so that a timeout or Ctrl-C kills
-    the whole process tree it started, not just its first process."""
+    the whole process tree it started, not just its first process.
 
-    def __init__(self, name: str = "localhost", poll_interval: float = 0.005):
+    ``sudo=True`` runs every command as ``sudo -n -- argv`` (file operations the user may not do
+    fall back to commands run that way)."""
+
+    def __init__(self, name: str = "localhost", poll_interval: float = 0.005, sudo: bool = False):
         self.name = name
         self.poll_interval = poll_interval  # a stat() every 5 ms costs next to nothing
+        self.sudo = bool(sudo)
+        self.user = getpass.getuser()
+        self.spec = "local"
 
     def run(self, argv: Sequence[str], timeout: float | None = None, check: bool = True,
             cwd: str | None = None, env: Mapping[str, str] | None = None) -> Result:
         argv = check_argv(argv)
         extra = check_env(env)
+        if self.sudo:
+            self.check_sudo()
+            result = self._popen(as_root(argv, cwd, extra), argv, timeout, None, {})
+        else:
+            result = self._popen(argv, argv, timeout, cwd, extra)
+        if check and result.returncode != 0:
+            raise self.command_error(argv, result)
+        return result
+
+    def _raw_run(self, argv: list[str], timeout: float | None = None) -> Result:
+        return self._popen(argv, argv, timeout, None, {})
+
+    def _popen(self, command: list[str], argv: list[str], timeout: float | None, cwd: str | None,
+               extra: dict[str, str]) -> Result:
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     cwd=cwd, env={**os.environ, **extra} if extra else None,
                                     start_new_session=True, text=True, errors="replace")
         except OSError as exc:
@@ -48,30 +69,67 @@ class LocalHost(Host):
                 proc.wait()
                 raise
             result = Result(proc.returncode, out, err, argv)
-        if check and result.returncode != 0:
-            raise CommandError(self.name, argv, result.returncode, result.stdout, result.stderr)
         return result
 
+    # file operations: as this user; with sudo, as root when this user may not
     def fetch(self, remote_path: str, local_path: str | Path) -> Path:
-        return _copy(Path(remote_path), Path(local_path))
+        try:
+            return _copy(Path(remote_path), Path(local_path))
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return self._root_fetch(remote_path, local_path, lambda src, dst: _copy(Path(src), Path(dst)))
 
     def put(self, local_path: str | Path, remote_path: str) -> None:
-        _copy(Path(local_path), Path(remote_path))
+        try:
+            _copy(Path(local_path), Path(remote_path))
+        except PermissionError:
+            if not self.sudo:
+                raise
+            self._root_put(local_path, remote_path, lambda src, dst: _copy(Path(src), Path(dst)))
 
     def read_text(self, path: str) -> str:
-        return Path(path).read_text(errors="replace")
+        try:
+            return Path(path).read_text(errors="replace")
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return self._root_read_text(path)
 
     def write_text(self, path: str, text: str) -> None:
-        Path(path).write_text(text)
+        try:
+            Path(path).write_text(text)
+        except PermissionError:
+            if not self.sudo:
+                raise
+            self._root_write_text(path, text, lambda p, t: Path(p).write_text(t))
 
     def exists(self, path: str) -> bool:
-        return os.path.lexists(path)
+        try:
+            os.lstat(path)
+            return True
+        except PermissionError:  # a parent this user may not search
+            if not self.sudo:
+                return False
+            return self._root_exists(path)
+        except (OSError, ValueError):
+            return False
 
     def mkdir(self, path: str) -> None:
-        Path(path).mkdir(parents=True, exist_ok=True)
+        try:
+            Path(path).mkdir(parents=True, exist_ok=True)
+        except PermissionError:
+            if not self.sudo:
+                raise
+            self._root_mkdir(path)
 
     def listdir(self, path: str) -> list[str]:
-        return sorted(os.listdir(path))
+        try:
+            return sorted(os.listdir(path))
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return self._root_listdir(path)
 
 
 def _copy(src: Path, dst: Path) -> Path:

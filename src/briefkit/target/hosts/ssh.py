@@ -9,6 +9,10 @@ Security: key authentication only, and strict host-key checking against an expli
 file. An unknown or changed key raises HostKeyError with its SHA256 fingerprint and the command to
 accept it. Commands are argument lists joined with shlex.join, so the remote shell only ever sees
 quoted words.
+
+A non-root login with passwordless sudo: ``SshHost(..., sudo=True)`` runs every command (detached
+jobs and storage set-up included) as ``sudo -n -- argv``; file operations go over SFTP as the login
+user and fall back to commands run as root where that user may not read or write.
 """
 from __future__ import annotations
 
@@ -21,11 +25,11 @@ import time
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
 
 import asyncssh
 
 from briefkit.target.hosts.base import (
-    CommandError,
     CommandTimeout,
     ConnectionLost,
     Host,
@@ -33,7 +37,9 @@ from briefkit.target.hosts.base import (
     HostKeyError,
     Result,
     check_argv,
+    as_root,
     check_env,
+    clean_stderr,
 )
 
 T = TypeVar("T")
@@ -83,16 +89,52 @@ def known_hosts_pattern(hostname: str, port: int) -> str:
     return hostname if port == 22 else f"[{hostname}]:{port}"
 
 
+#: the key files OpenSSH (and asyncssh) try when none is given, in ~/.ssh
+DEFAULT_KEYS = ("id_ed25519_sk", "id_ecdsa_sk", "id_ed448", "id_ed25519", "id_ecdsa", "id_rsa", "id_dsa")
+
+URL_FORM = "ssh://[user@]host[:port], e.g. ssh://root@192.0.2.10:22"
+
+
+def parse_ssh_url(url: str, where: str = "host") -> tuple[str | None, str, int]:
+    """``ssh://[user@]host[:port]`` -> (user or None, host, port), with a message naming the value and
+    the expected form when it is not one (ValueError)."""
+    if not isinstance(url, str) or not url.startswith("ssh://"):
+        raise ValueError(f"{where}: {url!r} is not an SSH address (expected {URL_FORM}, or local)")
+    parts = urlsplit(url)
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError(f"{where}: {url!r} has a path or query, which an SSH address does not take "
+                         f"(expected {URL_FORM})")
+    if parts.password is not None:
+        raise ValueError(f"{where}: {url!r} contains a password; briefkit logs in by key only (expected {URL_FORM})")
+    if not parts.hostname:
+        raise ValueError(f"{where}: {url!r} names no host (expected {URL_FORM})")
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    port_text = netloc.rsplit("]", 1)[-1].rpartition(":")[2] if ":" in netloc.rsplit("]", 1)[-1] else ""
+    if ":" in netloc.rsplit("]", 1)[-1]:
+        if not port_text.isdigit():
+            raise ValueError(f"{where}: the port in {url!r} is {port_text!r}, not a number (expected {URL_FORM})")
+        if not 1 <= int(port_text) <= 65535:
+            raise ValueError(f"{where}: the port in {url!r} is {port_text}, outside 1-65535 (expected {URL_FORM})")
+    port = int(port_text) if port_text else 22
+    user = unquote(parts.username) if parts.username else None
+    return user, parts.hostname, port
+
+
 class SshHost(Host):
     """A target host reached over SSH with key authentication and strict host-key checking."""
 
     def __init__(self, hostname: str, port: int = 22, username: str | None = None,
                  client_keys: Sequence[str | Path] | None = None, known_hosts: str | Path | None = None,
                  connect_timeout: float = 15.0, keepalive_interval: float = 15.0, poll_interval: float = 0.05,
-                 name: str | None = None):
+                 name: str | None = None, sudo: bool = False):
         self.hostname = hostname
         self.port = int(port)
+        if not 1 <= self.port <= 65535:
+            raise ValueError(f"SSH port {port} of {hostname} is outside 1-65535")
         self.username = username or getpass.getuser()
+        self.user = self.username
+        self.spec = f"ssh://{self.username}@{hostname}:{self.port}"
+        self.sudo = bool(sudo)
         self.client_keys = [str(k) for k in client_keys] if client_keys is not None else None
         self.known_hosts = Path(known_hosts if known_hosts is not None else Path.home() / ".ssh" / "known_hosts")
         self.connect_timeout = connect_timeout
@@ -104,6 +146,13 @@ class SshHost(Host):
         self._sftp: asyncssh.SFTPClient | None = None
         self._connect_lock = asyncio.Lock()
         self._channels = asyncio.Semaphore(MAX_CHANNELS)
+
+    @classmethod
+    def from_url(cls, url: str, where: str = "host", **options) -> SshHost:
+        """An SshHost from ``ssh://[user@]host[:port]``; ``options`` as for the constructor
+        (client_keys, known_hosts, sudo, ...)."""
+        user, hostname, port = parse_ssh_url(url, where)
+        return cls(hostname, port, user, **options)
 
     # -- connection -------------------------------------------------------------------------
     def connect(self) -> SshHost:
@@ -151,15 +200,13 @@ class SshHost(Host):
             connect_timeout=self.connect_timeout, keepalive_interval=self.keepalive_interval, keepalive_count_max=3,
         )
         if self.client_keys is not None:
-            options.update(client_keys=self.client_keys, agent_path=None)
+            options.update(client_keys=self._loaded_keys(), agent_path=None)
         try:
             return await asyncssh.connect(self.hostname, self.port, **options)
         except asyncssh.HostKeyNotVerifiable:
             raise await self._host_key_error() from None
         except asyncssh.PermissionDenied:
-            keys = ", ".join(self.client_keys) if self.client_keys else "the default keys and agent"
-            raise HostConnectionError(f"cannot log in to {where} as {self.username}: the server refused "
-                                      f"key authentication with {keys}") from None
+            raise HostConnectionError(self._auth_message()) from None
         except ConnectionRefusedError:
             raise HostConnectionError(f"cannot connect to {where}: connection refused "
                                       f"(is sshd running and listening on that port?)") from None
@@ -172,7 +219,66 @@ class SshHost(Host):
 
     def _trusted_keys(self):
         # a missing known_hosts file trusts nothing (asyncssh would otherwise fail to read it)
-        return str(self.known_hosts) if self.known_hosts.exists() else ([], [], [])
+        if not self.known_hosts.exists():
+            return ([], [], [])
+        try:
+            return asyncssh.read_known_hosts(str(self.known_hosts))
+        except (ValueError, asyncssh.Error, UnicodeDecodeError) as exc:
+            raise HostKeyError(f"{self.known_hosts} is not a known_hosts file ({exc}): each line should be "
+                               f"'HOST KEYTYPE BASE64KEY' as ssh-keyscan prints it; remove or fix the file, then "
+                               f"{self._accept_line()}", fingerprint=None, changed=False) from None
+        except OSError as exc:
+            raise HostKeyError(f"cannot read {self.known_hosts}: {exc.strerror}", fingerprint=None,
+                               changed=False) from None
+
+    def _loaded_keys(self) -> list:
+        """The client keys, read here so that a wrong file is named (a public key given as identity,
+        a file that is no key, a passphrase-protected key)."""
+        keys = []
+        for path in self.client_keys or []:
+            try:
+                text = Path(path).read_bytes()
+            except OSError as exc:
+                raise HostConnectionError(f"cannot read the client key {path}: {exc.strerror}") from None
+            if text.lstrip().startswith((b"ssh-", b"ecdsa-", b"sk-")) or str(path).endswith(".pub"):
+                private = str(path).removesuffix(".pub")
+                raise HostConnectionError(f"{path} is a public key; the client key (identity) must be the private "
+                                          f"key file, e.g. {private}, whose public half is in the server's "
+                                          f"authorized_keys")
+            try:
+                keys.append(asyncssh.import_private_key(text))
+            except asyncssh.KeyImportError as exc:
+                if "passphrase" in str(exc).lower():
+                    raise HostConnectionError(f"the client key {path} is protected by a passphrase; give a key "
+                                              f"without one (ssh-keygen -t ed25519 -N '' -f FILE)") from None
+                raise HostConnectionError(f"{path} is not a private key that can be used ({exc})") from None
+        return keys
+
+    def _default_key_files(self) -> list[str]:
+        home = Path.home() / ".ssh"
+        return [str(home / name) for name in DEFAULT_KEYS if (home / name).exists()]
+
+    def _auth_message(self) -> str:
+        where = f"{self.hostname}:{self.port}"
+        if self.client_keys is not None:
+            tried = list(self.client_keys)
+            source = "the client_keys of the host declaration"
+        else:
+            tried = self._default_key_files()
+            source = "the default keys in ~/.ssh and the SSH agent"
+        files = ", ".join(tried) if tried else "none (no key file exists)"
+        key = tried[0] if tried else str(Path.home() / ".ssh" / "id_ed25519")
+        make = "" if tried else f"make a key: ssh-keygen -t ed25519 -N '' -f {shlex.quote(key)}; then "
+        user_host = f"{self.username}@{self.hostname}"
+        return (f"cannot log in to {where} as {self.username}: the server refused key authentication "
+                f"({source}; key files tried: {files}). To install the key: {make}"
+                f"ssh-copy-id -i {shlex.quote(key + '.pub')} -p {self.port} {shlex.quote(user_host)} "
+                f"(or append {key}.pub to ~{self.username}/.ssh/authorized_keys on the target)")
+
+    def _accept_line(self) -> str:
+        kh = shlex.quote(str(self.known_hosts))
+        folder = shlex.quote(str(self.known_hosts.parent))
+        return f"mkdir -p {folder} && ssh-keyscan -p {self.port} {shlex.quote(self.hostname)} >> {kh}"
 
     async def _host_key_error(self) -> HostKeyError:
         pattern = known_hosts_pattern(self.hostname, self.port)
@@ -186,6 +292,7 @@ class SshHost(Host):
         keytype = key.get_algorithm().removeprefix("ssh-") if key is not None else "ed25519"
         changed = self._has_recorded_key()
         kh = shlex.quote(str(self.known_hosts))
+        folder = shlex.quote(str(self.known_hosts.parent))
         scan = f"ssh-keyscan -p {self.port} -t {keytype} {shlex.quote(self.hostname)}"
         check = (f"compare with the server's own key, on the server: "
                  f"ssh-keygen -lf /etc/ssh/ssh_host_{keytype}_key.pub  (or here: {scan} | ssh-keygen -lf -)")
@@ -193,11 +300,12 @@ class SshHost(Host):
             message = (f"host key of {pattern} has CHANGED: the server presents {presented}, which differs from "
                        f"the key recorded in {self.known_hosts}. Someone may be intercepting the connection, or "
                        f"the server was reinstalled. Check the fingerprint ({check}); only if it is right, "
-                       f"replace the old entry:\n  ssh-keygen -R {shlex.quote(pattern)} -f {kh}\n  {scan} >> {kh}")
+                       f"replace the old entry:\n  ssh-keygen -R {shlex.quote(pattern)} -f {kh}\n"
+                       f"  mkdir -p {folder} && {scan} >> {kh}")
         else:
             message = (f"host key of {pattern} is unknown: the server presents {presented}, and {self.known_hosts} "
                        f"has no entry for it. Check the fingerprint ({check}); if it is right, accept it:\n"
-                       f"  {scan} >> {kh}")
+                       f"  mkdir -p {folder} && {scan} >> {kh}")
         return HostKeyError(message, fingerprint=fingerprint, changed=changed)
 
     def _has_recorded_key(self) -> bool:
@@ -226,14 +334,22 @@ class SshHost(Host):
     def run(self, argv: Sequence[str], timeout: float | None = None, check: bool = True,
             cwd: str | None = None, env: Mapping[str, str] | None = None) -> Result:
         argv = check_argv(argv)
-        command = remote_command(argv, cwd=cwd, env=check_env(env), timeout=timeout)
+        command = remote_command(argv, cwd=cwd, env=check_env(env), timeout=timeout, sudo=self.sudo)
+        if self.sudo:
+            self.check_sudo()
         started = time.monotonic()
         returncode, out, err = _call(self._run(command, argv, timeout))
+        err = clean_stderr(err)
         if timeout is not None and returncode in (124, 137) and time.monotonic() - started >= timeout:
             raise CommandTimeout(self.name, argv, timeout, out, err)
+        result = Result(returncode, out, err, argv)
         if check and returncode != 0:
-            raise CommandError(self.name, argv, returncode, out, err)
-        return Result(returncode, out, err, argv)
+            raise self.command_error(argv, result)
+        return result
+
+    def _raw_run(self, argv: list[str], timeout: float | None = None) -> Result:
+        returncode, out, err = _call(self._run(remote_command(argv, timeout=timeout), argv, timeout))
+        return Result(returncode, out, clean_stderr(err), argv)
 
     async def _run(self, command: str, argv: list[str], timeout: float | None) -> tuple[int, str, str]:
         async with self._channels:
@@ -283,14 +399,80 @@ class SshHost(Host):
             await self._drop()
             raise ConnectionLost(f"connection to {self.name} lost during {what} of {path}: {exc}") from None
 
+    # Over SFTP as the login user; with sudo, as root (by commands) where that user may not.
     def fetch(self, remote_path: str, local_path: str | Path) -> Path:
+        try:
+            return self._sftp_fetch(remote_path, local_path)
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return self._root_fetch(remote_path, local_path, self._sftp_fetch)
+
+    def put(self, local_path: str | Path, remote_path: str) -> None:
+        try:
+            self._sftp_put(local_path, remote_path)
+        except PermissionError:
+            if not self.sudo:
+                raise
+            self._root_put(local_path, remote_path, self._sftp_put)
+
+    def read_text(self, path: str) -> str:
+        async def op(sftp):
+            # read to EOF in chunks: /proc and /sys files report size 0 or 4096, whatever they hold
+            chunks = []
+            async with sftp.open(path, "rb") as f:
+                while chunk := await f.read(READ_CHUNK):
+                    chunks.append(chunk)
+            return b"".join(chunks).decode("utf-8", errors="replace")
+        try:
+            return _call(self._file_op("read", path, op))
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return self._root_read_text(path)
+
+    def write_text(self, path: str, text: str) -> None:
+        try:
+            self._sftp_write_text(path, text)
+        except PermissionError:
+            if not self.sudo:
+                raise
+            self._root_write_text(path, text, self._sftp_write_text)
+
+    def exists(self, path: str) -> bool:
+        try:
+            return _call(self._file_op("exists", path, lambda sftp: sftp.lexists(path)))
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return self._root_exists(path)
+
+    def mkdir(self, path: str) -> None:
+        try:
+            _call(self._file_op("mkdir", path, lambda sftp: sftp.makedirs(path, exist_ok=True)))
+        except PermissionError:
+            if not self.sudo:
+                raise
+            self._root_mkdir(path)
+
+    def listdir(self, path: str) -> list[str]:
+        async def op(sftp):
+            return sorted(name for name in await sftp.listdir(path) if name not in (".", ".."))
+        try:
+            return _call(self._file_op("listdir", path, op))
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return self._root_listdir(path)
+
+    def _sftp_fetch(self, remote_path: str, local_path: str | Path) -> Path:
         local = Path(local_path)
         local.parent.mkdir(parents=True, exist_ok=True)
         _call(self._file_op("fetch", remote_path,
                             lambda sftp: sftp.get(remote_path, str(local), recurse=True, preserve=True)))
         return local
 
-    def put(self, local_path: str | Path, remote_path: str) -> None:
+    def _sftp_put(self, local_path: str | Path, remote_path: str) -> None:
         local = Path(local_path)
         if not local.exists():
             raise FileNotFoundError(f"{local} does not exist (put to {self.name}:{remote_path})")
@@ -302,37 +484,18 @@ class SshHost(Host):
             await sftp.put(str(local), remote_path, recurse=True, preserve=True)
         _call(self._file_op("put", remote_path, op))
 
-    def read_text(self, path: str) -> str:
-        async def op(sftp):
-            # read to EOF in chunks: /proc and /sys files report size 0 or 4096, whatever they hold
-            chunks = []
-            async with sftp.open(path, "rb") as f:
-                while chunk := await f.read(READ_CHUNK):
-                    chunks.append(chunk)
-            return b"".join(chunks).decode("utf-8", errors="replace")
-        return _call(self._file_op("read", path, op))
-
-    def write_text(self, path: str, text: str) -> None:
+    def _sftp_write_text(self, path: str, text: str) -> None:
         async def op(sftp):
             async with sftp.open(path, "wb") as f:
                 await f.write(text.encode("utf-8"))
         _call(self._file_op("write", path, op))
 
-    def exists(self, path: str) -> bool:
-        return _call(self._file_op("exists", path, lambda sftp: sftp.lexists(path)))
-
-    def mkdir(self, path: str) -> None:
-        _call(self._file_op("mkdir", path, lambda sftp: sftp.makedirs(path, exist_ok=True)))
-
-    def listdir(self, path: str) -> list[str]:
-        async def op(sftp):
-            return sorted(name for name in await sftp.listdir(path) if name not in (".", ".."))
-        return _call(self._file_op("listdir", path, op))
-
 
 def remote_command(argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None,
-                   timeout: float | None = None) -> str:
-    """The one string sent to the remote shell: every word quoted, values never interpreted."""
+                   timeout: float | None = None, sudo: bool = False) -> str:
+    """The one string sent to the remote shell: every word quoted, values never interpreted. With
+    ``sudo``, ``timeout`` runs as root inside ``sudo -n --`` (so that it may kill what it started),
+    and so does the change of directory."""
     words = list(argv)
     if env:
         if "=" in words[0]:
@@ -340,5 +503,7 @@ def remote_command(argv: Sequence[str], cwd: str | None = None, env: Mapping[str
         words = ["env", *(f"{k}={v}" for k, v in env.items()), *words]
     if timeout is not None:
         words = ["timeout", "-k", f"{KILL_AFTER:g}", f"{timeout:g}", *words]
+    if sudo:
+        return "exec " + shlex.join(as_root(words, cwd))
     command = "exec " + shlex.join(words)
     return f"cd -- {shlex.quote(str(cwd))} && {command}" if cwd is not None else command
