@@ -9,8 +9,8 @@ What is computed, and why this way
     - Throughput is ``total_bw``: read plus write MB/s (SI, from fio's ``bw_bytes``), the figure
       the brief plots against numjobs.
     - Repetitions are averaged with a Student-t 95 % confidence interval (``stats.summarize``).
-      Percentiles are never averaged: ``merged_percentiles`` reads them from the json+ bins of
-      all repetitions of a point, merged.
+      Percentiles are never averaged: ``briefkit dataset`` merges the json+ bins of all
+      repetitions of a point (``percentile_samples`` reads them).
     - Efficiency (MB/s per W, TB/kWh = 3.6 x MB/s per W) is derived per repetition from that
       repetition's ``watts`` sample and then averaged like any other metric. Without watts
       samples there is no efficiency row at all, and tables print n/a ("not measured").
@@ -23,12 +23,10 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
 from briefkit.core import compare, samples as samples_mod, stats
-from briefkit.tools.fio import parse as fio_ingest
 from briefkit.core.numbers import fmt
 from briefkit.core import efficiency
 
@@ -150,43 +148,15 @@ def summary(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return stats.summarize(chosen, confidence)
 
 
-def _locate(source: str, base: Path | None) -> Path:
-    """A sample's source file: relative paths from ``base``; an absolute path written in another
-    checkout is looked up under ``base`` from its ``data/raw/`` part on."""
-    path = Path(source)
-    if not path.is_absolute():
-        return Path(base) / path if base is not None else path
-    if not path.exists() and base is not None and "data" in path.parts:
-        parts = path.parts
-        for i in range(len(parts) - 1):
-            if parts[i:i + 2] == ("data", "raw"):
-                return Path(base).joinpath(*parts[i:])
-    return path
-
-
-def merged_percentiles(table: pd.DataFrame, percentiles: Sequence[float] = (99.0,),
-                       base: Path | None = None) -> pd.DataFrame:
-    """Completion-latency percentiles of each point (config, workload, numjobs) read from the
-    json+ bins of all its repetitions merged (never an average of per-run percentiles).
-
-    The fio output files are the ``source`` of the point's ``total_bw`` samples (relative paths
-    are taken from ``base``). Returns tidy samples with ``rep`` empty; a point whose files are
-    not there, or hold no bins, is left out."""
-    work = table[(table["metric"] == "total_bw") & table["source"].notna()]
-    out = []
-    for (config, workload, load), group in work.groupby(["config", "workload", "load"], sort=True):
-        paths = [_locate(p, base) for p in sorted(set(group["source"]))]
-        if not paths or not all(p.is_file() for p in paths):
-            continue
-        try:
-            rows = fio_ingest.merged_samples(paths, percentiles=percentiles, config=config,
-                                             workload=workload, load_kind=LOAD_KIND, load=load)
-        except fio_ingest.ParseError:
-            continue
-        first = group.iloc[0]
-        rows["brief"], rows["campaign"] = first["brief"], first["campaign"]
-        out.append(rows)
-    return samples_mod.concat(out)
+def percentile_samples(percentiles: pd.DataFrame) -> pd.DataFrame:
+    """The merged percentiles of ``data/processed/<brief>/percentiles.parquet`` (bins of all
+    repetitions of a point merged by ``briefkit dataset``) as tidy rows: metric
+    ``read_clat_p99`` and so on, value in µs."""
+    if percentiles is None or percentiles.empty:
+        return pd.DataFrame(columns=["campaign", "config", "workload", "load", "metric", "value"])
+    table = percentiles.copy()
+    table["metric"] = [f"{family}_p{float(p):g}" for family, p in zip(table["family"], table["percentile"])]
+    return table
 
 
 # ------------------------------------------------------------------------------ wide tables
@@ -541,26 +511,40 @@ def published_findings(pub, checks: pd.DataFrame) -> list[str]:
 # ------------------------------------------------------------------------------ how it was run
 
 
+_SIZE = re.compile(r"^\s*(?P<n>\d+)\s*(?P<unit>[KMG]i?B?|[kmg])?\s*$")
+
+
+def _bytes(value) -> int:
+    """fio's size syntax as the campaign records it: ``"256KiB"``, ``"4MiB"``, ``"4m"``, ``262144``."""
+    if isinstance(value, int):
+        return value
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ValueError(f"block size {value!r}: expected e.g. 256KiB or 4MiB")
+    unit = (match["unit"] or "").upper()[:1]
+    return int(match["n"]) * {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}[unit]
+
+
 def _sizes(values) -> str:
-    from briefkit.tools.fio.job import parse_size
-    return ", ".join(Mix(50, parse_size(v, "bs")).size for v in values)
+    return ", ".join(Mix(50, _bytes(v)).size for v in values)
 
 
 def _seconds(value) -> str:
     return f"{value:g} s" if isinstance(value, (int, float)) else str(value)
 
 
-def method_table(camp, inventory: dict | None, published_how: dict | None = None) -> pd.DataFrame:
-    """The brief's "fio parameters" table for a measured campaign (``briefkit.measure.campaign.Campaign``),
+def method_table(record, published_how: dict | None = None, powered: bool = False) -> pd.DataFrame:
+    """The brief's "fio parameters" table for a measured campaign, from its record (what ran),
     beside what the published brief used (its ``how_tested``), so the scale is stated plainly."""
-    settings, matrix = camp.settings, camp.matrix
+    settings, matrix = record.settings or {}, record.matrix or {}
     published_how = published_how or {}
-    fio_tool = ((inventory or {}).get("tools") or {}).get("fio") or {}
-    power = (camp.power or {}).get("kind", "none")
+    fio_tool = (((record.inventory or {}).get("tools") or {}).get("fio") or {})
+    versions = ", ".join((record.measured or {}).get("tool_versions") or [])
+    wall = ((record.measured or {}).get("point_seconds") or {}).get("median")
     rows = [
         ("Storage compared", published_how.get("Drives under test", ""),
-         "; ".join(f"{name}: {camp.labels.get(name, name)}" for name in camp.configs)),
-        ("fio version", published_how.get("Tool", ""), fio_tool.get("version") or "not reported"),
+         "; ".join(f"{name}: {(record.labels or {}).get(name, name)}" for name in record.configs)),
+        ("fio version", published_how.get("Tool", ""), fio_tool.get("version") or versions or "not reported"),
         ("I/O engine", published_how.get("I/O engine", ""), settings.get("ioengine")),
         ("I/O pattern", published_how.get("I/O pattern", ""),
          f"{settings.get('pattern')}, read/write mixes {', '.join(str(v) for v in matrix.get('rw', []))}"),
@@ -570,26 +554,30 @@ def method_table(camp, inventory: dict | None, published_how: dict | None = None
         ("Number of jobs", published_how.get("Number of jobs", ""),
          ", ".join(str(v) for v in matrix.get("numjobs", []))),
         ("Ramp time", published_how.get("Ramp time", ""), _seconds(settings.get("ramp_s"))),
-        ("Runtime", published_how.get("Runtime", ""), _seconds(settings.get("runtime_s"))),
+        ("Runtime", published_how.get("Runtime", ""), _seconds(settings.get("runtime_s"))
+         + (f" ({wall:.1f} s of wall time per point, as measured)" if wall is not None else "")),
         ("Runs per configuration", published_how.get("Runs per configuration", ""),
-         f"{camp.repetitions}, mean with a 95 % confidence interval (Student t)"),
+         f"{record.repetitions}, mean with a 95 % confidence interval (Student t)"
+         if record.repetitions > 1 else "1 (no confidence interval)"),
         ("Region per point", "", f"{settings.get('size')} file shared by the point's jobs"
          + (", written once before the first point" if settings.get("precondition") else "")),
         ("Units", published_how.get("Units", ""),
          "MB/s = fio's bw_bytes / 10^6 (SI), read + write; latency = fio's mean completion latency (clat), ms"),
         ("Power", "drive / array watts (source not stated)",
-         "not measured (no power source)" if power == "none" else power),
+         "measured (watts samples)" if powered else "not measured (no power source)"),
     ]
-    return pd.DataFrame(rows, columns=["Parameter", "Published brief", f"This campaign ({camp.name})"])
+    return pd.DataFrame(rows, columns=["Parameter", "Published brief", f"This campaign ({record.name})"])
 
 
-def configurations_table(camp) -> pd.DataFrame:
-    """The measured configurations: name used in the tables, what it is, its storage declaration."""
+def configurations_table(record) -> pd.DataFrame:
+    """The measured configurations: name used in the tables, what it is, its recorded storage declaration."""
     rows = []
-    for name, spec in camp.config_specs.items():
+    for name in record.configs:
+        spec = (record.config_specs or {}).get(name) or {}
         declared = ", ".join(f"{k}: {v}" for k, v in spec.items())
-        rows.append({"Configuration": name, "What it is": camp.labels.get(name, name), "Declared as": declared})
-    return pd.DataFrame(rows)
+        rows.append({"Configuration": name, "What it is": (record.labels or {}).get(name, name),
+                     "Declared as": declared})
+    return pd.DataFrame(rows, columns=["Configuration", "What it is", "Declared as"])
 
 
 # ---------------------------------------------------------------------------------- figures
@@ -699,6 +687,6 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
 
 
 __all__ = ["Mix", "label", "parse", "times", "mixes", "read_shares", "has_power", "with_efficiency", "summary",
-           "merged_percentiles", "percentile_table", "wide", "concurrency_ends", "Multiple", "multiple",
+           "percentile_samples", "percentile_table", "wide", "concurrency_ends", "Multiple", "multiple",
            "throughput_table", "latency_table", "efficiency_table", "multiples_table", "figure", "findings",
            "method_table", "configurations_table", "published_findings", "published_mapping_table", "published_throughput_table", "published_efficiency_table", "published_latency_table", "MIX_NAMES"]

@@ -44,3 +44,21 @@ def verdict_table(checks: pd.DataFrame, caption: str) -> None:
 
 def bullets(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
+
+
+def emit(blocks) -> None:
+    """Show the blocks a brief section returns (``briefkit.briefs.sections.Block``), in order."""
+    from briefkit.briefs import plots
+
+    for block in blocks:
+        if block.kind == "md":
+            md(block.content)
+        elif block.kind == "table":
+            table(block.content, block.caption, note=block.note, css_class=block.css_class)
+        elif block.kind == "verdicts":
+            verdict_table(block.content, block.caption)
+        elif block.kind == "figure":
+            display(block.content)
+            plots.plt.close(block.content)
+        else:
+            raise ValueError(f"unknown block kind {block.kind!r}")

@@ -1,0 +1,207 @@
+"""The fio_mix notebook's sections: Part A re-derives a published fio mix brief from its own numbers,
+Part B shows each selected measured campaign (``briefkit.briefs.mix`` does the analysis).
+
+Each method returns the blocks of one notebook section (``briefkit.report.display.emit`` shows them).
+"""
+from __future__ import annotations
+
+from briefkit.briefs import mix, plots
+from briefkit.briefs.sections import BriefBase, bullets, hosts_text, plural, published_how
+
+
+class FioMix(BriefBase):
+    def __init__(self, brief: str, processed_dir, published_dir: str = "", show=None):
+        super().__init__(brief, processed_dir, published_dir, show)
+        plots.setup()
+        self.checks_table = self.checks()
+        self.campaigns = {}
+        for name in self.names:
+            record = self.records[name]
+            samples = self.campaign_samples(name)
+            configs = [c for c in record.configs if (samples["config"] == c).any()] or list(record.configs)
+            summary = mix.summary(samples) if len(samples) else None
+            pct = self.data.percentiles
+            pct = pct[pct["campaign"] == name] if len(pct) else pct
+            self.campaigns[name] = {"record": record, "samples": samples, "configs": configs, "summary": summary,
+                                    "percentiles": mix.percentile_samples(pct), "palette": plots.colours(configs)}
+
+    def _heading(self, name: str, text: str) -> str:
+        return text if len(self.names) == 1 else f"{text}: campaign {name}"
+
+    # ------------------------------------------------------------------------------------ sections
+
+    def intro(self):
+        pub = self.pub
+        self.out.md(f"""# {pub.title} Reproduced, and measured here
+
+*{pub.meta["subtitle"]}.*
+
+This brief has two parts. **Part A** re-derives the published brief from its own numbers
+({len(pub.points)} rows transcribed from its text and figure captions) and checks each of its
+{len(self.checks_table)} numeric claims: the "~Nx" ratios, TB/kWh against 3.6 x MB/s per W, and the
+throughput it quotes twice. **Part B** runs the same fio methodology, scaled down to seconds per
+point, on storage configurations measured with briefkit and reports what was measured.
+Multiples follow the published brief: (a / b) with the better configuration on top, written ~N.Nx.""")
+        return self.out.take()
+
+    def key_findings(self):
+        self.out.md("**Published brief, reproduction check** (Part A):\n\n"
+                    + bullets(mix.published_findings(self.pub, self.checks_table)))
+        shown = False
+        for name, c in self.campaigns.items():
+            summary = c["summary"]
+            if summary is None or not len(summary):
+                continue
+            shown = True
+            loads = ", ".join(f"{v:g}" for v in sorted(summary["load"].unique()))
+            self.out.md(f"**Measured** (campaign {name} on {hosts_text(c['record'])}: {', '.join(c['configs'])}; "
+                        f"{mix.LOAD_KIND} {loads}):\n\n" + bullets(mix.findings(summary, c["configs"])))
+        if not shown:
+            self.out.md(f"**Measured**: nothing yet. Run `briefkit measure {self.brief}` (see Part B).")
+        return self.out.take()
+
+    def published(self):
+        pub, out = self.pub, self.out
+        configs = " and ".join(f'**{c}** ({", ".join(pub.meta["configs"][c][:1])})' for c in pub.configs)
+        out.md(f"""## Part A: the published brief, from its own numbers
+
+The published brief compares {configs}
+with fio randrw at four read/write mixes and two block sizes. It prints throughput only at the two
+ends of its numjobs sweep, and one efficiency and one latency figure per mix and block size
+without saying at which numjobs they were taken. The tables below hold every number it prints,
+with the ratios recomputed from those printed numbers.""")
+        out.table(mix.published_mapping_table(pub), "Workload mapping (published Table 1)")
+        out.table(mix.published_throughput_table(pub),
+                  "Published throughput (MB/s) at the lowest and highest numjobs, and the "
+                  f"{pub.subject} multiple recomputed from those numbers (published Figures 1, 4, 7, 10 and their text)")
+        out.table(mix.published_efficiency_table(pub),
+                  "Published power efficiency, with 3.6 x MB/s per W beside each TB/kWh "
+                  "(published Figures 2, 5, 8, 11 and their text)",
+                  note="1 MB/s per W = 1 MB per J, and 1 kWh = 3.6 MJ, so TB/kWh = 3.6 x MB/s per W. The watts behind "
+                       "these figures are not published.")
+        out.table(mix.published_latency_table(pub),
+                  "Published mean completion latency (ms) and the multiples recomputed "
+                  "from the printed numbers (published Figures 3, 6, 9, 12 and their text)")
+        return out.take()
+
+    def reproduction_check(self):
+        if len(self.checks_table):
+            self.out.verdicts(self.checks_table, "Published claims against the published numbers")
+        else:
+            self.out.md(f"The claims of the brief are not transcribed yet ({self.published_path}/claims.yaml).")
+        slips = self.pub.meta.get("text_slips", [])
+        if slips:
+            self.out.md("Other slips in the text:\n\n" + bullets(slips))
+        return self.out.take()
+
+    def measured_intro(self):
+        out = self.out
+        out.md("## Part B: the methodology measured")
+        out.md(self._selection())
+        for name, c in self.campaigns.items():
+            record, summary = c["record"], c["summary"]
+            if len(self.names) > 1:
+                out.md(f"### Campaign {name}")
+            if summary is None or not len(summary):
+                out.md(f"Campaign {name} has no finished point yet.")
+            else:
+                out.md(self._scale(record))
+            self.campaign_record(name)
+            out.table(mix.configurations_table(record), f"The configurations compared (campaign {name})")
+        return out.take()
+
+    def _selection(self) -> str:
+        from briefkit.briefs.sections import selection_text
+        text = selection_text(self.data, self.names, self.show)
+        if not self.names:
+            text += (f" `briefkit measure {self.brief}` runs the campaign declared in params.yaml and "
+                     f"`briefkit build {self.brief}` renders this brief again.")
+        return text
+
+    def _scale(self, record) -> str:
+        settings, matrix = record.settings or {}, record.matrix or {}
+        ramp, runtime = settings.get("ramp_s") or 0, settings.get("runtime_s") or 0
+        wall = ((record.measured or {}).get("point_seconds") or {}).get("median")
+        measured = runtime
+        depth = matrix.get("iodepth", [])
+        depth_note = "" if depth == [64] else f", at I/O depth {', '.join(str(d) for d in depth)} instead of 64"
+        shorter = f" ({900 / (ramp + measured):.0f} times shorter)" if ramp + measured else ""
+        reps = record.repetitions
+        noise = (f"Repetitions are averaged and shown with the half-width of their 95 % confidence interval "
+                 f"(Student t, {plural(reps - 1, 'degree')} of freedom: with few repetitions the intervals are "
+                 "wide). A lead whose intervals overlap is marked *within noise*." if reps > 1 else
+                 "Each point ran once: there is no confidence interval, so no lead can be told apart from "
+                 "run-to-run noise (every lead is marked *within noise*).")
+        return (f"Campaign **{record.name}** on {hosts_text(record)}: {plural(len(record.configs), 'configuration')}, "
+                f"{len(matrix.get('rw', []))} mixes x {len(matrix.get('bs', []))} block sizes x numjobs "
+                f"{', '.join(str(n) for n in matrix.get('numjobs', []))}, {plural(reps, 'repetition')} each. "
+                f"**Scale:** every point ran {ramp:g} s of ramp and {measured:g} s measured (as recorded with the raw data"
+                + (f"; {wall:.1f} s of wall time per point, fio's start included" if wall is not None else "")
+                + "), instead "
+                f"of the published 300 s ramp and 600 s runtime{shorter}{depth_note}, on the measured host's own "
+                "storage, not on the published drives. The numbers show how these configurations behave under "
+                "the brief's workload; they do not measure the published drives. " + noise)
+
+    def mixes(self):
+        out = self.out
+        for name, c in self.campaigns.items():
+            summary, configs = c["summary"], c["configs"]
+            if summary is None or not len(summary):
+                continue
+            powered = mix.has_power(c["samples"])
+            suffix = "" if len(self.names) == 1 else f", campaign {name}"
+            for read in mix.read_shares(summary):
+                title = f"{mix.MIX_NAMES.get(read, f'{read}/{100 - read} R/W')}"
+                out.md(f"### {title} ({read}/{100 - read} R/W){suffix}")
+                out.figure(mix.figure(summary, read, configs, c["palette"]),
+                           f"{title} ({read}/{100 - read} R/W): throughput (error bars: 95 % confidence interval) "
+                           "and mean completion latency against numjobs, measured.")
+                out.table(mix.throughput_table(summary, read, configs),
+                          f"{title}: throughput, read + write (MB/s, SI), mean ± 95 % half-width")
+                out.table(mix.latency_table(summary, read, configs),
+                          f"{title}: mean completion latency (ms), read and write, mean ± 95 % half-width")
+                out.table(mix.multiples_table(summary, read, configs),
+                          f"{title}: multiples at low and high concurrency, with the calculation")
+                if powered:
+                    out.table(mix.efficiency_table(summary, read, configs),
+                              f"{title}: power efficiency (MB/s per W; TB/kWh = 3.6 x MB/s per W)")
+                else:
+                    out.md("**Power efficiency: not measured.** The host under test has no power source, so MB/s "
+                           "per W and TB/kWh are n/a.")
+                    out.table(mix.efficiency_table(summary, read, configs), f"{title}: power efficiency (not measured)")
+        return out.take()
+
+    def tail_latency(self):
+        out = self.out
+        for name, c in self.campaigns.items():
+            if c["summary"] is None or not len(c["summary"]):
+                continue
+            out.md("### Tail latency at the highest numjobs" + ("" if len(self.names) == 1 else f" (campaign {name})"))
+            if c["percentiles"].empty:
+                out.md("The processed data holds no merged fio histograms for this campaign, so the 99th "
+                       "percentiles are not shown.")
+                continue
+            out.md("The published brief gives mean latencies only. The 99th percentile completion latency below "
+                   "is read from the fio json+ histograms of all repetitions of a point merged, as fio computes "
+                   "percentiles; percentiles are never averaged.")
+            out.table(mix.percentile_table(c["percentiles"], c["configs"]),
+                      "99th percentile completion latency (ms) at the highest numjobs, repetitions merged")
+        return out.take()
+
+    def how_tested(self):
+        out = self.out
+        out.md("## How it was tested")
+        for name, c in self.campaigns.items():
+            out.table(mix.method_table(c["record"], self.pub.meta.get("how_tested"), mix.has_power(c["samples"])),
+                      f"fio parameters, published and in campaign {name}")
+            self.inventory(name)
+        if not self.campaigns:
+            out.table(published_how(self.pub), "The system and method of the published brief")
+        out.md(f"This brief was computed by briefkit from `{self.published_path}` (points.csv, claims.yaml; "
+               f"the published text is `source.txt` beside them) and from the processed data of the measured "
+               f"campaigns under `data/processed/{self.brief}/` (`briefkit measure {self.brief}` measures again; "
+               "`--host ssh://user@host:port` measures another machine).")
+        return out.take()
+
+
+__all__ = ["FioMix"]
