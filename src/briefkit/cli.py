@@ -36,15 +36,18 @@ def _dataset(args) -> int:
 def _execute(args) -> int:
     import papermill
 
-    from briefkit.dataset import build
+    from briefkit.dataset import processed
 
     base = project.root()
     brief = project.brief(args.brief, base)
     paths = brief.paths(base)
-    # what the notebook reads comes from data/processed/BRIEF/ (brief.json holds the published folder);
-    # the selection and the extra parameters are passed so that changing them in params.yaml re-runs it
-    parameters = {"brief": brief.slug, "processed_dir": str((base / "data" / "processed").resolve()),
-                  "show": build.show(args.brief, base), **brief.parameters}
+    # The notebook reads data/processed/BRIEF/; the campaigns to show and the extra parameters are
+    # passed as brief.json has them (`briefkit dataset` copies them from params.yaml), so a changed
+    # selection re-runs the dataset stage and, through its output, the notebook.
+    processed_dir = base / "data" / "processed"
+    meta = processed.read_brief(brief.slug, processed_dir)
+    parameters = {"brief": brief.slug, "processed_dir": str(processed_dir.resolve()), "show": meta["show"],
+                  **meta["parameters"]}
     paths["executed"].parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     papermill.execute_notebook(str(paths["notebook"]), str(paths["executed"]), parameters=parameters,

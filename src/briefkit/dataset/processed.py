@@ -108,6 +108,18 @@ def empty_percentiles() -> pd.DataFrame:
     return pd.DataFrame(columns=PERCENTILE_COLUMNS)
 
 
+def read_brief(brief: str, processed_dir: str | Path) -> dict:
+    """brief.json alone: notebook, published folder, parameters and the campaigns to show."""
+    path = Path(processed_dir) / brief / "brief.json"
+    if not path.is_file():
+        raise ProcessedDataError(f"{path}: missing; write it with `briefkit dataset {brief}` "
+                                 f"(or `dvc repro dataset@{brief}`)")
+    meta = _json(path)
+    meta.setdefault("parameters", {})
+    meta.setdefault("show", None)
+    return meta
+
+
 def load(brief: str, processed_dir: str | Path) -> BriefData:
     """The processed data of ``brief`` in ``processed_dir`` (data/processed)."""
     folder = Path(processed_dir) / brief
