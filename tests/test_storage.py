@@ -16,7 +16,8 @@ import pytest
 from briefkit.target import storage
 from briefkit.target.hosts import LocalHost
 from briefkit.target.safety import UnsafeTargetError
-from briefkit.target.storage import Prepared, StorageError, from_spec, load_configs
+from briefkit.target.safety import check_prepared
+from briefkit.target.storage import Prepared, StorageError, from_spec
 
 WHERE = "briefs.b.campaigns.c.configs"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices and mounts need root")
@@ -58,7 +59,7 @@ def workdir(tmp_path):
 # -- validation ---------------------------------------------------------------------------------
 
 def test_configs_validate_and_name_the_key():
-    configs = load_configs({
+    configs = {name: from_spec(name, spec, f"{WHERE}.{name}") for name, spec in {
         "xfs-loop": {"kind": "loop_xfs", "size": "2GiB", "mount_options": "noatime,discard"},
         "disk": {"kind": "dir", "path": "/var/tmp/briefkit/disk"},
         "ram": {"kind": "tmpfs", "size": "1GiB"},
@@ -67,7 +68,7 @@ def test_configs_validate_and_name_the_key():
         "nvme0raw": {"kind": "block", "device": "/dev/nvme1n1", "destroy_data": True},
         "net": {"kind": "sshfs", "source": "/var/tmp/briefkit/export", "port": 2222,
                 "identity": "/root/.ssh/id_ed25519", "mount_options": "cache=no"},
-    }, WHERE)
+    }.items()}
     assert configs["xfs-loop"].size == 2 * 1024 ** 3
     assert configs["xfs-loop"].mount_options == ("noatime", "discard")
     assert configs["nvme0"].mount_options == ("noatime", "discard")
@@ -107,7 +108,7 @@ def test_configs_validate_and_name_the_key():
     ({"kind": "block", "device": "/dev/sdb", "destroy_data": "true"}, "destroy_data", "true or false"),
     ({"kind": "sshfs"}, "source", "missing"),
     ({"kind": "sshfs", "source": "/x", "port": 0}, "port", "TCP port"),
-    ({"kind": "sshfs", "source": "/x", "identity": "/k,ey"}, "identity", "comma"),
+    ({"kind": "sshfs", "source": "/x", "identity": "/k,ey"}, "identity", "characters"),
     ({"kind": "sshfs", "source": "/x", "mount_options": "ProxyCommand=nc"}, "mount_options", "run a command"),
     ({"kind": "sshfs", "source": "/x", "mount_options": "ssh_command=evil"}, "mount_options", "run a command"),
     ({"kind": "sshfs", "source": "/x", "user": "root; id"}, "user", "not a user name"),
@@ -124,9 +125,7 @@ def test_bad_names_and_shapes():
     with pytest.raises(StorageError, match=r"configs\.a b: configuration name"):
         from_spec("a b", {"kind": "tmpfs", "size": 1})
     with pytest.raises(StorageError, match=r"x\.ram: expected a mapping"):
-        load_configs({"ram": "tmpfs"}, "x")
-    with pytest.raises(StorageError, match="StorageError|expected a mapping of configuration names"):
-        load_configs([], "x")
+        from_spec("ram", "tmpfs", "x.ram")
     assert issubclass(StorageError, ValueError) and issubclass(UnsafeTargetError, ValueError)
 
 
@@ -313,12 +312,12 @@ def test_block_raw(local_host, workdir, drive):
     prepared = config.setup(local_host, workdir)       # blank: no consent needed
     assert prepared.raw_device and prepared.device == drive
     assert prepared.path == f"{prepared.state_dir}/files" and Path(prepared.path).is_dir()   # not on the drive
-    assert prepared.check_write_target(local_host).blank
+    assert check_prepared(local_host, prepared).blank
     sh("mkfs.xfs", "-f", "-q", drive)                  # something appears on it between two points
     with pytest.raises(UnsafeTargetError, match=rf"{WHERE}\.raw\.destroy_data: true"):
-        prepared.check_write_target(local_host)
+        check_prepared(local_host, prepared)
     consenting = from_spec("raw", {"kind": "block", "device": drive, "destroy_data": True}, f"{WHERE}.raw")
-    assert consenting.setup(local_host, workdir).check_write_target(local_host).resolved == drive
+    assert check_prepared(local_host, consenting.setup(local_host, workdir)).resolved == drive
     consenting.teardown(local_host, prepared)
     assert not Path(prepared.state_dir).exists()
     kept = consenting.setup(local_host, workdir)

@@ -1,0 +1,167 @@
+"""Shared pieces of the declaration models (pydantic): names, paths, and error messages.
+
+Every declaration briefkit reads (params.yaml, brief.yaml, claims.yaml, points.csv rows) is a
+pydantic model; ``check(model, data, where, error)`` validates one and turns pydantic's errors into
+one message that names the file and the key path, e.g.
+``params.yaml: briefs.fio-6600ion.campaigns.local.settings.size: ...``.
+
+``Name`` is the pattern of every name that becomes a folder or a file (briefs, campaigns,
+configurations); ``AbsPath`` an absolute, normalised path without ``..``. Both are allow-lists: a
+value is accepted only if it matches, never because it lacks something known to be bad.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, StrictBool, TypeAdapter, ValidationError
+
+#: names of briefs, campaigns and configurations: they name folders on the controller and the host
+NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+_NAME = re.compile(NAME_PATTERN)
+#: what an absolute path may hold (no blanks, commas, quotes, shell characters, control characters)
+_PATH = re.compile(r"^/[A-Za-z0-9._+@%/-]*$")
+
+
+def check_name(value: Any, what: str = "name") -> str:
+    """``value`` if it is a valid name (see NAME_PATTERN), else ValueError saying why."""
+    if not isinstance(value, str) or not _NAME.match(value) or ".." in value:
+        raise ValueError(f"{what} {value!r} must match {NAME_PATTERN} (lower-case letters, digits, '.', '_', '-'; "
+                         "no leading dot or dash, no '..', no path separator; it names folders)")
+    return value
+
+
+def check_abspath(value: Any) -> str:
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise ValueError(f"must be an absolute path, not {value!r}")
+    if ".." in value.split("/") or value.rstrip("/") == "":
+        raise ValueError(f"{value!r} must not contain '..' and must not be /")
+    if not _PATH.match(value):
+        raise ValueError(f"{value!r} holds characters a path here may not (letters, digits and . _ + @ % / -)")
+    return posixpath.normpath(value)
+
+
+def _port(value: int) -> int:
+    if not 1 <= value <= 65535:
+        raise ValueError(f"expected a TCP port number (1-65535), not {value!r}")
+    return value
+
+
+def _name(value: str) -> str:
+    return check_name(value)
+
+
+Name = Annotated[str, AfterValidator(_name)]
+AbsPath = Annotated[str, AfterValidator(check_abspath)]
+Bool = StrictBool
+Port = Annotated[int, AfterValidator(_port)]
+
+
+class Model(BaseModel):
+    """A declaration: unknown keys are errors, nothing is coerced from another type."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+M = TypeVar("M")
+
+# pydantic's error type -> our wording (the input is appended where it helps)
+_WORDING = {
+    "missing": "missing",
+    "bool_type": "expected true or false",
+    "int_type": "expected a whole number",
+    "int_parsing": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "string_type": "expected a string",
+    "dict_type": "expected a mapping",
+    "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping",
+    "list_type": "expected a list",
+    "tuple_type": "expected a list",
+}
+
+
+def _where(base: str, loc: tuple) -> str:
+    path = base
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _known(model: Any, loc: tuple) -> list[str]:
+    """The keys the model accepts at ``loc`` (for 'unknown key' messages), best effort."""
+    schema = model
+    for part in loc:
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            field = schema.model_fields.get(part) if isinstance(part, str) else None
+            schema = getattr(field, "annotation", None) if field else None
+        else:
+            return []
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return [f.alias or n for n, f in schema.model_fields.items()]
+    return []
+
+
+def _plain_loc(loc: tuple, data: Any) -> tuple:
+    """``loc`` without the parts pydantic adds for unions (the tag of a union on ``kind``)."""
+    out = []
+    for part in loc:
+        if isinstance(part, str) and part.startswith(("function-", "tagged-union[")):
+            continue
+        if isinstance(data, Mapping) and part not in data and part in (data.get("kind"), data.get("workload")):
+            continue   # the tag of a union on kind: not a key of the file
+        out.append(part)
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            data = None
+    return tuple(out)
+
+
+def messages(exc: ValidationError, where: str, model: Any = None, data: Any = None) -> list[str]:
+    """One line per error: ``<where>.<key path>: <what is wrong>``."""
+    out = []
+    for error in exc.errors(include_url=False):
+        loc = _plain_loc(error["loc"], data)
+        kind, text = error["type"], error["msg"]
+        if kind == "value_error":
+            text = str(error.get("ctx", {}).get("error", text.removeprefix("Value error, ")))
+        elif kind == "assertion_error":
+            text = text.removeprefix("Assertion failed, ")
+        elif kind == "extra_forbidden":
+            known = _known(model, loc[:-1]) if model is not None else []
+            text = "unknown key" + (f" (known: {', '.join(known)})" if known else "")
+        elif kind in ("union_tag_not_found", "union_tag_invalid"):
+            tags = error.get("ctx", {}).get("expected_tags", "")
+            tag = error.get("ctx", {}).get("discriminator", "'kind'").strip("'")
+            got = error.get("ctx", {}).get("tag")
+            loc = (*loc, tag)
+            text = (f"{'missing' if got is None else repr(got)}; one of {tags.replace(chr(39), '')}")
+        elif kind in ("literal_error", "enum"):
+            text = f"{error.get('input')!r}: expected {error.get('ctx', {}).get('expected', '')}"
+        elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+            text = f"{text.lower().removeprefix('input should be ')}, not {error.get('input')!r}"
+            text = "must be " + text
+        elif kind in _WORDING:
+            text = _WORDING[kind] + ("" if kind == "missing" else f", not {error.get('input')!r}")
+        out.append(f"{_where(where, loc)}: {text}")
+    return out
+
+
+def check(model: type[M] | Any, data: Any, where: str, error: Callable[[str], Exception], *,
+          context: Mapping | None = None) -> M:
+    """Validate ``data`` against ``model`` (a model class or a type); raise ``error`` with every
+    problem found, each naming ``where`` and its key path."""
+    adapter = model if isinstance(model, TypeAdapter) else TypeAdapter(model)
+    try:
+        return adapter.validate_python(data, context=dict(context or {}))
+    except ValidationError as exc:
+        lines = messages(exc, where, model if isinstance(model, type) else None, data)
+        raise error(lines[0] if len(lines) == 1 else "; ".join(lines)) from None

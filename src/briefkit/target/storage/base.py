@@ -1,0 +1,490 @@
+"""What every storage kind shares: the errors, ``Prepared``, the host commands, the base class.
+
+A kind is one module of this package (dir, tmpfs, loop_xfs, block, sshfs) holding its pydantic
+model (``Spec``: the keys params.yaml may give it, checked before anything runs) and its
+``StorageConfig`` subclass (set-up and teardown on a host). ``StorageConfig.parse`` validates a
+declaration through the kind's ``Spec``; every error names ``where.<key>``.
+
+Values that reach a command line are checked against allow-lists: mount options
+(``MOUNT_OPTIONS``; sshfs has its own), mkfs arguments (``MKFS_FLAGS``), paths (absolute,
+normalised, no ``..``, letters, digits and ``. _ + @ % / -`` only).
+"""
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+
+from pydantic import AfterValidator
+
+from briefkit.core.sizes import parse_size
+from briefkit.core.validation import Model, check
+from briefkit.target.hosts.base import CommandTimeout
+
+if TYPE_CHECKING:
+    from briefkit.target.hosts import Host
+
+#: Debian packages of the tools setup runs, for "not installed" messages
+PACKAGES = {
+    "losetup": "mount", "mount": "mount", "umount": "mount", "findmnt": "util-linux", "lsblk": "util-linux",
+    "blkid": "util-linux", "wipefs": "util-linux", "truncate": "coreutils", "fallocate": "util-linux",
+    "mkfs.xfs": "xfsprogs", "mkfs.ext4": "e2fsprogs", "sshfs": "sshfs", "ssh": "openssh-client",
+    "fusermount": "fuse3", "setsid": "util-linux", "flock": "util-linux",
+}
+FILESYSTEMS = {"xfs": "mkfs.xfs", "ext4": "mkfs.ext4"}
+#: how long one setup/teardown command may take (mkfs of a large device, a slow unmount)
+COMMAND_TIMEOUT = 600.0
+
+
+class StorageError(ValueError):
+    """A storage configuration that is invalid, or cannot be set up or torn down on a host.
+    The message names the params.yaml key (``where.key``) or says what the host lacks."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A configuration made ready on a host (what a workload needs, and what the brief reports)."""
+
+    name: str
+    kind: str
+    path: str                       # directory for the workload's files, on the storage under test
+    device: str | None              # block device node, or None (tmpfs, nothing found)
+    raw_device: bool                # the workload targets ``device`` itself (block without filesystem)
+    description: dict[str, Any]     # for the brief's "how we tested"
+    state_dir: str = ""             # <workdir>/storage/<name> on the host
+    destroy_data: bool = False      # the configuration's consent, for safety.check_prepared
+    where: str = ""                 # the configuration's key path, for messages
+
+
+def state_dir(workdir: str, name: str) -> str:
+    """Where everything a configuration creates on the host lives."""
+    return posixpath.join(posixpath.normpath(workdir), "storage", name)
+
+
+# -- allow-lists ---------------------------------------------------------------------------------
+
+_N = r"[0-9]{1,12}"
+_SIZE_VALUE = r"[0-9]{1,15}[kmgKMG]?"
+_OCTAL = r"0?[0-7]{3,4}"
+#: mount options of xfs, ext4 and tmpfs briefkit passes to ``mount -o``: option -> pattern of its
+#: value (None: a flag without a value). Anything else is refused.
+MOUNT_OPTIONS: dict[str, str | None] = {
+    **{flag: None for flag in (
+        "noatime", "atime", "relatime", "norelatime", "strictatime", "nostrictatime", "lazytime", "nolazytime",
+        "nodiratime", "diratime", "discard", "nodiscard", "sync", "async", "dirsync", "ro", "rw", "nosuid",
+        "nodev", "noexec", "suid", "dev", "exec", "inode64", "inode32", "largeio", "nolargeio", "noalign",
+        "swalloc", "wsync", "attr2", "noattr2", "ikeep", "noikeep", "filestreams", "nobarrier",
+        "journal_checksum", "nojournal_checksum", "auto_da_alloc", "noauto_da_alloc", "delalloc", "nodelalloc",
+        "noswap", "nouuid", "norecovery", "user_xattr", "nouser_xattr", "acl", "noacl", "noquota")},
+    "allocsize": _SIZE_VALUE, "logbufs": r"[2-8]", "logbsize": _SIZE_VALUE, "sunit": _N, "swidth": _N,
+    "data": r"ordered|writeback|journal", "commit": _N, "stripe": _N, "dax": r"(always|never|inode)?",
+    "nr_inodes": _SIZE_VALUE, "nr_blocks": _SIZE_VALUE, "mode": _OCTAL, "uid": _N, "gid": _N,
+    "huge": r"never|always|within_size|advise|deny|force", "mpol": r"default|local|prefer:[0-9]+|bind:[0-9,-]+",
+    "barrier": r"[01]?", "inode_readahead_blks": _N, "max_batch_time": _N, "min_batch_time": _N,
+}
+#: what mount_options may not say on any kind: setup decides how and where to mount
+_SETUP_DECIDES = {"remount", "bind", "rbind", "move", "x-mount.mkdir", "loop", "offset", "sizelimit"}
+#: mkfs.xfs / mkfs.ext4 flags briefkit passes on, each followed by one value of this pattern
+MKFS_FLAGS = {"-b", "-d", "-i", "-l", "-m", "-n", "-s", "-E", "-O", "-N", "-I", "-J", "-T", "-L", "-G"}
+_MKFS_VALUE = re.compile(r"^[A-Za-z0-9_^][A-Za-z0-9_.=^]*(,[A-Za-z0-9_^][A-Za-z0-9_.=^]*)*$")
+
+
+def _items(value: Any, sep: str | None) -> list[str]:
+    if value is None:
+        return []
+    items = value.split(sep) if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise ValueError(f"expected a comma-separated string or a list, not {value!r}")
+    return items
+
+
+def check_options(value: Any, allowed: Mapping[str, str | None], *, what: str = "mount option",
+                  refuse: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Options as a comma-separated string or a list, each on the allow-list ``allowed`` (option ->
+    value pattern, None for a flag); ``refuse`` says why well-known dangerous ones are refused."""
+    out = []
+    for raw in _items(value, ","):
+        item = raw.strip() if isinstance(raw, str) else raw
+        if not isinstance(item, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.=:@/+-]*", item):
+            raise ValueError(f"{raw!r} is not a {what} (letters, digits and _ . = : @ / + -, no commas or "
+                             "blanks inside one option)")
+        option, has_value, setting = item.partition("=")
+        reason = (refuse or {}).get(option.lower())
+        if reason:
+            raise ValueError(f"{item!r} is not allowed: {reason}")
+        if option.lower() in _SETUP_DECIDES:
+            raise ValueError(f"{item!r} is not allowed (setup decides how to mount)")
+        if option not in allowed:
+            raise ValueError(f"{item!r} is not allowed: {option!r} is not a known {what} "
+                             f"(known: {', '.join(sorted(allowed))})")
+        pattern = allowed[option]
+        ok = (re.fullmatch(pattern, setting) if has_value else re.fullmatch(pattern, "")) if pattern else not has_value
+        if not ok:
+            expected = "no value" if pattern is None else f"a value matching {pattern}"
+            raise ValueError(f"{item!r} is not allowed: {option} takes {expected}")
+        out.append(item)
+    return tuple(out)
+
+
+def _mount_options(value: Any) -> tuple[str, ...]:
+    return check_options(value, MOUNT_OPTIONS)
+
+
+def _mkfs_options(value: Any) -> tuple[str, ...]:
+    items = _items(value, None)
+    want_value = False
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError(f"expected mkfs arguments such as '-m reflink=0', not {value!r}")
+        if want_value:
+            if not _MKFS_VALUE.match(item):
+                raise ValueError(f"expected mkfs arguments such as '-m reflink=0'; {item!r} is not a value of "
+                                 f"the flag before it (letters, digits and _ . = ^ ,), in {value!r}")
+            want_value = False
+        elif item in MKFS_FLAGS:
+            want_value = True
+        else:
+            raise ValueError(f"expected mkfs arguments such as '-m reflink=0'; {item!r} is not one of the flags "
+                             f"allowed ({', '.join(sorted(MKFS_FLAGS))}), in {value!r}")
+    if want_value:
+        raise ValueError(f"expected mkfs arguments such as '-m reflink=0'; {items[-1]!r} needs a value")
+    return tuple(items)
+
+
+def _size_checked(value: Any) -> int:
+    try:
+        return parse_size(value, "size")
+    except ValueError as exc:
+        raise ValueError(str(exc).removeprefix("size: ")) from None
+
+
+MountOptions = Annotated[str | list[str] | None, AfterValidator(_mount_options)]
+MkfsOptions = Annotated[str | list[str] | None, AfterValidator(_mkfs_options)]
+Size = Annotated[int | str, AfterValidator(_size_checked)]
+
+
+def _human(size: int) -> str:
+    for unit, power in (("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1)):
+        if size % 1024 ** power == 0:
+            return f"{size // 1024 ** power}{unit}"
+    return f"{size}B"
+
+
+# -- host helpers --------------------------------------------------------------------------------
+
+# One round trip at the start of setup and teardown: $1 = the state directory ("-": none), $2 = 1 if
+# the kind needs root, $3 = 1 to create the state directory, 2 to create it and its mount point "mnt"
+# (only when nothing is missing; a dead FUSE mount on mnt makes that mkdir fail, which is dealt with
+# later), then the tools. Prints "missing <tool>", "uid <n>", "user <name>", "nofuse",
+# "sdir <resolved path>", then the state file.
+_BEGIN = r'''
+sdir=$1; root=$2; make=$3; shift 3; ok=1
+for t do command -v "$t" >/dev/null 2>&1 || { echo "missing $t"; ok=0; }; done
+uid=$(id -u); echo "uid $uid"; echo "user $(id -un)"
+[ "$root" = 1 ] && [ "$uid" != 0 ] && ok=0
+[ -c /dev/fuse ] || echo "nofuse"
+[ "$sdir" = - ] && exit 0
+[ "$ok" = 1 ] && [ "$make" != 0 ] && mkdir -p -- "$sdir"
+[ "$ok" = 1 ] && [ "$make" = 2 ] && mkdir -p -- "$sdir/mnt" 2>/dev/null
+[ -d "$sdir" ] || exit 0
+echo "sdir $(readlink -f -- "$sdir")"
+echo "@@state"; cat -- "$sdir/storage.json" 2>/dev/null
+exit 0
+'''
+
+# The end of teardown, once everything is unmounted and detached: $1 = the state directory, then
+# files setup made (the image). rmdir (never rm -r) on the mount point, so that a filesystem still
+# mounted there cannot be emptied.
+_FINISH = r'''
+sdir=$1; shift
+for f do rm -f -- "$f"; done
+if [ -d "$sdir/mnt" ]; then rmdir -- "$sdir/mnt" 2>/dev/null || { echo mnt-left; exit 0; }; fi
+rm -rf -- "$sdir/jobs"
+rmdir -- "$sdir/files" 2>/dev/null
+rm -f -- "$sdir/storage.json"
+rmdir -- "$sdir" 2>/dev/null && rmdir -- "${sdir%/*}" 2>/dev/null
+exit 0
+'''
+
+# mount "$@" (the mount point last), then findmnt's JSON for the mount point
+_MOUNT = r'''
+for m do :; done
+mount "$@" || exit
+findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL --mountpoint "$m"
+'''
+
+# $1 = an image file: its size in bytes and the loop devices attached to it, one per line (nothing
+# if it does not exist)
+_IMAGE = 'stat -c %s -- "$1" 2>/dev/null || exit 0; losetup -n -O NAME -j "$1"'
+
+# $1 = a loop device: losetup's JSON, then "@@backing" and findmnt's JSON for its backing file
+_LOOP_INFO = r'''
+losetup -J -l "$1" || exit
+f=$(losetup -n -O BACK-FILE "$1")
+[ -n "$f" ] && { echo @@backing; findmnt -J -T "${f% (deleted)}" -o FSTYPE,SOURCE; }
+exit 0
+'''
+
+# $1 = a directory: prints "existed" if it was there, creates it (and its parents) if not, and prints
+# its resolved path
+_MKDIR = '[ -d "$1" ] && echo existed; mkdir -p -- "$1" && readlink -f -- "$1"'
+
+# $1 = a path: findmnt's JSON for the filesystem holding it, then "@@block <source>" if the source
+# (without a btrfs "[/subvolume]" suffix) is a block device
+_MOUNT_OF = r'''
+findmnt -J -b -T "$1" -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL || exit
+s=$(findmnt -n -T "$1" -o SOURCE); s=${s%%\[*}
+[ -b "$s" ] && echo "@@block $s"
+exit 0
+'''
+
+
+class _Ops:
+    """Commands of one configuration on one host, with errors that name the configuration."""
+
+    def __init__(self, host: Host, where: str):
+        self.host = host
+        self.where = where
+        self.user: str | None = None   # the user commands run as (read by begin)
+
+    def run(self, argv: Sequence[str], what: str, *, ok: Sequence[int] = (0,), timeout: float = COMMAND_TIMEOUT):
+        try:
+            res = self.host.run(list(argv), timeout=timeout, check=False)
+        except CommandTimeout:
+            raise StorageError(f"{self.where}: {what} on {self.host.name} did not finish within {timeout:g} s: "
+                               f"{' '.join(argv)}") from None
+        if res.returncode == 127:
+            package = PACKAGES.get(argv[0], "?")
+            raise StorageError(f"{self.where}: {what} on {self.host.name} needs {argv[0]}, which is not installed "
+                               f"(Debian package {package})")
+        if res.returncode not in ok:
+            raise StorageError(f"{self.where}: {what} failed on {self.host.name}: {' '.join(argv)} exited with "
+                               f"{res.returncode}: {res.stderr.strip()[-1500:] or res.stdout.strip()[-500:]}")
+        return res
+
+    def begin(self, kind: str, tools: Sequence[str], *, root: bool, fuse: bool = False, sdir: str | None = None,
+              make: int = 0) -> tuple[int, str | None, dict]:
+        """Say at once everything this kind lacks on the host; then create the state directory
+        (``make`` 1) and its mount point (``make`` 2). Returns the uid, the resolved state directory
+        (None if absent) and its state."""
+        res = self.run(["sh", "-c", _BEGIN, "briefkit-storage", sdir or "-", "1" if root else "0",
+                        str(make), *tools], "checking the tools")
+        text, _, state_text = res.stdout.partition("@@state\n")
+        lines = text.split("\n")
+        missing = [line.split(" ", 1)[1] for line in lines if line.startswith("missing ")]
+        uid = next((int(line.split()[1]) for line in lines if line.startswith("uid ")), -1)
+        problems = [f"{t} is not installed (apt-get install {PACKAGES.get(t, t)})" for t in missing]
+        if root and uid != 0:
+            problems.insert(0, f"it runs as uid {uid}, and {kind} needs root (mount, losetup, mkfs)")
+        if fuse and "nofuse" in lines:
+            problems.append("/dev/fuse is missing (load the fuse module, or give the container /dev/fuse)")
+        if problems:
+            raise StorageError(f"{self.where}: kind {kind} cannot be set up on {self.host.name}: "
+                               + "; ".join(problems))
+        resolved = next((line[5:] for line in lines if line.startswith("sdir ")), None)
+        self.user = next((line[5:] for line in lines if line.startswith("user ")), None)
+        try:
+            state = json.loads(state_text) if state_text.strip() else {}
+        except ValueError:
+            state = {}  # a state file cut short by an interruption: start from what is on the host
+        return uid, resolved, state if isinstance(state, dict) else {}
+
+    def realpath(self, path: str) -> str:
+        return self.run(["readlink", "-f", "--", path], f"resolving {path}").stdout.strip() or path
+
+    def mkdir(self, path: str) -> tuple[bool, str]:
+        """Create ``path`` (and parents). Returns (created: it did not exist before, resolved path)."""
+        res = self.run(["sh", "-c", _MKDIR, "briefkit-mkdir", path], f"creating {path}")
+        lines = [line for line in res.stdout.splitlines() if line.strip()]
+        return "existed" not in lines, (lines[-1] if lines and lines[-1] != "existed" else path)
+
+    def mounts_at(self, mountpoint: str) -> list[dict]:
+        """Mounts whose target is exactly ``mountpoint`` (stacked mounts: all of them)."""
+        return [fs for fs in self.mounts() if fs.get("target") == mountpoint]
+
+    def mounts(self) -> list[dict]:
+        """Every mount (findmnt's tree, flattened)."""
+        res = self.run(["findmnt", "-J", "-b", "-o", "TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL"],
+                       "listing mounts", ok=(0, 1))
+        try:
+            filesystems = json.loads(res.stdout).get("filesystems", []) if res.stdout.strip() else []
+        except ValueError:
+            raise StorageError(f"{self.where}: findmnt printed something that is not JSON") from None
+        return list(_flatten(filesystems))
+
+    def mount_of(self, path: str) -> dict:
+        """The mount that holds ``path`` (findmnt -T), with ``device``: its source if that is a block
+        device (e.g. /dev/vda, or /dev/sda1 for a btrfs source /dev/sda1[/subvol]), else None."""
+        res = self.run(["sh", "-c", _MOUNT_OF, "briefkit-storage", path], f"finding the filesystem of {path}")
+        text, _, device = res.stdout.partition("@@block ")
+        try:
+            fs = json.loads(text)["filesystems"][0]
+        except (ValueError, KeyError, IndexError):
+            raise StorageError(f"{self.where}: findmnt -T {path} printed no filesystem: {text[:200]!r}") from None
+        fs["device"] = device.strip() or None
+        return fs
+
+    def mount(self, argv: Sequence[str], mountpoint: str, what: str) -> dict:
+        """``mount *argv mountpoint``; returns findmnt's record of the new mount."""
+        res = self.run(["sh", "-c", _MOUNT, "briefkit-mount", *argv, mountpoint], what)
+        try:
+            return json.loads(res.stdout)["filesystems"][-1]
+        except (ValueError, KeyError, IndexError):
+            raise StorageError(f"{self.where}: {what}: mount succeeded but findmnt does not show "
+                               f"{mountpoint}") from None
+
+    def unmount(self, mountpoint: str, uid: int) -> None:
+        argv = ["umount", "--", mountpoint] if uid == 0 else ["fusermount", "-u", "--", mountpoint]
+        self.run(argv, f"unmounting {mountpoint} (is a process still using it?)")
+
+    def blkid(self, device: str) -> dict[str, str]:
+        res = self.run(["blkid", "-p", "-o", "export", "--", device], f"probing {device}", ok=(0, 2))
+        return dict(line.split("=", 1) for line in res.stdout.splitlines() if "=" in line)
+
+    def write_state(self, sdir: str, state: dict) -> None:
+        self.host.write_text(posixpath.join(sdir, "storage.json"), json.dumps(state, indent=1, sort_keys=True) + "\n")
+
+
+def _flatten(filesystems: list[dict]):
+    for fs in filesystems:
+        yield fs
+        yield from _flatten(fs.get("children") or [])
+
+
+def _has_options(actual: str, wanted: Sequence[str]) -> bool:
+    have = set(actual.split(","))
+    return all(o in have for o in wanted)
+
+
+# -- configurations ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StorageConfig:
+    """One named storage configuration. Subclasses per kind; build them with ``from_spec``."""
+
+    name: str
+    where: str
+    kind: ClassVar[str] = ""
+    #: the kind's declaration model: its keys, types and allow-lists
+    Spec: ClassVar[type[Model]] = Model
+    #: tools setup runs on the host, and whether it needs root
+    tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink")
+    needs_root: ClassVar[bool] = False
+    #: whether setup mounts something on <state>/mnt
+    mounts_something: ClassVar[bool] = True
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        """Keys this kind accepts besides ``kind``."""
+        return tuple(k for k in cls.Spec.model_fields if k != "kind")
+
+    @classmethod
+    def parse(cls, name: str, spec: Mapping, where: str) -> StorageConfig:
+        """Validate a declaration of this kind through ``Spec``; errors name ``where.<key>``."""
+        model = check(cls.Spec, spec, where, StorageError)
+        return cls.from_model(name, where, model)
+
+    @classmethod
+    def from_model(cls, name: str, where: str, model: Model) -> StorageConfig:
+        values = {k: getattr(model, k) for k in cls.keys()}
+        return cls(name=name, where=where, **{k: v for k, v in values.items() if v is not None})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The validated configuration as params.yaml would write it (recorded with a campaign)."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for key in self.keys():
+            value = getattr(self, key, None)
+            if isinstance(value, tuple):
+                value = list(value)
+            if value is not None and value != [] and value != ():
+                out[key] = value
+        return out
+
+    def state_dir(self, workdir: str) -> str:
+        return state_dir(workdir, self.name)
+
+    def required_tools(self) -> tuple[str, ...]:
+        return self.tools
+
+    def setup(self, host: Host, workdir: str) -> Prepared:
+        """Make the storage ready on ``host``; safe to call again after an interrupted run."""
+        ops = _Ops(host, self.where)
+        uid, sdir, state = ops.begin(self.kind, self.required_tools(), root=self.needs_root,
+                                     fuse=self.kind == "sshfs", sdir=self.state_dir(workdir),
+                                     make=2 if self.mounts_something else 1)
+        if sdir is None:
+            raise StorageError(f"{self.where}: cannot create {self.state_dir(workdir)} on {host.name}")
+        if state.get("kind") not in (None, self.kind):
+            raise StorageError(f"{self.where}: {sdir} on {host.name} holds a {state.get('kind')} configuration "
+                               f"of an earlier run; tear that down first (briefkit.target.storage.cleanup(host, workdir, "
+                               f"{self.name!r})) or rename this configuration")
+        state.update(kind=self.kind, name=self.name, spec=self.to_dict())
+        prepared = self._setup(ops, sdir, state, uid)
+        state["prepared_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        ops.write_state(sdir, state)
+        return prepared
+
+    def teardown(self, host: Host, prepared: Prepared | None = None, *, workdir: str | None = None) -> None:
+        """Undo ``setup``: from ``prepared``, or from the state on the host under ``workdir``."""
+        if prepared is not None and prepared.state_dir:
+            sdir = prepared.state_dir
+        elif workdir is not None:
+            sdir = self.state_dir(workdir)
+        else:
+            raise StorageError(f"{self.where}: teardown needs the Prepared that setup returned, or the workdir")
+        ops = _Ops(host, self.where)
+        uid, sdir, state = ops.begin(self.kind, (), root=False, sdir=sdir)
+        if sdir is None:
+            return  # nothing there: torn down already
+        problems: list[str] = []
+        self._teardown(ops, sdir, state, uid, problems)
+        if not problems:
+            res = ops.run(["sh", "-c", _FINISH, "briefkit-storage", sdir, *self._made_files(sdir)],
+                          "removing the state directory")
+            if "mnt-left" in res.stdout:
+                problems.append(f"{sdir}/mnt is still mounted or not empty after unmounting; left in place")
+        if problems:
+            raise StorageError(f"{self.where}: teardown on {host.name} incomplete: " + "; ".join(problems))
+
+    def cleanup(self, host: Host, workdir: str) -> None:
+        """Teardown when the Prepared of an interrupted run is lost."""
+        self.teardown(host, None, workdir=workdir)
+
+    # -- per kind -----------------------------------------------------------------------------
+    def _setup(self, ops: _Ops, sdir: str, state: dict, uid: int) -> Prepared:
+        raise NotImplementedError
+
+    def _teardown(self, ops: _Ops, sdir: str, state: dict, uid: int, problems: list[str]) -> None:
+        pass
+
+    def _made_files(self, sdir: str) -> list[str]:
+        """Files setup made in the state directory, removed once teardown found no problem."""
+        return []
+
+    def _prepared(self, sdir: str, path: str, device: str | None, description: dict, *, raw: bool = False,
+                  destroy_data: bool = False) -> Prepared:
+        return Prepared(name=self.name, kind=self.kind, path=path, device=device, raw_device=raw,
+                        description={"kind": self.kind, **description}, state_dir=sdir,
+                        destroy_data=destroy_data, where=self.where)
+
+    # shared by the kinds that mount something at <state>/mnt
+    def _ours_mounted(self, ops: _Ops, mnt: str, is_ours, wanted_ok, uid: int) -> dict | None:
+        """Reuse a mount at ``mnt`` that is ours and as wanted (returned); unmount ours that are not,
+        and make sure the empty mount point exists (None returned). A foreign mount on our mount
+        point is an error (we did not make it, so we leave it)."""
+        unmounted = False
+        for fs in reversed(ops.mounts_at(mnt)):
+            if not is_ours(fs):
+                raise StorageError(f"{self.where}: {fs.get('source')} ({fs.get('fstype')}) is mounted on {mnt}, "
+                                   f"which this configuration did not mount; unmount it first")
+            if wanted_ok(fs):
+                return fs
+            ops.unmount(mnt, uid)
+            unmounted = True
+        if unmounted:
+            ops.mkdir(mnt)  # begin could not make it under a dead FUSE mount
+        return None
