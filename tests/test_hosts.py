@@ -18,6 +18,7 @@ from briefkit.target.hosts import (
     CommandError,
     CommandTimeout,
     HostConnectionError,
+    HostError,
     HostKeyError,
     JobError,
     JobLost,
@@ -25,6 +26,7 @@ from briefkit.target.hosts import (
     LocalHost,
     SshHost,
 )
+from briefkit.target.hosts.ssh import parse_ssh_url
 from briefkit.target.hosts.sshd import LoopbackSshd, free_port
 
 AWKWARD = [
@@ -310,3 +312,203 @@ def test_read_text_reads_proc_files_whole(host):
         return [line for line in text.splitlines() if line.startswith("processor")]
     expected = processors(Path("/proc/cpuinfo").read_text())
     assert expected and processors(host.read_text("/proc/cpuinfo")) == expected
+
+
+# -- address, key and known_hosts errors -----------------------------------------------------
+
+@pytest.mark.parametrize("url, expected", [
+    ("ssh://root@host:notaport", "the port in 'ssh://root@host:notaport' is 'notaport', not a number"),
+    ("ssh://root@host:99999", "the port in 'ssh://root@host:99999' is 99999, outside 1-65535"),
+    ("ssh://root@:22", "names no host"),
+    ("root@host", "is not an SSH address"),
+])
+def test_bad_ssh_address_names_the_value_and_the_expected_form(url, expected):
+    with pytest.raises(ValueError) as err:
+        SshHost.from_url(url, where="--host")
+    assert expected in str(err.value) and "expected ssh://[user@]host[:port]" in str(err.value)
+    assert str(err.value).startswith("--host: ")
+
+
+def test_ssh_address_forms():
+    assert parse_ssh_url("ssh://127.0.0.1") == (None, "127.0.0.1", 22)
+    assert parse_ssh_url("ssh://bench@[::1]:2223") == ("bench", "::1", 2223)
+    host = SshHost.from_url("ssh://bench@192.0.2.7:2200", sudo=True)
+    assert (host.username, host.hostname, host.port, host.sudo) == ("bench", "192.0.2.7", 2200, True)
+
+
+def test_refused_key_names_user_keys_and_how_to_install_the_key(sshd, tmp_path):
+    stranger = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[stranger],
+                   known_hosts=sshd.known_hosts)
+    with pytest.raises(HostConnectionError) as err:
+        host.connect()
+    message = str(err.value)
+    assert f"cannot log in to {sshd.hostname}:{sshd.port} as {sshd.username}" in message
+    assert f"key files tried: {stranger}" in message
+    assert f"ssh-copy-id -i {stranger}.pub -p {sshd.port} {sshd.username}@{sshd.hostname}" in message
+    # doing what it says (appending the key to authorized_keys, which ssh-copy-id does) lets the login in
+    authorized = sshd.dir / "authorized_keys"
+    before = authorized.read_text()
+    try:
+        authorized.write_text(before + Path(f"{stranger}.pub").read_text())
+        assert host.run(["echo", "in"]).stdout == "in\n"
+    finally:
+        host.close()
+        authorized.write_text(before)
+
+
+def test_garbage_known_hosts_is_named(sshd, tmp_path):
+    garbage = tmp_path / "known_hosts"
+    garbage.write_text("this is not\na known_hosts file at all\n")
+    host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[sshd.client_key],
+                   known_hosts=garbage)
+    with pytest.raises(HostKeyError) as err:
+        host.connect()
+    assert f"{garbage} is not a known_hosts file" in str(err.value)
+    assert f"ssh-keyscan -p {sshd.port}" in str(err.value)
+
+
+def test_public_key_given_as_identity_is_named(sshd):
+    public = Path(f"{sshd.client_key}.pub")
+    host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[public],
+                   known_hosts=sshd.known_hosts)
+    with pytest.raises(HostConnectionError) as err:
+        host.connect()
+    assert f"{public} is a public key" in str(err.value) and str(sshd.client_key) in str(err.value)
+
+
+def test_embedded_scripts_are_not_quoted_in_errors(host):
+    script = "set -e\n" + "\n".join(f": line {i}" for i in range(15)) + "\nexit 4\n"
+    with pytest.raises(CommandError) as err:
+        host.run(["sh", "-c", script, "briefkit-thing", "arg1"])
+    assert "sh -c <briefkit-thing script> arg1 exited with code 4" in str(err.value)
+    assert ": line 3" not in str(err.value)
+
+
+# -- a non-root login, with and without sudo ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def plain_user():
+    """A non-root user of this machine, without a home directory, removed afterwards."""
+    name = f"bk{os.getpid() % 100000}u"
+    subprocess.run(["useradd", "--no-create-home", "--home-dir", f"/nonexistent/{name}", "--shell", "/bin/sh",
+                    name], check=True, capture_output=True)
+    subprocess.run(["usermod", "-p", "*", name], check=True)  # no password, not locked: key login only
+    try:
+        yield name
+    finally:
+        Path(f"/etc/sudoers.d/{name}").unlink(missing_ok=True)
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def user_sshd(tmp_path_factory):
+    """The loopback sshd, in a directory the non-root user may read (sshd reads authorized_keys as
+    the login user; pytest's own temporary root is private to root)."""
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="briefkit-sshd-", dir="/var/tmp"))
+    folder.chmod(0o755)
+    server = LoopbackSshd(folder)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        subprocess.run(["rm", "-rf", "--", str(folder)], check=False)
+
+
+def as_user(server, user, **options) -> SshHost:
+    return SshHost(server.hostname, server.port, username=user, client_keys=[server.client_key],
+                   known_hosts=server.known_hosts, **options)
+
+
+@pytest.fixture
+def root_only(tmp_path):
+    """A directory only root may enter."""
+    folder = Path("/root") / f"briefkit-test-{os.getpid()}-{random.randrange(10**6)}"
+    folder.mkdir(mode=0o700)
+    yield folder
+    subprocess.run(["rm", "-rf", "--", str(folder)], check=False)
+
+
+def test_non_root_login_says_what_needs_root_and_what_to_do(user_sshd, plain_user, root_only, tmp_path):
+    with as_user(user_sshd, plain_user) as host:
+        assert host.run(["id", "-un"]).stdout.strip() == plain_user
+        res = host.run(["id", "-u"], check=False)
+        assert "Could not chdir" not in res.stderr  # the missing home directory is not reported on every command
+        with pytest.raises(CommandError) as err:
+            host.run(["touch", str(root_only / "x")])
+        message = str(err.value)
+        assert "Permission denied" in message and "Could not chdir" not in message
+        assert f"needs root on {host.name}, where commands run as {plain_user}" in message
+        assert "log in as root" in message and "sudo: true" in message
+        assert f"{plain_user} ALL=(root) NOPASSWD: ALL" in message
+        with pytest.raises(JobError) as err:
+            host.start(["true"], str(root_only / "jobs"), "j")
+        assert "log in as root" in str(err.value)
+        # a loop device, what the loop_xfs configurations attach
+        image = tmp_path / "img"
+        image.write_bytes(b"\0" * (1 << 20))
+        image.chmod(0o644)
+        with pytest.raises(CommandError, match="log in as root"):
+            host.run(["losetup", "--find", "--show", str(image)])
+
+
+def test_sudo_without_passwordless_sudo_is_refused_with_the_sudoers_line(user_sshd, plain_user):
+    Path(f"/etc/sudoers.d/{plain_user}").unlink(missing_ok=True)
+    with as_user(user_sshd, plain_user, sudo=True) as host:
+        with pytest.raises(HostError) as err:
+            host.run(["true"])
+    message = str(err.value)
+    assert "sudo -n" in message and "password" in message
+    assert f"{plain_user} ALL=(root) NOPASSWD: ALL" in message and "log in as root" in message
+
+
+def test_sudo_runs_commands_jobs_and_file_operations_as_root(user_sshd, plain_user, root_only):
+    sudoers = Path(f"/etc/sudoers.d/{plain_user}")
+    sudoers.write_text(f"{plain_user} ALL=(root) NOPASSWD: ALL\n")
+    sudoers.chmod(0o440)
+    try:
+        with as_user(user_sshd, plain_user, sudo=True) as host:
+            assert host.run(["id", "-u"]).stdout == "0\n"
+            # cwd and env reach the command through sudo (which resets the environment)
+            res = host.run(["sh", "-c", 'printf "%s|%s" "$BK_VALUE" "$(pwd)"'], cwd=str(root_only),
+                           env={"BK_VALUE": "it's $(x)"})
+            assert res.stdout == f"it's $(x)|{root_only}"
+            # files in a directory the login user may not enter
+            work = root_only / "work"
+            host.mkdir(str(work / "deep"))
+            host.write_text(str(work / "deep" / "note.txt"), "résumé\n")
+            assert (work / "deep" / "note.txt").read_text() == "résumé\n"
+            assert host.exists(str(work / "deep" / "note.txt")) and not host.exists(str(work / "nothing"))
+            assert host.read_text(str(work / "deep" / "note.txt")) == "résumé\n"
+            assert host.listdir(str(work / "deep")) == ["note.txt"]
+            back = host.fetch(str(work / "deep"), root_only.parent / f"{root_only.name}-back")
+            try:
+                assert (back / "note.txt").read_text() == "résumé\n"
+            finally:
+                subprocess.run(["rm", "-rf", "--", str(back)], check=False)
+            # a detached job: launched, followed and stopped as root
+            job = host.start(["sh", "-c", "id -u; touch ran-as-root"], str(work / "jobs"), "j1")
+            assert job.wait() == 0 and job.result().stdout == "0\n"
+            assert (work / "jobs" / "ran-as-root").stat().st_uid == 0
+            mark = marker()
+            job = host.start(["sleep", mark], str(work / "jobs"), "j2")
+            wait_for(lambda: live_with(mark, "sleep"))
+            assert job.stop() == 143
+            wait_for(lambda: not live_with(mark))
+            # the timeout runs as root too, so it can end what it started
+            mark = marker()
+            with pytest.raises(CommandTimeout):
+                host.run(["sleep", mark], timeout=0.5)
+            wait_for(lambda: not live_with(mark))
+    finally:
+        sudoers.unlink(missing_ok=True)
+
+
+def test_local_host_with_sudo(root_only):
+    host = LocalHost(sudo=True)
+    assert host.run(["id", "-u"]).stdout == "0\n"
+    job = host.start(["sh", "-c", "pwd"], str(root_only / "jobs"), "local")
+    assert job.wait() == 0 and job.result().stdout == f"{root_only / 'jobs'}\n"

@@ -103,7 +103,10 @@ def clean_stderr(text: str) -> str:
 
 #: stderr of a command that lacked root (losetup, mount, mkfs, writing a root-owned path, ...)
 _NEEDS_ROOT = re.compile(r"permission denied|operation not permitted|must be (?:super-?user|root)|only root|"
-                         r"are you root|requires? root|not super-?user|insufficient privileges", re.I)
+                         r"are you root|requires? root|not super-?user|insufficient privileges|"
+                         # administration tools live in /usr/sbin, which a non-root PATH lacks
+                         r"\b(?:losetup|mkfs(?:\.\w+)?|blkid|wipefs|blockdev|fstrim|modprobe|sysctl|nvme|hdparm|"
+                         r"mkswap|swapon|xfs_\w+): (?:command )?not found", re.I)
 #: stderr of ``sudo -n`` that cannot run the command
 _SUDO_REFUSED = re.compile(r"sudo: (?:a password is required|a terminal is required|.*not in the sudoers|"
                            r".*(?:is|are) not allowed to run|.*may not run sudo)", re.I)

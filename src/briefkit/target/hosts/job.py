@@ -17,7 +17,8 @@ process is started on the target), first every few milliseconds and then every
 /proc entry is checked too, so a wrapper killed without writing NAME.rc is reported, not waited for
 forever. A dropped connection is reconnected with backoff and the wait goes on. Every helper script
 is a constant and takes its values as positional arguments, so no user value is parsed by a shell.
-Needs sh, setsid and flock (util-linux) on the target.
+Needs sh, setsid and flock (util-linux) on the target. On a host with ``sudo``, the launcher, the
+wrapper and the stop helper run as root (``sudo -n --``), like every other command of that host.
 """
 from __future__ import annotations
 
@@ -158,8 +159,10 @@ class Job:
         res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, *argv], check=False,
                        timeout=HELPER_MARGIN)
         if res.returncode != 0:
+            hint = host.diagnose(res.stderr) if hasattr(host, "diagnose") else None
             raise JobError(f"on {host.name}: cannot start job {name!r} in {workdir}: "
-                           f"{res.stderr.strip() or f'launcher exited with {res.returncode}'}")
+                           f"{res.stderr.strip() or f'launcher exited with {res.returncode}'}"
+                           + (f"\n{hint}" if hint else ""))
         pid, abs_workdir = _two_lines(res.stdout, f"job {name} launcher output")
         return cls(host, abs_workdir, name, int(pid))
 

@@ -95,6 +95,23 @@ DEFAULT_KEYS = ("id_ed25519_sk", "id_ecdsa_sk", "id_ed448", "id_ed25519", "id_ec
 URL_FORM = "ssh://[user@]host[:port], e.g. ssh://root@192.0.2.10:22"
 
 
+def _bad_known_hosts_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of the lines that are no known_hosts entry (OpenSSH and asyncssh skip
+    them silently, so a wrong file would only show up as an unknown host key)."""
+    bad = []
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if fields[0].startswith("@"):
+            fields = fields[1:]
+        try:
+            asyncssh.import_public_key(" ".join(fields[1:3]))
+        except (asyncssh.KeyImportError, ValueError, IndexError):
+            bad.append((number, line))
+    return bad
+
+
 def parse_ssh_url(url: str, where: str = "host") -> tuple[str | None, str, int]:
     """``ssh://[user@]host[:port]`` -> (user or None, host, port), with a message naming the value and
     the expected form when it is not one (ValueError)."""
@@ -222,14 +239,19 @@ class SshHost(Host):
         if not self.known_hosts.exists():
             return ([], [], [])
         try:
-            return asyncssh.read_known_hosts(str(self.known_hosts))
+            text = self.known_hosts.read_text(encoding="utf-8")
+            bad = _bad_known_hosts_lines(text)
+            if not bad:
+                return asyncssh.import_known_hosts(text)
+            problem = f"line {bad[0][0]} is {bad[0][1][:60]!r}"
         except (ValueError, asyncssh.Error, UnicodeDecodeError) as exc:
-            raise HostKeyError(f"{self.known_hosts} is not a known_hosts file ({exc}): each line should be "
-                               f"'HOST KEYTYPE BASE64KEY' as ssh-keyscan prints it; remove or fix the file, then "
-                               f"{self._accept_line()}", fingerprint=None, changed=False) from None
+            problem = str(exc)
         except OSError as exc:
             raise HostKeyError(f"cannot read {self.known_hosts}: {exc.strerror}", fingerprint=None,
                                changed=False) from None
+        raise HostKeyError(f"{self.known_hosts} is not a known_hosts file ({problem}): each line should be "
+                           f"'HOST KEYTYPE BASE64KEY' as ssh-keyscan prints it. Fix or move the file, then accept "
+                           f"the host's key: {self._accept_line()}", fingerprint=None, changed=False)
 
     def _loaded_keys(self) -> list:
         """The client keys, read here so that a wrong file is named (a public key given as identity,
@@ -440,12 +462,18 @@ class SshHost(Host):
             self._root_write_text(path, text, self._sftp_write_text)
 
     def exists(self, path: str) -> bool:
-        try:
-            return _call(self._file_op("exists", path, lambda sftp: sftp.lexists(path)))
-        except PermissionError:
-            if not self.sudo:
-                raise
-            return self._root_exists(path)
+        async def op(sftp):
+            try:
+                await sftp.lstat(path)
+                return True
+            except (asyncssh.SFTPNoSuchFile, asyncssh.SFTPNoSuchPath):
+                return False
+            except asyncssh.SFTPPermissionDenied:
+                return None  # a parent the login user may not search
+        found = _call(self._file_op("exists", path, op))
+        if found is None:
+            return self._root_exists(path) if self.sudo else False
+        return found
 
     def mkdir(self, path: str) -> None:
         try:
