@@ -15,7 +15,6 @@ percentile is the median over its repetitions, and ``repetition_table`` shows ev
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -266,78 +265,6 @@ def workload_title(workload: str, published_workloads: dict | None = None) -> st
 
 # --- how a campaign was run --------------------------------------------------------------------
 
-def _text(value) -> str:
-    if isinstance(value, dict):
-        return "; ".join(f"{k}: {_text(v)}" for k, v in value.items()) if value else "none"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_text(v) for v in value)
-    if value is None:
-        return "default"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
-@dataclass
-class CampaignTables:
-    """What a brief shows under "How we tested" for one measured campaign. ``declared`` is False
-    when params.yaml no longer declares the campaign (samples from elsewhere): only the inventory
-    and the samples can then say how it ran."""
-
-    name: str
-    declared: bool
-    settings: dict
-    configurations: pd.DataFrame
-    plan: pd.DataFrame
-    inventory: list          # [(title, DataFrame)] from briefkit.target.inventory.tables; [] before a run
-    memory_bytes: int | None
-    status: pd.DataFrame     # points done / skipped / failed / left per configuration
-
-
-def campaign_tables(brief: str, name: str, base=None, measured: Sequence[str] = ()) -> CampaignTables:
-    """The declaration (params.yaml) and the recorded inventory (data/raw/.../inventory.json) of a
-    campaign, as tables. ``measured``: the configurations the samples have, listed (as "not
-    declared") when params.yaml no longer declares the campaign."""
-    from briefkit.measure import campaign
-    from briefkit.target import inventory
-
-    try:
-        camp = campaign.load(brief, name, base)
-    except (ValueError, KeyError):    # CampaignError and ParamsError are ValueErrors
-        camp = None
-    found = None
-    if camp is not None:
-        path = camp.raw_dir / "inventory.json"
-        if path.exists():
-            found = json.loads(path.read_text(encoding="utf-8"))
-    configs = (found or {}).get("configs") or {}
-    rows = []
-    for config in (list(camp.configs) if camp else sorted(set(configs) | set(measured))):
-        info = configs.get(config) or {}
-        rows.append({"Configuration": config,
-                     "Label": (camp.labels.get(config) if camp else None) or info.get("label") or config,
-                     "Storage": _text(camp.config_specs[config]) if camp else "not declared",
-                     "Path": info.get("path") or "not recorded",
-                     "Block device": info.get("device") or "none"})
-    plan = []
-    if camp is not None:
-        plan += [("Workload", camp.workload.name), ("Host", _text(camp.host)),
-                 ("Repetitions", _text(camp.repetitions)), ("Power", _text(dict(camp.power)))]
-        plan += [(f"Matrix: {axis}", _text(values)) for axis, values in camp.matrix.items()]
-        plan += [(f"Setting: {key}", _text(value)) for key, value in camp.settings.items()]
-    status = campaign.status(brief, base) if camp is not None else pd.DataFrame()
-    if len(status):
-        status = status[status["campaign"] == name]
-    return CampaignTables(
-        name=name, declared=camp is not None, settings=dict(camp.settings) if camp else {},
-        configurations=pd.DataFrame(rows, columns=["Configuration", "Label", "Storage", "Path", "Block device"]),
-        plan=pd.DataFrame(plan, columns=["Item", "Value"]),
-        inventory=inventory.tables(found) if found else [],
-        memory_bytes=((found or {}).get("memory") or {}).get("total_bytes"), status=status)
-
-
 def _bytes(n: float) -> str:
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= size:
@@ -349,7 +276,7 @@ def dbbench_scale(settings: dict, memory_bytes: int | None, loads: list[float]) 
     """The scale of a db_bench thread sweep in words: database size against the host's memory,
     whether reads bypass the page cache, point length, thread counts."""
     if not settings:
-        return "The campaign's settings are not declared in params.yaml, so its scale is not stated here."
+        return "The campaign recorded no settings, so its scale is not stated here."
     num, key, value = settings.get("num"), settings.get("key_size"), settings.get("value_size")
     parts = []
     if num and key and value:
@@ -374,18 +301,6 @@ def dbbench_scale(settings: dict, memory_bytes: int | None, loads: list[float]) 
     limit = settings.get("write_rate_limit")
     parts.append("readwhilewriting's writer " + (f"limited to {_bytes(limit)}/s" if limit else "unthrottled"))
     return "; ".join(parts) + "."
-
-
-def relative_to_checkout(path) -> str:
-    """A path as the brief prints it: relative to the checkout, never the machine's absolute path."""
-    from pathlib import Path
-
-    from briefkit.config import project
-    path = Path(path).resolve()
-    try:
-        return str(path.relative_to(project.root()))
-    except ValueError:    # outside the checkout
-        return str(path)
 
 
 def named(config: str, labels: dict, emphasis: bool = True) -> str:

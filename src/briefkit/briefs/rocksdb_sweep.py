@@ -1,0 +1,279 @@
+"""The rocksdb_sweep notebook's sections: a published db_bench thread-sweep brief re-derived from its
+own data (figures, maximum-difference tables, the reproduction check, the appendix), then each
+selected measured campaign (``briefkit.briefs.sweep`` does the analysis).
+
+Each method returns the blocks of one notebook section (``briefkit.report.display.emit`` shows them).
+"""
+from __future__ import annotations
+
+from briefkit.briefs import plots, sweep
+from briefkit.briefs.sections import (BriefBase, bullets, configurations_table, hosts_text, memory_bytes,
+                                      ordered, plural, published_files, published_how)
+from briefkit.briefs.sweep import MetricSpec
+from briefkit.core import units
+from briefkit.dataset import claims, published
+
+
+class RocksdbSweep(BriefBase):
+    def __init__(self, brief: str, processed_dir, published_dir: str = "", show=None,
+                 latency_unit: str | None = None, published_scale: str | None = None):
+        super().__init__(brief, processed_dir, published_dir, show, latency_unit=latency_unit,
+                         published_scale=published_scale)
+        plots.setup()
+        pub = self.pub
+        unit = self.params["latency_unit"] or "us"
+        self.published_scale = self.params["published_scale"] or "a scale the published brief does not state"
+        self.lat_unit, self.lat_factor = {"us": "µs", "ms": "ms"}[unit], units.factor("us", unit)
+        shown = self.data.published_samples()
+        self.configs, self.subject, self.load_kind = pub.configs, pub.subject, pub.load_kind
+        self.palette = plots.colours(self.configs)
+        self.specs = [MetricSpec("ops", "Performance", "ops/s"),
+                      MetricSpec("read_lat_p99", "99% latency", self.lat_unit),
+                      MetricSpec("ops_per_watt", "Power efficiency", "ops/s per W")]
+        self.pub_workloads = [w for w in pub.workloads if (shown["workload"] == w).any()]
+        self.tables = {w: {"ops": sweep.wide(shown, w, "ops", self.configs),
+                           "read_lat_p99": sweep.wide(shown, w, "read_lat_p99", self.configs) * self.lat_factor,
+                           "watts": sweep.wide(shown, w, "watts", self.configs),
+                           "ops_per_watt": sweep.efficiency(shown, w, "ops", self.configs)}
+                       for w in self.pub_workloads}
+        self.checks_table = self.checks()
+        self.verdicts = self.checks_table["verdict"].value_counts() if len(self.checks_table) else {}
+        self.measured = {}
+        for name in self.names:
+            data = self.campaign_samples(name)
+            if data.empty:
+                continue
+            record = self.records[name]
+            configs = ordered(data["config"].unique(), record.configs)
+            lat = sweep.decimals_for(data.loc[data["metric"] == "read_lat_p99", "value"] * self.lat_factor)
+            specs = [MetricSpec("ops", "Performance", "ops/s", short="ops/s"),
+                     MetricSpec("read_lat_p99", "99% latency", self.lat_unit, lat, short=f"p99 ({self.lat_unit})"),
+                     self.specs[2]]
+            workloads = ordered(data["workload"].unique(), list(pub.workloads))
+            self.measured[name] = {
+                "data": data, "record": record, "configs": configs, "specs": specs, "workloads": workloads,
+                "tables": {w: sweep.measured_tables(data, w, configs, self.lat_factor) for w in workloads},
+                "palette": plots.colours(configs)}
+
+    def _suffix(self, name: str, fmt: str = ": {}") -> str:
+        return "" if len(self.measured) == 1 else fmt.format(name)
+
+    def intro(self):
+        pub, checks = self.pub, self.checks_table
+        if len(pub.points):
+            what = f"""This brief re-derives every figure and table of the published brief from its own appendix data
+({len(pub.points)} load points transcribed from the published text), recomputes each of its
+{len(checks)} numeric claims and says whether it holds. Differences follow the brief's convention:
+(superior / inferior) - 1 for operations per second and efficiency, (inferior / superior) - 1 for latency."""
+        else:
+            what = (f"The published brief shows its results as figures without their data, so there is nothing to "
+                    f"re-derive: this brief lists its {len(pub.claims)} numeric claims ({len(checks)} comparisons) and "
+                    "says for each whether the published text gives the numbers to check it.")
+        self.out.md(f"# {pub.title}: a reproduction\n\n*{pub.meta['subtitle']}.*\n\n{what}")
+        if self.measured:
+            self.out.md("Beside the published brief, the same db_bench methodology measured with briefkit, at a much "
+                        "smaller scale (section *Measured*; campaign "
+                        + ", ".join(f"{n} on {hosts_text(m['record'])}" for n, m in self.measured.items()) + ").")
+        return self.out.take()
+
+    def key_findings(self):
+        pub, checks, verdicts = self.pub, self.checks_table, self.verdicts
+        lines = []
+        for workload in self.pub_workloads:
+            found = [sweep.finding(self.tables[workload][s.metric], self.subject, s, self.load_kind)
+                     for s in self.specs if not self.tables[workload][s.metric].dropna(how="all").empty]
+            lines.append(f"**{pub.workloads[workload]['title']}**: the {self.subject} achieves " + "; ".join(found) + ".")
+        mismatches = verdicts.get(claims.MISMATCH, 0)
+        if len(pub.points):
+            parts = [f"{verdicts.get(claims.MATCHES, 0)} match",
+                     f"{verdicts.get(claims.ROUNDING, 0)} agree only within the rounding of the published inputs"]
+            if verdicts.get(claims.NOT_CHECKABLE, 0):
+                parts.append(f"{verdicts[claims.NOT_CHECKABLE]} cannot be checked from the published data")
+            lines.append(f"**Reproduction check**: of {len(checks)} published numbers, {', '.join(parts)}, and "
+                         f"{mismatches} do not match" + (":" if mismatches else "."))
+        else:
+            for workload, info in [*pub.workloads.items(), (None, {"title": "Across the workloads"})]:
+                said = [c["text"].rstrip(".") for c in pub.claims if c.get("workload") == workload and c.get("text")]
+                if said:
+                    lines.append(f"**{info['title']}**, as the published post says: " + "; ".join(said) + ".")
+            lines.append(f"**Reproduction check**: the post prints none of the numbers behind its figures, so none of "
+                         f"its {len(pub.claims)} numeric claims ({len(checks)} comparisons) can be recomputed: "
+                         + ", ".join(f"{n} {verdict}" for verdict, n in verdicts.items()) + ".")
+        self.out.md(bullets(lines))
+        if mismatches:
+            self.out.md(bullets(f"{row.where}: *{row.statement or row.stated}*. {row.reason[:1].upper()}{row.reason[1:]}."
+                                for row in checks[checks["verdict"] == claims.MISMATCH].itertuples()))
+        for name, m in self.measured.items():
+            found = [f"**{sweep.workload_title(w, pub.workloads)}**: " + "; ".join(
+                sweep.lead_finding(m["tables"][w].get(s.metric), s, self.load_kind) for s in m["specs"]) + "."
+                for w in m["workloads"]]
+            self.out.md(f"**Measured** (campaign {name} on {hosts_text(m['record'])}: {', '.join(m['configs'])}; "
+                        "small scale, see *How we tested*):\n\n" + bullets(found))
+        return self.out.take()
+
+    def published_workloads(self):
+        out, kind = self.out, self.load_kind
+        for workload in self.pub_workloads:
+            data, title = self.tables[workload], self.pub.workloads[workload]["title"]
+            out.md(f"## {title}\n\nPerformance and 99% latency of each drive over the thread counts "
+                   f"({', '.join(f'{t:g}' for t in data['ops'].index)}); then the drive power and the "
+                   f"operations per second per watt derived from it.")
+            fig, ax = plots.figure(height=3.5)
+            plots.load_paths(ax, data["ops"], data["read_lat_p99"], xlabel="operations per second",
+                             ylabel=f"99% latency ({self.lat_unit})", palette=self.palette, load_label=kind)
+            plots.thousands(ax)
+            out.figure(fig, f"{title} performance and 99% latency (published data).")
+            fig, (left, right) = plots.figure(ncols=2, height=3.2)
+            plots.load_paths(left, data["ops"], data["watts"], xlabel="operations per second",
+                             ylabel="drive power (W)", palette=self.palette, load_label=kind)
+            plots.thousands(left)
+            plots.by_load(right, data["ops_per_watt"], ylabel="ops/s per W", palette=self.palette, xlabel=kind)
+            plots.thousands(right, "y")
+            out.figure(fig, f"{title} power and power efficiency (published data).")
+            out.table(sweep.max_difference_table(data, self.specs, self.subject, kind.capitalize()),
+                      f"{title}: calculated maximum difference values",
+                      note=f"Each row is taken at the thread count where the {self.subject} leads by the most, "
+                           "against the competitor it leads by the most.")
+        return out.take()
+
+    def reproduction_check(self):
+        if len(self.pub.points):
+            self.out.md("""## Reproduction check
+
+Every number the published text states, recomputed from the brief's own appendix data.
+*matches*: the published data gives the printed number. *rounding*: it does not exactly, but the
+printed number lies within what the rounding of the published inputs allows (watts are printed to
+0.1 W). *does not match*: neither; the last column says what the data gives and where the printed
+number really comes from.""")
+        else:
+            self.out.md("""## Reproduction check
+
+Every number the published text states. Its figures were images without their data, so a claim can
+be recomputed only where the text itself prints the numbers it rests on; the others are *not
+checkable* here, and the last column says which metric and configurations they compare, the way a
+measured campaign can compare its own.""")
+        if len(self.checks_table):
+            self.out.verdicts(self.checks_table, "Published claims against the published data")
+        else:
+            self.out.md("The published text makes no numeric claim.")
+        slips = self.pub.meta.get("text_slips", [])
+        if slips:
+            self.out.md("Other slips in the text:\n\n" + bullets(slips))
+        return self.out.take()
+
+    def appendix(self):
+        if self.pub_workloads:
+            self.out.md("## Appendix: performance data as published")
+        for workload in self.pub_workloads:
+            info = self.pub.workloads[workload]
+            self.out.table(published.appendix_table(self.pub, workload),
+                           f"{info['title']}: database ops/s, 99% latency and drive watts "
+                           f"(published {info['table']}, transcribed exactly)")
+        self.out.md("## How it was tested")
+        self.out.table(published_how(self.pub), "The system and software of the published brief")
+        self.out.md(f"This reproduction was computed by briefkit from `{self.published_path}` "
+                    f"({published_files(self.pub)}; the published text is `source.txt` beside them).")
+        return self.out.take()
+
+    def measured_intro(self):
+        out = self.out
+        out.md("## Measured\n\n" + self._selection_text())
+        for name, m in self.measured.items():
+            data, record = m["data"], m["record"]
+            loads = sorted(data["load"].dropna().unique())
+            reps = int(data.groupby(["config", "workload", "load"])["rep"].nunique().max())
+            watts = (data["metric"] == "watts").any()
+            out.md(f"### Campaign {name}\n\n"
+                   f"Campaign *{name}* on {hosts_text(record)}: db_bench {', '.join(m['workloads'])} at "
+                   f"{', '.join(f'{x:g}' for x in loads)} {self.load_kind}, {plural(reps, 'repetition')} of each point, "
+                   f"on {plural(len(m['configs']), 'storage configuration')}. Figures show the mean over the repetitions "
+                   "for operations per second and the median repetition for the 99% latency (percentiles are not "
+                   "averaged); every repetition is listed under *Repetitions as measured*. "
+                   + ("Power was measured, so efficiency is shown." if watts else
+                      "Power was not measured (the campaign has no power source): efficiency is *not measured*, n/a."))
+            table = configurations_table(record)
+            out.md("Configurations: " + "; ".join(sweep.named(r.Configuration, {r.Configuration: r.Label})
+                                                  for r in table.itertuples()) + ".")
+            self.campaign_record(name)
+        return out.take()
+
+    def _selection_text(self) -> str:
+        from briefkit.briefs.sections import selection_text
+        return selection_text(self.data, self.names, self.show)
+
+    def measured_workloads(self):
+        out, kind = self.out, self.load_kind
+        for name, m in self.measured.items():
+            pal = m["palette"]
+            for workload in m["workloads"]:
+                title = f"{sweep.workload_title(workload, self.pub.workloads)} (measured{self._suffix(name, ', {}')})"
+                data_w = m["tables"][workload]
+                out.md(f"### {title}")
+                fig, ax = plots.figure(height=3.3)
+                plots.load_paths(ax, data_w["ops"], data_w["read_lat_p99"], xlabel="operations per second",
+                                 ylabel=f"99% latency ({self.lat_unit})", palette=pal, load_label=kind)
+                plots.thousands(ax)
+                out.figure(fig, f"{title}: 99% latency against operations per second, one path per configuration "
+                                f"in {kind} order.")
+                fig, (left, right) = plots.figure(ncols=2, height=3.0)
+                plots.by_load(left, data_w["ops"], ylabel="operations per second", palette=pal, xlabel=kind)
+                plots.thousands(left, "y")
+                plots.by_load(right, data_w["read_lat_p99"], ylabel=f"99% latency ({self.lat_unit})", palette=pal,
+                              xlabel=kind)
+                out.figure(fig, f"{title}: operations per second and 99% latency against {kind}.")
+                if not data_w["ops_per_watt"].empty:
+                    fig, ax = plots.figure(height=3.0)
+                    plots.by_load(ax, data_w["ops_per_watt"], ylabel="ops/s per W", palette=pal, xlabel=kind)
+                    out.figure(fig, f"{title}: operations per second per watt.")
+                out.table(sweep.max_difference_table(data_w, m["specs"], None, kind.capitalize()),
+                          f"{title}: calculated maximum difference values",
+                          note=f"Each row is taken at the {kind} count where one configuration leads another by the "
+                               "most (Leads); the calculation is the briefs': (superior / inferior) - 1.",
+                          css_class="brief-table auto")
+        return out.take()
+
+    def device_bandwidth(self):
+        out, kind = self.out, self.load_kind
+        for name, m in self.measured.items():
+            top = sweep.top_load(m["data"])
+            bw = sweep.at_load(m["data"], "device_bw", m["workloads"], m["configs"], load=top)
+            out.md(f"### Device bandwidth at {top:g} {kind}{self._suffix(name, ' (campaign {})')}")
+            fig, ax = plots.figure(height=3.0)
+            plots.grouped_bars(ax, bw.rename(index=lambda w: sweep.workload_title(w, self.pub.workloads)),
+                               ylabel="device bandwidth (MB/s)", palette=m["palette"], decimals=1)
+            missing = [c for c in bw.columns if bw[c].isna().all()]
+            out.figure(fig, f"Bandwidth of each configuration's block device at {top:g} {kind} "
+                            "(MB/s, bytes read and written together, from /proc/diskstats over the db_bench process; "
+                            "the counters are the whole device's, so other I/O to it at the same time counts too)."
+                       + (f" {', '.join(missing)}: no block device, not measured." if missing else ""))
+        return out.take()
+
+    def repetitions(self):
+        for name, m in self.measured.items():
+            self.out.md(f"### Repetitions as measured{self._suffix(name, ' (campaign {})')}")
+            for workload in m["workloads"]:
+                reps = sweep.repetition_table(m["data"], workload, m["specs"][:2], m["configs"],
+                                              self.load_kind.capitalize(), scale={"read_lat_p99": self.lat_factor})
+                self.out.table(reps, f"{sweep.workload_title(workload, self.pub.workloads)} (measured): "
+                                     "each repetition, in order",
+                               note="Spread: (largest - smallest) / the value the figures use (mean; median for "
+                                    "the 99% latency).", css_class="brief-table auto")
+        return self.out.take()
+
+    def how_tested(self):
+        out = self.out
+        for name, m in self.measured.items():
+            record, data = m["record"], m["data"]
+            out.md(f"### How we tested{self._suffix(name, ' ({})')}")
+            loads = sorted(data["load"].dropna().unique())
+            out.md(f"**Scale.** This campaign ran {sweep.dbbench_scale(record.settings, memory_bytes(record), loads)} "
+                   f"The published brief ran {self.published_scale}. The numbers here show how the pipeline measures "
+                   "and compares storage configurations; they are not a measurement of the published drives.")
+            versions = sorted(data["tool_version"].dropna().unique())
+            if versions:
+                out.md(f"db_bench version {', '.join(versions)} (Debian's rocksdb-tools is built with assertions on, "
+                       "which slows it down; the published brief used a release build of RocksDB 8.1.1).")
+            self.inventory(name)
+            out.table(configurations_table(record), f"Storage configurations of campaign {name}",
+                      css_class="brief-table wrap")
+        return out.take()
