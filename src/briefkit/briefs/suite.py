@@ -23,7 +23,7 @@ import pandas as pd
 from briefkit.core import compare
 from briefkit.core.numbers import fmt
 from briefkit.briefs.sweep import decimals_for
-from briefkit.tools.dbbench.command import FLASH_KEYS
+from briefkit.core.flash import FLASH_KEYS
 
 
 @dataclass(frozen=True)
@@ -281,7 +281,7 @@ def scale_statement(settings: dict, memory_bytes: int | None) -> str:
     """The scale of a flash-suite campaign in words, against the host's memory."""
     scale = settings.get("scale")
     if not scale:
-        return "The campaign's settings are not declared in params.yaml, so its scale is not stated here."
+        return "The campaign recorded no scale setting, so its scale is not stated here."
     key, value = settings.get("key_size", 20), settings.get("value_size", 400)
     size = FLASH_KEYS["T2"] * scale * (key + value)
     parts = [f"{scale_text(scale)}, keys of {key} bytes and values of {value} bytes, so the bulk loads write "

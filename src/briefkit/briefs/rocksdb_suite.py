@@ -1,0 +1,155 @@
+"""The rocksdb_suite notebook's sections: the RocksDB flash suite (T1-T5) of each selected measured
+campaign laid out as a published post's tables, per configuration and as ratio tables
+(``briefkit.briefs.suite`` does the analysis).
+
+Each method returns the blocks of one notebook section (``briefkit.report.display.emit`` shows them).
+"""
+from __future__ import annotations
+
+from briefkit.briefs import plots, suite
+from briefkit.briefs.sections import (BriefBase, bullets, configurations_table, hosts_text, memory_bytes, named,
+                                      ordered, published_how, selection_text)
+
+
+class RocksdbSuite(BriefBase):
+    def __init__(self, brief: str, processed_dir, published_dir: str = "", show=None, ratios: dict | None = None):
+        super().__init__(brief, processed_dir, published_dir, show, ratios=ratios)
+        plots.setup()
+        ratios = self.params["ratios"] or {}
+        self.measured = {}
+        for name in self.names:
+            data = self.campaign_samples(name)
+            data = data[data["workload"].isin(list(suite.TESTS))]
+            if data.empty:
+                continue
+            record = self.records[name]
+            configs = ordered(data["config"].unique(), record.configs)
+            self.measured[name] = {
+                "data": data, "record": record, "configs": configs,
+                "labels": {c: (record.labels or {}).get(c) or c for c in record.configs},
+                "pairs": suite.ratio_pairs(ratios, configs, self.pub.meta.get("tables")) if len(configs) > 1 else []}
+
+    def _suffix(self, name: str, fmt: str = " ({})") -> str:
+        return "" if len(self.measured) == 1 else fmt.format(name)
+
+    def intro(self):
+        self.out.md(f"""# {self.pub.title}: the flash suite measured
+
+*{self.pub.meta["subtitle"]}.*
+
+The published post ran the RocksDB wiki's flash benchmarks (T1-T5) on a local NVMe SSD and on the same
+kind of SSD reached over the network (NVMe-oF), for two kinds of SSD, and compared them in ratio tables.
+Its results were tables printed as images: the text gives no number, so there is nothing to recompute.
+This brief runs the same five tests with briefkit on the storage configurations of a measured host and
+lays its results out as the post's tables: one table per configuration, and ratio tables of one
+configuration over another for every test and metric, with the calculation of each ratio.""")
+        return self.out.take()
+
+    def key_findings(self):
+        lines = []
+        if not self.measured:
+            lines.append(selection_text(self.data, self.names, self.show))
+        for name, m in self.measured.items():
+            configs, record = m["configs"], m["record"]
+            scale = (record.settings or {}).get("scale")
+            lines.append(f"**Measured** (campaign {name} on {hosts_text(record)}): "
+                         + "; ".join(named(c, m["labels"]) for c in configs)
+                         + f", at {suite.scale_text(scale) if scale else 'a scale not recorded'}.")
+            if len(configs) < 2:
+                lines.append("Only one configuration was measured: there is no ratio to compute.")
+            for pair in m["pairs"]:
+                as_table = f" (laid out as the post's {pair.published}: {pair.caption})" if pair.published else ""
+                said = (f"not measured: {', '.join(pair.missing)} has no samples" if pair.missing else
+                        suite.ratio_summary(m["data"], pair.numerator, pair.denominator).split(": ", 1)[1])
+                lines.append(f"**{pair.title}**{as_table}: {said}.")
+        for statement in self.pub.meta.get("statements", []):
+            lines.append(f"*The post*: {statement['text']}")
+        self.out.md(bullets(lines))
+        return self.out.take()
+
+    def tests(self):
+        out = self.out
+        if self.measured:
+            out.md(selection_text(self.data, self.names, self.show))
+        for name, m in self.measured.items():
+            out.md(f"## The five tests{self._suffix(name)}")
+            out.table(suite.tests_table(m["data"], (m["record"].settings or {}).get("scale"), self.pub.workloads),
+                      f"The flash benchmark tests as run here (campaign {name})",
+                      note="Keys (--num): db_bench's --num at this scale (T3: keys overwritten; T4: reads; T5: reads "
+                           "per reader). Threads: as measured (T5: the readers; one more thread writes).",
+                      css_class="brief-table auto")
+            out.md("Time: how long the test's db_bench processes ran (database open and close included; T1 with its "
+                   "compaction). µs/op: db_bench's micros/op, the time per operation of each thread (about threads / "
+                   "ops/s; RocksDB before 6.0.1, as in the wiki's 2018 tables, printed 1e6 / ops/s instead). MB/s: "
+                   "db_bench's own rate of key and value bytes, in SI megabytes. Each number is the mean over the "
+                   "repetitions (see *Repetitions as measured*).")
+        return out.take()
+
+    def per_configuration(self):
+        for name, m in self.measured.items():
+            self.out.md(f"## Results per configuration{self._suffix(name)}")
+            for config in m["configs"]:
+                self.out.table(suite.performance_table(m["data"], config),
+                               f"Performance of {named(config, m['labels'], emphasis=False)}",
+                               css_class="brief-table auto")
+        return self.out.take()
+
+    def ratios(self):
+        out = self.out
+        for name, m in self.measured.items():
+            if not m["pairs"]:
+                continue
+            out.md(f"## Ratios{self._suffix(name)}")
+            chart = suite.ratio_chart(m["data"], m["pairs"])
+            if len(chart.columns):
+                fig, ax = plots.figure(height=3.6)
+                plots.ratio_bars(ax, chart, palette=plots.colours(list(chart.columns)))
+                ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+                out.figure(fig, "Every ratio of the tables below (log scale; the values are in the tables). Above 1 "
+                                "the numerator's number is larger: better for ops/s and MB/s, worse for time and µs/op.")
+            for pair in m["pairs"]:
+                published_as = f" (as the post's {pair.published}: {pair.caption})" if pair.published else ""
+                if pair.missing:
+                    out.md(f"*{pair.title} ratios{published_as}: not measured; {', '.join(pair.missing)} has no "
+                           f"samples in campaign {name}.*")
+                    continue
+                out.table(suite.ratio_table(m["data"], pair.numerator, pair.denominator),
+                          f"{pair.numerator} / {pair.denominator} ratios{published_as}",
+                          note=suite.ratio_summary(m["data"], pair.numerator, pair.denominator) + ". Cells: the "
+                               "numerator's mean over its repetitions divided by the denominator's.",
+                          css_class="brief-table auto")
+        return out.take()
+
+    def repetitions(self):
+        for name, m in self.measured.items():
+            self.out.md(f"## Repetitions as measured{self._suffix(name)}")
+            if m["data"].groupby(["config", "workload"])["rep"].nunique().max() == 1:
+                self.out.md("Each test ran once on each configuration, as the post ran them: the tables per "
+                            "configuration above are the measurements themselves.")
+                continue
+            self.out.table(suite.repetition_table(m["data"], m["configs"]),
+                           f"Each repetition of each test, in order (campaign {name})", css_class="brief-table auto")
+        return self.out.take()
+
+    def how_tested(self):
+        out, pub = self.out, self.pub
+        out.md("## How we tested")
+        for name, m in self.measured.items():
+            record = m["record"]
+            versions = sorted(m["data"]["tool_version"].dropna().unique())
+            post = suite.fraction(pub.meta["scale"]) if pub.meta.get("scale") else "a scale it does not state"
+            out.md(f"**Scale.** This campaign ran {suite.scale_statement(record.settings or {}, memory_bytes(record))} "
+                   f"The post ran {post} of the wiki's data, on the system of the last table, the remote SSD behind "
+                   "a 56 Gbps RDMA network. The numbers here show how the suite and its ratio tables are computed "
+                   "with briefkit; they are not a measurement of NVMe-oF or of the post's SSDs.")
+            if versions:
+                out.md(f"db_bench version {', '.join(versions)} (Debian's rocksdb-tools, built with assertions on; "
+                       "the post used a release build of RocksDB 6.0.1).")
+            self.campaign_record(name)
+            self.inventory(name)
+            out.table(configurations_table(record), f"Storage configurations of campaign {name}",
+                      css_class="brief-table wrap")
+        out.table(published_how(pub), "The system and software of the published post")
+        out.md(f"The post's methodology is transcribed in `{self.published_path}` (brief.yaml; "
+               "the published text is `source.txt` beside it).")
+        return out.take()
