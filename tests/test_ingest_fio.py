@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -258,9 +259,15 @@ def test_error_lines_before_the_json_are_skipped():
     assert text.startswith("fio: ")
     doc = raw("text_before.json")
     good, bad = doc["jobs"]
-    table = fio.parse(FIXTURES / "text_before.json")
-    assert set(table["workload"]) == {"good"}
-    assert value(table, "read_bw") == exact(good["read"]["bw_bytes"] / 1e6)
+    with pytest.raises(ParseError) as caught:
+        fio.parse(FIXTURES / "text_before.json")
+    message = str(caught.value)
+    assert "text_before.json" in message and "job 'bad'" in message and f"error {bad['error']}" in message
+    table = fio.parse(FIXTURES / "text_before.json", keep_failed=True)
+    assert set(table["workload"]) == {"good", "bad"}
+    assert value(table, "read_bw", workload="good") == exact(good["read"]["bw_bytes"] / 1e6)
+    assert value(table, "job_error", workload="bad") == bad["error"]
+    assert set(table.loc[table["workload"] == "bad", "metric"]) == {"job_error"}
     info = fio.describe(FIXTURES / "text_before.json").set_index("workload")
     assert info.loc["bad", "error"] == bad["error"] != 0
 
@@ -269,7 +276,9 @@ def test_client_host_prefixed_lines_are_skipped():
     text = (FIXTURES / "client_error.json").read_text()
     assert text.startswith("<")
     (good,) = [e for e in raw("client_error.json")["client_stats"] if e["jobname"] == "good"]
-    table = fio.parse(FIXTURES / "client_error.json")
+    with pytest.raises(ParseError, match=r"client_error.json: job 'bad' .*error 22"):
+        fio.parse(FIXTURES / "client_error.json")
+    table = fio.parse(FIXTURES / "client_error.json", keep_failed=True)
     assert value(table, "read_bw", workload="good") == exact(good["read"]["bw_bytes"] / 1e6)
 
 
@@ -300,7 +309,7 @@ def test_rejections_of_real_output(name, expected):
     ('{"fio version": "fio-3.33", "foo": 1}\n', "no 'jobs' or 'client_stats'"),
     ('{"fio version": "fio-3.33", "jobs": []}\n', "'jobs' is empty"),
     ('{"jobs": [{"jobname": "x", "groupid": 0, "read": {"io_bytes": "many"}}]}\n',
-     "jobs[0].read.io_bytes: expected a number"),
+     "jobs[0] (job 'x').read.io_bytes: expected a byte count"),
     ('{"jobs": [{"jobname": "x", "groupid": 0, "read": {"io_bytes": 1,', "truncated"),
     ('{"jobs": [1, 2]}\n', "jobs[0]: expected a job object"),
 ])
@@ -395,3 +404,81 @@ def test_registry_parse_and_csv():
     header = out.getvalue().splitlines()[0].split(",")
     assert {"metric", "value", "unit"} <= set(header)
     assert len(out.getvalue().splitlines()) == len(table) + 1
+
+
+# ------------------------------------------------------------------- nothing lost silently
+
+
+def test_a_run_ended_by_a_signal_is_an_error():
+    # fio killed with SIGINT after 2.5 s of a 10 s time-based job: the signal line precedes the JSON
+    assert "fio: terminating on signal 2" in (FIXTURES / "signal.json").read_text()
+    with pytest.raises(ParseError, match=r"signal.json: the run was ended by signal 2"):
+        fio.parse(FIXTURES / "signal.json")
+
+
+def test_a_run_cut_short_without_the_signal_line_is_an_error():
+    (job,) = raw("cut_short.json")["jobs"]
+    assert job["read"]["runtime"] < 0.9 * 10_000 and job["read"]["io_bytes"] < 16777216
+    with pytest.raises(ParseError) as caught:
+        fio.parse(FIXTURES / "cut_short.json")
+    message = str(caught.value)
+    assert "cut_short.json" in message and "job 'cut'" in message and "cut short" in message
+    assert f"ran {job['read']['runtime']} ms" in message
+
+
+def test_a_job_that_finished_its_size_early_is_a_result():
+    (job,) = raw("size_done_early.json")["jobs"]
+    assert job["read"]["runtime"] < 1000 and job["read"]["io_bytes"] == 16777216
+    table = fio.parse(FIXTURES / "size_done_early.json")
+    assert value(table, "read_bw") == exact(job["read"]["bw_bytes"] / 1e6)
+
+
+@pytest.mark.parametrize("key, bad, expected", [
+    ("bw_bytes", "NaN", "read.bw_bytes: is nan"),
+    ("bw_bytes", "-1", "read.bw_bytes: is -1"),
+    ("iops", "-12.5", "read.iops: is -12.5"),
+    ("iops", "Infinity", "read.iops: is inf"),
+])
+def test_impossible_rates_name_the_file_and_the_job(tmp_path, key, bad, expected):
+    doc = raw("perjob.json")
+    text = json.dumps(doc, indent=2)
+    original = f'"{key}": {json.dumps(doc["jobs"][0]["read"][key])}'
+    assert original in text
+    path = tmp_path / "impossible.json"
+    path.write_text(text.replace(original, f'"{key}": {bad}', 1))
+    with pytest.raises(ParseError) as caught:
+        fio.parse(path)
+    message = str(caught.value)
+    assert "impossible.json" in message and "job 'perjob'" in message and expected in message
+
+
+@pytest.mark.parametrize("where", ["mean", "percentile"])
+def test_impossible_latencies_are_errors(tmp_path, where):
+    doc = raw("perjob.json")
+    clat = doc["jobs"][1]["write"]["clat_ns"]
+    if where == "mean":
+        clat["mean"] = -3.0
+    else:
+        clat["percentile"]["99.000000"] = -1
+    path = tmp_path / "latency.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ParseError, match=r"latency.json: jobs\[1\] \(job 'perjob'\)\.write\.clat_ns"):
+        fio.parse(path)
+
+
+def test_fio_nan_literal_is_explained(tmp_path):
+    # fio prints a C "-nan" for an undefined figure, which is not JSON at all
+    text = (FIXTURES / "perjob.json").read_text()
+    path = tmp_path / "nan.json"
+    path.write_text(re.sub(r'("bw_mean" : )[0-9.]+', r"\1-nan", text, count=1))
+    with pytest.raises(ParseError, match="nan.json.*NaN"):
+        fio.parse(path)
+
+
+def test_summed_clones_without_bins_say_why_there_are_no_percentiles(capsys):
+    table = fio.parse(FIXTURES / "perjob.json")
+    assert not table["metric"].str.contains("_p").any()
+    err = capsys.readouterr().err
+    assert "perjob.json" in err and "no read clat percentile rows" in err and "json+" in err
+    fio.parse(FIXTURES / "perjob.jsonplus.json")
+    assert "percentile rows" not in capsys.readouterr().err

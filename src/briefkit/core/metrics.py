@@ -55,6 +55,9 @@ _ALL = [
     Metric("txn_skipped", "txn", "lower", "Skipped transactions"),
     Metric("txn_rollback", "txn", "lower", "Rolled-back transactions"),
     Metric("elapsed", "s", "lower", "Elapsed time"),
+    # ingest: a failed job kept on purpose (briefkit ingest --keep-failed), a tool's own health figures
+    Metric("job_error", "dimensionless", "lower", "Error code of a failed job (kept and marked)"),
+    Metric("stall_pct", "percent", "lower", "Write stall time, % of the run"),
     # power and efficiency
     Metric("watts", "W", "lower", "Power"),
     Metric("energy", "J", "lower", "Energy"),

@@ -32,8 +32,23 @@ Reporting units: the ``workload`` and ``host`` columns
     sum over the servers (its workload is the servers' jobname when they share one), and left to
     the caller for stand-alone output.
 
-    A unit whose ``error`` is non-zero (a job fio could not run; fio exits non-zero too) gives no
-    samples: ``describe`` lists it with its error code.
+Nothing is lost silently (``ParseError`` naming the file and the job, or a note on stderr)
+    A unit whose ``error`` is non-zero (a job fio could not run; fio exits non-zero too) is an
+    error; with ``keep_failed=True`` its rows are kept and a ``job_error`` row (the errno) marks
+    it. A run ended by a signal (``fio: terminating on signal N`` beside the JSON) is an error, and
+    so is a job that ran less than 90 % of its declared ``runtime`` while it was time-based or had
+    not moved its ``size`` / ``io_size`` (cut short). NaN, infinite or negative byte counts,
+    bandwidths, IOPS and latencies are errors. A unit whose completion latency has no
+    percentiles (clones summed without json+ bins, ``clat_percentiles=0``) gets a note on stderr
+    saying so and why. A file whose jobs moved no data at all is an error.
+
+Versions
+    fio 3.18+ as described. fio 3.2-3.17 print no ``N`` in latency blocks: every latency is kept,
+    weighted by ``total_ios`` when clones are summed. fio 3.0-3.1 print no ``bw_bytes``: bytes/s
+    are fio's own ``io_bytes * 1000 // runtime``; their percentile lists padded with ``"0.00"``
+    keys are read without the padding. fio 2.x (``clat``/``lat`` in us, ``bw`` in KiB/s,
+    ``io_bytes`` in KiB) is read in its own units, converted by the unit registry. A layout that
+    matches none of these is refused with the fio version the file names.
 
     What the file says about each unit (jobname, groupid, the entries summed, and the job options
     rw, rwmixread, bs, numjobs, iodepth, ioengine, direct, runtime, ramp_time, size, filename,
@@ -45,8 +60,8 @@ Metrics (``briefkit.core.samples`` vocabulary; units converted by ``samples.fram
     ``{read,write,trim}_bw`` from ``bw_bytes`` (B/s -> MB/s, SI), ``..._iops``,
     ``..._clat_mean`` and ``..._lat_mean`` (ns -> us), ``..._clat_p<P>`` (``p50``, ``p99``,
     ``p99.9``...) for the percentiles fio printed (and ``..._lat_p<P>`` with ``lat_percentiles``),
-    recomputed from json+ bins when there are bins, exactly as fio computes them (see
-    ``percentiles_from_bins``). A direction that moved no bytes (``io_bytes == 0``) gives no rows.
+    as fio printed them for an entry, and read from the summed json+ bins for a sum of entries,
+    exactly as fio computes them (see ``percentiles_from_bins``). A direction that moved no bytes (``io_bytes == 0``) gives no rows.
     ``total_bw`` / ``total_iops`` are the sums over the directions with I/O (for every unit with
     I/O, so that a 100/0 mix has a total like a 70/30 one); with ``unified_rw_reporting=mixed``
     fio's own ``mixed`` object gives ``total_bw``, ``total_iops``, ``total_clat_*``.
@@ -65,7 +80,9 @@ Percentiles across jobs, files and repetitions
 from __future__ import annotations
 
 import json
+import math
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -79,8 +96,13 @@ import pandas as pd
 from briefkit.core import samples
 from briefkit.core.errors import ParseError
 
+try:  # a fast reader for the common case; the standard library reads (and explains) everything else
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is installed with the project's dependencies
+    _orjson = None
+
 DIRECTIONS = ("read", "write", "trim")
-#: Latency kinds fio reports per direction (json keys ``slat_ns``, ``clat_ns``, ``lat_ns``).
+#: Latency kinds fio reports per direction (json keys ``clat_ns``, ``lat_ns``; ``clat``, ``lat`` in fio 2.x).
 LATENCY_KINDS = ("clat", "lat")
 #: fio's default ``percentile_list`` (used when merged bins come with no printed list).
 DEFAULT_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0,
@@ -89,8 +111,17 @@ ALL_CLIENTS = "All clients"
 #: Job options copied into ``describe``; everything else stays in the ``options`` column.
 DESCRIBED_OPTIONS = ("rw", "rwmixread", "bs", "numjobs", "iodepth", "ioengine", "direct",
                      "runtime", "ramp_time", "size", "filename")
+#: A time-limited job that ran less than this share of its declared ``runtime`` was cut short.
+SHORT_RUN = 0.9
 
 _DOCUMENT_START = re.compile(r"^\{", re.MULTILINE)
+_SIGNAL = re.compile(r"fio: terminating on signal (\d+)")
+_VERSION = re.compile(r"fio-(\d+)\.(\d+)")
+
+
+def _note(path, message: str) -> None:
+    """Something the samples lack, and why: said on stderr, never silently."""
+    print(f"briefkit: note: {path}: {message}", file=sys.stderr)
 
 
 # ----------------------------------------------------------------------------------- reading
@@ -103,7 +134,7 @@ def documents(path) -> list[dict]:
     is left out. Raises ``ParseError`` when there is no complete document at all."""
     path = Path(path)
     text = _read(path)
-    found = [doc for doc, _, _ in _scan(path, text, stop_at_first_error=True)]
+    found = [doc for doc, _, _, _ in _scan(path, text, stop_at_first_error=True)]
     if not found:
         raise ParseError(path, "no complete JSON document found; expected fio JSON output")
     return found
@@ -111,38 +142,65 @@ def documents(path) -> list[dict]:
 
 def load(path) -> dict:
     """The one fio JSON document of a file, checked to have ``jobs`` or ``client_stats``."""
-    path = Path(path)
+    return _load(Path(path))[0]
+
+
+def _load(path: Path) -> tuple[dict, str]:
+    """(the document, the text around it)."""
     text = _read(path)
-    scanned = list(_scan(path, text, stop_at_first_error=False))
-    if not scanned:
-        raise ParseError(path, "no JSON document found (no line starts with '{'); expected fio "
-                               "output written with --output-format=json or json+")
-    if len(scanned) > 1:
-        lines = ", ".join(str(line) for _, line, _ in scanned)
-        raise ParseError(path, f"{len(scanned)} JSON documents (starting at lines {lines}); "
-                               "expected one. This is --status-interval output; run without it, "
-                               "or read the snapshots with briefkit.tools.fio.parse.documents()",
-                         line=scanned[1][1])
-    doc = scanned[0][0]
+    doc, outside, line = _fast(text)
+    if doc is None:
+        scanned = list(_scan(path, text, stop_at_first_error=False))
+        if not scanned:
+            raise ParseError(path, "no JSON document found (no line starts with '{'); expected fio "
+                                   "output written with --output-format=json or json+")
+        if len(scanned) > 1:
+            lines = ", ".join(str(line) for _, line, _, _ in scanned)
+            raise ParseError(path, f"{len(scanned)} JSON documents (starting at lines {lines}); "
+                                   "expected one. This is --status-interval output; run without it, "
+                                   "or read the snapshots with briefkit.tools.fio.parse.documents()",
+                             line=scanned[1][1])
+        doc, line, _, span = scanned[0]
+        outside = text[:span[0]] + "\n" + text[span[1]:]
     entries = doc.get("jobs", doc.get("client_stats")) if isinstance(doc, dict) else None
     if not isinstance(entries, list):
         raise ParseError(path, "the JSON document has no 'jobs' or 'client_stats' array; "
-                               "expected fio JSON output", line=scanned[0][1])
+                               "expected fio JSON output", line=line)
     if not entries:
         key = "jobs" if "jobs" in doc else "client_stats"
         raise ParseError(path, f"'{key}' is empty; expected at least one job entry")
-    return doc
+    return doc, outside
+
+
+def _fast(text: str):
+    """The document of a file that holds exactly one, read with orjson; (None, "", 0) otherwise
+    (no orjson, several documents, NaN literals, invalid JSON: the careful reader decides)."""
+    if _orjson is None:
+        return None, "", 0
+    match = _DOCUMENT_START.search(text)
+    if match is None:
+        return None, "", 0
+    start = match.start()
+    end = text.rfind("\n}")
+    if end < start:
+        return None, "", 0
+    end += 2
+    try:
+        doc = _orjson.loads(text[start:end])
+    except _orjson.JSONDecodeError:
+        return None, "", 0
+    return doc, text[:start] + "\n" + text[end:], text.count("\n", 0, start) + 1
 
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise ParseError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
 def _scan(path: Path, text: str, stop_at_first_error: bool):
-    """Yield (document, first line, last line) for each JSON object that starts a line."""
+    """Yield (document, first line, last line, (start, end)) for each JSON object that starts a line."""
     decoder = json.JSONDecoder()
     position = 0
     while match := _DOCUMENT_START.search(text, position):
@@ -156,14 +214,54 @@ def _scan(path: Path, text: str, stop_at_first_error: bool):
             at_end = not text[exc.pos:].strip()
             what = "ends before the document is complete (truncated file?)" if at_end else \
                 f"is not valid JSON ({exc.msg}, column {exc.colno})"
-            raise ParseError(path, f"the JSON document starting at line {line} {what}; "
+            hint = ""
+            if re.match(r"-?(nan|inf)", text[exc.pos:exc.pos + 4], re.IGNORECASE):
+                hint = " (fio printed a NaN or infinite number here: the run's figures are not valid)"
+            raise ParseError(path, f"the JSON document starting at line {line} {what}{hint}; "
                                    "expected one complete fio JSON document",
                              line=exc.lineno) from None
-        yield doc, line, text.count("\n", 0, end) + 1
+        yield doc, line, text.count("\n", 0, end) + 1, (start, end)
         position = end
 
 
 # ------------------------------------------------------------------------------ percentiles
+
+
+def _bin_arrays(bins: Mapping[Any, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(values, counts) of json+ bins as int64 arrays, values ascending, empty buckets dropped."""
+    if not bins:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    keys = np.array(list(bins.keys()))
+    values = keys.astype(np.int64) if keys.dtype.kind in "U" else np.asarray(keys, dtype=np.int64)
+    counts = np.fromiter(bins.values(), dtype=np.int64, count=len(bins))
+    order = np.argsort(values, kind="stable")
+    values, counts = values[order], counts[order]
+    keep = counts != 0
+    return values[keep], counts[keep]
+
+
+def _merge_arrays(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sum (values, counts) histograms bucket by bucket, exactly (int64)."""
+    if len(parts) == 1:
+        return parts[0]
+    values = np.concatenate([v for v, _ in parts])
+    counts = np.concatenate([c for _, c in parts])
+    unique, inverse = np.unique(values, return_inverse=True)
+    summed = np.zeros(len(unique), dtype=np.int64)
+    np.add.at(summed, inverse, counts)
+    return unique, summed
+
+
+def _percentiles_from_arrays(values: np.ndarray, counts: np.ndarray,
+                             wanted: Sequence[float]) -> dict[float, int]:
+    total = int(counts.sum())
+    if total == 0:
+        raise ValueError("the histogram is empty: no percentile can be read from it")
+    cumulative = np.cumsum(counts).astype(np.longdouble)
+    thresholds = (np.array(wanted, dtype=np.longdouble) / np.longdouble(100.0)) * np.longdouble(total)
+    index = np.searchsorted(cumulative, thresholds, side="left")
+    index = np.minimum(index, len(values) - 1)
+    return {p: int(values[i]) for p, i in zip(wanted, index.tolist())}
 
 
 def percentiles_from_bins(bins: Mapping[Any, int],
@@ -179,23 +277,8 @@ def percentiles_from_bins(bins: Mapping[Any, int],
     for p in wanted:
         if not 0.0 < p <= 100.0:
             raise ValueError(f"percentile {p!r} is outside (0, 100]")
-    buckets = sorted((int(value), int(count)) for value, count in bins.items() if int(count))
-    total = sum(count for _, count in buckets)
-    if total == 0:
-        raise ValueError("the histogram is empty: no percentile can be read from it")
-    ordered = sorted(set(wanted))
-    thresholds = [np.longdouble(p) / np.longdouble(100.0) * np.longdouble(total) for p in ordered]
-    found: dict[float, int] = {}
-    cumulative = 0
-    j = 0
-    for value, count in buckets:
-        cumulative += count
-        while j < len(ordered) and np.longdouble(cumulative) >= thresholds[j]:
-            found[ordered[j]] = value
-            j += 1
-        if j == len(ordered):
-            break
-    return {p: found[p] for p in wanted}
+    values, counts = _bin_arrays({int(k): int(v) for k, v in bins.items()})
+    return _percentiles_from_arrays(values, counts, wanted)
 
 
 def merge_bins(*histograms: Mapping[Any, int]) -> Counter:
@@ -219,17 +302,38 @@ def percentile_label(p: float | str) -> str:
 @dataclass
 class _Latency:
     n: int
-    mean_ns: float
-    printed: dict[float, float] | None = None  # fio's own "percentile" object, p -> ns
-    bins: Counter | None = None
-    #: percentiles to read from ``bins`` when fio printed none for this unit (a summed group)
+    mean: float
+    unit: str = "ns"  # fio 3.x: ns; fio 2.x: us
+    printed: dict[float, float] | None = None  # fio's own "percentile" object, p -> value
+    raw_bins: Mapping | None = None  # json+ bins as in the file (not yet converted)
+    arrays: tuple[np.ndarray, np.ndarray] | None = None
+    #: percentiles to read from the bins when fio printed none for this unit (a summed group)
     percentile_list: tuple[float, ...] | None = None
 
+    @property
+    def has_bins(self) -> bool:
+        return bool(self.raw_bins) or (self.arrays is not None and len(self.arrays[0]) > 0)
+
+    def bin_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.arrays is None:
+            self.arrays = _bin_arrays(self.raw_bins or {})
+        return self.arrays
+
+    @property
+    def bins(self) -> Counter | None:
+        if not self.has_bins:
+            return None
+        values, counts = self.bin_arrays()
+        return Counter(dict(zip(values.tolist(), counts.tolist())))
+
     def percentiles(self) -> dict[float, float]:
-        if self.bins:
-            wanted = tuple(self.printed or ()) or self.percentile_list or DEFAULT_PERCENTILES
-            return {p: float(v) for p, v in percentiles_from_bins(self.bins, wanted).items()}
-        return dict(self.printed or {})
+        if self.printed:  # fio's own figures (computed from these same bins when there are bins)
+            return self.printed
+        if self.has_bins:
+            wanted = self.percentile_list or DEFAULT_PERCENTILES
+            values, counts = self.bin_arrays()
+            return {p: float(v) for p, v in _percentiles_from_arrays(values, counts, wanted).items()}
+        return {}
 
 
 @dataclass
@@ -237,7 +341,8 @@ class _Direction:
     io_bytes: int
     total_ios: int
     runtime_ms: int
-    bw_bytes: float
+    bw: float
+    bw_unit: str  # "B/s", or "KiB/s" where fio printed only its KiB/s figure (fio 2.x)
     iops: float
     latency: dict[str, _Latency] = field(default_factory=dict)
 
@@ -252,6 +357,8 @@ class _Unit:
     directions: dict[str, _Direction]  # "read", "write", "trim", and "mixed" when reported
     error: int = 0  # fio's error code (errno) of the entry, or of the first member that failed
     workload: str = ""
+    #: a latency kind with data but without percentiles: kind -> why
+    missing: dict[str, str] = field(default_factory=dict)
 
 
 class HistKey(NamedTuple):
@@ -260,41 +367,109 @@ class HistKey(NamedTuple):
     direction: str
 
 
-def _number(path: Path, obj: Mapping, key: str, where: str, kind=int):
+@dataclass
+class _Context:
+    path: Path
+    version: str | None
+    major: int | None
+    minor: int | None
+
+    def about(self) -> str:
+        return f" (the file comes from {self.version})" if self.version else ""
+
+    def fail(self, where: str, message: str):
+        raise ParseError(self.path, f"{where}: {message}{self.about()}")
+
+
+def _context(path: Path, doc: dict) -> _Context:
+    version = doc.get("fio version")
+    version = version if isinstance(version, str) else None
+    match = _VERSION.search(version or "")
+    return _Context(path, version, *(map(int, match.groups()) if match else (None, None)))
+
+
+def _number(ctx: _Context, obj: Mapping, key: str, where: str, kind=int, what: str = "a number"):
     value = obj.get(key) if isinstance(obj, Mapping) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ParseError(path, f"{where}.{key}: expected a number, found {value!r}")
+        ctx.fail(f"{where}.{key}", f"expected {what}, found {value!r}")
+    if value != value or value in (math.inf, -math.inf):
+        ctx.fail(f"{where}.{key}", f"is {value}: fio printed no valid figure (a NaN or infinite "
+                                   "value is impossible for a measured run)")
+    if value < 0:
+        ctx.fail(f"{where}.{key}", f"is {value}: a negative {what.removeprefix('a ')} is impossible")
     return kind(value)
 
 
-def _latency(path: Path, obj: Mapping, where: str) -> _Latency:
-    n = _number(path, obj, "N", where)
-    mean = _number(path, obj, "mean", where, float)
+def _latency(ctx: _Context, obj: Mapping, where: str, unit: str, total_ios: int) -> _Latency | None:
+    mean = _number(ctx, obj, "mean", where, float, "a latency")
+    if "N" in obj:
+        n = _number(ctx, obj, "N", where, int, "an I/O count")
+        if n == 0:
+            return None
+    else:
+        # fio before 3.18 prints no N: the block counts every I/O of the direction.
+        if mean == 0 and not obj.get("max") and not obj.get("percentile"):
+            return None  # not measured (slat of a sync engine, lat with disable_lat, ...)
+        n = total_ios
     printed = obj.get("percentile")
     bins = obj.get("bins")
-    try:
-        printed = {float(p): float(v) for p, v in printed.items()} if printed else None
-        bins = merge_bins(bins) if bins else None
-    except (AttributeError, TypeError, ValueError):
-        raise ParseError(path, f"{where}: expected 'percentile' and 'bins' to map numbers to "
-                               "numbers") from None
-    return _Latency(n=n, mean_ns=mean, printed=printed, bins=bins)
+    if printed is not None and not isinstance(printed, Mapping) or \
+            bins is not None and not isinstance(bins, Mapping):
+        ctx.fail(where, "expected 'percentile' and 'bins' to map numbers to numbers")
+    found = None
+    if printed:
+        found = {}
+        for p, v in printed.items():
+            try:
+                p = float(p)
+            except ValueError:
+                ctx.fail(f"{where}.percentile", f"key {p!r} is not a number")
+            if p <= 0:
+                continue  # fio 3.1 pads its list with "0.00" : 0 entries
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0 or v == math.inf:
+                ctx.fail(f"{where}.percentile.{p:f}", f"is {v!r}: expected a non-negative latency")
+            found[p] = float(v)
+    if bins:
+        counts = bins.values()
+        if any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in counts):
+            ctx.fail(f"{where}.bins", "expected non-negative integer counts")
+    return _Latency(n=n, mean=mean, unit=unit, printed=found or None, raw_bins=bins or None)
 
 
-def _direction(path: Path, obj: Any, where: str) -> _Direction:
+def _direction(ctx: _Context, obj: Any, where: str) -> _Direction:
     if not isinstance(obj, Mapping):
-        raise ParseError(path, f"{where}: expected an object with io_bytes, bw_bytes, iops, ...")
-    direction = _Direction(
-        io_bytes=_number(path, obj, "io_bytes", where),
-        total_ios=_number(path, obj, "total_ios", where),
-        runtime_ms=_number(path, obj, "runtime", where),
-        bw_bytes=_number(path, obj, "bw_bytes", where, float),
-        iops=_number(path, obj, "iops", where, float),
-    )
+        ctx.fail(where, "expected an object with io_bytes, bw_bytes, iops, ...")
+    legacy = "clat" in obj or "lat" in obj and "lat_ns" not in obj  # fio 2.x: us, KiB, KiB/s
+    io_count = _number(ctx, obj, "io_bytes", where, int, "a byte count")
+    runtime = _number(ctx, obj, "runtime", where, int, "a runtime")
+    total_ios = _number(ctx, obj, "total_ios", where, int, "an I/O count") if "total_ios" in obj else None
+    iops = _number(ctx, obj, "iops", where, float, "an IOPS figure")
+    if legacy:
+        io_bytes = io_count * 1024
+        bw, bw_unit = _number(ctx, obj, "bw", where, float, "a bandwidth"), "KiB/s"
+        if total_ios is None:
+            total_ios = round(iops * runtime / 1000)
+    else:
+        io_bytes = io_count
+        if "bw_bytes" in obj:
+            bw, bw_unit = _number(ctx, obj, "bw_bytes", where, float, "a bandwidth"), "B/s"
+        else:
+            # fio 3.0-3.1 print bw in KiB/s only; fio's own bw_bytes is io_bytes * 1000 // runtime
+            _number(ctx, obj, "bw", where, float, "a bandwidth")
+            bw, bw_unit = float(io_bytes * 1000 // runtime) if runtime else 0.0, "B/s"
+        if total_ios is None:
+            ctx.fail(f"{where}.total_ios", "expected an I/O count, found None")
+    direction = _Direction(io_bytes=io_bytes, total_ios=total_ios, runtime_ms=runtime, bw=bw,
+                           bw_unit=bw_unit, iops=iops)
+    if io_bytes == 0:
+        return direction
     for kind in LATENCY_KINDS:
-        stats = obj.get(f"{kind}_ns")
-        if isinstance(stats, Mapping) and stats.get("N"):
-            direction.latency[kind] = _latency(path, stats, f"{where}.{kind}_ns")
+        key, unit = (kind, "us") if legacy else (f"{kind}_ns", "ns")
+        stats = obj.get(key)
+        if isinstance(stats, Mapping):
+            latency = _latency(ctx, stats, f"{where}.{key}", unit, total_ios)
+            if latency is not None:
+                direction.latency[kind] = latency
     return direction
 
 
@@ -312,7 +487,7 @@ def _global_options(doc: dict, hostname: str | None, port: int | None) -> dict[s
     return {k: str(v) for k, v in options.items()} if isinstance(options, Mapping) else {}
 
 
-def _entry_units(path: Path, doc: dict) -> list[_Unit]:
+def _entry_units(ctx: _Context, doc: dict) -> list[_Unit]:
     client = "client_stats" in doc and "jobs" not in doc
     key = "client_stats" if client else "jobs"
     entries = doc[key]
@@ -322,14 +497,16 @@ def _entry_units(path: Path, doc: dict) -> list[_Unit]:
                  if isinstance(e, Mapping) and e.get("jobname") != ALL_CLIENTS}
         servers = Counter(hostname for hostname, _ in pairs)
     units = []
+    global_options = None if client else _global_options(doc, None, None)
     for index, entry in enumerate(entries):
         where = f"{key}[{index}]"
         if not isinstance(entry, Mapping):
-            raise ParseError(path, f"{where}: expected a job object")
+            ctx.fail(where, "expected a job object")
         jobname = entry.get("jobname")
         if not isinstance(jobname, str):
-            raise ParseError(path, f"{where}.jobname: expected a string, found {jobname!r}")
-        groupid = _number(path, entry, "groupid", where)
+            ctx.fail(f"{where}.jobname", f"expected a string, found {jobname!r}")
+        where = f"{where} (job {jobname!r})"
+        groupid = _number(ctx, entry, "groupid", where)
         host = None
         hostname, port = entry.get("hostname"), entry.get("port")
         if client:
@@ -340,11 +517,13 @@ def _entry_units(path: Path, doc: dict) -> list[_Unit]:
         directions = {}
         for name in (*DIRECTIONS, "mixed"):
             if name in entry:
-                direction = _direction(path, entry[name], f"{where}.{name}")
+                direction = _direction(ctx, entry[name], f"{where}.{name}")
                 if direction.io_bytes > 0:
                     directions[name] = direction
-        options = {**_global_options(doc, hostname, port),
-                   **{k: str(v) for k, v in (entry.get("job options") or {}).items()}}
+        job_options = entry.get("job options") or {}
+        options = {**(global_options if global_options is not None else
+                      _global_options(doc, hostname, port)),
+                   **{k: str(v) for k, v in job_options.items()}}
         error = entry.get("error", 0)
         units.append(_Unit(host=host, jobname=jobname, groupid=groupid, entries=(index,),
                            options=options, directions=directions,
@@ -362,45 +541,57 @@ def _fill_all_clients(units: list[_Unit]) -> None:
     servers = [u for u in units if u is not total]
     for name, direction in total.directions.items():
         for kind, latency in direction.latency.items():
-            if latency.bins or latency.printed:
+            if latency.has_bins or latency.printed:
                 continue
             parts = [u.directions[name].latency.get(kind) for u in servers if name in u.directions]
-            if not parts or not all(p is not None and p.bins for p in parts):
+            if not parts or not all(p is not None and p.has_bins for p in parts):
                 continue
-            merged = merge_bins(*(p.bins for p in parts))
-            if sum(merged.values()) == latency.n:
-                latency.bins = merged
+            merged = _merge_arrays([p.bin_arrays() for p in parts])
+            if int(merged[1].sum()) == latency.n:
+                latency.arrays = merged
                 latency.percentile_list = next((tuple(p.printed) for p in parts if p.printed), None)
 
 
-def _sum_directions(parts: list[_Direction]) -> _Direction:
-    """fio's sum_thread_stats for one direction: sums, runtime = max."""
+def _sum_directions(parts: list[_Direction]) -> tuple[_Direction, dict[str, str]]:
+    """fio's sum_thread_stats for one direction: sums, runtime = max. Also, per latency kind
+    that ends up without percentiles, why."""
     if len(parts) == 1:
-        return parts[0]
+        return parts[0], {}
     io_bytes = sum(p.io_bytes for p in parts)
     total_ios = sum(p.total_ios for p in parts)
     runtime = max(p.runtime_ms for p in parts)
-    summed = _Direction(io_bytes=io_bytes, total_ios=total_ios, runtime_ms=runtime,
-                        bw_bytes=float(io_bytes * 1000 // runtime) if runtime else 0.0,
-                        iops=1000.0 * total_ios / runtime if runtime else 0.0)
+    if all(p.bw_unit == "B/s" for p in parts):
+        bw, bw_unit = float(io_bytes * 1000 // runtime) if runtime else 0.0, "B/s"
+    else:  # fio 2.x: io_bytes were printed in KiB; fio's own group figure is in KiB/s
+        bw, bw_unit = float(io_bytes * 1000 // 1024 // runtime) if runtime else 0.0, "KiB/s"
+    summed = _Direction(io_bytes=io_bytes, total_ios=total_ios, runtime_ms=runtime, bw=bw,
+                        bw_unit=bw_unit, iops=1000.0 * total_ios / runtime if runtime else 0.0)
+    missing = {}
     for kind in LATENCY_KINDS:
         members = [p.latency[kind] for p in parts if kind in p.latency]
         if not members:
             continue
         n = sum(m.n for m in members)
-        mean = sum(m.mean_ns * m.n for m in members) / n
-        bins = merge_bins(*(m.bins for m in members)) if all(m.bins for m in members) else None
+        mean = sum(m.mean * m.n for m in members) / n if n else 0.0
+        arrays = _merge_arrays([m.bin_arrays() for m in members]) \
+            if all(m.has_bins for m in members) else None
         # The percentile list of the first member, as fio keeps the first job's list.
         plist = next((tuple(m.printed) for m in members if m.printed), None)
-        summed.latency[kind] = _Latency(n=n, mean_ns=mean, bins=bins, percentile_list=plist)
-    return summed
+        summed.latency[kind] = _Latency(n=n, mean=mean, unit=members[0].unit, arrays=arrays,
+                                        percentile_list=plist)
+        if arrays is None and plist:
+            missing[kind] = (f"the {len(parts)} entries of this job (numjobs clones) are summed and the "
+                             "file has no json+ bins to sum: percentiles are never averaged (write "
+                             "--output-format=json+, or read with per_job=True)")
+    return summed, missing
 
 
 def _units(path, per_job: bool = False, doc: dict | None = None) -> list[_Unit]:
     """The reporting units of a file (see the module docstring), labelled."""
     path = Path(path)
     doc = load(path) if doc is None else doc
-    found = _entry_units(path, doc)
+    ctx = _context(path, doc)
+    found = _entry_units(ctx, doc)
     if not per_job:
         groups: dict[tuple, list[_Unit]] = {}
         for unit in found:
@@ -411,14 +602,25 @@ def _units(path, per_job: bool = False, doc: dict | None = None) -> list[_Unit]:
                 found.append(members[0])
                 continue
             names = {name for m in members for name in m.directions}
-            directions = {name: _sum_directions([m.directions[name] for m in members
-                                                 if name in m.directions]) for name in
-                          (*DIRECTIONS, "mixed") if name in names}
+            directions, missing = {}, {}
+            for name in (*DIRECTIONS, "mixed"):
+                if name in names:
+                    directions[name], why = _sum_directions([m.directions[name] for m in members
+                                                             if name in m.directions])
+                    missing.update({f"{name} {kind}": text for kind, text in why.items()})
             first = members[0]
             found.append(_Unit(host=first.host, jobname=first.jobname, groupid=first.groupid,
                                entries=tuple(i for m in members for i in m.entries),
                                options=first.options, directions=directions,
-                               error=next((m.error for m in members if m.error), 0)))
+                               error=next((m.error for m in members if m.error), 0),
+                               missing=missing))
+    for unit in found:
+        for name, direction in unit.directions.items():
+            latency = direction.latency.get("clat")
+            if latency is not None and not latency.printed and not latency.has_bins \
+                    and f"{name} clat" not in unit.missing:
+                unit.missing[f"{name} clat"] = ("fio printed no completion-latency percentiles and no "
+                                                "json+ bins for it (clat_percentiles=0?)")
     _label(found, per_job)
     return found
 
@@ -439,38 +641,114 @@ def _label(found: list[_Unit], per_job: bool) -> None:
             unit.workload = f"{unit.workload}#g{unit.groupid}"
 
 
+# ---------------------------------------------------------------------------- run checks
+
+_TIME_UNITS = {"": 1_000_000, "s": 1_000_000, "sec": 1_000_000, "us": 1, "usec": 1, "ms": 1000, "msec": 1000,
+               "m": 60_000_000, "min": 60_000_000, "h": 3_600_000_000, "hour": 3_600_000_000,
+               "d": 86_400_000_000, "day": 86_400_000_000}
+_SIZE_UNITS = {"": 1, "b": 1, "k": 2 ** 10, "kb": 2 ** 10, "kib": 2 ** 10, "m": 2 ** 20, "mb": 2 ** 20,
+               "mib": 2 ** 20, "g": 2 ** 30, "gb": 2 ** 30, "gib": 2 ** 30, "t": 2 ** 40, "tb": 2 ** 40,
+               "tib": 2 ** 40, "p": 2 ** 50, "pb": 2 ** 50, "pib": 2 ** 50}
+_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def _microseconds(text: str | None) -> int | None:
+    """fio's time option value (seconds unless a unit says otherwise) in microseconds."""
+    match = _AMOUNT.match(text or "")
+    if not match or match[2].lower() not in _TIME_UNITS:
+        return None
+    return round(float(match[1]) * _TIME_UNITS[match[2].lower()])
+
+
+def _bytes(text: str | None) -> int | None:
+    match = _AMOUNT.match(text or "")
+    if not match or match[2].lower() not in _SIZE_UNITS:
+        return None
+    return round(float(match[1]) * _SIZE_UNITS[match[2].lower()])
+
+
+def _check_run(path: Path, units: list[_Unit], outside: str, keep_failed: bool) -> None:
+    """A run ended by a signal, cut short, or a job that failed: an error (see the docstring)."""
+    if signal := _SIGNAL.search(outside):
+        raise ParseError(path, f"the run was ended by signal {signal[1]} ('{signal[0]}' is printed "
+                               "beside the JSON): its figures cover a partial run, not the job as declared")
+    for unit in units:
+        if unit.error:
+            if keep_failed:
+                continue
+            raise ParseError(path, f"job {unit.jobname!r} (entries {list(unit.entries)}) failed with fio "
+                                   f"error {unit.error} ({_strerror(unit.error)}); its figures are not a "
+                                   "result. Fix the job, or keep it marked as failed with --keep-failed")
+        declared = _microseconds(unit.options.get("runtime"))
+        if not declared or not unit.directions or unit.host == ALL_CLIENTS:
+            continue
+        ran_ms = max(d.runtime_ms for d in unit.directions.values())
+        if ran_ms * 1000 >= SHORT_RUN * declared:
+            continue
+        limit = next((_bytes(unit.options.get(k)) for k in ("io_size", "io_limit", "size")
+                      if unit.options.get(k)), None)
+        moved = sum(d.io_bytes for n, d in unit.directions.items() if n != "mixed") or \
+            sum(d.io_bytes for d in unit.directions.values())
+        per_entry = limit * len(unit.entries) if limit else None
+        if "time_based" in unit.options or (per_entry is not None and moved < per_entry):
+            raise ParseError(path, f"job {unit.jobname!r} ran {ran_ms} ms of its declared runtime="
+                                   f"{unit.options['runtime']} and moved {moved} of {per_entry} bytes: the "
+                                   "run was cut short (interrupted?), so its figures are not the job's")
+
+
+def _strerror(code: int) -> str:
+    import os
+    try:
+        return os.strerror(code)
+    except (ValueError, OverflowError):
+        return "unknown error"
+
+
 # ---------------------------------------------------------------------------- tidy samples
 
 
-def _direction_rows(metric_prefix: str, direction: _Direction) -> list[dict]:
-    rows = [
-        {"metric": f"{metric_prefix}_bw", "value": direction.bw_bytes, "unit": "B/s"},
-        {"metric": f"{metric_prefix}_iops", "value": direction.iops, "unit": "IO/s"},
-    ]
+class _Rows:
+    """Column lists (a DataFrame built once, not from a dict per row)."""
+
+    def __init__(self):
+        self.metric: list[str] = []
+        self.value: list[float] = []
+        self.unit: list[str] = []
+        self.workload: list[str] = []
+        self.host: list[str | None] = []
+
+    def add(self, unit: _Unit, metric: str, value: float, unit_name: str) -> None:
+        self.metric.append(metric)
+        self.value.append(value)
+        self.unit.append(unit_name)
+        self.workload.append(unit.workload)
+        self.host.append(unit.host)
+
+
+def _direction_rows(out: _Rows, unit: _Unit, prefix: str, direction: _Direction) -> None:
+    out.add(unit, f"{prefix}_bw", direction.bw, direction.bw_unit)
+    out.add(unit, f"{prefix}_iops", direction.iops, "IO/s")
     for kind, latency in direction.latency.items():
-        family = f"{metric_prefix}_{kind}"
-        rows.append({"metric": f"{family}_mean", "value": latency.mean_ns, "unit": "ns"})
+        family = f"{prefix}_{kind}"
+        out.add(unit, f"{family}_mean", latency.mean, latency.unit)
         for p, value in latency.percentiles().items():
-            rows.append({"metric": f"{family}_{percentile_label(p)}", "value": value, "unit": "ns"})
-    return rows
+            out.add(unit, f"{family}_{percentile_label(p)}", value, latency.unit)
 
 
-def _unit_rows(unit: _Unit) -> list[dict]:
-    rows: list[dict] = []
+def _unit_rows(out: _Rows, unit: _Unit) -> None:
     for name in DIRECTIONS:
         if name in unit.directions:
-            rows += _direction_rows(name, unit.directions[name])
+            _direction_rows(out, unit, name, unit.directions[name])
     if "mixed" in unit.directions:
-        rows += _direction_rows("total", unit.directions["mixed"])
+        _direction_rows(out, unit, "total", unit.directions["mixed"])
     elif unit.directions:
         active = [unit.directions[name] for name in DIRECTIONS if name in unit.directions]
-        rows.append({"metric": "total_bw", "value": sum(d.bw_bytes for d in active), "unit": "B/s"})
-        rows.append({"metric": "total_iops", "value": sum(d.iops for d in active), "unit": "IO/s"})
-    for row in rows:
-        row["workload"] = unit.workload
-        if unit.host is not None:
-            row["host"] = unit.host
-    return rows
+        units = {d.bw_unit for d in active}
+        if len(units) == 1:
+            out.add(unit, "total_bw", sum(d.bw for d in active), units.pop())
+        out.add(unit, "total_iops", sum(d.iops for d in active), "IO/s")
+    if unit.error:
+        out.add(unit, "job_error", float(unit.error), "dimensionless")
 
 
 def _provenance(path: Path, doc: dict) -> dict:
@@ -483,13 +761,34 @@ def _provenance(path: Path, doc: dict) -> dict:
     return common
 
 
-def parse(path, *, per_job: bool = False, **provenance) -> pd.DataFrame:
-    """Tidy samples of one fio JSON / json+ file (see the module docstring)."""
+def parse(path, *, per_job: bool = False, keep_failed: bool = False, **provenance) -> pd.DataFrame:
+    """Tidy samples of one fio JSON / json+ file (see the module docstring).
+
+    A failed job (``error`` != 0) is an error unless ``keep_failed``: then its rows are kept and
+    a ``job_error`` row (fio's error code) marks it."""
     path = Path(path)
-    doc = load(path)
-    rows = [{**row, **provenance} for unit in _units(path, per_job, doc) if not unit.error
-            for row in _unit_rows(unit)]
-    return samples.frame(rows, **_provenance(path, doc))
+    doc, outside = _load(path)
+    units = _units(path, per_job, doc)
+    _check_run(path, units, outside, keep_failed)
+    out = _Rows()
+    for unit in units:
+        _unit_rows(out, unit)
+        if unit.missing and unit.directions:
+            for what, why in unit.missing.items():
+                _note(path, f"job {unit.workload!r}: no {what} percentile rows: {why}")
+    if not out.metric:
+        raise ParseError(path, "no job moved any data (every direction has io_bytes 0): no samples")
+    common = {**_provenance(path, doc), **provenance}
+    n = len(out.metric)
+    data = {column: [common.get(column)] * n if column in common else [None] * n
+            for column in samples.COLUMNS}
+    data.update(metric=out.metric, value=out.value, unit=out.unit, workload=out.workload)
+    if "workload" in provenance:
+        data["workload"] = [provenance["workload"]] * n
+    if "host" not in provenance and any(h is not None for h in out.host):
+        data["host"] = out.host
+    table = pd.DataFrame(data, columns=samples.COLUMNS)
+    return samples.to_canonical(table)
 
 
 def describe(path, *, per_job: bool = False) -> pd.DataFrame:
