@@ -687,20 +687,20 @@ def test_power_log_parse_error_names_the_line(tmp_path):
 # --- config -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("params, message", [
-    ({"kind": "wattmeter"}, r"power.kind: expected one of none, ipmitool"),
-    ({"kind": "none", "url": "x"}, r"power.url: not a key of a none power source"),
+    ({"kind": "wattmeter"}, r"power.kind: 'wattmeter'; one of none, ipmitool"),
+    ({"kind": "none", "url": "x"}, r"power.url: unknown key"),
     ({"kind": "redfish"}, r"power.url: missing"),
     ({"kind": "redfish", "url": "bmc1"}, r"power.url: expected an http:// or https:// URL"),
-    ({"kind": "redfish", "url": "https://bmc1", "resource": "thermal"}, r"power.resource: expected one of auto"),
-    ({"kind": "redfish", "url": "https://bmc1", "verify_tls": 1}, r"power.verify_tls: expected true, false or the path"),
+    ({"kind": "redfish", "url": "https://bmc1", "resource": "thermal"}, r"power.resource: 'thermal': expected 'auto'"),
+    ({"kind": "redfish", "url": "https://bmc1", "verify_tls": 1}, r"power.verify_tls: expected true or false, not 1 or expected a string"),
     ({"kind": "redfish", "url": "https://bmc1", "password_env": "X"}, r"power.password_env: given without power.username"),
-    ({"kind": "ipmitool", "args": "-I lanplus"}, r"power.args: expected a list of strings"),
+    ({"kind": "ipmitool", "args": "-I lanplus"}, r"power.args: expected a list"),
     ({"kind": "csv"}, r"power.path: missing"),
     ({"kind": "csv", "path": "m.csv", "time_unit": "parsec"}, r"power.time_unit: expected a unit of time"),
     ({"kind": "csv", "path": "m.csv", "watts_unit": "s"}, r"power.watts_unit: expected a unit of power"),
     ({"kind": "csv", "path": "m.csv", "clock_offset_s": "3"}, r"power.clock_offset_s: expected a number"),
-    ({"kind": "csv", "path": "m.csv", "watts_column": []}, r"power.watts_column: expected a column name"),
-    ({"kind": "rapl", "interval_s": 0}, r"power.interval_s: expected a positive number"),
+    ({"kind": "csv", "path": "m.csv", "watts_column": []}, r"power.watts_column: expected a string"),
+    ({"kind": "rapl", "interval_s": 0}, r"power.interval_s: must be greater than 0"),
     (["ipmitool"], r"power: expected a mapping"),
 ])
 def test_config_errors_name_the_key(params, message):

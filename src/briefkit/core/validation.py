@@ -90,6 +90,8 @@ def _where(base: str, loc: tuple) -> str:
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
+        elif path.endswith(":"):
+            path += f" {part}"
         else:
             path += f".{part}" if path else str(part)
     return path
@@ -109,12 +111,15 @@ def _known(model: Any, loc: tuple) -> list[str]:
     return []
 
 
+_MEMBER_TAGS = {"bool", "int", "float", "str", "dict", "list", "none", "constrained-str", "literal"}
+
+
 def _plain_loc(loc: tuple, data: Any) -> tuple:
     """``loc`` without the parts pydantic adds for unions (the tag of a union on ``kind``)."""
     out = []
     for part in loc:
-        if isinstance(part, str) and part.startswith(("function-", "tagged-union[")):
-            continue
+        if isinstance(part, str) and (part in _MEMBER_TAGS or "[" in part):
+            continue   # a member of a union (bool, int, list[str], function-after[...], ...)
         if isinstance(data, Mapping) and part not in data and part in (data.get("kind"), data.get("workload")):
             continue   # the tag of a union on kind: not a key of the file
         out.append(part)
@@ -126,8 +131,8 @@ def _plain_loc(loc: tuple, data: Any) -> tuple:
 
 
 def messages(exc: ValidationError, where: str, model: Any = None, data: Any = None) -> list[str]:
-    """One line per error: ``<where>.<key path>: <what is wrong>``."""
-    out = []
+    """One line per key: ``<where>.<key path>: <what is wrong>``."""
+    merged: dict[str, list[str]] = {}
     for error in exc.errors(include_url=False):
         loc = _plain_loc(error["loc"], data)
         kind, text = error["type"], error["msg"]
@@ -151,8 +156,12 @@ def messages(exc: ValidationError, where: str, model: Any = None, data: Any = No
             text = "must be " + text
         elif kind in _WORDING:
             text = _WORDING[kind] + ("" if kind == "missing" else f", not {error.get('input')!r}")
-        out.append(f"{_where(where, loc)}: {text}")
-    return out
+        key = _where(where, loc)
+        if key in merged:
+            merged[key].append(text)
+        else:
+            merged[key] = [text]
+    return [f"{key}: {' or '.join(dict.fromkeys(texts))}" for key, texts in merged.items()]
 
 
 def check(model: type[M] | Any, data: Any, where: str, error: Callable[[str], Exception], *,

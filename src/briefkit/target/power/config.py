@@ -9,33 +9,144 @@
     power: {kind: csv, path: data/raw/.../meter.csv, time_column: time, watts_column: [12V W, 3V3 W],
             clock_offset_s: 2.5}
 
-Every kind also takes ``interval_s`` (seconds between polls when recorded; default 1).
-Bad input raises ValueError naming the key and what was expected.
+Every kind also takes ``interval_s`` (seconds between polls when recorded; default 1). Each kind is a
+pydantic model (``PowerSpec`` is their union on ``kind``); bad input raises ValueError naming the key
+and what was expected. ``args`` of the IPMI tools come from an allow-list (``IPMI_OPTIONS``).
 """
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import AfterValidator, Field
 
 from briefkit.core import units
+from briefkit.core.validation import AbsPath, Bool, Model, check
 from briefkit.target.power.base import Host, NoPower, PowerSource
 from briefkit.target.power.ipmi import DcmiSampler
 from briefkit.target.power.meter import DEFAULT_DOMAIN, CsvMeter
 from briefkit.target.power.rapl import DEFAULT_ROOT, HostFiles, LocalFiles, RaplSampler
 from briefkit.target.power.redfish import RESOURCES, RedfishSampler
 
-_COMMON = {"kind", "interval_s"}
-KEYS = {
-    "none": set(),
-    "ipmitool": {"args", "require_active", "timeout_s"},
-    "freeipmi": {"args", "require_active", "timeout_s"},
-    "redfish": {"url", "chassis", "resource", "sensor", "power_control", "username", "password_env",
-                "verify_tls", "timeout_s"},
-    "rapl": {"root", "zones"},
-    "csv": {"path", "time_column", "watts_column", "clock_offset_s", "time_unit", "watts_unit",
-            "domain", "delimiter"},
+_TEXT = r"^[A-Za-z0-9][A-Za-z0-9 ._:/@%+()-]{0,127}$"
+#: ipmitool / ipmi-dcmi options briefkit passes before the subcommand: option -> its value's pattern
+#: (None: a flag). Nothing that reads commands from a file or names another program.
+IPMI_OPTIONS: dict[str, str | None] = {
+    "-I": r"lan|lanplus|open|imb|bmc|free|serial-terminal|serial-basic|usb|dbus",
+    "-H": r"[A-Za-z0-9][A-Za-z0-9.:-]{0,252}", "-U": r"[A-Za-z0-9_.@-]{1,64}", "-p": r"[0-9]{1,5}",
+    "-f": r"/[A-Za-z0-9._/@%+-]{1,255}", "-L": r"CALLBACK|USER|OPERATOR|ADMINISTRATOR", "-C": r"[0-9]{1,2}",
+    "-N": r"[0-9]{1,3}", "-R": r"[0-9]{1,3}", "-E": None, "-P": r"[^\x00-\x1f]{1,64}",
+    "-y": r"[0-9A-Fa-f]{1,40}", "-t": r"0x[0-9A-Fa-f]{1,2}", "-b": r"[0-9]{1,2}", "-m": r"0x[0-9A-Fa-f]{1,2}",
+    "-h": r"[A-Za-z0-9][A-Za-z0-9.:-]{0,252}", "-u": r"[A-Za-z0-9_.@-]{1,64}",
+    "--hostname": r"[A-Za-z0-9][A-Za-z0-9.:-]{0,252}", "--username": r"[A-Za-z0-9_.@-]{1,64}",
+    "--password": r"[^\x00-\x1f]{1,64}", "--driver-type": r"[A-Za-z0-9_]{1,32}",
+    "--privilege-level": r"[a-z-]{1,16}", "--config-file": r"/[A-Za-z0-9._/@%+-]{1,255}",
 }
+
+
+def _ipmi_args(value: list[str]) -> list[str]:
+    expect = None
+    for arg in value:
+        if expect is not None:
+            if not re.fullmatch(IPMI_OPTIONS[expect], arg):
+                raise ValueError(f"{arg!r} is not a value {expect} takes")
+            expect = None
+        elif arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in IPMI_OPTIONS:
+            option, setting = arg.split("=", 1)
+            if IPMI_OPTIONS[option] is None or not re.fullmatch(IPMI_OPTIONS[option], setting):
+                raise ValueError(f"{arg!r}: {setting!r} is not a value {option} takes")
+        elif arg in IPMI_OPTIONS:
+            expect = arg if IPMI_OPTIONS[arg] is not None else None
+        else:
+            raise ValueError(f"{arg!r} is not an option briefkit passes to the IPMI tool "
+                             f"(known: {', '.join(IPMI_OPTIONS)})")
+    if expect is not None:
+        raise ValueError(f"{expect} needs a value")
+    return value
+
+
+def _text(value: str) -> str:
+    if not re.fullmatch(_TEXT, value):
+        raise ValueError(f"{value!r} must be letters, digits and ' ._:/@%+()-', starting with a letter or digit")
+    return value
+
+
+def _url(value: str) -> str:
+    if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?", value):
+        raise ValueError("expected an http:// or https:// URL of the BMC")
+    return value
+
+
+def _unit(dimension: str, example: str):
+    def check_unit(value: str) -> str:
+        try:
+            units.factor(value, dimension)
+        except units.UnitError:
+            raise ValueError(f"expected a unit of {'time' if dimension == 's' else 'power'} like {example!r}") from None
+        return value
+    return check_unit
+
+
+Text = Annotated[str, AfterValidator(_text)]
+Seconds = Annotated[float | int, Field(gt=0)]
+
+
+class _Common(Model):
+    interval_s: Seconds = 1.0
+
+
+class NoneSpec(_Common):
+    """Power is not measured."""
+    kind: Literal["none"]
+
+
+class DcmiSpec(_Common):
+    """Whole-system power from the BMC (DCMI), through ipmitool or FreeIPMI."""
+    kind: Literal["ipmitool", "freeipmi"]
+    args: Annotated[list[str], AfterValidator(_ipmi_args)] = []
+    require_active: Bool = True
+    timeout_s: Seconds = 15.0
+
+
+class RedfishSpec(_Common):
+    """Whole-system power from the BMC over Redfish."""
+    kind: Literal["redfish"]
+    url: Annotated[str, AfterValidator(_url)]
+    chassis: Text | None = None
+    resource: Literal[tuple(RESOURCES)] = "auto"  # type: ignore[valid-type]
+    sensor: Text = "TotalPower"
+    power_control: Annotated[int, Field(ge=0)] = 0
+    username: Text | None = None
+    password_env: Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]{0,63}$")] | None = None
+    verify_tls: Bool | AbsPath = True
+    timeout_s: Seconds = 10.0
+
+
+class RaplSpec(_Common):
+    """CPU package / DRAM energy counters (never drive power)."""
+    kind: Literal["rapl"]
+    root: AbsPath = DEFAULT_ROOT
+    zones: list[Text] | None = None
+
+
+class CsvSpec(_Common):
+    """An external meter's log, imported after the run."""
+    kind: Literal["csv"]
+    path: Annotated[str, Field(pattern=r"^[A-Za-z0-9_./-]{1,255}$")]
+    time_column: Text = "time"
+    watts_column: Text | Annotated[list[Text], Field(min_length=1)] = "watts"
+    clock_offset_s: float | int = 0.0
+    time_unit: Annotated[str, AfterValidator(_unit("s", "s"))] = "s"
+    watts_unit: Annotated[str, AfterValidator(_unit("W", "W"))] = "W"
+    domain: Text = DEFAULT_DOMAIN
+    delimiter: Annotated[str, Field(min_length=1, max_length=1)] = ","
+
+
+#: a power source's declaration: one model per kind, chosen by ``kind``
+PowerSpec = Annotated[Union[NoneSpec, DcmiSpec, RedfishSpec, RaplSpec, CsvSpec],  # noqa: UP007
+                      Field(discriminator="kind")]
 
 
 def from_config(params: Mapping[str, Any] | None, host: Host | None = None, *, where: str = "power") -> PowerSource:
@@ -44,58 +155,10 @@ def from_config(params: Mapping[str, Any] | None, host: Host | None = None, *, w
         return NoPower()
     if not isinstance(params, Mapping):
         raise ValueError(f"{where}: expected a mapping like {{kind: none}}, got {params!r}")
-    kind = params.get("kind")
-    if kind not in KEYS:
-        raise ValueError(f"{where}.kind: expected one of {', '.join(KEYS)}, got {kind!r}")
-    allowed = _COMMON | KEYS[kind]
-    for key in params:
-        if key not in allowed:
-            raise ValueError(f"{where}.{key}: not a key of a {kind} power source; "
-                             f"allowed: {', '.join(sorted(allowed))}")
-    get = _Getter(params, where)
-    source = _BUILDERS[kind](get, host, where)
-    source.interval_s = get.number("interval_s", 1.0, positive=True)
+    spec = check(PowerSpec, params, where, ValueError)
+    source = _BUILDERS[spec.kind](spec, host, where)
+    source.interval_s = float(spec.interval_s)
     return source
-
-
-class _Getter:
-    """Typed reads of optional keys, with errors that name the key."""
-
-    def __init__(self, params: Mapping[str, Any], where: str):
-        self.params, self.where = params, where
-
-    def fail(self, key: str, expected: str) -> ValueError:
-        return ValueError(f"{self.where}.{key}: expected {expected}, got {self.params.get(key)!r}")
-
-    def string(self, key: str, default: str | None = None, *, required: bool = False) -> str | None:
-        if key not in self.params:
-            if required:
-                raise ValueError(f"{self.where}.{key}: missing (required for a {self.params['kind']} source)")
-            return default
-        value = self.params[key]
-        if not isinstance(value, str) or not value:
-            raise self.fail(key, "a non-empty string")
-        return value
-
-    def number(self, key: str, default: float, *, positive: bool = False) -> float:
-        value = self.params.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (positive and not value > 0):
-            raise self.fail(key, "a positive number" if positive else "a number")
-        return float(value)
-
-    def boolean(self, key: str, default: bool) -> bool:
-        value = self.params.get(key, default)
-        if not isinstance(value, bool):
-            raise self.fail(key, "true or false")
-        return value
-
-    def strings(self, key: str, default: list[str] | None) -> list[str] | None:
-        value = self.params.get(key, default)
-        if value is default:
-            return value
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail(key, "a list of strings")
-        return value
 
 
 def _needs_host(host: Host | None, where: str, kind: str) -> Host:
@@ -105,71 +168,37 @@ def _needs_host(host: Host | None, where: str, kind: str) -> Host:
     return host
 
 
-def _dcmi(get: _Getter, host: Host | None, where: str) -> PowerSource:
-    kind = get.params["kind"]
-    return DcmiSampler(_needs_host(host, where, kind), kind, get.strings("args", []) or [],
-                       require_active=get.boolean("require_active", True),
-                       timeout_s=get.number("timeout_s", 15.0, positive=True))
+def _dcmi(spec: DcmiSpec, host: Host | None, where: str) -> PowerSource:
+    return DcmiSampler(_needs_host(host, where, spec.kind), spec.kind, list(spec.args),
+                       require_active=spec.require_active, timeout_s=float(spec.timeout_s))
 
 
-def _redfish(get: _Getter, host: Host | None, where: str) -> PowerSource:
-    url = get.string("url", required=True)
-    assert url is not None
-    if not url.startswith(("https://", "http://")):
-        raise get.fail("url", "an http:// or https:// URL of the BMC")
-    resource = get.string("resource", "auto")
-    if resource not in RESOURCES:
-        raise get.fail("resource", f"one of {', '.join(RESOURCES)}")
-    power_control = get.params.get("power_control", 0)
-    if isinstance(power_control, bool) or not isinstance(power_control, int) or power_control < 0:
-        raise get.fail("power_control", "an index >= 0 into PowerControl[]")
-    username = get.string("username")
+def _redfish(spec: RedfishSpec, host: Host | None, where: str) -> PowerSource:
     password = None
-    variable = get.string("password_env")
-    if variable is not None:
-        if username is None:
+    if spec.password_env is not None:
+        if spec.username is None:
             raise ValueError(f"{where}.password_env: given without {where}.username")
-        if variable not in os.environ:
-            raise ValueError(f"{where}.password_env: environment variable {variable!r} is not set")
-        password = os.environ[variable]
-    verify = get.params.get("verify_tls", True)
-    if not isinstance(verify, (bool, str)):
-        raise get.fail("verify_tls", "true, false or the path of a CA bundle")
-    return RedfishSampler(url, get.string("chassis"), resource=resource or "auto",
-                          sensor=get.string("sensor", "TotalPower") or "TotalPower",
-                          power_control=power_control, username=username, password=password,
-                          verify_tls=verify, timeout_s=get.number("timeout_s", 10.0, positive=True))
+        if spec.password_env not in os.environ:
+            raise ValueError(f"{where}.password_env: environment variable {spec.password_env!r} is not set")
+        password = os.environ[spec.password_env]
+    return RedfishSampler(spec.url, spec.chassis, resource=spec.resource, sensor=spec.sensor,
+                          power_control=spec.power_control, username=spec.username, password=password,
+                          verify_tls=spec.verify_tls, timeout_s=float(spec.timeout_s))
 
 
-def _rapl(get: _Getter, host: Host | None, where: str) -> PowerSource:
+def _rapl(spec: RaplSpec, host: Host | None, where: str) -> PowerSource:
     files = HostFiles(host) if host is not None else LocalFiles()
-    return RaplSampler(files, get.string("root", DEFAULT_ROOT) or DEFAULT_ROOT, zones=get.strings("zones", None))
+    return RaplSampler(files, spec.root, zones=spec.zones)
 
 
-def _csv(get: _Getter, host: Host | None, where: str) -> PowerSource:
-    watts_column = get.params.get("watts_column", "watts")
-    if isinstance(watts_column, list):
-        watts_column = get.strings("watts_column", None)
-        if not watts_column:
-            raise get.fail("watts_column", "a column name or a non-empty list of column names")
-    elif not isinstance(watts_column, str) or not watts_column:
-        raise get.fail("watts_column", "a column name or a list of column names")
-    for key, default, dimension in (("time_unit", "s", "s"), ("watts_unit", "W", "W")):
-        try:
-            units.factor(get.string(key, default) or default, dimension)
-        except units.UnitError:
-            raise get.fail(key, f"a unit of {'time' if dimension == 's' else 'power'} like {default!r}") from None
-    delimiter = get.string("delimiter", ",") or ","
-    if len(delimiter) != 1:
-        raise get.fail("delimiter", "one character")
-    return CsvMeter(get.string("path", required=True) or "", time_column=get.string("time_column", "time") or "time",
-                    watts_column=watts_column, clock_offset_s=get.number("clock_offset_s", 0.0),
-                    time_unit=get.string("time_unit", "s") or "s", watts_unit=get.string("watts_unit", "W") or "W",
-                    domain=get.string("domain", DEFAULT_DOMAIN) or DEFAULT_DOMAIN, delimiter=delimiter)
+def _csv(spec: CsvSpec, host: Host | None, where: str) -> PowerSource:
+    return CsvMeter(spec.path, time_column=spec.time_column, watts_column=spec.watts_column,
+                    clock_offset_s=float(spec.clock_offset_s), time_unit=spec.time_unit,
+                    watts_unit=spec.watts_unit, domain=spec.domain, delimiter=spec.delimiter)
 
 
 _BUILDERS = {
-    "none": lambda get, host, where: NoPower(),
+    "none": lambda spec, host, where: NoPower(),
     "ipmitool": _dcmi,
     "freeipmi": _dcmi,
     "redfish": _redfish,
