@@ -22,7 +22,7 @@ from briefkit.core import samples as tidy
 from briefkit.core.errors import BriefkitError
 
 SCHEMA_VERSION = 1
-FILES = ("samples.parquet", "percentiles.parquet", "brief.json", "campaigns.json")
+FILES = ("brief.json", "campaigns.json", "samples.parquet", "percentiles.parquet")
 PERCENTILE_COLUMNS = ["campaign", "config", "workload", "load_kind", "load", "family", "percentile", "value",
                       "unit", "files"]
 STATUS_COLUMNS = ["config", "label", "points", "done", "skipped", "failed", "left"]
