@@ -10,6 +10,8 @@
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
     briefkit status BRIEF             points done, skipped, failed and left per campaign
     briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
+
+Without an activated venv, run it as .venv/bin/briefkit (after `make setup`).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import argparse
 import os
 import signal
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -106,22 +109,85 @@ def _measure(args) -> int:
     project.brief(args.brief, base)
     names = [args.campaign] if args.campaign else list(campaign.declared(args.brief, base))
     if not names:
-        raise SystemExit(f"brief {args.brief!r} declares no campaigns in params.yaml")
+        raise SystemExit(f"brief {args.brief!r} declares no campaigns in params.yaml (see README, "
+                         f"\"Measure your own host\")")
+    if args.dry_run:
+        return _dry_run(args.brief, names, base)
     # SIGTERM (a CI timeout, kill) goes the same way as Ctrl-C: the running job is stopped on the host
     signal.signal(signal.SIGTERM, _interrupt)
     for name in names:
-        if args.dry_run:
-            camp = campaign.load(args.brief, name, base)
-            for point in camp.plan():
-                print(f"{name}\t{point.id}")
-            continue
-        host = campaign.connect(args.host, "--host") if args.host else None
+        host = _measure_host(args, campaign, name, base)
         try:
             campaign.run(args.brief, name, host=host, base=base, progress=_say)
         finally:
             if host is not None:
                 host.close()
     return 0
+
+
+def _measure_host(args, campaign, name: str, base: Path):
+    """The host --host names (checked here, so that a wrong address names the value and the form),
+    with --sudo applied; None leaves it to the campaign's declaration."""
+    if not args.host and not args.sudo:
+        return None
+    if args.host and args.host != "local":
+        from briefkit.target.hosts.ssh import parse_ssh_url
+
+        parse_ssh_url(args.host, "--host")
+    spec = args.host or campaign.load(args.brief, name, base).host
+    host = campaign.connect(spec, "--host" if args.host else f"briefs.{args.brief}.campaigns.{name}.host")
+    if args.sudo:
+        host.sudo = True
+    return host
+
+
+def _dry_run(slug: str, names: list[str], base: Path) -> int:
+    """The plan, one point per line (campaign TAB point), then per campaign the points already done
+    and the estimated duration of the rest (the workload's own estimate per point)."""
+    from briefkit.measure import campaign
+    from briefkit.raw.manifest import FINAL, Manifest
+
+    summary, total, unknown = [], 0.0, False
+    for name in names:
+        camp = campaign.load(slug, name, base)
+        plan = camp.plan()
+        status = Manifest(camp.raw_dir / "manifest.jsonl").status()
+        todo = [p for p in plan if status.get(p.id, {}).get("event") not in FINAL]
+        for point in plan:
+            print(f"{name}\t{point.id}")
+        guesses = [camp.workload.expected_seconds(p, camp.settings) for p in todo]
+        if any(g is None for g in guesses):
+            unknown = True
+            estimate = (f"estimated duration unknown ({camp.workload.name} gives no time estimate for "
+                        f"{sum(g is None for g in guesses)} of these points)")
+        else:
+            total += sum(guesses)
+            estimate = f"estimated duration {_duration(sum(guesses))}"
+        summary.append(f"# {slug}/{name}: {len(plan)} points, {len(plan) - len(todo)} already done, "
+                       f"{len(todo)} to run; {estimate}, host {_host_text(camp.host)}")
+    for line in summary:
+        print(line)
+    if len(names) > 1:
+        print(f"# all {len(names)} campaigns: estimated duration "
+              + (f"at least {_duration(total)} (some points unknown)" if unknown else _duration(total)))
+    print("# the estimate is the tools' run time per point, without storage set-up, data loading and "
+          "preconditioning")
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
+
+
+def _host_text(spec) -> str:
+    if isinstance(spec, str):
+        return spec
+    ssh = spec.get("ssh") if hasattr(spec, "get") else getattr(spec, "ssh", None)
+    return f"{ssh} (sudo)" if (spec.get("sudo") if hasattr(spec, "get") else getattr(spec, "sudo", False)) \
+        else str(ssh or spec)
 
 
 def _interrupt(signum, frame):
@@ -165,48 +231,118 @@ def _list(args) -> int:
     return 0
 
 
+#: per subcommand: one-line help, description, examples (shown by `briefkit COMMAND --help`)
+HELP: dict[str, tuple[str, str, str]] = {
+    "list": ("briefs declared in params.yaml",
+             "List the briefs declared in params.yaml: slug, notebook and published data folder.",
+             "briefkit list"),
+    "dataset": ("write data/processed/BRIEF/ from data/raw/BRIEF and data/published/BRIEF",
+                "Read the brief's raw campaigns (data/raw/BRIEF/) and published data, and write the tidy "
+                "tables the notebook reads to data/processed/BRIEF/. The first stage of `dvc repro`.",
+                "briefkit dataset fio-6600ion"),
+    "samples": ("the former name of `dataset`", "The former name of `briefkit dataset`.",
+                "briefkit samples fio-6600ion"),
+    "execute": ("run the brief notebook with papermill",
+                "Run notebooks/NOTEBOOK.ipynb for BRIEF with papermill into reports/BRIEF.ipynb "
+                "(needs `briefkit dataset BRIEF` first).",
+                "briefkit execute fio-6600ion\nbriefkit execute rocksdb-7600 --quiet"),
+    "render": ("HTML and PDF from the executed notebook",
+               "Render reports/BRIEF.ipynb to reports/BRIEF.html and reports/BRIEF.pdf (chromium).",
+               "briefkit render fio-6600ion"),
+    "build": ("dataset, execute and render",
+              "dataset, execute and render in one go: what `dvc repro` runs for one brief, without DVC's "
+              "bookkeeping.",
+              "briefkit build fio-6600ion"),
+    "check": ("reproduction check of a published brief, as CSV",
+              "Check every claim of a published brief against its own published data; CSV on stdout.",
+              "briefkit check fio-6600ion\nbriefkit check oltp-9300 --strict   # exit 1 on a mismatch"),
+    "measure": ("run or resume the brief's campaigns into data/raw/BRIEF/",
+                "Run the campaigns a brief declares in params.yaml (briefs.BRIEF.campaigns) on their host, "
+                "point by point, into data/raw/BRIEF/CAMPAIGN/. Finished points are kept: the same command "
+                "again resumes. Ctrl-C stops the running job on the host.\n\n"
+                "Hosts: local, ssh://[user@]host[:port] (key login; the host key must be in "
+                "~/.ssh/known_hosts), or in params.yaml {ssh: ..., known_hosts: ..., client_keys: [...], "
+                "sudo: true}. Loop, tmpfs and block configurations need root on the target: log in as root "
+                "or use sudo (passwordless).",
+                "briefkit measure fio-6600ion --campaign mine --dry-run   # plan and estimated duration\n"
+                "briefkit measure fio-6600ion --campaign mine\n"
+                "briefkit measure fio-6600ion --campaign mine --host ssh://root@192.0.2.10\n"
+                "briefkit measure fio-6600ion --campaign mine --host ssh://bench@192.0.2.10:2222 --sudo"),
+    "status": ("points done, skipped, failed and left per campaign",
+               "Points done, skipped, failed and left, per campaign and configuration, as TSV.",
+               "briefkit status fio-6600ion"),
+    "loopback-sshd": ("an sshd on 127.0.0.1 for sshfs configurations (foreground)",
+                      "Run an sshd on 127.0.0.1 with keys of its own, in the foreground, for the sshfs "
+                      "configurations (storage reached over the network on one machine). Ctrl-C stops it.",
+                      "briefkit loopback-sshd\nbriefkit loopback-sshd --port 2223 --dir /var/tmp/briefkit/sshd2"),
+    "ingest": ("tidy samples of raw tool output, as CSV on stdout",
+               "Parse raw tool output (fio JSON, db_bench logs, pgbench logs, ...) into tidy samples; CSV on "
+               "stdout.",
+               "briefkit ingest fio data/raw/fio-6600ion/local/<point>/fio.json | head"),
+}
+
+_EPILOG = """examples:
+  .venv/bin/briefkit list                        # without activating the venv
+  briefkit measure fio-6600ion --campaign mine --dry-run
+  briefkit measure fio-6600ion --campaign mine --host ssh://root@192.0.2.10:22
+  dvc repro                                      # every brief -> reports/
+
+`briefkit COMMAND --help` describes each command. Measuring your own host: README.md,
+"Measure your own host"."""
+
+
+def _command(sub, name: str, func, **extra) -> argparse.ArgumentParser:
+    short, description, examples = HELP.get(name, (name, name, f"briefkit {name}"))
+    description = "\n\n".join(textwrap.fill(part, 100) for part in description.split("\n\n"))
+    cmd = sub.add_parser(name, help=short, description=description,
+                         epilog="examples:\n" + "\n".join(f"  {line}" for line in examples.splitlines()),
+                         formatter_class=argparse.RawDescriptionHelpFormatter, **extra)
+    cmd.set_defaults(func=func)
+    return cmd
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="briefkit", description=__doc__,
+    top = argparse.ArgumentParser(prog="briefkit", description=__doc__, epilog=_EPILOG,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = top.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="briefs declared in params.yaml").set_defaults(func=_list)
-    for name, func, text in (("dataset", _dataset, "write data/processed/BRIEF/ from data/raw/BRIEF and "
-                                                   "data/published/BRIEF"),
-                             ("samples", _dataset, "the former name of `dataset`"),
-                             ("execute", _execute, "run the brief notebook with papermill"),
-                             ("render", _render, "HTML and PDF from the executed notebook"),
-                             ("build", _build, "dataset, execute and render")):
-        cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("brief")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _command(sub, "list", _list)
+    for name, func in (("dataset", _dataset), ("samples", _dataset), ("execute", _execute), ("render", _render),
+                       ("build", _build)):
+        cmd = _command(sub, name, func)
+        cmd.add_argument("brief", help="the brief's slug (briefkit list)")
         cmd.add_argument("--quiet", action="store_true", help="no progress bar")
-        cmd.set_defaults(func=func)
-    check = sub.add_parser("check", help="reproduction check of a published brief, as CSV")
-    check.add_argument("brief")
+    check = _command(sub, "check", _check)
+    check.add_argument("brief", help="a brief with published data")
     check.add_argument("--strict", action="store_true", help="exit 1 when a claim does not match")
-    check.set_defaults(func=_check)
-    measure = sub.add_parser("measure", help="run or resume the brief's campaigns into data/raw/BRIEF/")
-    measure.add_argument("brief")
+    measure = _command(sub, "measure", _measure)
+    measure.add_argument("brief", help="the brief's slug (briefkit list)")
     measure.add_argument("--campaign", help="only this campaign (default: every campaign of the brief)")
     measure.add_argument("--host", help="run on this host instead of the declared one: local or "
                                         "ssh://[user@]host[:port] (key login, host key in ~/.ssh/known_hosts)")
-    measure.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
-    measure.set_defaults(func=_measure)
-    status = sub.add_parser("status", help="points done, skipped, failed and left per campaign")
-    status.add_argument("brief")
-    status.set_defaults(func=_status)
-    sshd = sub.add_parser("loopback-sshd", help="an sshd on 127.0.0.1 for sshfs configurations (foreground)")
+    measure.add_argument("--sudo", action="store_true",
+                         help="run every command on the host as root with `sudo -n` (a non-root login with "
+                              "passwordless sudo); the same as sudo: true in the host declaration")
+    measure.add_argument("--dry-run", action="store_true",
+                         help="print the plan, the points already done and the estimated duration; run nothing")
+    status = _command(sub, "status", _status)
+    status.add_argument("brief", help="the brief's slug (briefkit list)")
+    sshd = _command(sub, "loopback-sshd", _loopback_sshd)
     sshd.add_argument("--dir", default="/var/tmp/briefkit/sshd", help="keys, config and log (default: %(default)s)")
     sshd.add_argument("--port", type=int, default=2222, help="default: %(default)s")
-    sshd.set_defaults(func=_loopback_sshd)
     from briefkit.tools import TOOLS
-    ingest_cmd = sub.add_parser("ingest", help="tidy samples of raw tool output, as CSV on stdout")
+    ingest_cmd = _command(sub, "ingest", _ingest)
     ingest_cmd.add_argument("tool", choices=sorted(TOOLS))
     ingest_cmd.add_argument("files", nargs="+")
-    ingest_cmd.set_defaults(func=_ingest)
     return top
 
 
+#: appended to an error that says root is needed without saying how to get it
+ROOT_NEXT_STEP = ("next step: log in to the target as root (host: ssh://root@HOST), or keep the login and give it "
+                  "passwordless sudo, then declare the host with sudo: true ({ssh: ..., sudo: true}) or pass --sudo")
+
+
 def main(argv: list[str] | None = None) -> int:
+    from briefkit.core.errors import BriefkitError
     from briefkit.target.hosts import HostError
 
     args = parser().parse_args(argv)
@@ -220,9 +356,17 @@ def main(argv: list[str] | None = None) -> int:
         print("briefkit: interrupted; finished points are kept, run the same command again to resume",
               file=sys.stderr)
         return 130
-    except (project.ParamsError, ValueError, KeyError, FileNotFoundError, HostError) as exc:
-        print(f"briefkit: error: {exc}", file=sys.stderr)
+    except (BriefkitError, project.ParamsError, ValueError, KeyError, FileNotFoundError, PermissionError,
+            HostError) as exc:
+        print(f"briefkit: error: {_message(exc)}", file=sys.stderr)
         return 2
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    if "needs root" in text and "sudo" not in text:
+        text += f"\n{ROOT_NEXT_STEP}"
+    return text
 
 
 if __name__ == "__main__":

@@ -1,0 +1,145 @@
+"""The command line a newcomer meets: help texts with examples, the dry run's plan and estimated
+duration, and errors that name the value and what to do."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from briefkit import cli
+from briefkit.measure import campaign
+from briefkit.raw.manifest import Manifest
+
+VENV_BRIEFKIT = Path(sys.executable).parent / "briefkit"
+
+
+def subcommands() -> dict:
+    top = cli.parser()
+    action = next(a for a in top._actions if a.__class__.__name__ == "_SubParsersAction")
+    return action.choices
+
+
+def test_top_level_help_lists_commands_and_examples(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    for name in subcommands():
+        assert name in out
+    assert "examples:" in out and ".venv/bin/briefkit" in out
+
+
+@pytest.mark.parametrize("name", sorted(subcommands()))
+def test_every_subcommand_has_a_description_and_examples(name, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([name, "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    usage, _, rest = out.partition("\n\n")
+    description = rest.split("\n\n")[0]
+    assert usage.startswith(f"usage: briefkit {name}")
+    # a sentence of its own, not the one-line summary repeated, and not the options block
+    assert not description.startswith(("positional arguments", "options")) and len(description) > 30
+    examples = out.split("examples:\n", 1)[1].splitlines()
+    assert examples and all(line.strip().startswith(("briefkit ", ".venv/bin/briefkit ")) for line in examples
+                            if line.strip())
+    assert any(f"briefkit {name}" in line for line in examples)
+
+
+def test_briefkit_runs_from_the_venv_without_activation(tmp_path):
+    """README: .venv/bin/briefkit works with no venv on PATH."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)}
+    env["PATH"] = "/usr/bin:/bin"
+    res = subprocess.run([str(VENV_BRIEFKIT), "measure", "--help"], env=env, capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "--dry-run" in res.stdout and "examples:" in res.stdout
+
+
+# -- dry run --------------------------------------------------------------------------------
+
+@pytest.fixture
+def project_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "nb.ipynb").write_text("{}")
+    return tmp_path
+
+
+def declare(root: Path, campaigns: dict) -> None:
+    params = {"briefs": {"mine": {"notebook": "nb", "campaigns": campaigns}}}
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+
+
+def fio_campaign(root: Path, **settings) -> dict:
+    return {"workload": "fio", "host": "local", "workdir": str(root / "host"), "repetitions": 1,
+            "configs": {"disk": {"kind": "dir", "path": str(root / "disk")}},
+            "matrix": {"rw": ["70/30", "90/10"], "bs": ["4KiB"], "numjobs": [1, 2], "iodepth": [8]},
+            "settings": {"ioengine": "psync", "direct": False, "ramp_s": 1, "runtime_s": 3, "size": "16MiB",
+                         **settings}}
+
+
+def seconds_of(text: str) -> int:
+    found = re.search(r"estimated duration (?:(\d+) h )?(\d+) min (\d+) s", text)
+    assert found, text
+    hours, minutes, secs = (int(g or 0) for g in found.groups())
+    return hours * 3600 + minutes * 60 + secs
+
+
+def test_dry_run_prints_the_plan_and_the_estimated_duration(project_root, capsys):
+    declare(project_root, {"quick": fio_campaign(project_root)})
+    camp = campaign.load("mine", "quick", project_root)
+    plan = camp.plan()
+    # two points already done: they are listed, counted, and left out of the estimate
+    manifest = Manifest(camp.raw_dir / "manifest.jsonl")
+    for point in plan[:2]:
+        manifest.append("done", point=point.id)
+    assert cli.main(["measure", "mine", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[:len(plan)] == [f"quick\t{p.id}" for p in plan]
+    summary = next(line for line in lines if line.startswith("# mine/quick:"))
+    assert f"{len(plan)} points, 2 already done, {len(plan) - 2} to run" in summary
+    expected = sum(camp.workload.expected_seconds(p, camp.settings) for p in plan[2:])
+    assert expected > 0 and seconds_of(summary) == round(expected)
+    assert not (project_root / "host").exists()  # nothing ran
+
+
+def test_dry_run_says_unknown_when_a_workload_has_no_estimate(project_root, capsys):
+    declare(project_root, {"timed": fio_campaign(project_root),
+                           "sized": fio_campaign(project_root, time_based=False)})
+    assert cli.main(["measure", "mine", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    sized = next(line for line in out.splitlines() if line.startswith("# mine/sized:"))
+    assert "estimated duration unknown" in sized and "fio gives no time estimate" in sized
+    timed = campaign.load("mine", "timed", project_root)
+    total = sum(timed.workload.expected_seconds(p, timed.settings) for p in timed.plan())
+    overall = next(line for line in out.splitlines() if line.startswith("# all 2 campaigns"))
+    assert "at least" in overall and seconds_of(overall.replace("at least ", "")) == round(total)
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("url, expected", [
+    ("ssh://root@host:notaport", "'notaport', not a number"),
+    ("ssh://root@host:99999", "99999, outside 1-65535"),
+])
+def test_a_wrong_host_address_names_the_value_and_the_form(project_root, capsys, url, expected):
+    declare(project_root, {"quick": fio_campaign(project_root)})
+    assert cli.main(["measure", "mine", "--host", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("briefkit: error: --host: ") and expected in err
+    assert "expected ssh://[user@]host[:port]" in err and "Traceback" not in err
+
+
+def test_a_storage_error_that_needs_root_gets_the_next_step():
+    from briefkit.core.errors import CampaignError
+
+    text = cli._message(CampaignError("config xfs: kind loop_xfs cannot be set up on bench@h:22: it runs as "
+                                      "uid 1000, and loop_xfs needs root (mount, losetup, mkfs)"))
+    assert "log in to the target as root" in text and "sudo: true" in text and "--sudo" in text
