@@ -1,6 +1,7 @@
 """Where things are in a briefkit checkout, and the briefs declared in params.yaml.
 
-params.yaml is validated before anything runs; a bad value gets an error naming its key.
+params.yaml is validated (briefkit.config.params) before anything runs; a bad value gets an error
+naming the file and its key path.
 """
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from briefkit.config import yamlload
+from briefkit.config.params import ParamsFile, validate_params
 from briefkit.core.errors import ParamsError
+from briefkit.core.validation import check_name
 
 
 def root() -> Path:
@@ -44,44 +46,42 @@ class Brief:
 
 
 def load_params(base: Path | None = None) -> dict:
+    """params.yaml, validated (briefkit.config.params): duplicate keys, unknown keys and bad values
+    are errors that name the file and the key path."""
     base = base or root()
-    path = base / "params.yaml"
-    try:
-        params = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise ParamsError(f"{path}: missing") from None
-    except yaml.YAMLError as exc:
-        raise ParamsError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(params.get("briefs"), dict) or not params["briefs"]:
-        raise ParamsError(f"{path}: key 'briefs' must map brief names to their settings")
-    return params
+    raw = _raw(base)
+    validate_params(raw, str(base / "params.yaml"))
+    return raw
+
+
+def _raw(base: Path | None = None) -> dict:
+    base = base or root()
+    return yamlload.load(base / "params.yaml", ParamsError, name=str(base / "params.yaml")) or {}
+
+
+def load_model(base: Path | None = None) -> ParamsFile:
+    base = base or root()
+    return validate_params(_raw(base), str(base / "params.yaml"))
 
 
 def briefs(base: Path | None = None) -> dict[str, Brief]:
     base = base or root()
     out = {}
-    for slug, spec in load_params(base)["briefs"].items():
+    for slug, spec in load_model(base).briefs.items():
         where = f"{base / 'params.yaml'}: briefs.{slug}"
-        if not isinstance(spec, dict):
-            raise ParamsError(f"{where}: must be a mapping")
-        unknown = set(spec) - {"notebook", "published", "parameters", "campaigns"}
-        if unknown:
-            raise ParamsError(f"{where}: unknown key(s) {sorted(unknown)} "
-                              "(known: notebook, published, parameters, campaigns)")
-        notebook = spec.get("notebook")
-        if not notebook or not (base / "notebooks" / f"{notebook}.ipynb").exists():
-            raise ParamsError(f"{where}.notebook: {notebook!r} is not a notebook in notebooks/")
-        published = spec.get("published")
-        if published is not None and not (base / published / "brief.yaml").exists():
-            raise ParamsError(f"{where}.published: {published!r} has no brief.yaml")
-        parameters = spec.get("parameters") or {}
-        if not isinstance(parameters, dict):
-            raise ParamsError(f"{where}.parameters: must be a mapping of notebook parameters")
-        out[slug] = Brief(slug, notebook, published, parameters)
+        if not (base / "notebooks" / f"{spec.notebook}.ipynb").exists():
+            raise ParamsError(f"{where}.notebook: {spec.notebook!r} is not a notebook in notebooks/")
+        if spec.published is not None and not (base / spec.published / "brief.yaml").exists():
+            raise ParamsError(f"{where}.published: {spec.published!r} has no brief.yaml")
+        out[slug] = Brief(slug, spec.notebook, spec.published, dict(spec.parameters))
     return out
 
 
 def brief(slug: str, base: Path | None = None) -> Brief:
+    try:
+        check_name(slug, "brief")
+    except ValueError as exc:
+        raise ParamsError(f"brief: {exc}") from None
     known = briefs(base)
     if slug not in known:
         raise ParamsError(f"unknown brief {slug!r}; params.yaml declares: {', '.join(known)}")

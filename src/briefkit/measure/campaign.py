@@ -33,12 +33,13 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pandas as pd
 
 from briefkit import tools as workloads
 from briefkit.config import project
+from briefkit.config.params import CampaignSpec, HostSpec, parse_ssh_url
+from briefkit.core.validation import check, check_name
 from briefkit.core.errors import CampaignError
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, STARTED, Manifest
@@ -47,8 +48,6 @@ from briefkit.raw.points import point_samples
 from briefkit.target.hosts import Host, LocalHost, SshHost
 from briefkit.tools.base import Point, PointRun, Workload
 
-KEYS = {"workload", "host", "workdir", "repetitions", "power", "configs", "labels", "matrix", "settings"}
-DEFAULT_WORKDIR = "/var/tmp/briefkit"
 
 Progress = Callable[[str], None]
 
@@ -86,80 +85,59 @@ class Campaign:
 def declared(slug: str, base: Path | None = None) -> dict[str, Mapping]:
     """The raw campaign declarations of a brief (empty when it has none)."""
     base = base or project.root()
-    spec = project.load_params(base)["briefs"].get(slug)
+    try:
+        check_name(slug, "brief")
+    except ValueError as exc:
+        raise CampaignError(f"brief: {exc}") from None
+    briefs = project._raw(base).get("briefs")
+    spec = briefs.get(slug) if isinstance(briefs, Mapping) else None
     if spec is None:
         raise project.ParamsError(f"unknown brief {slug!r}")
-    found = spec.get("campaigns") or {}
+    found = spec.get("campaigns") if isinstance(spec, Mapping) else None
+    found = found or {}
     if not isinstance(found, Mapping):
         raise CampaignError(f"params.yaml: briefs.{slug}.campaigns must map campaign names to declarations")
     return found
 
 
 def load(slug: str, name: str, base: Path | None = None) -> Campaign:
-    """The campaign ``briefs.<slug>.campaigns.<name>``, validated key by key."""
+    """The campaign ``briefs.<slug>.campaigns.<name>``, validated by its model (briefkit.config.params)
+    and its workload's; every error names params.yaml and the key path."""
     from briefkit.target import storage
 
     base = base or project.root()
     found = declared(slug, base)
     where = f"params.yaml: briefs.{slug}.campaigns.{name}"
+    try:
+        check_name(name, "campaign")
+    except ValueError as exc:
+        raise CampaignError(f"{where}: {exc}") from None
     if name not in found:
         raise CampaignError(f"{where}: no such campaign (declared: {', '.join(found) or 'none'})")
     spec = found[name]
     if not isinstance(spec, Mapping):
         raise CampaignError(f"{where}: must be a mapping")
-    unknown = set(spec) - KEYS
-    if unknown:
-        raise CampaignError(f"{where}: unknown key(s) {sorted(unknown)} (known: {', '.join(sorted(KEYS))})")
-    workload = workloads.get(spec.get("workload"), f"{where}.workload")
-    configs_spec = spec.get("configs")
-    if not isinstance(configs_spec, Mapping) or not configs_spec:
-        raise CampaignError(f"{where}.configs: name at least one storage configuration")
-    configs = {cname: storage.from_spec(cname, cspec, f"{where}.configs.{cname}")
-               for cname, cspec in configs_spec.items()}
-    repetitions = spec.get("repetitions", 1)
-    if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
-        raise CampaignError(f"{where}.repetitions: expected a whole number >= 1, got {repetitions!r}")
-    labels = spec.get("labels") or {}
-    if not isinstance(labels, Mapping) or set(labels) - set(configs):
-        raise CampaignError(f"{where}.labels: expected a mapping from configuration names ({', '.join(configs)}) "
-                            f"to the text the brief shows, got {labels!r}")
-    matrix, settings = workload.validate(spec.get("matrix") or {}, spec.get("settings") or {}, where)
-    workdir = spec.get("workdir", DEFAULT_WORKDIR)
-    if not isinstance(workdir, str) or not workdir.startswith("/"):
-        raise CampaignError(f"{where}.workdir: expected an absolute path on the host, got {workdir!r}")
+    model = check(CampaignSpec, spec, where, CampaignError)
+    workload = workloads.get(model.workload, f"{where}.workload")
+    configs = {cname: storage.KINDS[cspec.kind].from_model(cname, f"{where}.configs.{cname}", cspec)
+               for cname, cspec in model.configs.items()}
+    matrix, settings = workload.validate(dict(model.matrix), dict(model.settings), where)
     power = spec.get("power") or {"kind": "none"}
-    _check_host_spec(spec.get("host", "local"), f"{where}.host")
-    return Campaign(slug, name, workload, spec.get("host", "local"), workdir, repetitions, power, configs,
-                    {k: dict(v) for k, v in configs_spec.items()}, {k: str(labels.get(k, k)) for k in configs},
-                    matrix, settings, base / "data" / "raw" / slug / name)
-
-
-def _check_host_spec(spec: Any, where: str) -> None:
-    if spec == "local":
-        return
-    if isinstance(spec, str) and spec.startswith("ssh://"):
-        if not urlsplit(spec).hostname:
-            raise CampaignError(f"{where}: {spec!r} names no host (expected ssh://[user@]host[:port])")
-        return
-    if isinstance(spec, Mapping) and "ssh" in spec:
-        unknown = set(spec) - {"ssh", "known_hosts", "client_keys"}
-        if unknown:
-            raise CampaignError(f"{where}: unknown key(s) {sorted(unknown)} (known: ssh, known_hosts, client_keys)")
-        _check_host_spec(spec["ssh"], f"{where}.ssh")
-        return
-    raise CampaignError(f"{where}: expected local, ssh://[user@]host[:port] or {{ssh: ..., known_hosts: ..., "
-                        f"client_keys: [...]}}, got {spec!r}")
+    return Campaign(slug, name, workload, model.host, model.workdir, model.repetitions, power, configs,
+                    {k: dict(v) for k, v in spec["configs"].items()},
+                    {k: str(model.labels.get(k, k)) for k in configs}, matrix, settings,
+                    base / "data" / "raw" / slug / name)
 
 
 def connect(spec: Any, where: str = "host") -> Host:
     """A host from its declaration: ``local``, ``ssh://user@host:port`` or a mapping with options."""
-    _check_host_spec(spec, where)
+    spec = check(HostSpec, spec, where, CampaignError)
     if spec == "local":
         return LocalHost()
     options = dict(spec) if isinstance(spec, Mapping) else {"ssh": spec}
-    url = urlsplit(options.pop("ssh"))
-    return SshHost(url.hostname, url.port or 22, url.username, client_keys=options.get("client_keys"),
-                   known_hosts=options.get("known_hosts"))
+    url = parse_ssh_url(options.pop("ssh"))
+    return SshHost(url["hostname"], url["port"], url["user"], client_keys=options.get("client_keys"),
+                   known_hosts=options.get("known_hosts"), sudo=options.get("sudo", False))
 
 
 def _iso(epoch: float) -> str:

@@ -1,0 +1,152 @@
+"""params.yaml as pydantic models: every key, type and allow-list, checked before anything runs.
+
+    briefs:
+      <brief>:                      a Name (see briefkit.core.validation.NAME_PATTERN)
+        notebook: fio_mix           notebooks/<notebook>.ipynb
+        published: data/published/<brief>
+        parameters: {...}           extra notebook parameters
+        show: [local]               which campaigns the brief shows (default: all)
+        campaigns:
+          <campaign>:               a Name
+            workload: fio           briefkit.tools.REGISTRY
+            host: local | ssh://[user@]host[:port] | {ssh: ..., known_hosts: ..., client_keys: [...], sudo: false}
+            workdir: /var/tmp/briefkit
+            repetitions: 1
+            power: {kind: none}     briefkit.target.power.config.PowerSpec (a union on kind)
+            configs: {<name>: {kind: ..., ...}}   briefkit.target.storage.StorageSpec (a union on kind)
+            labels: {<name>: text}
+            matrix: {...}           the workload's own model (briefkit.tools.get(workload).validate)
+            settings: {...}
+
+``validate_params(data, file)`` checks a parsed params.yaml; every error names the file and the key
+path, e.g. ``params.yaml: briefs.fio-6600ion.campaigns.local.workdir: ...``. The JSON Schema of
+``ParamsFile`` is what ``python -m briefkit.config.schema`` prints for editors.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, model_validator
+
+from briefkit.core.errors import ParamsError
+from briefkit.core.validation import AbsPath, Bool, Model, Name, check
+from briefkit.target.power.config import PowerSpec
+from briefkit.target.storage import StorageSpec
+
+DEFAULT_WORKDIR = "/var/tmp/briefkit"
+
+_USER = r"[a-z_][a-z0-9_.-]{0,31}"
+_HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\]"
+_SSH_URL = re.compile(rf"^ssh://(?:(?P<user>{_USER})@)?(?P<host>{_HOSTNAME})(?::(?P<port>[0-9]{{1,6}}))?/?$")
+
+
+def parse_ssh_url(value: Any) -> dict[str, Any]:
+    """``ssh://[user@]host[:port]`` -> {user, hostname, port}; ValueError saying what is wrong."""
+    if not isinstance(value, str) or not value.startswith("ssh://"):
+        raise ValueError(f"expected ssh://[user@]host[:port], got {value!r}")
+    match = _SSH_URL.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not ssh://[user@]host[:port] (user: lower-case letters, digits, _ . -; "
+                         "host: a name or address)")
+    port = int(match["port"]) if match["port"] else 22
+    if not 1 <= port <= 65535:
+        raise ValueError(f"{value!r}: port {port} is outside 1-65535")
+    return {"user": match["user"], "hostname": match["host"].strip("[]"), "port": port}
+
+
+class SshOptions(Model):
+    """A host reached over SSH, with its options."""
+
+    ssh: str
+    known_hosts: AbsPath | None = None
+    client_keys: list[AbsPath] | None = None
+    sudo: Bool = False
+
+    @model_validator(mode="after")
+    def _url(self):
+        parse_ssh_url(self.ssh)
+        return self
+
+
+def _host(value: Any) -> Any:
+    if value == "local":
+        return value
+    if isinstance(value, str):
+        parse_ssh_url(value)
+        return value
+    if isinstance(value, Mapping):
+        return check(SshOptions, value, "", ValueError).model_dump(exclude_none=True)
+    raise ValueError("expected local, ssh://[user@]host[:port] or {ssh: ..., known_hosts: ..., client_keys: [...], "
+                     f"sudo: false}}, got {value!r}")
+
+
+HostSpec = Annotated[Any, PlainValidator(_host), WithJsonSchema({
+    "anyOf": [{"const": "local"}, {"type": "string", "pattern": _SSH_URL.pattern},
+              SshOptions.model_json_schema()]})]
+
+
+def _workload(value: str) -> str:
+    from briefkit import tools
+
+    if value not in tools.REGISTRY:
+        raise ValueError(f"unknown workload {value!r} (known: {', '.join(tools.REGISTRY)})")
+    return value
+
+
+class CampaignSpec(Model):
+    """One measured campaign of a brief."""
+
+    workload: Annotated[str, AfterValidator(_workload)]
+    host: HostSpec = "local"
+    workdir: AbsPath = DEFAULT_WORKDIR
+    repetitions: Annotated[int, Field(ge=1)] = 1
+    power: PowerSpec | None = None
+    configs: Annotated[dict[Name, StorageSpec], Field(min_length=1)]
+    labels: dict[Name, str] = {}
+    matrix: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], Any] = {}
+    settings: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], Any] = {}
+
+    @model_validator(mode="after")
+    def _labels(self):
+        unknown = [k for k in self.labels if k not in self.configs]
+        if unknown:
+            raise ValueError(f"labels: {unknown} are not configurations of this campaign ({', '.join(self.configs)})")
+        return self
+
+
+def _notebook(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", value):
+        raise ValueError(f"{value!r} is not a notebook name (lower-case letters, digits, _ and -; no path)")
+    return value
+
+
+def _published(value: str) -> str:
+    if not re.fullmatch(r"data/published/[a-z0-9][a-z0-9._-]{0,63}", value) or ".." in value:
+        raise ValueError(f"{value!r} is not a folder data/published/<name>")
+    return value
+
+
+class BriefSpec(Model):
+    """One brief: its notebook, its published data and its measured campaigns."""
+
+    notebook: Annotated[str, AfterValidator(_notebook)]
+    published: Annotated[str, AfterValidator(_published)] | None = None
+    parameters: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Any] = {}
+    show: Literal["all"] | Name | list[Name] | None = None
+    campaigns: dict[Name, CampaignSpec] = {}
+
+
+class ParamsFile(Model):
+    """params.yaml."""
+
+    model_config = Model.model_config | {"title": "briefkit params.yaml"}
+    briefs: Annotated[dict[Name, BriefSpec], Field(min_length=1)]
+
+
+def validate_params(data: Any, file: str = "params.yaml") -> ParamsFile:
+    """``data`` (a parsed params.yaml) as a ParamsFile; a ParamsError names ``file`` and the key path."""
+    if not isinstance(data, Mapping):
+        raise ParamsError(f"{file}: expected a mapping with the key 'briefs'")
+    return check(ParamsFile, data, f"{file}:", ParamsError)
