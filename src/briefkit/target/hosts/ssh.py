@@ -89,6 +89,9 @@ def known_hosts_pattern(hostname: str, port: int) -> str:
     return hostname if port == 22 else f"[{hostname}]:{port}"
 
 
+#: appended to the remote PATH (a constant; Debian gives non-root logins no sbin folders)
+SBIN = "/usr/local/sbin:/usr/sbin:/sbin"
+
 #: the key files OpenSSH (and asyncssh) try when none is given, in ~/.ssh
 DEFAULT_KEYS = ("id_ed25519_sk", "id_ecdsa_sk", "id_ed448", "id_ed25519", "id_ecdsa", "id_rsa", "id_dsa")
 
@@ -478,7 +481,7 @@ class SshHost(Host):
     def mkdir(self, path: str) -> None:
         try:
             _call(self._file_op("mkdir", path, lambda sftp: sftp.makedirs(path, exist_ok=True)))
-        except PermissionError:
+        except (PermissionError, FileNotFoundError):  # SFTP reports a parent it may not write as missing
             if not self.sudo:
                 raise
             self._root_mkdir(path)
@@ -533,5 +536,7 @@ def remote_command(argv: Sequence[str], cwd: str | None = None, env: Mapping[str
         words = ["timeout", "-k", f"{KILL_AFTER:g}", f"{timeout:g}", *words]
     if sudo:
         return "exec " + shlex.join(as_root(words, cwd))
-    command = "exec " + shlex.join(words)
+    # a non-root login's PATH lacks the sbin folders (losetup, mkfs.xfs, blkid): add them, so that a
+    # missing tool and a missing privilege are told apart
+    command = f"PATH=\"$PATH:{SBIN}\" exec " + shlex.join(words)
     return f"cd -- {shlex.quote(str(cwd))} && {command}" if cwd is not None else command
