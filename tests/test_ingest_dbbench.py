@@ -363,3 +363,83 @@ def test_nothing_is_nan():
     for name in REAL:
         table = dbbench.parse(FIXTURES / name)
         assert all(math.isfinite(v) for v in table.value), name
+
+
+# ------------------------------------------------- impossible values, glued processes, stall, report.tsv
+
+
+def test_debug_build_warning_is_tolerated_and_stall_percent_is_kept():
+    lines = raw_lines("fillrandom_stall.txt")
+    assert "WARNING: Assertions are enabled; benchmarks unnecessarily slow" in lines
+    (stall,) = [line for line in lines if line.startswith("Cumulative stall:")]
+    printed = float(stall.split(",")[1].split()[0])
+    assert printed > 0
+    table = dbbench.parse(FIXTURES / "fillrandom_stall.txt")
+    (row,) = table[table["metric"] == "stall_pct"].itertuples()
+    assert row.value == printed and row.unit == "percent" and row.workload == "fillrandom"
+    (summary,) = summary_lines("fillrandom_stall.txt")
+    assert table.loc[table["metric"] == "ops", "value"].item() == summary["ops"]
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("two_commands.txt", "two db_bench processes with different command lines"),
+    ("two_settings.txt", "two db_bench processes with different settings"),
+])
+def test_two_different_processes_in_one_file_are_refused(name, expected):
+    assert sum(line.startswith("RocksDB:") for line in raw_lines(name)) == 2
+    with pytest.raises(ParseError) as caught:
+        dbbench.parse(FIXTURES / name)
+    assert name in str(caught.value) and expected in str(caught.value) and "not repetitions" in str(caught.value)
+
+
+def test_the_same_command_twice_is_repetitions():
+    assert dbbench.parse(FIXTURES / "readrandom_x3.txt")["rep"].notna().any()
+
+
+@pytest.mark.parametrize("field, bad, expected", [
+    (2, "-10.334", "micros/op is -10.334"),
+    (4, "nan", "ops/sec is nan"),
+    (4, "-96740", "ops/sec is -96740"),
+])
+def test_impossible_summary_figures_are_errors(tmp_path, field, bad, expected):
+    text = (FIXTURES / "fillrandom_stall.txt").read_text()
+    (line,) = [line for line in text.splitlines() if line.startswith("fillrandom ")]
+    tokens = line.split()
+    path = tmp_path / "bad_summary.txt"
+    path.write_text(text.replace(line, line.replace(f" {tokens[field]} ", f" {bad} ", 1)))
+    with pytest.raises(ParseError) as caught:
+        dbbench.parse(path)
+    message = str(caught.value)
+    assert "bad_summary.txt:" in message and expected in message and "impossible" in message
+
+
+def test_benchmark_sh_report_tsv():
+    lines = [line.split("\t") for line in (FIXTURES / "report_v8.0.0.tsv").read_text().splitlines()
+             if line and not line.startswith("#")]
+    header, rows = lines[0], lines[1:]
+    table = dbbench.parse(FIXTURES / "report_v8.0.0.tsv")
+    assert set(table["tool_version"]) == {"8.0.0"}
+    for index, fields in enumerate(rows):
+        row = dict(zip(header, fields))
+        reps = [r for r in rows[:index] if r[header.index("test")] == row["test"]]
+        got = table[(table["workload"] == row["test"]) & (table["rep"] == len(reps))].set_index("metric")["value"]
+        assert got["ops"] == float(row["ops_sec"])
+        assert got["db_bw"] == pytest.approx(float(row["mb_sec"]) * MIB, rel=1e-12)
+        assert got["micros_per_op"] == float(row["usec_op"])
+        assert got["op_lat_p99.9"] == float(row["p99.9"]) and got["op_lat_max"] == float(row["pmax"])
+        assert got["stall_pct"] == float(row["stall%"])
+    assert len(table) == 9 * len(rows)
+
+
+def test_benchmark_sh_report_bad_cells_name_line_and_column(tmp_path):
+    text = (FIXTURES / "report_v8.0.0.tsv").read_text()
+    path = tmp_path / "report.tsv"
+    path.write_text(text.replace("\t21.6\t2.6\t327\t", "\t21.6\tx2.6\t327\t"))
+    with pytest.raises(ParseError, match=r"report.tsv:\d+: test 'readrandom.t32': column p50 is 'x2.6'"):
+        dbbench.parse(path)
+    path.write_text(text.replace("\t21.6\t2.6\t327\t", "\t-21.6\t2.6\t327\t"))
+    with pytest.raises(ParseError, match=r"report.tsv:\d+: test 'readrandom.t32': usec_op is -21.6"):
+        dbbench.parse(path)
+    path.write_text(text + "ops_sec\tmb_sec\n")
+    with pytest.raises(ParseError, match="2 tab-separated fields"):
+        dbbench.parse(path)

@@ -58,6 +58,7 @@ _ALL = [
     # ingest: a failed job kept on purpose (briefkit ingest --keep-failed), a tool's own health figures
     Metric("job_error", "dimensionless", "lower", "Error code of a failed job (kept and marked)"),
     Metric("stall_pct", "percent", "lower", "Write stall time, % of the run"),
+    _latency("op_lat", "Operation latency (db_bench histogram of the test's operations)"),
     # power and efficiency
     Metric("watts", "W", "lower", "Power"),
     Metric("energy", "J", "lower", "Energy"),

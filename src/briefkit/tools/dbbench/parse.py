@@ -93,6 +93,7 @@ _STAT_HIST = re.compile(
     rf"^(?P<name>rocksdb\.\S+) P50 : (?P<p50>{_NUM}) P95 : (?P<p95>{_NUM}) P99 : (?P<p99>{_NUM})"
     rf" P100 : (?P<p100>{_NUM}) COUNT : (?P<count>\d+) SUM : (?P<sum>\d+)\s*$"
 )
+_STALL = re.compile(rf"^Cumulative stall: \S+ H:M:S, (?P<pct>{_NUM}) percent\s*$")
 _SUMMARY_FORMAT = ("'<name> : <us> micros/op <n> ops/sec[ <s> seconds <n> operations];"
                    "[ <x> MB/s][ (<message>)]'")
 
@@ -145,6 +146,8 @@ class Benchmark:
     message: str
     process: int
     histograms: dict[str, Histogram] = field(default_factory=dict)
+    #: the last "Cumulative stall: ..., <x> percent" of the DB stats dumps printed for it
+    stall_pct: float | None = None
 
 
 @dataclass
@@ -207,6 +210,9 @@ def read(path) -> Run:
     process = 0
     seen: dict[str, int] = {}
     current: Benchmark | None = None
+    pending_stall: float | None = None
+    first_command: tuple[int, str] | None = None
+    sizes: dict[str, tuple[int, int]] = {}  # "Keys"/"Values" -> (line, size) of the first process
 
     def cut_off(number: int, what: str) -> None:
         if unterminated and number == last:
@@ -225,12 +231,34 @@ def read(path) -> Run:
             run.version = m["version"]
         elif run.date is None and (m := _DATE.match(line)):
             run.date = m["date"]
-        elif run.command is None and (m := _COMMAND.match(line)):
-            run.command = m["command"].strip()
-        elif run.key_size is None and (m := _KEYS.match(line)):
-            run.key_size = int(m["size"])
-        elif run.value_size is None and (m := _VALUES.match(line)):
-            run.value_size = int(m["size"])
+        elif m := _COMMAND.match(line):
+            command = m["command"].strip()
+            if first_command is None:
+                first_command = (number, command)
+                run.command = command
+            elif command != first_command[1]:
+                raise ParseError(path, f"two db_bench processes with different command lines in one file (line "
+                                 f"{first_command[0]}: {first_command[1]!r}; line {number}: {command!r}): they are "
+                                 "different workloads, not repetitions of one. Split the file, one command per file",
+                                 line=number)
+        elif (m := _KEYS.match(line)) or (m := _VALUES.match(line)):
+            what = line.split(":", 1)[0]
+            size = int(m["size"])
+            if what in sizes and sizes[what][1] != size:
+                raise ParseError(path, f"two db_bench processes with different settings in one file ({what}: "
+                                 f"{sizes[what][1]} bytes at line {sizes[what][0]}, {size} bytes here): they are "
+                                 "different workloads, not repetitions of one. Split the file", line=number)
+            sizes.setdefault(what, (number, size))
+            if what == "Keys":
+                run.key_size = size
+            else:
+                run.value_size = size
+        elif m := _STALL.match(line):
+            stall = _checked(path, number, "Cumulative stall percent", float(m["pct"]))
+            if current is not None and current.process == process:
+                current.stall_pct = stall
+            else:
+                pending_stall = stall
         elif m := _SUMMARY_START.match(line):
             rest = m["rest"]
             if rest.startswith("skipped"):
@@ -244,10 +272,14 @@ def read(path) -> Run:
             rep = seen.get(m["name"], 0)
             seen[m["name"]] = rep + 1
             current = Benchmark(
-                name=m["name"], line=number, rep=rep, micros_per_op=float(s["micros"]),
-                ops_per_sec=float(s["ops"]), seconds=float(s["seconds"]) if s["seconds"] else None,
+                name=m["name"], line=number, rep=rep,
+                micros_per_op=_checked(path, number, "micros/op", float(s["micros"])),
+                ops_per_sec=_checked(path, number, "ops/sec", float(s["ops"])),
+                seconds=_checked(path, number, "seconds", float(s["seconds"])) if s["seconds"] else None,
                 operations=int(s["operations"]) if s["operations"] else None,
-                mb_per_s=float(s["mbps"]) if s["mbps"] else None, message=message, process=process)
+                mb_per_s=_checked(path, number, "MB/s", float(s["mbps"])) if s["mbps"] else None,
+                message=message, process=process, stall_pct=pending_stall)
+            pending_stall = None
             run.benchmarks.append(current)
         elif m := _HIST_HEAD.match(line):
             if current is None:
@@ -258,6 +290,14 @@ def read(path) -> Run:
             stats, i = _read_statistics(path, lines, i, number, process, unterminated)
             run.statistics.append(stats)
     return _check(run, last)
+
+
+def _checked(path, number: int, what: str, value: float) -> float:
+    """A printed figure that must be a finite, non-negative number."""
+    if not math.isfinite(value) or value < 0:
+        raise ParseError(path, f"{what} is {value:g}: a negative, NaN or infinite figure is impossible for a "
+                         "measured run", line=number)
+    return value
 
 
 def _read_histogram(path, lines, i, op, head, unterminated) -> tuple[Histogram, int]:
@@ -280,6 +320,10 @@ def _read_histogram(path, lines, i, op, head, unterminated) -> tuple[Histogram, 
         stddev=float(count["stddev"]), min=float(minmax["min"]), median=float(minmax["median"]),
         max=float(minmax["max"]),
         percentiles={p["p"]: float(p["v"]) for p in _HIST_PCT.finditer(pct_line.group(0))})
+    for name in ("mean", "stddev", "min", "median", "max"):
+        _checked(path, head, f"histogram 'Microseconds per {op}:' {name}", getattr(histogram, name))
+    for p, v in histogram.percentiles.items():
+        _checked(path, head, f"histogram 'Microseconds per {op}:' P{p}", v)
     while i < len(lines) and (b := _BUCKET.match(lines[i])) and not (unterminated and i + 1 == len(lines)):
         histogram.buckets.append((float(b["lo"]), float(b["hi"]), int(b["n"])))
         i += 1
@@ -305,7 +349,8 @@ def _read_statistics(path, lines, i, head, process, unterminated) -> tuple[Stati
         if m := _STAT_TICKER.match(line):
             stats.tickers[m["name"]] = int(m["count"])
         elif m := _STAT_HIST.match(line):
-            stats.histograms[m["name"]] = {k: float(m[k]) for k in ("p50", "p95", "p99", "p100", "count", "sum")}
+            stats.histograms[m["name"]] = {k: _checked(path, number, f"{m['name']} {k.upper()}", float(m[k]))
+                                           for k in ("p50", "p95", "p99", "p100", "count", "sum")}
         else:
             raise ParseError(path, f"statistics line matches neither '<name> COUNT : <n>' nor '<name> P50 : <x> "
                              f"P95 : <x> P99 : <x> P100 : <x> COUNT : <n> SUM : <n>' (cut off?): {line!r}",
@@ -340,7 +385,8 @@ def _check(run: Run, last: int) -> Run:
 
 
 def _number(value: float) -> bool:
-    return value is not None and math.isfinite(value)
+    """Every printed figure was checked when read (``_checked``): only absent ones are skipped."""
+    return value is not None
 
 
 def _benchmark_rows(b: Benchmark, src: str) -> list[dict]:
@@ -355,6 +401,8 @@ def _benchmark_rows(b: Benchmark, src: str) -> list[dict]:
     add("micros_per_op", b.micros_per_op, "us", "summary")
     if b.mb_per_s is not None:
         add("db_bw", b.mb_per_s, "MiB/s", "summary")  # db_bench: bytes / 1048576 / elapsed
+    if b.stall_pct is not None:
+        add("stall_pct", b.stall_pct, "percent", "db_stats")
     for op, h in b.histograms.items():
         prefix = HISTOGRAM_OPS.get(op)
         if prefix is None:
@@ -405,8 +453,11 @@ def _provenance(provenance: dict) -> dict:
 
 
 def parse(path, **provenance) -> pd.DataFrame:
-    """Tidy samples of one db_bench output file (see the module docstring for every metric)."""
+    """Tidy samples of one db_bench output file (see the module docstring for every metric), or
+    of a RocksDB ``benchmark.sh`` ``report.tsv`` (``parse_benchmark_report``)."""
     path = Path(path)
+    if is_benchmark_report(path):
+        return parse_benchmark_report(path, **provenance)
     common = _provenance(provenance)
     run = read(path)
     src = str(provenance.get("source", path))
@@ -494,4 +545,115 @@ def parse_report(path, *, workload: str | None = None, reader_ops: float | None 
             rows.append({"metric": "write_ops", "value": total - reader_ops, "unit": "ops/s"})
     for row in rows:
         row.update(workload=workload, source=f"{src}#report_file")
+    return samples.frame(rows, **common)
+
+
+# -- RocksDB tools/benchmark.sh report.tsv -------------------------------------------------
+
+#: report.tsv column (any benchmark.sh version) -> (metric, unit as printed)
+REPORT_TSV_COLUMNS = {
+    "ops_sec": ("ops", "ops/s"),
+    "mb_sec": ("db_bw", "MiB/s"),  # db_bench's "MB/s": bytes / 1048576 / seconds
+    "usec_op": ("micros_per_op", "us"), "usec/op": ("micros_per_op", "us"),
+    "p50": ("op_lat_p50", "us"), "p75": ("op_lat_p75", "us"), "p99": ("op_lat_p99", "us"),
+    "p99.9": ("op_lat_p99.9", "us"), "p99.99": ("op_lat_p99.99", "us"), "pmax": ("op_lat_max", "us"),
+    "stall%": ("stall_pct", "percent"), "Stall%": ("stall_pct", "percent"),
+}
+_REPORT_TEST = ("test", "Test")
+
+
+def is_benchmark_report(path) -> bool:
+    """True when the first line that is not a ``#`` comment is benchmark.sh's report header."""
+    with open(path, encoding="utf-8", errors="replace") as stream:
+        for line in stream:
+            if line.strip() and not line.startswith("#"):
+                return line.startswith("ops_sec\t")
+    return False
+
+
+def read_benchmark_report(path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """(header, [(line number, {column: text})]) of a benchmark.sh ``report.tsv``; ``#`` lines skipped."""
+    path = Path(path)
+    header: list[str] | None = None
+    rows = []
+    try:
+        stream = open(path, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ParseError(path, f"cannot read benchmark.sh report: {exc.strerror}") from None
+    with stream:
+        for number, line in enumerate(stream, 1):
+            text = line.rstrip("\n")
+            if not text.strip() or text.startswith("#"):
+                continue
+            fields = text.split("\t")
+            if header is None:
+                if fields[0] != "ops_sec":
+                    raise ParseError(path, "expected benchmark.sh's report header 'ops_sec<TAB>mb_sec<TAB>...'",
+                                     line=number)
+                header = fields
+                continue
+            if len(fields) != len(header):
+                raise ParseError(path, f"{len(fields)} tab-separated fields, the header has {len(header)} "
+                                 "(a row cut off or two reports glued together?)", line=number)
+            if not line.endswith("\n"):
+                raise ParseError(path, "the last row is cut off (the file ends without a newline)", line=number)
+            rows.append((number, dict(zip(header, fields))))
+    if header is None:
+        raise ParseError(path, "no benchmark.sh report header 'ops_sec<TAB>mb_sec<TAB>...'")
+    if not rows:
+        raise ParseError(path, "the benchmark.sh report has a header but no test row")
+    return header, rows
+
+
+def parse_benchmark_report(path, **provenance) -> pd.DataFrame:
+    """Tidy samples of RocksDB ``tools/benchmark.sh``'s ``report.tsv``: one row per test.
+
+    ``workload`` is the ``test`` column (``readrandom.t32``), ``tool_version`` the ``version``
+    column; a test name that appears more than once gets ``rep`` 0..n-1 in file order. Metrics:
+    ``ops``, ``db_bw`` (``mb_sec`` is db_bench's MiB/s), ``micros_per_op``, ``op_lat_p50`` ...
+    ``op_lat_p99.99`` and ``op_lat_max`` (db_bench's histogram of the test's operations, us),
+    ``stall_pct``. ``NA`` or an empty field gives no row (said on stderr); any other text where a
+    number belongs is an error naming the line and column."""
+    import sys
+
+    path = Path(path)
+    common = _provenance(provenance)
+    src = str(common.pop("source", path))
+    header, table = read_benchmark_report(path)
+    test_column = next((c for c in _REPORT_TEST if c in header), None)
+    if test_column is None:
+        raise ParseError(path, "the report header has no 'test' column: the rows cannot be told apart", line=1)
+    seen: dict[str, int] = {}
+    rows: list[dict] = []
+    names = []
+    for number, fields in table:
+        name = fields[test_column]
+        rep = seen.get(name, 0)
+        seen[name] = rep + 1
+        names.append(name)
+        for column, (metric, unit) in REPORT_TSV_COLUMNS.items():
+            if column not in fields:
+                continue
+            text = fields[column].strip()
+            if text in ("", "NA"):
+                print(f"briefkit: note: {path}:{number}: test {name!r}: {column} is {text or 'empty'!r}: "
+                      f"no {metric} row", file=sys.stderr)
+                continue
+            try:
+                value = float(text)
+            except ValueError:
+                raise ParseError(path, f"test {name!r}: column {column} is {text!r}, expected a number",
+                                 line=number) from None
+            _checked(path, number, f"test {name!r}: {column}", value)
+            row = {"workload": name, "metric": metric, "value": value, "unit": unit,
+                   "source": f"{src}#report_tsv", "_rep": rep}
+            if fields.get("version"):
+                row["tool_version"] = fields["version"]
+            rows.append(row)
+    for row in rows:
+        rep = row.pop("_rep")
+        if seen[row["workload"]] > 1 and "rep" not in provenance:
+            row["rep"] = rep
+        if "tool_version" in provenance:
+            row.pop("tool_version", None)
     return samples.frame(rows, **common)
