@@ -25,6 +25,14 @@ _NAME = re.compile(NAME_PATTERN)
 _PATH = re.compile(r"^/[A-Za-z0-9._+@%/-]*$")
 
 
+class KeyError_(ValueError):
+    """A ValueError about one key below the value being validated (``key``): the message names it."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
 def check_name(value: Any, what: str = "name") -> str:
     """``value`` if it is a valid name (see NAME_PATTERN), else ValueError saying why."""
     if not isinstance(value, str) or not _NAME.match(value) or ".." in value:
@@ -137,7 +145,10 @@ def messages(exc: ValidationError, where: str, model: Any = None, data: Any = No
         loc = _plain_loc(error["loc"], data)
         kind, text = error["type"], error["msg"]
         if kind == "value_error":
-            text = str(error.get("ctx", {}).get("error", text.removeprefix("Value error, ")))
+            cause = error.get("ctx", {}).get("error")
+            text = str(cause) if cause is not None else text.removeprefix("Value error, ")
+            if isinstance(cause, KeyError_):
+                loc = (*loc, cause.key)
         elif kind == "assertion_error":
             text = text.removeprefix("Assertion failed, ")
         elif kind == "extra_forbidden":

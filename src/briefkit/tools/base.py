@@ -116,11 +116,20 @@ class Workload:
     defaults: Mapping[str, Any] = {}
     #: the tool whose version is recorded with every sample
     tool: str = ""
+    #: pydantic models of ``settings`` and ``matrix`` (keys, types, allow-lists), checked first
+    settings_model: type | None = None
+    matrix_model: type | None = None
 
     # --- declaration -------------------------------------------------------------------------
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
                  ) -> tuple[dict[str, list], dict[str, Any]]:
         """Check and complete the campaign's ``matrix`` and ``settings``; errors name the key."""
+        from briefkit.core.validation import check
+
+        if self.matrix_model is not None:
+            check(self.matrix_model, dict(matrix), f"{where}.matrix", CampaignError)
+        if self.settings_model is not None:
+            check(self.settings_model, dict(settings), f"{where}.settings", CampaignError)
         unknown = set(matrix) - set(self.axes)
         if unknown:
             raise CampaignError(f"{where}.matrix: unknown axis {sorted(unknown)} for workload {self.name} "

@@ -53,6 +53,7 @@ from briefkit.target.hosts.base import CommandError, stderr_tail
 from briefkit.tools.fio import parse as fio_output
 from briefkit.core.errors import CampaignError
 from briefkit.tools.base import Point, PointRun, Workload
+from briefkit.tools.fio.settings import FioSettings
 from briefkit.tools.fio.job import MIXED_MODES, RW_MODES, FioJob, command, job_file, parse_size
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ class FioWorkload(Workload):
         "numjobs": [1, 2, 4, 8],
         "iodepth": [64],
     }
+    settings_model = FioSettings
     defaults = {
         "ioengine": "io_uring",
         "direct": True,
