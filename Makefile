@@ -50,16 +50,36 @@ test: setup test-unit test-notebooks
 test-unit:
 	pytest tests
 
-# Strict nbval (outputs compared) on every brief notebook: each default run reads committed data only.
+# nbval, pinned to the committed data: the reference datasets are built from `git archive HEAD` (data,
+# notebooks, params.yaml) into a temporary checkout, so a user's own campaigns in data/raw never change
+# the check. Strict: every text/Markdown/HTML table output is compared (a changed number fails).
+# Figures are excluded: the checked run draws them as PNG (BRIEFKIT_FIGURES=png), which nbval does not
+# compare, and `make notebooks` strips them from the committed notebooks, so the .ipynb diff shows prose,
+# calls and tables, never generated images (reports/ keep SVG figures).
+NB_REF ?= $(or $(TMPDIR),/tmp)/briefkit-nbval-reference
+define reference_data
+	rm -rf $(NB_REF) && mkdir -p $(NB_REF)
+	git archive HEAD data notebooks params.yaml | tar -x -C $(NB_REF)
+	for b in $$(BRIEFKIT_ROOT=$(NB_REF) briefkit list | cut -f1); do \
+	  BRIEFKIT_ROOT=$(NB_REF) briefkit dataset --quiet $$b || exit 1; done
+endef
+
 test-notebooks:
-	pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
+	$(reference_data)
+	BRIEFKIT_PROCESSED=$(NB_REF)/data/processed BRIEFKIT_FIGURES=png \
+	  pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	  notebooks/*.ipynb
+
+# Refresh the outputs nbval compares, the same pinned way (commit data changes first).
+notebooks: setup
+	$(reference_data)
+	for nb in notebooks/*.ipynb; do \
+	  BRIEFKIT_PROCESSED=$(NB_REF)/data/processed BRIEFKIT_FIGURES=png \
+	    jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done
+	python -m briefkit.report.display strip-figures notebooks/*.ipynb
 
 lab: setup
 	jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 $(ROOT_FLAG)
-
-notebooks: setup
-	for nb in notebooks/*.ipynb; do jupyter nbconvert --to notebook --execute --inplace "$$nb"; done
 
 lock:
 	$(BIN)/pip install -q uv

@@ -62,3 +62,25 @@ def emit(blocks) -> None:
             plots.plt.close(block.content)
         else:
             raise ValueError(f"unknown block kind {block.kind!r}")
+
+
+def strip_figures(paths) -> None:
+    """Remove figure data (PNG, SVG) from the outputs of executed notebooks, keeping their text."""
+    import nbformat
+
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            for output in cell.get("outputs", []):
+                for key in ("image/png", "image/svg+xml"):
+                    output.get("data", {}).pop(key, None)
+                output.get("metadata", {}).clear() if "metadata" in output else None
+        nbformat.write(nb, path)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] != ["strip-figures"]:
+        raise SystemExit("usage: python -m briefkit.report.display strip-figures NOTEBOOK...")
+    strip_figures(sys.argv[2:])
