@@ -1,0 +1,76 @@
+"""params.yaml models: the committed JSON Schema is the models' export, duplicate YAML keys are
+errors naming file, line and key, names follow the strict pattern, hosts and ports say what is wrong."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from briefkit.config import project, schema, yamlload
+from briefkit.config.params import parse_ssh_url, validate_params
+from briefkit.core.errors import ParamsError
+from briefkit.core.validation import check_name
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_committed_schema_is_the_export():
+    assert (ROOT / "schemas" / "params.schema.json").read_text(encoding="utf-8") == schema.text()
+
+
+def test_the_checkout_params_validate():
+    model = validate_params(yamlload.load(ROOT / "params.yaml"))
+    assert "fio-6600ion" in model.briefs
+    assert model.briefs["fio-6600ion"].campaigns["local"].configs["xfs-loop"].kind == "loop_xfs"
+
+
+def test_duplicate_keys_name_file_line_and_key(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("briefs:\n  a:\n    notebook: x\n    notebook: y\n", encoding="utf-8")
+    with pytest.raises(ParamsError, match=rf"{path}:4: duplicate key 'notebook' on line 4 \(first on line 3\)"):
+        yamlload.load(path)
+    with pytest.raises(ParamsError, match=r"x.yaml:2: duplicate key 'k'"):
+        yamlload.loads("{k: 1,\n k: 2}", "x.yaml")
+
+
+@pytest.mark.parametrize("name", ["../x", ".hidden", "a/b", "-rf", "A", "a b", "a..b", "", "x" * 65, "a;b"])
+def test_bad_names(name):
+    with pytest.raises(ValueError, match="must match"):
+        check_name(name)
+
+
+@pytest.mark.parametrize("url, words", [
+    ("ssh://root@h:99999", "port 99999 is outside 1-65535"),
+    ("ssh://root@h:0", "port 0 is outside 1-65535"),
+    ("ssh://h;id", "is not ssh://"),
+    ("ssh://-oProxyCommand=x@h", "is not ssh://"),
+    ("http://h", "expected ssh://"),
+])
+def test_ssh_urls(url, words):
+    with pytest.raises(ValueError, match=words):
+        parse_ssh_url(url)
+    assert parse_ssh_url("ssh://u@h.example:2222") == {"user": "u", "hostname": "h.example", "port": 2222}
+
+
+@pytest.mark.parametrize("data, words", [
+    ({"briefs": {"a": {"notebook": "x", "extra": 1}}}, "p.yaml: briefs.a.extra: unknown key"),
+    ({"briefs": {"a": {"notebook": "../x"}}}, "briefs.a.notebook: '../x' is not a notebook name"),
+    ({"briefs": {"a": {"notebook": "x", "published": "/etc"}}}, "briefs.a.published"),
+    ({"briefs": {"a": {"notebook": "x", "campaigns": {"c": {"workload": "fio", "configs": {},
+                                                        "repetitions": 0}}}}},
+     "briefs.a.campaigns.c.repetitions: must be greater than or equal to 1"),
+    ({"briefs": {"a": {"notebook": "x", "campaigns": {"c": {"workload": "fio", "workdir": "/var/../etc",
+                                                        "configs": {"d": {"kind": "dir", "path": "/x"}}}}}}},
+     "briefs.a.campaigns.c.workdir: '/var/../etc' must not contain '..'"),
+    ({"briefs": {}}, "p.yaml: briefs: "),
+])
+def test_params_errors_name_file_and_key(data, words):
+    with pytest.raises(ParamsError) as err:
+        validate_params(data, "p.yaml")
+    assert words in str(err.value)
+
+
+def test_cli_brief_name_is_checked_before_reading_anything(tmp_path, monkeypatch):
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))   # no params.yaml here: the name fails first
+    with pytest.raises(ParamsError, match=r"^brief: brief '\.\./x' must match"):
+        project.brief("../x")
