@@ -167,7 +167,7 @@ def test_bad_lines_name_file_and_line(tmp_path, text, expected):
     path = tmp_path / "tx.1"
     path.write_text("0 0 1000 0 1795284353 100\n" + text)
     with pytest.raises(ParseError) as error:
-        pgbench.parse(path)
+        pgbench.parse(path, scripts=script_names())
     assert f"{path}:2:" in str(error.value) and expected in str(error.value)
 
 
@@ -183,7 +183,117 @@ def test_missing_and_empty_files(tmp_path):
 
 
 def test_siblings_are_only_numbered_thread_files(tmp_path):
-    for name in ("tx.77", "tx.77.1", "tx.77.2", "tx.77.10", "tx.77.bak", "tx.771"):
-        (tmp_path / name).write_text("0 0 1000 0 1795284353 100\n")
+    for client, name in enumerate(("tx.77", "tx.77.1", "tx.77.2", "tx.77.10", "tx.77.bak", "tx.771")):
+        (tmp_path / name).write_text(f"{client} 0 1000 0 1795284353 100\n")  # one client per thread file
     assert [p.name for p in pgbench.log_files(tmp_path / "tx.77")] == ["tx.77", "tx.77.1", "tx.77.2", "tx.77.10"]
     assert not math.isnan(value(pgbench.parse(tmp_path / "tx.77"), "tpm"))
+
+
+# ------------------------------------------- script names, glued logs, old aggregates, summary output
+
+
+def test_builtin_tpcb_log_is_labelled_from_the_summary_beside_it_and_has_no_nopm():
+    lines = raw_lines(FIXTURES / "tpcb.log")
+    summary = pgbench.read_summary(FIXTURES / "tpcb.stdout")
+    assert summary.transaction_type == "<builtin: TPC-B (sort of)>"
+    table = pgbench.parse(FIXTURES / "tpcb.log")
+    assert "nopm" not in set(table["metric"])
+    assert set(table["workload"]) == {"all", "tpcb_like"}
+    assert value(table, "txn_count", "tpcb_like") == len(lines) == summary.transactions
+
+
+def test_unknown_scripts_are_labelled_by_number_and_said_on_stderr(tmp_path, capsys):
+    log = tmp_path / "tpcc_copy.log"
+    log.write_text((FIXTURES / "tpcc_c2_j2.log").read_text())
+    table = pgbench.parse(log)
+    assert "nopm" not in set(table["metric"]) and "new_order" not in set(table["workload"])
+    scripts = {int(f[3]) for f in raw_lines(log)}
+    assert {f"script{n}" for n in scripts} <= set(table["workload"])
+    err = capsys.readouterr().err
+    assert "tpcc_copy.log" in err and "--scripts" in err and "no NOPM" in err
+    named = pgbench.parse(log, scripts=",".join(script_names().values()))
+    assert value(named, "nopm") == value(pgbench.parse(log, scripts=script_names()), "nopm")
+
+
+def test_two_builtin_scripts_named_from_the_summary():
+    table = pgbench.parse(FIXTURES / "two_builtins.log")
+    summary = pgbench.read_summary(FIXTURES / "two_builtins.stdout")
+    for script in summary.scripts:
+        name = pgbench.script_label(script.name)
+        assert value(table, "txn_count", name) == script.transactions
+    assert {pgbench.script_label(s.name) for s in summary.scripts} == {"tpcb_like", "select_only"}
+
+
+def test_two_logs_glued_together_are_refused(tmp_path):
+    glued = tmp_path / "glued.log"
+    text = (FIXTURES / "tpcb.log").read_text()
+    glued.write_text(text + text)
+    with pytest.raises(ParseError) as caught:
+        pgbench.parse(glued, scripts=["tpcb_like"])
+    n = len(text.splitlines())
+    assert f"glued.log:{n + 1}:" in str(caught.value) and "appears twice" in str(caught.value)
+
+
+def test_time_going_backwards_is_refused(tmp_path):
+    lines = (FIXTURES / "tpcb.log").read_text().splitlines()
+    client0 = [i for i, line in enumerate(lines) if line.split()[0] == "0"]
+    a, b = client0[1], client0[5]
+    fa, fb = lines[a].split(), lines[b].split()
+    fa[4:6], fb[4:6] = fb[4:6], fa[4:6]  # swap two end times of one client
+    lines[a], lines[b] = " ".join(fa), " ".join(fb)
+    path = tmp_path / "backwards.log"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ParseError, match=r"backwards.log:\d+: client 0's end time goes backwards"):
+        pgbench.parse(path, scripts=["tpcb_like"])
+
+
+def test_pre15_aggregate_log_from_the_postgresql_documentation():
+    path = FIXTURES / "docs_aggregate_pre15.log"
+    rows = [list(map(int, f)) for f in raw_lines(path)]
+    table = pgbench.parse(path)
+    count = sum(r[1] for r in rows)
+    interval = rows[1][0] - rows[0][0]
+    assert value(table, "txn_count") == count
+    assert value(table, "tpm") == pytest.approx(count / (len(rows) * interval / 60), rel=1e-12)
+    assert value(table, "txn_lat_mean") == pytest.approx(sum(r[2] for r in rows) / count / 1000, rel=1e-12)
+    assert value(table, "txn_lat_max") == max(r[5] for r in rows) / 1000
+    assert not {"txn_failed", "txn_skipped", "nopm"} & set(table["metric"])
+
+
+def test_glued_aggregate_logs_are_refused(tmp_path):
+    text = (FIXTURES / "docs_aggregate_pre15.log").read_text()
+    path = tmp_path / "agg.log"
+    path.write_text(text + text)
+    with pytest.raises(ParseError, match=r"agg.log:6: interval_start does not increase"):
+        pgbench.parse(path)
+
+
+def test_summary_stdout_with_progress_lines():
+    path = FIXTURES / "tpcb.stdout"
+    text = path.read_text().splitlines()
+    progress = [line for line in text if line.startswith("progress: ")]
+    table = pgbench.parse(path)
+    tps = float(next(line for line in text if line.startswith("tps = ")).split()[2])
+    processed = int(next(line for line in text if "actually processed" in line).split()[-1])
+    avg = float(next(line for line in text if line.startswith("latency average")).split()[3])
+    assert value(table, "tpm") == pytest.approx(tps * 60, rel=1e-15)
+    assert value(table, "txn_count") == processed and value(table, "txn_lat_mean") == avg
+    assert "nopm" not in set(table["metric"])
+    read = pgbench.read_progress(path)
+    assert len(read) == len(progress) > 0
+    assert list(read["tps"]) == [float(line.split(", ")[1].split()[0]) for line in progress]
+
+
+def test_tpcc_summary_gives_nopm_from_the_new_order_script():
+    table = pgbench.parse(FIXTURES / "tpcc_c2_j2.stdout")
+    summary = pgbench.read_summary(FIXTURES / "tpcc_c2_j2.stdout")
+    (new_order,) = [s for s in summary.scripts if s.name.endswith("/new_order.sql")]
+    assert value(table, "nopm") == pytest.approx(new_order.tps * 60, rel=1e-15)
+
+
+def test_progress_only_output_names_the_last_progress_time(tmp_path):
+    lines = (FIXTURES / "tpcb.stdout").read_text().splitlines()
+    cut = tmp_path / "killed.stdout"
+    cut.write_text("\n".join(lines[: lines.index(next(line for line in lines if line.startswith("transaction type")))]) + "\n")
+    with pytest.raises(ParseError, match=r"killed.stdout: no 'number of transactions.*3 s"):
+        pgbench.parse(cut)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -105,7 +106,30 @@ def read_log(paths: Sequence[str | Path], scripts: Mapping[int, str] | None = No
     table = pd.DataFrame(columns)
     table["latency_us"] = table["latency_us"].astype(float)
     table["end_us"] = table["end_us"].astype("int64")
+    _check_sequences(table)
     return table
+
+
+def _check_sequences(table: pd.DataFrame) -> None:
+    """One run's log: per client, transaction numbers rise and end times never go back; no
+    (client, transaction) pair twice. Two logs glued into one file break both."""
+    if table.empty:
+        return
+    twice = table.duplicated(["client", "txn_no"], keep="first")
+    if twice.any():
+        row = table[twice].iloc[0]
+        first = table[(table["client"] == row["client"]) & (table["txn_no"] == row["txn_no"])].iloc[0]
+        raise ParseError(row["file"], f"client {row['client']} transaction {row['txn_no']} appears twice (first at "
+                         f"{first['file']}:{first['line']}): two pgbench logs glued together? Give each run's log "
+                         "on its own", line=int(row["line"]))
+    grouped = table.groupby(["file", "client"], sort=False)
+    for column, what in (("txn_no", "transaction number"), ("end_us", "end time")):
+        step = grouped[column].diff()
+        bad = step < 0 if column == "end_us" else step <= 0
+        if bad.any():
+            row = table[bad].iloc[0]
+            raise ParseError(row["file"], f"client {row['client']}'s {what} goes backwards here: two pgbench logs "
+                             "glued together? Give each run's log on its own", line=int(row["line"]))
 
 
 def _transaction(path: Path, number: int, fields: list[str], scripts: Mapping[int, str] | None):
@@ -170,14 +194,57 @@ def measured_window_us(table: pd.DataFrame) -> tuple[float, float]:
     return float(starts.min()), float(table["end_us"].max())
 
 
-def _script_map(scripts: Mapping[int, str] | Sequence[str] | None) -> dict[int, str]:
-    if scripts is None:
-        from briefkit.tools.pgbench.tpcc import script_names  # the project's TPC-C-like mix
+_BUILTIN_NAMES = {"TPC-B (sort of)": "tpcb_like", "simple update": "simple_update", "select only": "select_only"}
 
-        return script_names()
+
+def script_label(printed: str) -> str:
+    """How pgbench names a script -> a transaction type: ``<builtin: TPC-B (sort of)>`` ->
+    ``tpcb_like``; ``/path/new_order.sql`` -> ``new_order``."""
+    printed = printed.strip()
+    builtin = re.fullmatch(r"<builtin: (.+)>", printed)
+    if builtin:
+        return _BUILTIN_NAMES.get(builtin.group(1), re.sub(r"\W+", "_", builtin.group(1)).strip("_"))
+    return Path(printed).stem
+
+
+def summary_beside(path: str | Path) -> Path | None:
+    """The pgbench stdout a campaign keeps next to a log: ``pgbench.stdout`` in the same folder
+    (this project's campaigns), ``<log without suffix>.stdout`` or ``<log>.stdout``."""
+    path = Path(path)
+    for candidate in (path.parent / "pgbench.stdout", path.with_suffix(".stdout"), Path(f"{path}.stdout")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def scripts_from_summary(summary: "Summary") -> dict[int, str] | None:
+    """Script number (0-based, -f order) -> transaction type, from pgbench's own summary."""
+    if summary.scripts:
+        return {s.number - 1: script_label(s.name) for s in summary.scripts}
+    if summary.transaction_type and summary.transaction_type != "multiple scripts":
+        return {0: script_label(summary.transaction_type)}
+    return None
+
+
+def _script_map(scripts: Mapping[int, str] | Sequence[str] | str | None, path: Path | None = None
+                ) -> tuple[dict[int, str] | None, str]:
+    """(script number -> name, where the names come from); (None, why) when nobody says."""
+    if isinstance(scripts, str):
+        scripts = [name.strip() for name in scripts.split(",")]
     if isinstance(scripts, Mapping):
-        return {int(k): str(v) for k, v in scripts.items()}
-    return dict(enumerate(map(str, scripts)))
+        return {int(k): str(v) for k, v in scripts.items()}, "given"
+    if scripts is not None:
+        return dict(enumerate(map(str, scripts))), "given"
+    beside = summary_beside(path) if path is not None else None
+    if beside is not None:
+        try:
+            names = scripts_from_summary(read_summary(beside))
+        except ParseError:
+            names = None
+        if names:
+            return names, f"pgbench's summary {beside}"
+    return None, ("no script names were given (--scripts) and no pgbench summary lies beside the log "
+                  "(pgbench.stdout or <log>.stdout)")
 
 
 def parse(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
@@ -186,17 +253,30 @@ def parse(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
     """Tidy samples of one pgbench run's per-transaction log (``path`` and its thread siblings),
     or of an aggregated log (detected by its 15 fields per line).
 
-    ``scripts``: script number -> transaction type (mapping, or names in -f order); default the
-    project's TPC-C-like mix (``briefkit.tools.pgbench.tpcc.SCRIPTS``).
+    ``scripts``: script number -> transaction type (mapping, names in -f order, or one
+    comma-separated string). Without it, the names come from the pgbench summary the run left
+    beside the log (``summary_beside``: what this project's campaigns keep); without that, the
+    types are ``script0``, ``script1``... and there is no ``nopm`` (said on stderr). ``nopm`` is
+    given only when a script is named ``new_order``.
+
+    The file may also be an aggregated log (any pgbench version) or pgbench's summary stdout:
+    ``parse`` reads those with ``parse_aggregate`` and ``parse_summary``.
     """
     path = Path(path)
-    if _is_aggregate(path):
+    kind = _kind(path)
+    if kind == "aggregate":
         return parse_aggregate(path, **provenance)
-    names = _script_map(scripts)
+    if kind == "summary":
+        return parse_summary(path, scripts=scripts, new_order=new_order, **provenance)
+    names, origin = _script_map(scripts, path)
     files = log_files(path)
     table = read_log(files, names)
     if table.empty:
         raise ParseError(path, "no transactions in the log (expected at least one line)")
+    if names is None:
+        names = {int(n): f"script{int(n)}" for n in sorted(table["script"].unique())}
+        _note(path, f"{origin}: transactions are labelled {', '.join(names.values())}, and there is no NOPM "
+                    "(which needs to know the New-Order script)")
     if window is None:
         start_us, end_us = measured_window_us(table)
     else:
@@ -252,38 +332,86 @@ def parse(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
 AGGREGATE_FIELDS = ("interval_start", "num_transactions", "sum_latency", "sum_latency_2", "min_latency",
                     "max_latency", "sum_lag", "sum_lag_2", "min_lag", "max_lag", "skipped", "retried",
                     "retries", "serialization_failures", "deadlock_failures")
+#: fields per line -> the layout: before 15, ``... max_latency [sum_lag sum_lag_2 min_lag max_lag
+#: [skipped]]`` (6, 10 with --rate, 11 with --latency-limit); 15 and later always all 15.
+AGGREGATE_LAYOUTS = {6: AGGREGATE_FIELDS[:6], 10: AGGREGATE_FIELDS[:10], 11: AGGREGATE_FIELDS[:11],
+                     15: AGGREGATE_FIELDS}
+#: a first field this large is an epoch (an aggregated log's interval_start), never a client id
+_EPOCH = 100_000_000
+
+
+def _note(path, message: str) -> None:
+    print(f"briefkit: note: {path}: {message}", file=sys.stderr)
+
+
+def _kind(path: Path) -> str:
+    """``log`` (per transaction), ``aggregate`` or ``summary`` (pgbench's stdout), by the first line."""
+    if not path.is_file():
+        raise ParseError(path, "no such file (expected a pgbench --log file or pgbench's output)")
+    with open(path, encoding="ascii", errors="replace") as stream:
+        for text in stream:
+            fields = text.split()
+            if not fields:
+                continue
+            if not all(f.isdigit() or f in _FAILURES or f == "skipped" for f in fields):
+                return "summary"
+            if len(fields) == len(AGGREGATE_FIELDS) or fields[0].isdigit() and int(fields[0]) >= _EPOCH:
+                return "aggregate"
+            return "log"
+    return "log"
 
 
 def _is_aggregate(path: Path) -> bool:
-    if not path.is_file():
-        raise ParseError(path, "no such file (expected a pgbench --log file)")
-    with open(path, encoding="ascii", errors="replace") as stream:
-        for text in stream:
-            if text.strip():
-                return len(text.split()) == len(AGGREGATE_FIELDS)
-    return False
+    return _kind(path) == "aggregate"
 
 
 def read_aggregate(path: str | Path) -> pd.DataFrame:
-    """One row per interval with the 15 documented fields (integers; latencies in us)."""
+    """One row per interval with the fields of the file's layout (integers; latencies in us):
+    6, 10 or 11 fields before PostgreSQL 15, 15 since (``AGGREGATE_LAYOUTS``)."""
     path = Path(path)
     rows = []
+    layout: tuple[str, ...] | None = None
     with open(path, encoding="ascii", errors="replace") as stream:
         for number, text in enumerate(stream, 1):
             fields = text.split()
             if not fields:
                 continue
-            if len(fields) != len(AGGREGATE_FIELDS) or not all(f.isdigit() for f in fields):
-                raise ParseError(path, f"expected {len(AGGREGATE_FIELDS)} non-negative integers "
-                                 f"({' '.join(AGGREGATE_FIELDS)}), got {text.strip()!r}", line=number)
+            if layout is None:
+                layout = AGGREGATE_LAYOUTS.get(len(fields))
+                if layout is None:
+                    raise ParseError(path, f"an aggregated log line of {len(fields)} fields; pgbench writes 6, 10 "
+                                     "or 11 (before PostgreSQL 15) or 15 (" + " ".join(AGGREGATE_FIELDS) + ")",
+                                     line=number)
+            if len(fields) != len(layout) or not all(f.isdigit() for f in fields):
+                raise ParseError(path, f"expected {len(layout)} non-negative integers "
+                                 f"({' '.join(layout)}) like the first line, got {text.strip()!r}", line=number)
             rows.append([int(f) for f in fields])
     if not rows:
         raise ParseError(path, "no intervals in the aggregated log")
-    return pd.DataFrame(rows, columns=list(AGGREGATE_FIELDS))
+    table = pd.DataFrame(rows, columns=list(layout))
+    steps = np.diff(table["interval_start"].to_numpy())
+    if len(steps) and steps.min() <= 0:
+        bad = int(np.argmax(steps <= 0)) + 1
+        raise ParseError(path, "interval_start does not increase here: two aggregated logs glued together? Give "
+                         "each run's log on its own", line=_line_of(path, bad))
+    return table
+
+
+def _line_of(path: Path, index: int) -> int:
+    """The line number of the index-th non-blank line."""
+    seen = -1
+    with open(path, encoding="ascii", errors="replace") as stream:
+        for number, text in enumerate(stream, 1):
+            if text.strip():
+                seen += 1
+                if seen == index:
+                    return number
+    return seen + 1
 
 
 def parse_aggregate(path, interval_s: float | None = None, **provenance) -> pd.DataFrame:
-    """Samples of an aggregated log (PostgreSQL 15+): overall ``tpm``, ``txn_lat_mean``,
+    """Samples of an aggregated log (any layout of ``AGGREGATE_LAYOUTS``; ``txn_failed`` only from
+    PostgreSQL 15's, ``txn_skipped`` only where the log has the field): overall ``tpm``, ``txn_lat_mean``,
     ``txn_lat_max``, counts. The format has no per-script split and no percentiles, so there is
     no ``nopm`` and no ``txn_lat_p99.9``. ``interval_s`` (the --aggregate-interval) is inferred
     from consecutive interval starts when not given.
@@ -293,6 +421,8 @@ def parse_aggregate(path, interval_s: float | None = None, **provenance) -> pd.D
     per-transaction log is the exact source."""
     path = Path(path)
     table = read_aggregate(path)
+    if (table["num_transactions"] < 0).any():
+        raise ParseError(path, "a negative num_transactions")
     if interval_s is None:
         steps = np.diff(table["interval_start"].to_numpy())
         if not len(steps) or steps.min() <= 0:
@@ -304,11 +434,13 @@ def parse_aggregate(path, interval_s: float | None = None, **provenance) -> pd.D
     rows = [
         {"metric": "tpm", "value": count / minutes, "unit": "1/min"},
         {"metric": "txn_count", "value": count, "unit": "txn"},
-        {"metric": "txn_failed", "value": int(table["serialization_failures"].sum()
-                                             + table["deadlock_failures"].sum()), "unit": "txn"},
-        {"metric": "txn_skipped", "value": int(table["skipped"].sum()), "unit": "txn"},
         {"metric": "elapsed", "value": minutes * 60.0, "unit": "s"},
     ]
+    if "serialization_failures" in table:
+        rows.append({"metric": "txn_failed", "value": int(table["serialization_failures"].sum()
+                                                         + table["deadlock_failures"].sum()), "unit": "txn"})
+    if "skipped" in table:
+        rows.append({"metric": "txn_skipped", "value": int(table["skipped"].sum()), "unit": "txn"})
     if count:
         rows.append({"metric": "txn_lat_mean", "value": table["sum_latency"].sum() / count, "unit": "us"})
         rows.append({"metric": "txn_lat_max", "value": float(table["max_latency"].max()), "unit": "us"})
@@ -337,6 +469,7 @@ class Summary:
     """What pgbench prints at the end of a run (the figures used to cross-check the log)."""
 
     version: str | None = None
+    transaction_type: str | None = None  # "multiple scripts", "<builtin: TPC-B (sort of)>" or a file
     clients: int | None = None
     threads: int | None = None
     duration_s: int | None = None
@@ -348,11 +481,14 @@ class Summary:
     tps: float | None = None
     aborted: bool = False
     scripts: list[ScriptSummary] = field(default_factory=list)
+    #: the --progress lines of the file (when stderr was captured with stdout), see ``read_progress``
+    progress: pd.DataFrame | None = None
 
 
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
 _TOP = {
     "version": re.compile(r"^pgbench \((.+)\)\s*$"),
+    "transaction_type": re.compile(r"^transaction type: (.+?)\s*$"),
     "clients": re.compile(r"^number of clients: (\d+)"),
     "threads": re.compile(r"^number of threads: (\d+)"),
     "duration_s": re.compile(r"^duration: (\d+) s"),
@@ -372,7 +508,7 @@ _SCRIPT = {
     "latency_avg_ms": re.compile(rf"^ - latency average = {_NUM} ms"),
     "latency_stddev_ms": re.compile(rf"^ - latency stddev = {_NUM} ms"),
 }
-_CASTS = {"version": str, "clients": int, "threads": int, "duration_s": int, "transactions": int,
+_CASTS = {"version": str, "transaction_type": str, "clients": int, "threads": int, "duration_s": int, "transactions": int,
           "failed": int, "weight": int}
 
 
@@ -406,7 +542,90 @@ def read_summary(path: str | Path) -> Summary:
             match = pattern.match(line)
             if match:
                 setattr(summary, key, _CASTS.get(key, float)(match.group(1)))
+    progress = read_progress(path)
+    summary.progress = progress if len(progress) else None
     if summary.tps is None or summary.transactions is None:
+        after = (f" ({len(progress)} --progress lines, the last at {progress['time_s'].iloc[-1]:g} s: the run "
+                 "did not finish?)") if len(progress) else ""
         raise ParseError(path, "no 'number of transactions actually processed' and 'tps = ...' lines: "
-                         "not the stdout of a finished pgbench run")
+                         f"not the stdout of a finished pgbench run{after}")
     return summary
+
+
+_PROGRESS = re.compile(
+    rf"^progress: {_NUM} s, {_NUM} tps, lat {_NUM} ms stddev (?:{_NUM}|NaN)"
+    rf"(?:, (\d+) failed)?(?:, lag {_NUM} ms)?(?:, (\d+) skipped)?")
+
+
+def read_progress(path: str | Path) -> pd.DataFrame:
+    """pgbench's ``--progress`` lines (``progress: 5.0 s, 803.0 tps, lat 2.478 ms stddev 1.507[, 0
+    failed][, lag 0.1 ms][, 0 skipped]``, PostgreSQL 9.4 to 15+) as ``time_s, tps, lat_ms,
+    stddev_ms, failed, lag_ms, skipped`` (absent fields NaN), read line by line. A line that starts
+    like one but does not match is an error naming the line; so is time going backwards (two
+    runs' output glued together)."""
+    path = Path(path)
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as stream:
+        for number, text in enumerate(stream, 1):
+            if not text.startswith("progress: "):
+                continue
+            match = _PROGRESS.match(text)
+            if not match:
+                raise ParseError(path, f"a --progress line in no known form: {text.strip()!r}", line=number)
+            time_s, tps, lat, stddev, failed, lag, skipped = match.groups()
+            row = [float(time_s), float(tps), float(lat), float(stddev) if stddev else math.nan,
+                   float(failed) if failed else math.nan, float(lag) if lag else math.nan,
+                   float(skipped) if skipped else math.nan]
+            if rows and row[0] < rows[-1][0]:
+                raise ParseError(path, f"progress time goes back from {rows[-1][0]:g} s to {row[0]:g} s: two "
+                                 "runs' output glued together?", line=number)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["time_s", "tps", "lat_ms", "stddev_ms", "failed", "lag_ms", "skipped"])
+
+
+def parse_summary(path, scripts: Mapping[int, str] | Sequence[str] | str | None = None,
+                  new_order: str = "new_order", **provenance) -> pd.DataFrame:
+    """Tidy samples of pgbench's summary on stdout (``read_summary``): for ``workload=all`` and per
+    script, ``tpm`` (tps x 60, pgbench's tps without the initial connection time), ``txn_count``,
+    ``txn_failed`` (15+), ``txn_lat_mean`` and ``txn_lat_stddev`` (ms, as printed); ``nopm`` only
+    when a script is named ``new_order`` (pgbench's tps of that script x 60). Script names are
+    ``scripts`` when given, else pgbench's own (``script_label``). No percentile: pgbench prints
+    none. A run pgbench reports as aborted is an error."""
+    path = Path(path)
+    summary = read_summary(path)
+    if summary.aborted:
+        raise ParseError(path, "pgbench reports 'Run was aborted; the above results are incomplete'")
+    given, _ = _script_map(scripts) if scripts is not None else (None, "")
+    rows: list[dict] = []
+
+    def add(workload, metric, value, unit):
+        if value is None:
+            return
+        if isinstance(value, float) and (math.isnan(value) or value < 0) or value < 0:
+            raise ParseError(path, f"{workload}: {metric} {value!r} is impossible")
+        rows.append({"workload": workload, "metric": metric, "value": value, "unit": unit})
+
+    def add_group(workload, transactions, tps, failed, avg, stddev):
+        add(workload, "tpm", tps * 60.0 if tps is not None else None, "1/min")
+        add(workload, "txn_count", transactions, "txn")
+        add(workload, "txn_failed", failed, "txn")
+        add(workload, "txn_lat_mean", avg, "ms")
+        add(workload, "txn_lat_stddev", stddev, "ms")
+
+    add_group("all", summary.transactions, summary.tps, summary.failed, summary.latency_avg_ms,
+              summary.latency_stddev_ms)
+    names = scripts_from_summary(summary) or {}
+    if given:
+        names = {number: given.get(number, name) for number, name in names.items()} if names else given
+    for script in summary.scripts:
+        name = names.get(script.number - 1, script_label(script.name))
+        add_group(name, script.transactions, script.tps, script.failed, script.latency_avg_ms,
+                  script.latency_stddev_ms)
+        if name == new_order and script.tps is not None:
+            add("all", "nopm", script.tps * 60.0, "1/min")
+    provenance.setdefault("tool", "pgbench")
+    provenance.setdefault("source", str(path))
+    provenance.pop("workload", None)
+    if summary.version and "tool_version" not in provenance:
+        provenance["tool_version"] = summary.version.split()[0]
+    return samples.frame(rows, **provenance)
