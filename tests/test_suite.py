@@ -205,4 +205,4 @@ def test_tests_table_and_scale_statement(table):
                                  24 * 2**30)
     assert "33.6 MB of key-value data" in text and "hold the whole database" in text   # 80,000 x 420 B
     assert "no O_DIRECT" in text
-    assert "not declared" in suite.scale_statement({}, None)
+    assert "recorded no scale" in suite.scale_statement({}, None)

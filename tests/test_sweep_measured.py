@@ -186,17 +186,25 @@ def test_scale_is_stated_against_the_hosts_memory():
     small = sweep.dbbench_scale({**settings, "use_direct_reads": False, "write_rate_limit": None}, 2**28, [1])
     assert "1.6 times the host's" in small and "page cache, so most of them measure memory" in small
     assert "unthrottled" in small
-    assert "not declared" in sweep.dbbench_scale({}, None, [])
+    assert "recorded no settings" in sweep.dbbench_scale({}, None, [])
 
 
-def test_an_undeclared_campaign_lists_its_measured_configurations(tmp_path, monkeypatch):
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "rocksdb_sweep.ipynb").write_text("{}")
-    (tmp_path / "params.yaml").write_text("briefs:\n  rocksdb-7450: {notebook: rocksdb_sweep}\n")
-    run = sweep.campaign_tables("rocksdb-7450", "gone", base=tmp_path, measured=["tmpfs", "disk"])
-    assert not run.declared and run.plan.empty and run.inventory == []
-    assert list(run.configurations["Configuration"]) == ["disk", "tmpfs"]
-    assert set(run.configurations["Storage"]) == {"not declared"}
+def test_a_campaign_no_longer_declared_is_shown_from_its_record():
+    from briefkit.briefs import sections
+    from briefkit.dataset.processed import CampaignRecord
+    record = CampaignRecord.from_json({
+        "name": "gone", "workload": "dbbench", "tool": "db_bench", "hosts": ["root@10.0.0.5:2223"],
+        "declared_host": "ssh://root@10.0.0.5:2223", "repetitions": 1, "configs": ["tmpfs", "disk"],
+        "config_specs": {"tmpfs": {"kind": "dir", "path": "/dev/shm/x"}}, "labels": {"tmpfs": "RAM"},
+        "matrix": {}, "settings": {"duration_s": 2}, "declaration_status": "not declared", "changed_keys": [],
+        "points": {"planned": 4, "done": 4, "skipped": 0, "failed": 0, "left": 0},
+        "measured": {"point_seconds": {"median": 2.4, "min": 2.3, "max": 2.6}}})
+    table = sections.campaign_table(record).set_index("Item")["Value"]
+    assert table["Host(s) the points ran on"] == "root@10.0.0.5:2223"
+    assert table["Wall time per finished point"] == "2.4 s (median; 2.3 to 2.6 s)"
+    assert "no longer declared in params.yaml" in sections.declaration_line(record)
+    configs = sections.configurations_table(record)
+    assert list(configs["Configuration"]) == ["tmpfs", "disk"] and configs["Label"][0] == "RAM"
 
 
 def test_a_single_thread_is_singular():

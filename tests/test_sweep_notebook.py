@@ -1,126 +1,111 @@
-"""The sweep and flash-suite notebooks, executed with papermill on real db_bench samples of this
-machine (tests/fixtures/dbbench_suite) in a copy of the checkout: a brief with published points
-(rocksdb-7600), one with claims only (rocksdb-7450, latency in ms) and the flash suite
-(rocksdb-nvmeof). No empty table, no error, efficiency "not measured" without watts."""
+"""Every brief notebook, executed with papermill on small data/processed/<brief>/ folders cut from the
+committed reference campaigns (built by the real `briefkit dataset`): one repetition, one
+configuration, a campaign with failed points, and no measured campaign at all. Each must render, say
+which campaigns it shows with their host(s), and never fail on what is missing."""
 from __future__ import annotations
 
-import html
-import importlib.util
-import re
+import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
+import pandas as pd
 import papermill
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures" / "dbbench_suite"
+BRIEFS = {"fio-6600ion": "fio_mix", "rocksdb-7600": "rocksdb_sweep", "rocksdb-nvmeof": "rocksdb_suite",
+          "oltp-9300": "oltp_ramp"}
 
-
-def _loader():
-    spec = importlib.util.spec_from_file_location("dbbench_suite_samples", FIXTURES / "samples.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def checkout(tmp_path_factory):
-    """params.yaml without campaigns: the samples come from a parquet file, as `samples_path`."""
-    base = tmp_path_factory.mktemp("checkout")
-    shutil.copytree(ROOT / "notebooks", base / "notebooks")
-    shutil.copytree(ROOT / "data/published", base / "data/published")
-    (base / "params.yaml").write_text(
-        "briefs:\n"
-        "  rocksdb-7600: {notebook: rocksdb_sweep, published: data/published/rocksdb-7600}\n"
-        "  rocksdb-7450: {notebook: rocksdb_sweep, published: data/published/rocksdb-7450}\n"
-        "  rocksdb-nvmeof: {notebook: rocksdb_suite, published: data/published/rocksdb-nvmeof}\n")
+def reference(tmp_path_factory) -> Path:
+    """A checkout of the committed data with its processed folders written by `briefkit dataset`."""
+    base = tmp_path_factory.mktemp("ref")
+    archive = subprocess.run(["git", "archive", "HEAD", "data", "params.yaml"], cwd=ROOT, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    for brief in BRIEFS:
+        subprocess.run(["briefkit", "dataset", "--quiet", brief], cwd=base, check=True,
+                       env={**os.environ, "BRIEFKIT_ROOT": str(base)})
     return base
 
 
-def execute(base: Path, notebook: str, out: Path, monkeypatch, **parameters) -> str:
-    monkeypatch.setenv("BRIEFKIT_ROOT", str(base))
-    papermill.execute_notebook(str(base / "notebooks" / f"{notebook}.ipynb"), str(out), parameters=parameters,
-                               cwd=str(base / "notebooks"), progress_bar=False, kernel_name="python3")
-    return out.read_text(encoding="utf-8")
+def _cut(reference: Path, brief: str, case: str) -> Path:
+    """A copy of the brief's processed folder changed to ``case``."""
+    folder = reference / "data" / "processed" / brief
+    work = reference / "cases" / case / "data" / "processed" / brief
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(folder, work)
+    samples = pd.read_parquet(work / "samples.parquet")
+    pct = pd.read_parquet(work / "percentiles.parquet")
+    camps = json.loads((work / "campaigns.json").read_text())
+    record = camps["campaigns"]["local"]
+    measured = samples["campaign"] != "published"
+    if case == "none":
+        samples, pct, camps["campaigns"] = samples[~measured], pct.iloc[0:0], {}
+    elif case == "one-rep":
+        samples = samples[~measured | samples["rep"].isna() | (samples["rep"] == 1)]
+        record["repetitions"] = 1
+    elif case == "one-config":
+        first = record["configs"][0]
+        samples = samples[~measured | (samples["config"] == first)]
+        pct = pct[pct["config"] == first] if len(pct) else pct
+        record["configs"] = [first]
+    elif case == "failed":
+        last = record["configs"][-1]
+        samples = samples[~measured | (samples["config"] != last)]
+        pct = pct[pct["config"] != last] if len(pct) else pct
+        for row in record["status"]:
+            if row["config"] == last:
+                row["failed"], row["left"], row["done"] = row["points"], row["points"], 0
+        record["points"].update(failed=sum(r["failed"] for r in record["status"]),
+                                left=sum(r["left"] for r in record["status"]))
+        record["failures"] = [{"point": f"{last}/p1/rep1", "attempt": 2, "error": "exit status 1"}]
+        record["declaration_status"], record["changed_keys"] = "changed", ["settings"]
+    samples.to_parquet(work / "samples.parquet")
+    pct.to_parquet(work / "percentiles.parquet")
+    (work / "campaigns.json").write_text(json.dumps(camps))
+    shutil.copytree(reference / "data" / "published", work.parents[1] / "published", dirs_exist_ok=True)
+    return work.parent
 
 
-def outputs(text: str) -> tuple[list[str], list[str]]:
-    """(markdown outputs, html tables) of an executed notebook."""
-    import json
-    node = json.loads(text)
-    markdown, tables = [], []
-    for cell in node["cells"]:
+def _run(notebook: str, brief: str, processed: Path, out: Path) -> str:
+    papermill.execute_notebook(str(ROOT / "notebooks" / f"{notebook}.ipynb"), str(out), cwd=str(ROOT / "notebooks"),
+                               parameters={"brief": brief, "processed_dir": str(processed)}, progress_bar=False)
+    nb = json.loads(out.read_text())
+    texts = []
+    for cell in nb["cells"]:
         for output in cell.get("outputs", []):
-            assert output["output_type"] != "error", output
             data = output.get("data", {})
-            markdown.append("".join(data.get("text/markdown", "")))
-            if "<table" in "".join(data.get("text/html", "")):
-                tables.append(html.unescape("".join(data["text/html"])))
-    return markdown, tables
+            texts.append("".join(data.get("text/markdown", "")) + "".join(data.get("text/html", "")))
+    return "\n".join(texts)
 
 
-def test_claims_only_brief_renders_the_measured_campaign(checkout, tmp_path, monkeypatch):
-    samples = _loader().load("sweep", brief="rocksdb-7450", campaign_name="local")
-    path = tmp_path / "samples.parquet"
-    samples.to_parquet(path, index=False)
-    text = execute(checkout, "rocksdb_sweep", tmp_path / "out.ipynb", monkeypatch, brief="rocksdb-7450",
-                   published_dir=str(checkout / "data/published/rocksdb-7450"), samples_path=str(path),
-                   latency_unit="ms")
-    markdown, tables = outputs(text)
-    joined = "\n".join(markdown)
-    assert markdown[0].startswith("# RocksDB on Micron 7450")
-    assert "Appendix" not in joined and "(published data)" not in joined      # no published points: no figures
-    assert "## Measured on this machine" in joined
-    for title in ("Read while writing (measured)", "Read random write random (measured)", "Read random (measured)"):
-        assert f"### {title}" in joined
-    assert "Device bandwidth at 4 threads" in joined and "tmpfs: no block device, not measured" in joined
-    assert "p99 (ms), each rep" in "".join(tables) and "99% latency (ms)" not in joined.split("Measured")[0]
-    for table in tables:
-        assert "<td>" in table, table[:300]                                   # no empty table
-    assert any("not measured" in t and "Power efficiency" in t for t in tables)
-    assert "not checkable" in "".join(tables)
-    numbers = [int(n) for n in re.findall(r"Table (\d+):", joined + "".join(tables))]
-    assert numbers == sorted(set(numbers))                                    # numbered once, in order
+@pytest.mark.parametrize("case", ["none", "one-rep", "one-config", "failed"])
+@pytest.mark.parametrize("brief", list(BRIEFS))
+def test_notebook_renders(reference, tmp_path, brief, case):
+    processed = _cut(reference, brief, case)
+    text = _run(BRIEFS[brief], brief, processed, tmp_path / "out.ipynb")
+    if case == "none":
+        assert "No campaign of this brief has been measured yet" in text
+        assert "host `localhost`" not in text
+    else:
+        assert "*local* on host `localhost`" in text          # the campaign shown, labelled with its host
+    if case == "failed":
+        assert "failed" in text and "exit status 1" in text
+        assert "has changed since it was measured" in text
+    if case == "one-rep" and brief == "fio-6600ion":
+        assert "no confidence interval" in text
 
 
-def test_published_brief_keeps_its_reproduction_and_adds_the_measured_part(checkout, tmp_path, monkeypatch):
-    import pandas as pd
-
-    from briefkit.dataset import published
-    pub = published.load(checkout / "data/published/rocksdb-7600").samples()
-    measured = _loader().load("sweep", brief="rocksdb-7600", campaign_name="local")
-    measured = measured[measured["workload"].isin(["readrandom", "readwhilewriting"])]
-    path = tmp_path / "samples.parquet"
-    pd.concat([pub, measured]).to_parquet(path, index=False)
-    alone = tmp_path / "published.parquet"
-    pub.to_parquet(alone, index=False)
-    common = {"published_dir": str(checkout / "data/published/rocksdb-7600")}
-    both, _ = outputs(execute(checkout, "rocksdb_sweep", tmp_path / "both.ipynb", monkeypatch,
-                              samples_path=str(path), **common))
-    only, _ = outputs(execute(checkout, "rocksdb_sweep", tmp_path / "only.ipynb", monkeypatch,
-                              samples_path=str(alone), **common))
-    # Everything the published-only brief says up to its measured section is said unchanged.
-    cut = next(i for i, m in enumerate(only) if m.startswith("## Measured on this machine"))
-    published_part = [m for m in only[:cut] if m]
-    assert [m for m in both if m in published_part] == published_part
-    assert "No campaign of this brief has been measured yet" in only[cut]
-    assert any(m.startswith("**Measured on this machine**") for m in both)
-
-
-def test_flash_suite_notebook_lays_out_the_ratio_tables(checkout, tmp_path, monkeypatch):
-    samples = _loader().load("suite", brief="rocksdb-nvmeof", campaign_name="local")
-    path = tmp_path / "suite.parquet"
-    samples.to_parquet(path, index=False)
-    text = execute(checkout, "rocksdb_suite", tmp_path / "suite.ipynb", monkeypatch,
-                   published_dir=str(checkout / "data/published/rocksdb-nvmeof"), samples_path=str(path),
-                   ratios={"Table 6": ["tmpfs", "disk"], "Table 4": ["disk-sshfs", "disk"]})
-    markdown, tables = outputs(text)
-    joined = "\n".join(markdown)
-    assert "as the post's Table 6: Optane / TLC NAND SSD ratios for local setup" in "".join(tables)
-    assert "disk-sshfs has no samples" in joined                       # a pair not measured is said so
-    ratio = next(t for t in tables if "tmpfs / disk ratios" in t)
-    assert ratio.count("ops/s: ") == 3 and "Calculation" in ratio      # T3, T4 and T5 have ops/s
-    for table in tables:
-        assert "<td>" in table
-    assert "Performance of disk" in "".join(tables) and "Performance of tmpfs" in "".join(tables)
+def test_show_picks_campaigns_and_unknown_names_are_refused(reference, tmp_path):
+    processed = reference / "data" / "processed"
+    with pytest.raises(papermill.PapermillExecutionError, match="no measured campaign 'mine'"):
+        papermill.execute_notebook(str(ROOT / "notebooks" / "fio_mix.ipynb"), str(tmp_path / "o.ipynb"),
+                                   cwd=str(ROOT / "notebooks"), progress_bar=False,
+                                   parameters={"brief": "fio-6600ion", "processed_dir": str(processed),
+                                               "show": ["mine", "local"]})
