@@ -51,6 +51,14 @@ def check_abspath(value: Any) -> str:
     return posixpath.normpath(value)
 
 
+def check_program(value: Any) -> str:
+    """A program to run: a plain name looked up in PATH, or an absolute path (no '..', no options)."""
+    if not isinstance(value, str) or ".." in value or not re.fullmatch(
+            r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}|/[A-Za-z0-9_.+/-]{1,255}", value):
+        raise ValueError(f"{value!r} is not a program name or absolute path")
+    return value
+
+
 def _port(value: int) -> int:
     if not 1 <= value <= 65535:
         raise ValueError(f"expected a TCP port number (1-65535), not {value!r}")

@@ -30,7 +30,7 @@ from briefkit.target.power.meter import DEFAULT_DOMAIN, CsvMeter
 from briefkit.target.power.rapl import DEFAULT_ROOT, HostFiles, LocalFiles, RaplSampler
 from briefkit.target.power.redfish import RESOURCES, RedfishSampler
 
-_TEXT = r"^[A-Za-z0-9][A-Za-z0-9 ._:/@%+()-]{0,127}$"
+_TEXT = r"^[A-Za-z0-9][A-Za-z0-9 ._:@%+()-]{0,127}$"
 #: ipmitool / ipmi-dcmi options briefkit passes before the subcommand: option -> its value's pattern
 #: (None: a flag). Nothing that reads commands from a file or names another program.
 IPMI_OPTIONS: dict[str, str | None] = {
@@ -68,8 +68,9 @@ def _ipmi_args(value: list[str]) -> list[str]:
 
 
 def _text(value: str) -> str:
-    if not re.fullmatch(_TEXT, value):
-        raise ValueError(f"{value!r} must be letters, digits and ' ._:/@%+()-', starting with a letter or digit")
+    if not re.fullmatch(_TEXT, value) or ".." in value:
+        raise ValueError(f"{value!r} must be letters, digits and ' ._:@%+()-' (no '..'), starting with a letter "
+                         "or digit")
     return value
 
 
@@ -81,12 +82,21 @@ def _url(value: str) -> str:
 
 def _unit(dimension: str, example: str):
     def check_unit(value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9/ ._*^-]{1,32}", value):
+            raise ValueError(f"expected a unit of {'time' if dimension == 's' else 'power'} like {example!r}")
         try:
             units.factor(value, dimension)
-        except units.UnitError:
+        except Exception:   # pint raises several kinds of error on text that is not a unit
             raise ValueError(f"expected a unit of {'time' if dimension == 's' else 'power'} like {example!r}") from None
         return value
     return check_unit
+
+
+def _log_path(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*", value.removeprefix("/")) \
+            or ".." in value.split("/"):
+        raise ValueError(f"{value!r} is not a path of a meter log (letters, digits and _ . -, no '..')")
+    return value
 
 
 Text = Annotated[str, AfterValidator(_text)]
@@ -134,7 +144,7 @@ class RaplSpec(_Common):
 class CsvSpec(_Common):
     """An external meter's log, imported after the run."""
     kind: Literal["csv"]
-    path: Annotated[str, Field(pattern=r"^[A-Za-z0-9_./-]{1,255}$")]
+    path: Annotated[str, AfterValidator(_log_path)]
     time_column: Text = "time"
     watts_column: Text | Annotated[list[Text], Field(min_length=1)] = "watts"
     clock_offset_s: float | int = 0.0

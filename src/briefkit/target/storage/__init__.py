@@ -12,7 +12,8 @@ A campaign declares its configurations by name (params.yaml, ``briefs.<b>.campai
       net:      {kind: sshfs, source: /var/tmp/briefkit/export, port: 22, identity: /root/.ssh/id_ed25519}
 
 ``from_spec(name, spec, where)`` validates one of them through its kind's pydantic model (every
-key; an error names ``where.key``); ``StorageSpec`` is the union of those models on ``kind``. ``config.setup(host, workdir)`` makes the storage ready
+key; an error names ``where.key``); ``StorageSpec`` is the union of those models on ``kind``.
+``config.setup(host, workdir)`` makes the storage ready
 and returns a ``Prepared``: ``path`` is the directory on the storage under test where workloads put
 their files, ``device`` the block device behind it (for /proc/diskstats, and the target itself when
 ``raw_device``). ``config.teardown(host, prepared)`` undoes it; ``config.cleanup(host, workdir)`` does

@@ -87,6 +87,7 @@ from briefkit.tools.dbbench import parse as parser
 from briefkit.tools import diskstats
 from briefkit.tools.dbbench import command as cmd
 from briefkit.core.errors import CampaignError
+from briefkit.core.validation import check_program
 from briefkit.tools.base import Point, PointRun, Workload
 
 if TYPE_CHECKING:
@@ -225,8 +226,10 @@ class DbBenchWorkload(Workload):
             bad("cache_size", "a positive integer (bytes) or null")
         if not isinstance(s["use_direct_reads"], bool):
             bad("use_direct_reads", "true or false")
-        if not isinstance(s["binary"], str) or not s["binary"] or "\n" in s["binary"]:
-            bad("binary", "a program name or path")
+        try:
+            check_program(s["binary"])
+        except ValueError:
+            bad("binary", "a program name or an absolute path (letters, digits, _ . + - /; no '..')")
         if s["suite"] == "sweep":
             if s["load"] not in cmd.LOAD_BENCHMARKS:
                 bad("load", f"one of {', '.join(cmd.LOAD_BENCHMARKS)}")

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from briefkit.core.validation import Bool, KeyError_, Model
+from briefkit.core.validation import Bool, KeyError_, Model, check_program
 
 _INT = r"[0-9]{1,12}"
 _BOOL = r"[01]"
@@ -70,12 +70,6 @@ def _options(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _program(value: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}|/[A-Za-z0-9_.+/-]{1,255}", value) or ".." in value:
-        raise ValueError(f"{value!r} is not a program name or absolute path")
-    return value
-
-
 class FioSettings(Model):
     """``settings:`` of a fio campaign (defaults: briefkit.tools.fio.workload.FioWorkload.defaults)."""
 
@@ -90,7 +84,7 @@ class FioSettings(Model):
     precondition: Bool = True
     options: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,63}$")], Any],
                        AfterValidator(_options)] = {}
-    fio: Annotated[str, AfterValidator(_program)] = "fio"
+    fio: Annotated[str, AfterValidator(check_program)] = "fio"
     timeout_s: Annotated[float | int, Field(gt=0)] | None = None
     label_iodepth: Bool | None = None
 
