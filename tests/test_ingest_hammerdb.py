@@ -100,8 +100,70 @@ def test_bad_xtprof_field_and_empty_file(tmp_path):
     good[index] = good[index].replace("P50: ", "P50= ")
     path = tmp_path / "xt.log"
     path.write_text("\n".join(good) + "\n")
-    with pytest.raises(ParseError, match=rf"xt.log:{index + 1}: xtprof field 'P50= "):
+    with pytest.raises(ParseError, match=rf"xt.log:{index + 1}: xtprof text 'P50= "):
         hammerdb.parse(path)
     (tmp_path / "empty.log").write_text("nothing here\n")
     with pytest.raises(ParseError, match="no 'TEST RESULT"):
         hammerdb.parse(tmp_path / "empty.log")
+
+
+# ------------------------------------------------ real public outputs: spacings, negatives, counter log
+
+
+def _printed(path, proc):
+    """CALLS, AVG, P99 of ``proc`` in the last all-users block, by plain token splitting."""
+    text = path.read_text()
+    block = text[max(text.rfind(">>>>> SUMMARY OF"), text.rfind(">>>>> COMBINED METRICS")):]
+    lines = block.split(f">>>>> PROC: {proc}\n", 1)[1].splitlines()[:2]
+    tokens = " ".join(lines).replace("\t", " ").split()
+    return {tokens[i].rstrip(":"): float(tokens[i + 1].removesuffix("ms").removesuffix("%"))
+            for i in range(0, len(tokens), 2)}
+
+
+@pytest.mark.parametrize("name, vusers", [
+    ("asgbd_std_tpcc_lat_excerpt.log", 64),      # HammerDB's own file: tabs
+    ("asgbd_readme_combined_spaces.txt", None),  # the same report as copied into a README: spaces
+])
+def test_real_xtprof_reports(name, vusers):
+    table = hammerdb.parse(FIXTURES / name)
+    for proc, workload in hammerdb.PROC_NAMES.items():
+        printed = _printed(FIXTURES / name, proc)
+        rows = table[table["workload"] == workload].set_index("metric")["value"]
+        assert rows["txn_count"] == printed["CALLS"]
+        assert rows["txn_lat_mean"] == printed["AVG"] and rows["txn_lat_p99"] == printed["P99"]
+    if vusers is None:
+        assert table["load"].isna().all()
+    else:
+        assert set(table["load"]) == {vusers}
+
+
+def test_xtprof_without_separators(tmp_path):
+    path = tmp_path / "no_tabs.log"
+    path.write_text((FIXTURES / "asgbd_std_tpcc_lat_excerpt.log").read_text().replace("\t", ""))
+    assert hammerdb.parse(path).equals(hammerdb.parse(FIXTURES / "asgbd_std_tpcc_lat_excerpt.log")
+                                       .assign(source=str(path)))
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("CALLS: 432042\t", "CALLS: -432042\t", "CALLS is -432042"),
+    ("P99: 412.770ms\t", "P99: -412.770ms\t", "P99 is -412.770"),
+])
+def test_negative_calls_and_percentiles_are_errors(tmp_path, old, new, expected):
+    text = (FIXTURES / "asgbd_std_tpcc_lat_excerpt.log").read_text()
+    assert old in text
+    path = tmp_path / "negative.log"
+    path.write_text(text.replace(old, new))
+    line = text[: text.index(old)].count("\n") + 1
+    with pytest.raises(ParseError, match=rf"negative.log:{line}: xtprof {expected}"):
+        hammerdb.parse(path)
+
+
+def test_transaction_counter_log_line_from_pkb(tmp_path):
+    (value_text,) = [(FIXTURES / "pkb_tcount_line.log").read_text().split()[0]]
+    table = hammerdb.parse(FIXTURES / "pkb_tcount_line.log")
+    assert set(table["metric"]) == {"tpm_max", "tpm_mean"}
+    assert (table["value"] == float(value_text)).all()
+    bad = tmp_path / "hdbtcount.log"
+    bad.write_text((FIXTURES / "pkb_tcount_line.log").read_text() + "-5 PostgreSQL tpm\n")
+    with pytest.raises(ParseError, match=r"hdbtcount.log:2: a negative counter reading \(-5\)"):
+        hammerdb.parse(bad)
