@@ -8,12 +8,10 @@ import pytest
 
 from briefkit.core import samples
 from briefkit.core.ramp import (
-    RampPolicy,
     Step,
     StopRule,
     chosen_point,
     describe,
-    next_clients,
     ramps,
     relative_change_pct,
     relative_table,
@@ -82,20 +80,6 @@ def test_describe_names_the_thresholds():
     text = describe(StopRule(min_nopm_gain_pct=3, max_p999_rise_pct=25, wal_limit_ms=5))
     assert "less than 3 %" in text and "more than 25 %" in text and "exceeds 5 ms" in text
     assert "exceeds" not in describe(StopRule(wal_limit_ms=None))
-
-
-def test_next_clients_list_doubling_and_stop():
-    assert next_clients([], RampPolicy()) == 1
-    steps = series([1000, 1900], [10, 11], clients=(1, 2))
-    assert next_clients(steps, RampPolicy()) == 4
-    assert next_clients(steps, RampPolicy(factor=1.5)) == 3
-    assert next_clients(steps, RampPolicy(max_clients=3)) is None
-    assert next_clients(steps, RampPolicy(clients=(1, 2, 6))) == 6
-    assert next_clients(series([1, 1, 1], [1, 1, 1], clients=(1, 2, 6)), RampPolicy(clients=(1, 2, 6))) is None
-    plateaued = series([1000, 1010], [10, 30], clients=(1, 2))
-    assert next_clients(plateaued, RampPolicy()) is None
-    with pytest.raises(ValueError):
-        RampPolicy(clients=(4, 2))
 
 
 def test_steps_from_samples():

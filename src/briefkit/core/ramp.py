@@ -131,37 +131,6 @@ def chosen_point(steps: Sequence[Step], rule: StopRule = StopRule()) -> tuple[in
                   "reported: the highest load tested")
 
 
-@dataclass(frozen=True)
-class RampPolicy:
-    """Which client counts to try: an explicit list, or ``start`` multiplied by ``factor`` up to ``max_clients``."""
-
-    clients: tuple[int, ...] | None = None
-    start: int = 1
-    factor: float = 2.0
-    max_clients: int = 1024
-
-    def __post_init__(self) -> None:
-        if self.clients is not None and (not self.clients or sorted(set(self.clients)) != list(self.clients)
-                                         or self.clients[0] < 1):
-            raise ValueError(f"clients must be strictly increasing positive counts, got {self.clients!r}")
-        if self.clients is None and (self.start < 1 or self.factor <= 1 or self.max_clients < self.start):
-            raise ValueError("need start >= 1, factor > 1, max_clients >= start")
-
-
-def next_clients(steps: Sequence[Step], policy: RampPolicy, rule: StopRule = StopRule()) -> int | None:
-    """The client count of the next step, or None when the ramp is over (a stop condition was met
-    by the last step, or the policy has no higher load)."""
-    if steps and stop_reasons(steps, len(steps) - 1, rule):
-        return None
-    if policy.clients is not None:
-        done = len(steps)
-        return policy.clients[done] if done < len(policy.clients) else None
-    if not steps:
-        return policy.start
-    following = max(steps[-1].clients + 1, int(round(steps[-1].clients * policy.factor)))
-    return following if following <= policy.max_clients else None
-
-
 def steps_from_samples(table: pd.DataFrame, wal_metric: str = "wal_write_lat",
                        reps: str = "raise") -> list[Step]:
     """Steps from tidy samples (``briefkit.core.samples``): rows with ``workload == 'all'`` and
