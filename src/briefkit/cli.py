@@ -94,11 +94,43 @@ def _check(args) -> int:
 
 
 def _ingest(args) -> int:
+    """Every file is read on its own: one that yields no samples is reported on stderr with the
+    reason (naming the file) and the others are still written; the exit status is 1 if any file
+    yielded nothing."""
+    import inspect
+
     from briefkit import tools
     from briefkit.core import samples
+    from briefkit.core.errors import BriefkitError
 
-    tables = [tools.parse(args.tool, Path(path)) for path in args.files]
+    module = tools.parser(args.tool)
+    accepted = inspect.signature(module.parse).parameters
+    options = {}
+    for flag, key, value in (("--keep-failed", "keep_failed", args.keep_failed or None),
+                             ("--scripts", "scripts", args.scripts)):
+        if value is None:
+            continue
+        if key not in accepted:
+            raise SystemExit(f"briefkit: error: {flag} does not apply to {args.tool} output")
+        options[key] = [name.strip() for name in value.split(",")] if key == "scripts" else value
+    tables, empty = [], []
+    for path in args.files:
+        try:
+            table = module.parse(Path(path), **options)
+        except BriefkitError as exc:
+            print(f"briefkit: error: {exc}", file=sys.stderr)
+            empty.append(path)
+            continue
+        if table.empty:
+            print(f"briefkit: error: {path}: no samples in this file", file=sys.stderr)
+            empty.append(path)
+            continue
+        tables.append(table)
     samples.to_csv(samples.concat(tables), sys.stdout)
+    if empty:
+        print(f"briefkit: {len(empty)} of {len(args.files)} file(s) yielded no samples: {', '.join(empty)}",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -333,6 +365,12 @@ def parser() -> argparse.ArgumentParser:
     ingest_cmd = _command(sub, "ingest", _ingest)
     ingest_cmd.add_argument("tool", choices=sorted(TOOLS))
     ingest_cmd.add_argument("files", nargs="+")
+    ingest_cmd.add_argument("--keep-failed", action="store_true",
+                            help="fio: keep a job that failed (error != 0), marked by a job_error row, "
+                                 "instead of refusing the file")
+    ingest_cmd.add_argument("--scripts", metavar="NAME,NAME",
+                            help="pgbench: the transaction type of each script, in the order of the -f/-b "
+                                 "options (default: from the pgbench summary beside the log)")
     return top
 
 

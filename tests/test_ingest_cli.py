@@ -1,0 +1,63 @@
+"""`briefkit ingest`: every file yields samples or a reason on stderr naming it; non-zero exit
+when a file yields nothing. Real outputs from tests/fixtures (see their READMEs)."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from briefkit import cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def run(capsys, *argv):
+    code = cli.main(["ingest", *map(str, argv)])
+    out, err = capsys.readouterr()
+    table = pd.read_csv(io.StringIO(out)) if out.strip() else pd.DataFrame()
+    return code, table, err
+
+
+def test_a_failed_file_is_named_the_others_are_written_and_the_exit_is_non_zero(capsys):
+    bad, good = FIXTURES / "fio" / "text_before.json", FIXTURES / "fio" / "perjob.jsonplus.json"
+    code, table, err = run(capsys, "fio", bad, good)
+    assert code == 1
+    assert set(table["source"]) == {str(good)}
+    assert f"{bad}: job 'bad'" in err and "error 22" in err and "1 of 2 file(s) yielded no samples" in err
+
+
+def test_keep_failed_keeps_and_marks(capsys):
+    code, table, err = run(capsys, "fio", "--keep-failed", FIXTURES / "fio" / "text_before.json")
+    assert code == 0
+    assert table.loc[table["metric"] == "job_error", "workload"].tolist() == ["bad"]
+
+
+def test_every_file_good_exits_zero(capsys):
+    code, table, _ = run(capsys, "dbbench", FIXTURES / "dbbench" / "fillrandom_stall.txt",
+                         FIXTURES / "dbbench" / "report_v8.0.0.tsv")
+    assert code == 0 and "stall_pct" in set(table["metric"])
+
+
+def test_scripts_label_a_pgbench_log(capsys, tmp_path):
+    log = tmp_path / "tx.1"
+    log.write_text((FIXTURES / "pgbench" / "tpcb.log").read_text())
+    code, table, err = run(capsys, "pgbench", log)
+    assert code == 0 and "script0" in set(table["workload"]) and "--scripts" in err
+    code, table, _ = run(capsys, "pgbench", "--scripts", "tpcb", log)
+    assert code == 0 and set(table["workload"]) == {"all", "tpcb"} and "nopm" not in set(table["metric"])
+
+
+@pytest.mark.parametrize("tool, flag", [("pgbench", "--keep-failed"), ("fio", "--scripts")])
+def test_options_of_another_tool_are_refused(capsys, tool, flag):
+    argv = [tool, flag] + (["x"] if flag == "--scripts" else []) + [FIXTURES / "fio" / "perjob.json"]
+    with pytest.raises(SystemExit, match=f"{flag} does not apply to {tool}"):
+        cli.main(["ingest", *map(str, argv)])
+
+
+def test_a_file_of_no_known_layout(capsys, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("nothing measured here\n")
+    code, table, err = run(capsys, "hammerdb", path)
+    assert code == 1 and table.empty and f"{path}:" in err
