@@ -178,6 +178,17 @@ def test_show_selects_campaigns_and_names_unknown_ones(tmp_path):
     with pytest.raises(processed.ProcessedDataError, match=r"'theirs'.*local, mine"):
         data.selected(["theirs"])
     assert build._show({"show": ["mine"]}, "b") == ["mine"] and build._show({}, "b") is None
+
+
+def test_show_in_params_reaches_brief_json(tmp_path):
+    def mine_only(spec):
+        spec["show"] = ["mine"]
+
+    base = make_project(tmp_path, "rocksdb-7600", edit=mine_only)
+    shutil.copytree(base / "data/raw/rocksdb-7600/local", base / "data/raw/rocksdb-7600/mine")
+    data = built(base, "rocksdb-7600")
+    assert data.show == ["mine"] and data.selected() == ["mine"]
+    assert processed.read_brief("rocksdb-7600", base / "data/processed")["show"] == ["mine"]
     with pytest.raises(ValueError, match=r"briefs\.b\.show"):
         build._show({"show": 3}, "b")
 
