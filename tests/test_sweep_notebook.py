@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 def reference(tmp_path_factory) -> Path:
     """A checkout of the committed data with its processed folders written by `briefkit dataset`."""
     base = tmp_path_factory.mktemp("ref")
-    archive = subprocess.run(["git", "archive", "HEAD", "data", "params.yaml"], cwd=ROOT, check=True,
+    archive = subprocess.run(["git", "archive", "HEAD", "data", "notebooks", "params.yaml"], cwd=ROOT, check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
     for brief in BRIEFS:

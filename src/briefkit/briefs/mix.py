@@ -169,8 +169,10 @@ def wide(summary_table: pd.DataFrame, workload: str, metric: str, configs: Seque
     rows = summary_table[(summary_table["workload"] == workload) & (summary_table["metric"] == metric)]
     if rows.empty:
         return pd.DataFrame(columns=[c for c in configs], dtype=float)
-    table = rows.pivot_table(index="load", columns="config", values=column, aggfunc="first")
-    table = table[[c for c in configs if c in table.columns]].sort_index()
+    # dropna=False: with one repetition ci_low/ci_high are all NaN and must stay (as NaN), not vanish
+    table = rows.pivot_table(index="load", columns="config", values=column, aggfunc="first", dropna=False)
+    present = set(rows["config"])
+    table = table.reindex(columns=[c for c in configs if c in present]).sort_index()
     table.index.name = LOAD_KIND
     return table
 
