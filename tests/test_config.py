@@ -74,3 +74,13 @@ def test_cli_brief_name_is_checked_before_reading_anything(tmp_path, monkeypatch
     monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))   # no params.yaml here: the name fails first
     with pytest.raises(ParamsError, match=r"^brief: brief '\.\./x' must match"):
         project.brief("../x")
+
+
+def test_duplicate_keys_in_a_published_brief(tmp_path):
+    from briefkit.dataset import published
+
+    folder = tmp_path / "b"
+    folder.mkdir()
+    (folder / "brief.yaml").write_text("title: a\nsubject: x\nsubject: y\n", encoding="utf-8")
+    with pytest.raises(published.PublishedDataError, match=r"brief.yaml:3: duplicate key 'subject'"):
+        published.load(folder)

@@ -117,5 +117,5 @@ def test_missing_key_is_named(tmp_path):
     shutil.copytree(FOLDER, copy)
     meta = copy / "brief.yaml"
     meta.write_text(meta.read_text().replace("subject: Micron 7600", "subjekt: Micron 7600"))
-    with pytest.raises(published.PublishedDataError, match="key 'subject' is missing"):
+    with pytest.raises(published.PublishedDataError, match=r"brief\.yaml: subject: missing"):
         published.load(copy)

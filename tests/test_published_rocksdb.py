@@ -149,7 +149,7 @@ def test_a_bad_claims_file_is_named(tmp_path):
     copy = tmp_path / "rocksdb-nvmeof"
     shutil.copytree(NVMEOF, copy)
     (copy / "claims.yaml").write_text("claims: {id: x}\n")
-    with pytest.raises(published.PublishedDataError, match=r"claims\.yaml: key 'claims' must be a list"):
+    with pytest.raises(published.PublishedDataError, match=r"claims\.yaml: claims: expected a list"):
         published.load(copy)
     (copy / "claims.yaml").write_text(yaml.safe_dump({"claims": [{"id": "x", "kind": "leads"}]}))
     with pytest.raises(published.PublishedDataError, match=r"claim #1: key 'where' is missing"):

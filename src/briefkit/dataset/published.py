@@ -18,9 +18,12 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
-import yaml
+
+from briefkit.config import yamlload
+from briefkit.core.validation import Model, check
 
 from briefkit.core import compare, samples
 from briefkit.core.numbers import Interval, Printed
@@ -153,18 +156,55 @@ def _load(value) -> float | None:
 
 
 def _read_yaml(path: Path) -> dict:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            loaded = yaml.safe_load(handle)
-    except FileNotFoundError:
-        raise PublishedDataError(f"{path}: missing") from None
-    except yaml.YAMLError as exc:
-        raise PublishedDataError(f"{path}: not valid YAML: {exc}") from None
+    """A YAML file of the transcription; a duplicate key is an error naming the file, line and key."""
+    loaded = yamlload.load(path, PublishedDataError)
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
         raise PublishedDataError(f"{path}: expected a mapping at the top level")
     return loaded
+
+
+class _Column(Model):
+    metric: str
+    unit: str
+    label: str
+    suffix: str | None = None
+
+
+class BriefFile(Model):
+    """brief.yaml: what the published brief is (free-form descriptions inside workloads and configs)."""
+
+    model_config = Model.model_config | {"strict": False}
+    title: str
+    subtitle: str | None = None
+    source: str | None = None
+    seed: str | None = None
+    source_sha256: str | None = None
+    subject: str
+    baseline: str | None = None
+    load_kind: str
+    unstated_load: str | None = None
+    loads: list | None = None
+    configs: dict[str, Any]
+    groups: dict[str, list[str]] | None = None
+    workloads: dict[str, dict[str, Any] | None]
+    columns: dict[str, _Column] | None = None
+    derived: dict[str, dict[str, Any]] | None = None
+    metrics: dict[str, dict[str, Any]] | None = None
+    figures_without_numbers: dict[str, Any] | None = None
+    how_tested: dict[str, Any] | None = None
+    text_slips: list | None = None
+    scale: float | None = None
+    tables: dict[str, Any] | None = None
+    ratios: dict[str, Any] | None = None
+    statements: list | None = None
+
+
+class ClaimsFile(Model):
+    """claims.yaml: the list of claims (each checked by briefkit.dataset.claims)."""
+
+    claims: list[dict[str, Any]] | None = None
 
 
 def _require(meta: dict, keys: tuple[str, ...], path: Path | str) -> None:
@@ -243,7 +283,7 @@ def load(folder: str | Path) -> PublishedBrief:
     folder = Path(folder)
     meta_path = folder / "brief.yaml"
     meta = _read_yaml(meta_path)
-    _require(meta, ("title", "subject", "load_kind", "configs", "workloads"), meta_path)
+    check(BriefFile, meta, f"{meta_path}:", PublishedDataError)
     if meta["subject"] not in meta["configs"] and meta["subject"] not in (meta.get("groups") or {}):
         raise PublishedDataError(f"{meta_path}: subject {meta['subject']!r} is not one of configs (or groups)")
     for group, members in (meta.get("groups") or {}).items():
@@ -259,9 +299,9 @@ def load(folder: str | Path) -> PublishedBrief:
     relative_path = folder / "relative.csv"
     relative = _read_relative(relative_path, meta) if relative_path.exists() else None
     claims_path = folder / "claims.yaml"
-    claims = (_read_yaml(claims_path).get("claims") or []) if claims_path.exists() else []
-    if not isinstance(claims, list):
-        raise PublishedDataError(f"{claims_path}: key 'claims' must be a list")
+    claims_file = _read_yaml(claims_path) if claims_path.exists() else {}
+    check(ClaimsFile, claims_file, f"{claims_path}:", PublishedDataError)
+    claims = claims_file.get("claims") or []
     seen = set()
     for index, claim in enumerate(claims):
         where = f"{claims_path} claim #{index + 1}"
