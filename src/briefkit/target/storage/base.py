@@ -420,7 +420,8 @@ class StorageConfig:
             raise StorageError(f"{self.where}: cannot create {self.state_dir(workdir)} on {host.name}")
         if state.get("kind") not in (None, self.kind):
             raise StorageError(f"{self.where}: {sdir} on {host.name} holds a {state.get('kind')} configuration "
-                               f"of an earlier run; tear that down first (briefkit.target.storage.cleanup(host, workdir, "
+                               f"of an earlier run; tear that down first "
+                               f"(briefkit.target.storage.cleanup(host, workdir, "
                                f"{self.name!r})) or rename this configuration")
         state.update(kind=self.kind, name=self.name, spec=self.to_dict())
         prepared = self._setup(ops, sdir, state, uid)

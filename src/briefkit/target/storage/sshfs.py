@@ -160,7 +160,8 @@ class SshfsConfig(StorageConfig):
         kh = self.known_hosts or "~/.ssh/known_hosts"
         return StorageError(
             f"{self.where}: sshfs logs in to {self.address}:{self.port} as {user} from {ops.host.name} itself, "
-            f"and that failed: {what}; ssh says: {said or f'exit code {probe.returncode}'}. The host needs an sshd listening on "
+            f"and that failed: {what}; ssh says: {said or f'exit code {probe.returncode}'}. "
+            f"The host needs an sshd listening on "
             f"{self.address}:{self.port} ({self.where}.port), a private key that sshd accepts for {user} "
             f"({self.where}.identity: {self.identity or 'ssh default keys'}), and that sshd's host key in {kh} "
             f"({self.where}.known_hosts; e.g. ssh-keyscan -p {self.port} {self.address} >> {kh}, after checking "
