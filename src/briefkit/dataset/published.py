@@ -23,10 +23,9 @@ from typing import Any
 import pandas as pd
 
 from briefkit.config import yamlload
-from briefkit.core.validation import Model, check
-
 from briefkit.core import compare, samples
 from briefkit.core.numbers import Interval, Printed
+from briefkit.core.validation import Model, check
 
 KEY_COLUMNS = ("table", "workload", "config")
 RELATIVE_COLUMNS = ("table", "workload", "config", "metric", "baseline", "relation", "value", "where")
