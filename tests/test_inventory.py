@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from briefkit.briefs import sections
 from briefkit.target import inventory
 from briefkit.target.hosts import LocalHost
 
@@ -93,7 +94,7 @@ def test_tool_versions_and_missing_tools(collected):
 def test_tables_are_readable(collected, xfs_mount):
     inv, _ = collected
     mountpoint, _, size = xfs_mount
-    found = dict(inventory.tables(inv))
+    found = dict(sections.inventory_tables(inv))
     assert list(found) == ["Server hardware", "Software and filesystem", "Tool versions"]
     hardware = dict(found["Server hardware"].values)
     assert hardware["Memory"] == f"{inv['memory']['total_bytes'] / 2**30:.1f} GiB"

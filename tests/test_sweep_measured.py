@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from briefkit.dataset import published
-from briefkit.briefs import sweep
-from briefkit.core.numbers import fmt
+from briefkit.briefs import sections, sweep
 from briefkit.briefs.sweep import MetricSpec
+from briefkit.core.numbers import fmt
+from briefkit.dataset import published
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "dbbench_suite"
@@ -134,12 +134,8 @@ def test_repetition_table_shows_every_repetition_as_measured(measured):
     assert list(short.columns) == ["Config", "Threads", "Reps", "ops/s, each rep", "ops/s: spread"]
 
 
-def test_campaigns_and_order(measured):
-    pub = published.load(ROOT / "data/published/rocksdb-7600").samples()
-    both = pd.concat([pub, measured, measured.assign(campaign="again")])
-    assert sweep.campaigns(both) == ["again", "local"]
-    assert sweep.campaigns(pub) == []
-    assert sweep.ordered(["c", "a", "b"], ["b", "z"]) == ["b", "a", "c"]
+def test_order():
+    assert sections.ordered(["c", "a", "b"], ["b", "z"]) == ["b", "a", "c"]
 
 
 def test_decimals_for_small_values():

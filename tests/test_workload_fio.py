@@ -16,7 +16,8 @@ from briefkit.target.hosts import CommandError, JobTimeout
 from briefkit.tools.fio import parse as fio_output
 from briefkit.core.errors import CampaignError
 from briefkit.tools.base import PointRun
-from briefkit.tools.fio.workload import DATA_FILE, FioWorkload, parse_mix, size_label, workload_label
+from briefkit.core.sizes import block as size_label
+from briefkit.tools.fio.workload import DATA_FILE, FioWorkload, parse_mix, workload_label
 from briefkit.tools.fio.job import job_file
 
 FIO = shutil.which("fio")

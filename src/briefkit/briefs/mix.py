@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from briefkit.core import compare, samples as samples_mod, stats
+from briefkit.core import compare, sizes, stats
+from briefkit.core import samples as samples_mod
 from briefkit.core.numbers import fmt
 from briefkit.core import efficiency
 
@@ -65,10 +66,7 @@ class Mix:
     @property
     def size(self) -> str:
         """``"256 KiB"``, ``"4 MiB"``."""
-        for unit in ("GiB", "MiB", "KiB"):
-            if self.bs % _UNIT_BYTES[unit] == 0:
-                return f"{self.bs // _UNIT_BYTES[unit]} {unit}"
-        return f"{self.bs} B"
+        return sizes.block(self.bs)
 
     @property
     def label(self) -> str:
@@ -513,22 +511,8 @@ def published_findings(pub, checks: pd.DataFrame) -> list[str]:
 # ------------------------------------------------------------------------------ how it was run
 
 
-_SIZE = re.compile(r"^\s*(?P<n>\d+)\s*(?P<unit>[KMG]i?B?|[kmg])?\s*$")
-
-
-def _bytes(value) -> int:
-    """fio's size syntax as the campaign records it: ``"256KiB"``, ``"4MiB"``, ``"4m"``, ``262144``."""
-    if isinstance(value, int):
-        return value
-    match = _SIZE.match(str(value))
-    if not match:
-        raise ValueError(f"block size {value!r}: expected e.g. 256KiB or 4MiB")
-    unit = (match["unit"] or "").upper()[:1]
-    return int(match["n"]) * {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}[unit]
-
-
 def _sizes(values) -> str:
-    return ", ".join(Mix(50, _bytes(v)).size for v in values)
+    return ", ".join(sizes.block(sizes.parse_size(v, "bs")) for v in values)
 
 
 def _seconds(value) -> str:

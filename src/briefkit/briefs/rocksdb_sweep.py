@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from briefkit.briefs import plots, sweep
 from briefkit.briefs.sections import (BriefBase, bullets, configurations_table, hosts_text, memory_bytes,
-                                      ordered, plural, published_files, published_how)
+                                      named, ordered, plural, published_files, published_how)
 from briefkit.briefs.sweep import MetricSpec
 from briefkit.core import units
 from briefkit.dataset import claims, published
@@ -192,7 +192,7 @@ measured campaign can compare its own.""")
                    + ("Power was measured, so efficiency is shown." if watts else
                       "Power was not measured (the campaign has no power source): efficiency is *not measured*, n/a."))
             table = configurations_table(record)
-            out.md("Configurations: " + "; ".join(sweep.named(r.Configuration, {r.Configuration: r.Label})
+            out.md("Configurations: " + "; ".join(named(r.Configuration, {r.Configuration: r.Label})
                                                   for r in table.itertuples()) + ".")
             self.campaign_record(name)
         return out.take()

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from briefkit.core import sizes
 from briefkit.core.numbers import fmt
 from briefkit.dataset import claims, processed, published
 
@@ -349,16 +350,7 @@ def _bytes_text(size: int | None, decimal: bool = True) -> str:
     """``256.0 GiB (274.9 GB)`` for drives (vendors count in decimal), ``22.9 GiB`` for memory."""
     if not size:
         return NOT_REPORTED
-    binary = _scaled(size, 1024, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"])
-    return f"{binary} ({_scaled(size, 1000, ['B', 'kB', 'MB', 'GB', 'TB', 'PB'])})" if decimal else binary
-
-
-def _scaled(size: float, base: int, names: list[str]) -> str:
-    for name in names:
-        if size < base or name == names[-1]:
-            return f"{size:.1f} {name}" if name != names[0] else f"{int(size)} {name}"
-        size /= base
-    raise AssertionError("unreachable")
+    return f"{sizes.binary(size)} ({sizes.decimal(size)})" if decimal else sizes.binary(size)
 
 
 def _drive_text(drive: Mapping[str, Any]) -> str:

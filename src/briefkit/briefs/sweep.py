@@ -16,15 +16,12 @@ percentile is the median over its repetitions, and ``repetition_table`` shows ev
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
-from briefkit.core import compare, stats
+from briefkit.core import compare, sizes, stats
 from briefkit.core.numbers import fmt
-
-PUBLISHED = "published"
 
 
 @dataclass(frozen=True)
@@ -187,18 +184,6 @@ def measured_tables(samples: pd.DataFrame, workload: str, configs: list[str],
     return {metric: (t.reindex(index=loads, columns=shown) if not t.empty else t) for metric, t in tables.items()}
 
 
-def campaigns(samples: pd.DataFrame) -> list[str]:
-    """The measured campaigns in a sample table (everything but the published numbers), sorted."""
-    names = samples["campaign"].dropna().unique() if "campaign" in samples else []
-    return sorted(str(c) for c in names if c != PUBLISHED)
-
-
-def ordered(values, preferred: Sequence[str] = ()) -> list[str]:
-    """``values`` in the order of ``preferred`` first, then the rest sorted."""
-    present = {str(v) for v in values if pd.notna(v)}
-    return [p for p in preferred if p in present] + sorted(present - set(preferred))
-
-
 def top_load(samples: pd.DataFrame) -> float | None:
     loads = samples["load"].dropna()
     return float(loads.max()) if len(loads) else None
@@ -265,13 +250,6 @@ def workload_title(workload: str, published_workloads: dict | None = None) -> st
 
 # --- how a campaign was run --------------------------------------------------------------------
 
-def _bytes(n: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{fmt(n / size, 1)} {unit}"
-    return f"{fmt(n, 0)} B"
-
-
 def dbbench_scale(settings: dict, memory_bytes: int | None, loads: list[float]) -> str:
     """The scale of a db_bench thread sweep in words: database size against the host's memory,
     whether reads bypass the page cache, point length, thread counts."""
@@ -281,13 +259,13 @@ def dbbench_scale(settings: dict, memory_bytes: int | None, loads: list[float]) 
     parts = []
     if num and key and value:
         size = num * (key + value)
-        parts.append(f"a database of {fmt(num, 0)} keys of {key} + {value} bytes ({_bytes(size)} of key-value "
+        parts.append(f"a database of {fmt(num, 0)} keys of {key} + {value} bytes ({sizes.decimal(size)} of key-value "
                      f"data before compression), loaded with {settings.get('load', 'fillrandom')}")
         if memory_bytes and memory_bytes >= size:
-            parts.append(f"the host has {_bytes(memory_bytes)} of memory, {fmt(memory_bytes / size, 0)} times "
+            parts.append(f"the host has {sizes.decimal(memory_bytes)} of memory, {fmt(memory_bytes / size, 0)} times "
                          "the data, so the whole database fits in the page cache")
         elif memory_bytes:
-            parts.append(f"the data is {fmt(size / memory_bytes, 1)} times the host's {_bytes(memory_bytes)} "
+            parts.append(f"the data is {fmt(size / memory_bytes, 1)} times the host's {sizes.decimal(memory_bytes)} "
                          "of memory")
     if settings.get("use_direct_reads"):
         parts.append("reads use O_DIRECT (use_direct_reads), so they reach the storage instead of the page cache; "
@@ -299,14 +277,5 @@ def dbbench_scale(settings: dict, memory_bytes: int | None, loads: list[float]) 
     if settings.get("duration_s"):
         parts.append(f"{settings['duration_s']} s per point at {', '.join(f'{x:g}' for x in loads)} threads")
     limit = settings.get("write_rate_limit")
-    parts.append("readwhilewriting's writer " + (f"limited to {_bytes(limit)}/s" if limit else "unthrottled"))
+    parts.append("readwhilewriting's writer " + (f"limited to {sizes.decimal(limit)}/s" if limit else "unthrottled"))
     return "; ".join(parts) + "."
-
-
-def named(config: str, labels: dict, emphasis: bool = True) -> str:
-    """"*xfs-loop*: XFS on a loop device", or just the name when its label says nothing more."""
-    label = labels.get(config) or config
-    name = f"*{config}*" if emphasis else config
-    if label == config:
-        return name
-    return f"{name}: {label}" if emphasis else f"{config} ({label})"

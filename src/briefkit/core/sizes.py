@@ -45,7 +45,7 @@ def _scaled(size: float, base: int, names: list[str], decimals: int) -> str:
         if size < base or name == names[-1]:
             if name == names[0]:
                 return f"{int(size)} {name}"
-            return f"{size:,.{decimals}f} {name}"
+            return f"{size:.{decimals}f} {name}"
         size /= base
     raise AssertionError("unreachable")
 

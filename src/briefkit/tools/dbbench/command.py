@@ -16,6 +16,8 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 
+from briefkit.core.flash import FLASH_KEYS, FLASH_THREADS
+
 #: Benchmarks db_bench 7.8.3 lists in ``--help`` (workloads and meta operations).
 KNOWN_BENCHMARKS = frozenset({
     "fillseq", "fillseqdeterministic", "fillrandom", "filluniquerandomdeterministic", "filluniquerandom",
@@ -33,9 +35,6 @@ POINT_BENCHMARKS = ("readrandom", "readwhilewriting", "readrandomwriterandom", "
 DEFAULT_BINARY = "db_bench"
 
 # The RocksDB wiki flash tests (July 2018 page, benchmark.sh): keys at scale 1 and threads.
-FLASH_KEYS = {"T1": 8_000_000_000, "T2": 8_000_000_000, "T3": 2_000_000_000, "T4": 1_000_000_000,
-              "T5": 100_000_000}
-FLASH_THREADS = {"T3": 1, "T4": 1, "T5": 32}
 # benchmark.sh's bulk-load settings: no WAL, no sync, vector memtable, L0 never triggers.
 _NO_L0_LIMITS = {"level0_file_num_compaction_trigger": 10_000_000, "level0_slowdown_writes_trigger": 10_000_000,
                  "level0_stop_writes_trigger": 10_000_000}

@@ -51,6 +51,7 @@ import pandas as pd
 
 from briefkit.target.hosts.base import CommandError, stderr_tail
 from briefkit.tools.fio import parse as fio_output
+from briefkit.core import sizes
 from briefkit.core.errors import CampaignError
 from briefkit.tools.base import Point, PointRun, Workload
 from briefkit.tools.fio.settings import FioSettings
@@ -91,14 +92,6 @@ def parse_mix(value: Any, where: str = "rw") -> tuple[str | None, int | None]:
                         f"mode ({', '.join(RW_MODES)})")
 
 
-def size_label(nbytes: int) -> str:
-    """256 KiB, 4 MiB, 1 GiB; bytes when not a whole number of KiB."""
-    for unit, power in (("GiB", 3), ("MiB", 2), ("KiB", 1)):
-        if nbytes % 1024 ** power == 0:
-            return f"{nbytes // 1024 ** power} {unit}"
-    return f"{nbytes} B"
-
-
 def mix_label(value: Any) -> str:
     mode, read = parse_mix(value)
     return mode if mode is not None else f"{read}/{100 - read}"
@@ -106,7 +99,7 @@ def mix_label(value: Any) -> str:
 
 def workload_label(values: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
     """The ``workload`` column of a point's samples, e.g. ``"70/30 256 KiB"``."""
-    label = f"{mix_label(values['rw'])} {size_label(parse_size(values['bs'], 'bs'))}"
+    label = f"{mix_label(values['rw'])} {sizes.block(parse_size(values['bs'], 'bs'))}"
     if settings.get("label_iodepth"):
         label += f" QD{values['iodepth']}"
     return label
@@ -184,7 +177,7 @@ class FioWorkload(Workload):
         bs = parse_size(values["bs"], "bs")
         return FioJob(
             name=re.sub(r"[^A-Za-z0-9._-]+", "-", f"{mode or settings['pattern']}"
-                        f"{'' if read is None else read}_{size_label(bs).replace(' ', '')}"),
+                        f"{'' if read is None else read}_{sizes.block(bs).replace(' ', '')}"),
             filename=target, rw=mode or settings["pattern"], rwmixread=read, bs=bs,
             numjobs=values["numjobs"], iodepth=values["iodepth"], ioengine=settings["ioengine"],
             direct=settings["direct"], ramp_time=settings["ramp_s"], runtime=settings["runtime_s"],
@@ -236,7 +229,7 @@ class FioWorkload(Workload):
         marker = f"{target}{MARKER_SUFFIX}"
         if not storage.raw_device and _file_size(host, target) == size and \
                 _read_or_empty(host, marker).strip() == str(size):
-            progress(f"  {target}: already laid out ({size_label(size)})")
+            progress(f"  {target}: already laid out ({sizes.block(size)})")
             return state
         if storage.raw_device:
             check_raw_target(host, storage, "fio precondition")
@@ -247,8 +240,8 @@ class FioWorkload(Workload):
         job_path = f"{remote_dir.rstrip('/')}/precondition.job"
         out_path = f"{remote_dir.rstrip('/')}/precondition.json"
         host.write_text(job_path, job_file(layout))
-        progress(f"  preconditioning {target} ({size_label(size) if size else 'whole device'}, "
-                 f"sequential {size_label(PRECONDITION_BS)} writes)")
+        progress(f"  preconditioning {target} ({sizes.block(size) if size else 'whole device'}, "
+                 f"sequential {sizes.block(PRECONDITION_BS)} writes)")
         job = host.start(command(job_path, out_path, fio=fio), remote_dir, "precondition")
         rc = job.wait()
         if rc != 0:
