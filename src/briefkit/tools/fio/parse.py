@@ -86,6 +86,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -100,6 +101,7 @@ try:  # a fast reader for the common case; the standard library reads (and expla
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson is installed with the project's dependencies
     _orjson = None
+_JSONError = _orjson.JSONDecodeError if _orjson is not None else ValueError
 
 DIRECTIONS = ("read", "write", "trim")
 #: Latency kinds fio reports per direction (json keys ``clat_ns``, ``lat_ns``; ``clat``, ``lat`` in fio 2.x).
@@ -142,14 +144,82 @@ def documents(path) -> list[dict]:
 
 def load(path) -> dict:
     """The one fio JSON document of a file, checked to have ``jobs`` or ``client_stats``."""
-    return _load(Path(path))[0]
+    doc = _load(Path(path))[0]
+    source = doc.pop(_BINS_KEY, None)
+    if source is not None:
+        _resolve_bins(doc, source)
+    return doc
+
+
+#: where ``_load`` keeps the json+ bins it has not decoded yet (removed by ``load``)
+_BINS_KEY = "\x00briefkit bins"
+_BINS = re.compile(rb'"bins"\s*:\s*\{')
+
+
+class _LazyBins:
+    """One json+ ``bins`` object left undecoded in the file's bytes until it is needed."""
+    __slots__ = ("data", "start", "end")
+
+    def __init__(self, data: bytes, start: int, end: int):
+        self.data, self.start, self.end = data, start, end
+
+    def __bool__(self) -> bool:
+        return self.data[self.start:self.end].strip(b"{} \t\r\n") != b""
+
+    def load(self) -> dict:
+        return _orjson.loads(memoryview(self.data)[self.start:self.end])
+
+
+def _cut_bins(data: bytes, start: int, end: int):
+    """The document's bytes with every json+ ``bins`` object replaced by its index, and the
+    objects' spans. Bins are most of a json+ file and needed only where clones are summed or
+    files merged, so they are decoded on demand."""
+    pieces, spans = [], []
+    view = memoryview(data)
+    position = start
+    found = data.find(b'"bins"', start, end)
+    while found != -1:
+        match = _BINS.match(data, found, end)
+        if match:
+            opening = match.end() - 1
+            closing = data.find(b"}", opening, end)
+            if closing == -1:
+                return None, None
+            pieces.append(view[position:opening])
+            pieces.append(str(len(spans)).encode())
+            spans.append((opening, closing + 1))
+            position = closing + 1
+            found = data.find(b'"bins"', position, end)
+        else:
+            found = data.find(b'"bins"', found + 6, end)
+    if not spans:
+        return view[start:end], []
+    pieces.append(view[position:end])
+    return b"".join(pieces), spans
+
+
+def _resolve_bins(doc, source) -> None:
+    data, spans = source
+    for entry in doc.get("jobs", doc.get("client_stats", [])):
+        if not isinstance(entry, dict):
+            continue
+        for name in (*DIRECTIONS, "mixed"):
+            direction = entry.get(name)
+            if not isinstance(direction, dict):
+                continue
+            for stats in direction.values():
+                if isinstance(stats, dict) and type(stats.get("bins")) is int:
+                    opening, closing = spans[stats["bins"]]
+                    stats["bins"] = _orjson.loads(memoryview(data)[opening:closing])
 
 
 def _load(path: Path) -> tuple[dict, str]:
     """(the document, the text around it)."""
-    text = _read(path)
-    doc, outside, line = _fast(text)
+    data = _read_bytes(path)
+    doc, outside, line = _fast(data)
     if doc is None:
+        text = data.decode("utf-8", errors="replace")
+        del data
         scanned = list(_scan(path, text, stop_at_first_error=False))
         if not scanned:
             raise ParseError(path, "no JSON document found (no line starts with '{'); expected fio "
@@ -172,31 +242,44 @@ def _load(path: Path) -> tuple[dict, str]:
     return doc, outside
 
 
-def _fast(text: str):
-    """The document of a file that holds exactly one, read with orjson; (None, "", 0) otherwise
-    (no orjson, several documents, NaN literals, invalid JSON: the careful reader decides)."""
+def _fast(data: bytes):
+    """The document of a file that holds exactly one, read with orjson straight from the bytes
+    (no copy); (None, "", 0) otherwise (no orjson, several documents, NaN literals, invalid JSON:
+    the careful reader decides and explains)."""
     if _orjson is None:
         return None, "", 0
-    match = _DOCUMENT_START.search(text)
-    if match is None:
-        return None, "", 0
-    start = match.start()
-    end = text.rfind("\n}")
+    if data.startswith(b"{"):
+        start = 0
+    else:
+        start = data.find(b"\n{") + 1
+        if start == 0:
+            return None, "", 0
+    end = data.rfind(b"\n}")
     if end < start:
         return None, "", 0
     end += 2
+    body, spans = _cut_bins(data, start, end)
+    if body is None:
+        return None, "", 0
     try:
-        doc = _orjson.loads(text[start:end])
+        doc = _orjson.loads(body)
     except _orjson.JSONDecodeError:
         return None, "", 0
-    return doc, text[:start] + "\n" + text[end:], text.count("\n", 0, start) + 1
+    if spans and isinstance(doc, dict):
+        doc[_BINS_KEY] = (data, spans)
+    outside = (data[:start] + b"\n" + data[end:]).decode("utf-8", errors="replace")
+    return doc, outside, data.count(b"\n", 0, start) + 1
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ParseError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read: {exc.strerror or exc}") from None
+    return _read_bytes(path).decode("utf-8", errors="replace")
 
 
 def _scan(path: Path, text: str, stop_at_first_error: bool):
@@ -228,20 +311,36 @@ def _scan(path: Path, text: str, stop_at_first_error: bool):
 
 
 def _bin_arrays(bins: Mapping[Any, int]) -> tuple[np.ndarray, np.ndarray]:
-    """(values, counts) of json+ bins as int64 arrays, values ascending, empty buckets dropped."""
+    """(values, counts) of json+ bins as int64 arrays, in the file's order (not sorted).
+
+    Raises ``ValueError`` unless every count is a non-negative integer."""
     if not bins:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    keys = np.array(list(bins.keys()))
-    values = keys.astype(np.int64) if keys.dtype.kind in "U" else np.asarray(keys, dtype=np.int64)
-    counts = np.fromiter(bins.values(), dtype=np.int64, count=len(bins))
-    order = np.argsort(values, kind="stable")
-    values, counts = values[order], counts[order]
-    keep = counts != 0
-    return values[keep], counts[keep]
+    values = _key_values(bins.keys())
+    counts = np.array(list(bins.values()))
+    if counts.dtype.kind not in "iu" or counts.min() < 0:
+        raise ValueError("json+ bins must map latencies to non-negative integer counts")
+    return values, counts.astype(np.int64, copy=False)
+
+
+#: json+ bin key (a string in the file) -> int: fio's bucket values repeat across jobs and files
+_KEYS: dict[str, int] = {}
+
+
+def _key_values(keys) -> np.ndarray:
+    try:
+        return np.fromiter(map(_KEYS.__getitem__, keys), dtype=np.int64, count=len(keys))
+    except KeyError:
+        if len(_KEYS) > 200_000:
+            _KEYS.clear()
+        for key in keys:
+            if key not in _KEYS:
+                _KEYS[key] = int(key)
+        return np.fromiter(map(_KEYS.__getitem__, keys), dtype=np.int64, count=len(keys))
 
 
 def _merge_arrays(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Sum (values, counts) histograms bucket by bucket, exactly (int64)."""
+    """Sum (values, counts) histograms bucket by bucket, exactly (int64); values sorted."""
     if len(parts) == 1:
         return parts[0]
     values = np.concatenate([v for v, _ in parts])
@@ -257,6 +356,13 @@ def _percentiles_from_arrays(values: np.ndarray, counts: np.ndarray,
     total = int(counts.sum())
     if total == 0:
         raise ValueError("the histogram is empty: no percentile can be read from it")
+    if len(values) > 1 and (np.diff(values) <= 0).any():
+        order = np.argsort(values, kind="stable")
+        values, counts = values[order], counts[order]
+        if (np.diff(values) == 0).any():
+            values, counts = _merge_arrays([(values, counts), (values[:0], counts[:0])])
+    keep = counts != 0
+    values, counts = values[keep], counts[keep]
     cumulative = np.cumsum(counts).astype(np.longdouble)
     thresholds = (np.array(wanted, dtype=np.longdouble) / np.longdouble(100.0)) * np.longdouble(total)
     index = np.searchsorted(cumulative, thresholds, side="left")
@@ -290,6 +396,7 @@ def merge_bins(*histograms: Mapping[Any, int]) -> Counter:
     return merged
 
 
+@lru_cache(maxsize=4096)
 def percentile_label(p: float | str) -> str:
     """``99.9`` or fio's key ``"99.900000"`` -> ``"p99.9"``; ``50`` -> ``"p50"``."""
     text = f"{float(p):f}".rstrip("0").rstrip(".")
@@ -309,6 +416,8 @@ class _Latency:
     arrays: tuple[np.ndarray, np.ndarray] | None = None
     #: percentiles to read from the bins when fio printed none for this unit (a summed group)
     percentile_list: tuple[float, ...] | None = None
+    where: str = ""  # the key path, for errors found when the bins are read
+    ctx: Any = None
 
     @property
     def has_bins(self) -> bool:
@@ -316,7 +425,15 @@ class _Latency:
 
     def bin_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         if self.arrays is None:
-            self.arrays = _bin_arrays(self.raw_bins or {})
+            try:
+                raw = self.raw_bins
+                if isinstance(raw, _LazyBins):
+                    raw = raw.load()
+                self.arrays = _bin_arrays(raw or {})
+            except (ValueError, TypeError, _JSONError):
+                if self.ctx is None:
+                    raise
+                self.ctx.fail(f"{self.where}.bins", "expected non-negative integer counts")
         return self.arrays
 
     @property
@@ -373,6 +490,7 @@ class _Context:
     version: str | None
     major: int | None
     minor: int | None
+    bins: tuple | None = None  # (file bytes, spans) of the bins left undecoded
 
     def about(self) -> str:
         return f" (the file comes from {self.version})" if self.version else ""
@@ -385,11 +503,15 @@ def _context(path: Path, doc: dict) -> _Context:
     version = doc.get("fio version")
     version = version if isinstance(version, str) else None
     match = _VERSION.search(version or "")
-    return _Context(path, version, *(map(int, match.groups()) if match else (None, None)))
+    return _Context(path, version, *(map(int, match.groups()) if match else (None, None)),
+                    bins=doc.get(_BINS_KEY))
 
 
 def _number(ctx: _Context, obj: Mapping, key: str, where: str, kind=int, what: str = "a number"):
-    value = obj.get(key) if isinstance(obj, Mapping) else None
+    value = obj.get(key)
+    kind_of = type(value)
+    if (kind_of is int or kind_of is float) and 0 <= value < math.inf:  # the common case, checked at once
+        return kind(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         ctx.fail(f"{where}.{key}", f"expected {what}, found {value!r}")
     if value != value or value in (math.inf, -math.inf):
@@ -398,6 +520,11 @@ def _number(ctx: _Context, obj: Mapping, key: str, where: str, kind=int, what: s
     if value < 0:
         ctx.fail(f"{where}.{key}", f"is {value}: a negative {what.removeprefix('a ')} is impossible")
     return kind(value)
+
+
+@lru_cache(maxsize=4096)
+def _percent(key: str) -> float:
+    return float(key)
 
 
 def _latency(ctx: _Context, obj: Mapping, where: str, unit: str, total_ios: int) -> _Latency | None:
@@ -413,7 +540,10 @@ def _latency(ctx: _Context, obj: Mapping, where: str, unit: str, total_ios: int)
         n = total_ios
     printed = obj.get("percentile")
     bins = obj.get("bins")
-    if printed is not None and not isinstance(printed, Mapping) or \
+    if type(bins) is int and ctx.bins is not None:
+        opening, closing = ctx.bins[1][bins]
+        bins = _LazyBins(ctx.bins[0], opening, closing)
+    elif printed is not None and not isinstance(printed, Mapping) or \
             bins is not None and not isinstance(bins, Mapping):
         ctx.fail(where, "expected 'percentile' and 'bins' to map numbers to numbers")
     found = None
@@ -421,19 +551,17 @@ def _latency(ctx: _Context, obj: Mapping, where: str, unit: str, total_ios: int)
         found = {}
         for p, v in printed.items():
             try:
-                p = float(p)
+                p = _percent(p)
             except ValueError:
                 ctx.fail(f"{where}.percentile", f"key {p!r} is not a number")
             if p <= 0:
                 continue  # fio 3.1 pads its list with "0.00" : 0 entries
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0 or v == math.inf:
+            kind_of = type(v)
+            if not ((kind_of is int or kind_of is float) and 0 <= v < math.inf):
                 ctx.fail(f"{where}.percentile.{p:f}", f"is {v!r}: expected a non-negative latency")
             found[p] = float(v)
-    if bins:
-        counts = bins.values()
-        if any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in counts):
-            ctx.fail(f"{where}.bins", "expected non-negative integer counts")
-    return _Latency(n=n, mean=mean, unit=unit, printed=found or None, raw_bins=bins or None)
+    return _Latency(n=n, mean=mean, unit=unit, printed=found or None, raw_bins=bins or None, where=where,
+                    ctx=ctx)
 
 
 def _direction(ctx: _Context, obj: Any, where: str) -> _Direction:
@@ -441,6 +569,8 @@ def _direction(ctx: _Context, obj: Any, where: str) -> _Direction:
         ctx.fail(where, "expected an object with io_bytes, bw_bytes, iops, ...")
     legacy = "clat" in obj or "lat" in obj and "lat_ns" not in obj  # fio 2.x: us, KiB, KiB/s
     io_count = _number(ctx, obj, "io_bytes", where, int, "a byte count")
+    if io_count == 0:  # an idle direction gives no rows: its other figures are not read
+        return _Direction(io_bytes=0, total_ios=0, runtime_ms=0, bw=0.0, bw_unit="B/s", iops=0.0)
     runtime = _number(ctx, obj, "runtime", where, int, "a runtime")
     total_ios = _number(ctx, obj, "total_ios", where, int, "an I/O count") if "total_ios" in obj else None
     iops = _number(ctx, obj, "iops", where, float, "an IOPS figure")
@@ -589,7 +719,7 @@ def _sum_directions(parts: list[_Direction]) -> tuple[_Direction, dict[str, str]
 def _units(path, per_job: bool = False, doc: dict | None = None) -> list[_Unit]:
     """The reporting units of a file (see the module docstring), labelled."""
     path = Path(path)
-    doc = load(path) if doc is None else doc
+    doc = _load(path)[0] if doc is None else doc
     ctx = _context(path, doc)
     found = _entry_units(ctx, doc)
     if not per_job:
@@ -731,8 +861,13 @@ def _direction_rows(out: _Rows, unit: _Unit, prefix: str, direction: _Direction)
     for kind, latency in direction.latency.items():
         family = f"{prefix}_{kind}"
         out.add(unit, f"{family}_mean", latency.mean, latency.unit)
-        for p, value in latency.percentiles().items():
-            out.add(unit, f"{family}_{percentile_label(p)}", value, latency.unit)
+        percentiles = latency.percentiles()
+        n = len(percentiles)
+        out.metric.extend([f"{family}_{percentile_label(p)}" for p in percentiles])
+        out.value.extend(percentiles.values())
+        out.unit.extend([latency.unit] * n)
+        out.workload.extend([unit.workload] * n)
+        out.host.extend([unit.host] * n)
 
 
 def _unit_rows(out: _Rows, unit: _Unit) -> None:

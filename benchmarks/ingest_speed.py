@@ -1,0 +1,150 @@
+"""Ingest speed and memory of the tool output parsers on large inputs.
+
+    .venv/bin/python benchmarks/ingest_speed.py [--jobs 800] [--repeat 3] [--logs-mb 1000] [--keep DIR]
+
+fio: runs the real fio here once (a 1 s json+ job with numjobs=8) and writes two large json+ files
+by repeating that output's job entries until each holds ``--jobs`` entries: one where every entry
+has its own job name, one where each group of 8 clones keeps one name (the parser then sums the
+clones and reads percentiles from their summed bins, its slowest path). db_bench and pgbench: repeat real outputs of
+tests/fixtures to about ``--logs-mb`` MB each (a db_bench file of many benchmark runs; a pgbench
+per-transaction log of one client renumbered), to show the parsers stream.
+
+Each measurement runs in a fresh interpreter: the time of the parse call alone (imports done
+before, so interpreter start-up and imports are not counted) and the peak resident memory the
+call adds (ru_maxrss after minus before), median of ``--repeat`` runs. Prints MB/s of input and
+the memory as a multiple of the input size.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "tests" / "fixtures"
+
+CHILD = r"""
+import resource, sys, time
+from pathlib import Path
+tool, path = sys.argv[1], Path(sys.argv[2])
+from briefkit import tools
+module = tools.parser(tool)
+import pandas, numpy  # noqa: F401  (imports are start-up, not ingest)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+table = module.parse(path)
+elapsed = time.perf_counter() - start
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(elapsed, (after - before) * 1024, len(table))
+"""
+
+
+def fio_file(folder: Path, jobs: int, clones: bool) -> Path:
+    """``clones``: keep fio's 8 numjobs entries of one job name together (the parser sums them
+    and reads the percentiles from their summed bins); otherwise every entry gets its own name
+    (one reporting unit per entry, fio's printed percentiles)."""
+    data = folder / "fio.dat"
+    out = folder / "one.json"
+    if not out.exists():
+        subprocess.run(["fio", "--name=bench", f"--filename={data}", "--size=16777216", "--rw=randrw",
+                        "--rwmixread=70", "--bs=4096", "--ioengine=psync", "--numjobs=8", "--thread",
+                        "--runtime=1", "--time_based", "--output-format=json+", f"--output={out}"],
+                       check=True, stdout=subprocess.DEVNULL)
+        data.unlink()
+    doc = json.loads(out.read_text())
+    entries = doc["jobs"]
+    big = []
+    while len(big) < jobs:
+        index = len(big) // len(entries)
+        for number, entry in enumerate(entries):
+            name = f"bench{index}" if clones else f"bench{index}_{number}"
+            big.append({**entry, "jobname": name})
+    doc["jobs"] = big[:jobs]
+    path = folder / f"fio_{jobs}_{'clones' if clones else 'jobs'}.jsonplus.json"
+    # fio's own layout: one key per line, indented, '"key" : value'
+    path.write_text(json.dumps(doc, indent=2).replace('": ', '" : '))
+    return path
+
+
+def dbbench_file(folder: Path, megabytes: float) -> Path:
+    """Real db_bench runs one after another: each is a new process of the same command."""
+    text = (FIXTURES / "dbbench" / "readrandom_t2_stats.txt").read_text()
+    path = folder / "dbbench_big.txt"
+    target = megabytes * 1e6
+    with open(path, "w") as out:
+        written = 0
+        while written < target:
+            out.write(text)
+            written += len(text)
+    return path
+
+
+def pgbench_file(folder: Path, megabytes: float) -> Path:
+    """One client's real transactions, renumbered and shifted in time so that the log stays one run."""
+    lines = [line.split() for line in (FIXTURES / "pgbench" / "tpcb.log").read_text().splitlines()
+             if line.split()[0] == "0"]
+    span_us = (int(lines[-1][4]) * 10**6 + int(lines[-1][5])) - (int(lines[0][4]) * 10**6 + int(lines[0][5])) + 1
+    path = folder / "pgbench_big.log"
+    target = megabytes * 1e6
+    with open(path, "w") as out:
+        written, txn, shift = 0, 0, 0
+        while written < target:
+            chunk = []
+            for f in lines:
+                end = int(f[4]) * 10**6 + int(f[5]) + shift
+                chunk.append(f"0 {txn} {f[2]} {f[3]} {end // 10**6} {end % 10**6}\n")
+                txn += 1
+            block = "".join(chunk)
+            out.write(block)
+            written += len(block)
+            shift += span_us
+    return path
+
+
+def measure(tool: str, path: Path, repeat: int) -> tuple[float, float, int]:
+    runs = []
+    for _ in range(repeat):
+        result = subprocess.run([sys.executable, "-c", CHILD, tool, str(path)], check=True,
+                                capture_output=True, text=True)
+        seconds, extra, rows = result.stdout.split()
+        runs.append((float(seconds), float(extra), int(rows)))
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), runs[0][2])
+
+
+def report(tool: str, path: Path, repeat: int) -> None:
+    size = path.stat().st_size
+    seconds, extra, rows = measure(tool, path, repeat)
+    print(f"{tool:8} {path.name:28} {size / 1e6:9.1f} MB {rows:9d} samples  {seconds:7.3f} s "
+          f"{size / 1e6 / seconds:8.1f} MB/s  peak memory +{extra / 1e6:8.1f} MB = {extra / size:5.2f} x input",
+          flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=800, help="fio job entries in the json+ file (default 800)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is printed")
+    parser.add_argument("--logs-mb", type=float, default=1000.0, help="size of the db_bench and pgbench logs")
+    parser.add_argument("--keep", type=Path, help="write the generated files here and keep them")
+    args = parser.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="ingest-speed-", dir=os.environ.get("TMPDIR", "/var/tmp")))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        report("fio", fio_file(folder, args.jobs, clones=False), args.repeat)
+        report("fio", fio_file(folder, args.jobs, clones=True), args.repeat)
+        if args.logs_mb > 0:
+            report("dbbench", dbbench_file(folder, args.logs_mb), args.repeat)
+            report("pgbench", pgbench_file(folder, args.logs_mb), args.repeat)
+    finally:
+        if args.keep is None:
+            for path in folder.iterdir():
+                path.unlink()
+            folder.rmdir()
+
+
+if __name__ == "__main__":
+    main()
