@@ -6,8 +6,9 @@ fio: runs the real fio here once (a 1 s json+ job with numjobs=8) and writes two
 by repeating that output's job entries until each holds ``--jobs`` entries: one where every entry
 has its own job name, one where each group of 8 clones keeps one name (the parser then sums the
 clones and reads percentiles from their summed bins, its slowest path). db_bench and pgbench: repeat real outputs of
-tests/fixtures to about ``--logs-mb`` MB each (a db_bench file of many benchmark runs; a pgbench
-per-transaction log of one client renumbered), to show the parsers stream.
+tests/fixtures to about ``--logs-mb`` MB each (one long db_bench run whose periodic stats dump
+fills the file; a pgbench per-transaction log of one client, renumbered), to show the parsers
+stream.
 
 Each measurement runs in a fresh interpreter: the time of the parse call alone (imports done
 before, so interpreter start-up and imports are not counted) and the peak resident memory the
@@ -72,15 +73,22 @@ def fio_file(folder: Path, jobs: int, clones: bool) -> Path:
 
 
 def dbbench_file(folder: Path, megabytes: float) -> Path:
-    """Real db_bench runs one after another: each is a new process of the same command."""
-    text = (FIXTURES / "dbbench" / "readrandom_t2_stats.txt").read_text()
+    """One long db_bench run: the real output of tests/fixtures/dbbench/fillrandom_stall.txt with its
+    stats dump (what --stats_interval_seconds prints while a benchmark runs) repeated before the
+    summary line until the file is about ``megabytes`` MB."""
+    lines = (FIXTURES / "dbbench" / "fillrandom_stall.txt").read_text().splitlines(keepends=True)
+    summary = next(i for i, line in enumerate(lines) if line.startswith("fillrandom "))
+    dump = "".join(lines[summary + 1:])
+    head, tail = "".join(lines[:summary]), "".join(lines[summary:])
     path = folder / "dbbench_big.txt"
     target = megabytes * 1e6
     with open(path, "w") as out:
-        written = 0
+        out.write(head)
+        written = len(head)
         while written < target:
-            out.write(text)
-            written += len(text)
+            out.write(dump)
+            written += len(dump)
+        out.write(tail)
     return path
 
 

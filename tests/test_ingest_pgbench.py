@@ -297,3 +297,17 @@ def test_progress_only_output_names_the_last_progress_time(tmp_path):
     cut.write_text("\n".join(lines[: lines.index(next(line for line in lines if line.startswith("transaction type")))]) + "\n")
     with pytest.raises(ParseError, match=r"killed.stdout: no 'number of transactions.*3 s"):
         pgbench.parse(cut)
+
+
+@pytest.mark.parametrize("name", ["tpcc_c2_j2.log", "contention.log", "tpcb.log", "two_builtins.log"])
+def test_chunked_reader_agrees_with_the_line_by_line_reader(name):
+    path = FIXTURES / name
+    chunk = path.read_bytes().splitlines(keepends=True)
+    fast = pgbench._fast_chunk(chunk, len(chunk), 1, None)
+    slow = pgbench._slow_chunk(path, chunk, 1, None)
+    assert fast is not None and list(fast.columns) == list(slow.columns)
+    for column in slow.columns:
+        if column == "latency_us":
+            assert np.array_equal(fast[column].to_numpy(), slow[column].to_numpy(), equal_nan=True)
+        else:
+            assert (fast[column].astype(object).to_numpy() == slow[column].astype(object).to_numpy()).all(), column

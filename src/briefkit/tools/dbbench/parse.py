@@ -190,6 +190,54 @@ def _lines(text: str) -> list[str]:
     return [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
 
 
+class _Lines:
+    """The file's lines, read one at a time as the parser asks for them (a 1 GB output is never
+    held whole): the lines already passed are dropped by ``forget``. Progress reports end in
+    '\r' and share a '\n' line with what follows: the last piece is kept."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._cache: dict[int, str] = {}
+        self.count = 0          # lines read so far
+        self.done = False
+        self.unterminated = False  # the last line has no newline
+
+    def _fill(self, i: int) -> None:
+        while not self.done and self.count <= i:
+            raw = self._stream.readline()
+            if not raw:
+                self.done = True
+                break
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            else:
+                self.unterminated = True
+            self._cache[self.count] = raw.decode("utf-8", errors="replace").rsplit("\r", 1)[-1]
+            self.count += 1
+
+    def has(self, i: int) -> bool:
+        self._fill(i)
+        return i < self.count
+
+    def __getitem__(self, i: int) -> str:
+        self._fill(i)
+        return self._cache[i]
+
+    def cut(self, i: int) -> bool:
+        """Line ``i`` is the last line and the file ends without a newline after it."""
+        self._fill(i + 1)
+        return self.done and self.unterminated and i == self.count - 1
+
+    def number(self, i: int) -> int:
+        """1-based number of line ``i``, or of the last line when ``i`` is past the end."""
+        self._fill(i)
+        return min(i + 1, self.count)
+
+    def forget(self, below: int) -> None:
+        for key in [k for k in self._cache if k < below]:
+            del self._cache[key]
+
+
 def _truthy(value: str) -> bool:
     return value.lower() in {"1", "true", "t", "yes", "y"}
 
@@ -198,14 +246,14 @@ def read(path) -> Run:
     """Read a db_bench output file into a ``Run`` (every printed number, nothing converted)."""
     path = Path(path)
     try:
-        text = path.read_text(errors="replace")
+        stream = open(path, "rb")
     except OSError as exc:
         raise ParseError(path, f"cannot read db_bench output: {exc}") from exc
-    lines = _lines(text)
-    unterminated = not text.endswith("\n")
-    if not unterminated:
-        lines = lines[:-1]  # the empty piece after the final newline
-    last = len(lines)  # 1-based number of the last line
+    with stream:
+        return _read(path, _Lines(stream))
+
+
+def _read(path: Path, lines: "_Lines") -> Run:
     run = Run(path)
     process = 0
     seen: dict[str, int] = {}
@@ -215,12 +263,13 @@ def read(path) -> Run:
     sizes: dict[str, tuple[int, int]] = {}  # "Keys"/"Values" -> (line, size) of the first process
 
     def cut_off(number: int, what: str) -> None:
-        if unterminated and number == last:
+        if lines.cut(number - 1):
             raise ParseError(path, f"{what} is cut off (the file ends without a newline)", line=number)
 
     i = 0
-    while i < len(lines):
+    while lines.has(i):
         number, line = i + 1, lines[i]
+        lines.forget(i)
         i += 1
         if m := _VERSION.match(line):
             if run.version is not None and m["version"] != run.version:
@@ -284,12 +333,12 @@ def read(path) -> Run:
         elif m := _HIST_HEAD.match(line):
             if current is None:
                 raise ParseError(path, "histogram 'Microseconds per ...:' before any summary line", line=number)
-            histogram, i = _read_histogram(path, lines, i, m["op"], number, unterminated)
+            histogram, i = _read_histogram(path, lines, i, m["op"], number)
             current.histograms[histogram.op] = histogram
         elif line.startswith("STATISTICS:"):
-            stats, i = _read_statistics(path, lines, i, number, process, unterminated)
+            stats, i = _read_statistics(path, lines, i, number, process)
             run.statistics.append(stats)
-    return _check(run, last)
+    return _check(run, lines.count)
 
 
 def _checked(path, number: int, what: str, value: float) -> float:
@@ -300,14 +349,14 @@ def _checked(path, number: int, what: str, value: float) -> float:
     return value
 
 
-def _read_histogram(path, lines, i, op, head, unterminated) -> tuple[Histogram, int]:
+def _read_histogram(path, lines: _Lines, i, op, head) -> tuple[Histogram, int]:
     """Read the block after a ``Microseconds per <op>:`` line (at index ``i``)."""
     def take(pattern, expected):
         nonlocal i
-        if i >= len(lines) or not (m := pattern.match(lines[i])) or (unterminated and i + 1 == len(lines)):
-            got = repr(lines[i]) if i < len(lines) else "end of file"
+        if not lines.has(i) or not (m := pattern.match(lines[i])) or lines.cut(i):
+            got = repr(lines[i]) if lines.has(i) else "end of file"
             raise ParseError(path, f"histogram 'Microseconds per {op}:' (line {head}) is cut off: expected "
-                             f"{expected}, got {got}", line=min(i + 1, len(lines)))
+                             f"{expected}, got {got}", line=lines.number(i))
         i += 1
         return m
 
@@ -324,27 +373,27 @@ def _read_histogram(path, lines, i, op, head, unterminated) -> tuple[Histogram, 
         _checked(path, head, f"histogram 'Microseconds per {op}:' {name}", getattr(histogram, name))
     for p, v in histogram.percentiles.items():
         _checked(path, head, f"histogram 'Microseconds per {op}:' P{p}", v)
-    while i < len(lines) and (b := _BUCKET.match(lines[i])) and not (unterminated and i + 1 == len(lines)):
+    while lines.has(i) and (b := _BUCKET.match(lines[i])) and not lines.cut(i):
         histogram.buckets.append((float(b["lo"]), float(b["hi"]), int(b["n"])))
         i += 1
     total = sum(n for _, _, n in histogram.buckets)
     if total != histogram.count:
         raise ParseError(path, f"histogram 'Microseconds per {op}:' (line {head}) is cut off: its bucket table "
-                         f"holds {total} of Count {histogram.count} samples", line=min(i + 1, len(lines)))
+                         f"holds {total} of Count {histogram.count} samples", line=lines.number(i))
     return histogram, i
 
 
-def _read_statistics(path, lines, i, head, process, unterminated) -> tuple[Statistics, int]:
+def _read_statistics(path, lines: _Lines, i, head, process) -> tuple[Statistics, int]:
     """Read the ``STATISTICS:`` block (at index ``i``) up to its closing blank line."""
     stats = Statistics(line=head, process=process)
-    while i < len(lines):
+    while lines.has(i):
         line, number = lines[i], i + 1
         i += 1
         if not line.strip():
             return stats, i
         if not line.startswith("rocksdb."):
             continue
-        if unterminated and number == len(lines):
+        if lines.cut(number - 1):
             raise ParseError(path, "statistics line is cut off (the file ends without a newline)", line=number)
         if m := _STAT_TICKER.match(line):
             stats.tickers[m["name"]] = int(m["count"])
@@ -356,7 +405,7 @@ def _read_statistics(path, lines, i, head, process, unterminated) -> tuple[Stati
                              f"P95 : <x> P99 : <x> P100 : <x> COUNT : <n> SUM : <n>' (cut off?): {line!r}",
                              line=number)
     raise ParseError(path, f"STATISTICS block (line {head}) has no closing blank line: the output is cut off",
-                     line=len(lines))
+                     line=lines.count)
 
 
 def _check(run: Run, last: int) -> Run:

@@ -85,29 +85,134 @@ def log_files(path: str | Path) -> list[Path]:
 def read_log(paths: Sequence[str | Path], scripts: Mapping[int, str] | None = None) -> pd.DataFrame:
     """All transactions of the given files, one row each: ``client, txn_no, script, status``
     (``ok``/``failed``/``serialization``/``deadlock``/``skipped``), ``latency_us`` (NaN unless ok),
-    ``end_us`` (epoch microseconds), ``file``, ``line``."""
-    columns: dict[str, list] = {k: [] for k in ("client", "txn_no", "script", "status", "latency_us",
-                                                "end_us", "file", "line")}
-    for path in map(Path, paths):
-        with open(path, encoding="ascii", errors="replace") as stream:
-            for number, text in enumerate(stream, 1):
-                fields = text.split()
-                if not fields:
-                    continue
-                client, txn_no, status, latency, script, end_us = _transaction(path, number, fields, scripts)
-                columns["client"].append(client)
-                columns["txn_no"].append(txn_no)
-                columns["script"].append(script)
-                columns["status"].append(status)
-                columns["latency_us"].append(latency)
-                columns["end_us"].append(end_us)
-                columns["file"].append(str(path))
-                columns["line"].append(number)
-    table = pd.DataFrame(columns)
-    table["latency_us"] = table["latency_us"].astype(float)
-    table["end_us"] = table["end_us"].astype("int64")
+    ``end_us`` (epoch microseconds), ``file``, ``line``.
+
+    Files are read in chunks of lines into numeric columns (a 1 GB log is never held as text or
+    as Python objects per line); a chunk that is not clean is read again line by line, which
+    names the first bad line."""
+    paths = [str(path) for path in paths]
+    frames = [frame for index, path in enumerate(paths) for frame in _read_log_file(Path(path), index, scripts)]
+    if not frames:
+        return _empty_log()
+    table = pd.concat(frames, ignore_index=True)
+    del frames
+    table["file"] = pd.Categorical.from_codes(table.pop("file_code").to_numpy(), categories=paths)
+    table = table[list(_LOG_COLUMNS)]
     _check_sequences(table)
     return table
+
+
+_LOG_COLUMNS = ("client", "txn_no", "script", "status", "latency_us", "end_us", "file", "line")
+_CHUNK_BYTES = 32 << 20
+_STATUS_TEXT = ("ok",) + _FAILURES + ("skipped",)
+_STATUS_TYPE = pd.CategoricalDtype(list(_STATUS_TEXT))
+
+
+def _empty_log() -> pd.DataFrame:
+    return pd.DataFrame({k: pd.Series(dtype=t) for k, t in zip(
+        _LOG_COLUMNS, ("int64", "int64", "int64", "object", "float64", "int64", "object", "int64"))})
+
+
+def _read_log_file(path: Path, index: int, scripts: Mapping[int, str] | None):
+    """The file's transactions, one frame per chunk of about 32 MB of whole lines."""
+    try:
+        stream = open(path, "rb")
+    except OSError as exc:
+        raise ParseError(path, f"cannot read the pgbench log: {exc.strerror}") from None
+    first = 1
+    rest = b""
+    with stream:
+        while True:
+            block = stream.read(_CHUNK_BYTES)
+            data = rest + block
+            if not block:
+                rest = b""
+            else:
+                cut = data.rfind(b"\n") + 1
+                data, rest = data[:cut], data[cut:]
+            if data:
+                lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+                frame = _fast_chunk(data, lines, first, scripts)
+                if frame is None:  # something unusual: read these lines one by one (names the bad line)
+                    frame = _slow_chunk(path, data.splitlines(keepends=True), first, scripts)
+                frame["file_code"] = np.int16(index) if index < 32_000 else index
+                yield frame
+                first += lines
+            if not block:
+                break
+
+
+def _fast_chunk(data, lines: int, first: int, scripts: Mapping[int, str] | None) -> pd.DataFrame | None:
+    """The chunk's transactions as numeric columns, or None when any line needs a closer look.
+    ``data``: whole lines (bytes, or a list of lines); ``lines``: how many."""
+    import io
+
+    if isinstance(data, list):
+        data = b"".join(data)
+    try:
+        raw = pd.read_csv(io.BytesIO(data), sep=" ", header=None, names=list(range(8)),
+                          dtype={2: str}, skip_blank_lines=False, engine="c")
+    except (ValueError, pd.errors.ParserError):
+        return None
+    if len(raw) != lines:
+        return None
+    ints = raw[[0, 1, 3, 4, 5]]
+    if ints.isna().any().any() or not all(t.kind in "iu" for t in ints.dtypes):
+        return None
+    values = ints.to_numpy()
+    if (values < 0).any() or (raw[5] > 999_999).any():
+        return None
+    for extra in (6, 7):
+        column = raw[extra]
+        if column.notna().any():
+            if column.dtype.kind not in "iuf" or (column.dropna() < 0).any() or \
+                    (column.dropna() % 1 != 0).any():
+                return None
+    if raw[6].isna().any() and raw[7].notna().any():
+        return None
+    if scripts is not None and not raw[3].isin(list(scripts)).all():
+        return None
+    time = raw[2]
+    latency = pd.to_numeric(time, errors="coerce")
+    numeric = latency.notna()
+    if numeric.any() and not time[numeric].str.isdigit().all():
+        return None  # "12.5", "-3", "1e3": not pgbench's microseconds
+    status = time.where(~numeric, "ok")
+    if not status.isin(_STATUS_TEXT).all():
+        return None
+    return pd.DataFrame({
+        "client": _narrow(raw[0].to_numpy()), "txn_no": raw[1].to_numpy(dtype="int64"),
+        "script": _narrow(raw[3].to_numpy()), "status": pd.Categorical(status, dtype=_STATUS_TYPE),
+        "latency_us": latency.to_numpy(dtype=float),
+        "end_us": raw[4].to_numpy(dtype="int64") * 1_000_000 + raw[5].to_numpy(dtype="int64"),
+        "line": np.arange(first, first + lines, dtype="int64" if first + lines >= 2**31 else "int32"),
+    })
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """Client and script numbers are small: int32 unless one does not fit."""
+    return values.astype("int32") if len(values) and values.max() < 2**31 else values.astype("int64")
+
+
+def _slow_chunk(path: Path, chunk: list[bytes], first: int, scripts: Mapping[int, str] | None) -> pd.DataFrame:
+    columns: dict[str, list] = {k: [] for k in _LOG_COLUMNS if k != "file"}
+    for number, raw in enumerate(chunk, first):
+        fields = raw.decode("ascii", errors="replace").split()
+        if not fields:
+            continue
+        client, txn_no, status, latency, script, end_us = _transaction(path, number, fields, scripts)
+        columns["client"].append(client)
+        columns["txn_no"].append(txn_no)
+        columns["script"].append(script)
+        columns["status"].append(status)
+        columns["latency_us"].append(latency)
+        columns["end_us"].append(end_us)
+        columns["line"].append(number)
+    frame = pd.DataFrame(columns)
+    frame["latency_us"] = frame["latency_us"].astype(float)
+    frame["end_us"] = frame["end_us"].astype("int64")
+    frame["status"] = pd.Categorical(frame["status"], dtype=_STATUS_TYPE)
+    return frame
 
 
 def _check_sequences(table: pd.DataFrame) -> None:
