@@ -482,3 +482,56 @@ def test_summed_clones_without_bins_say_why_there_are_no_percentiles(capsys):
     assert "perjob.json" in err and "no read clat percentile rows" in err and "json+" in err
     fio.parse(FIXTURES / "perjob.jsonplus.json")
     assert "percentile rows" not in capsys.readouterr().err
+
+
+# ------------------------------------------------------ older fio versions (public outputs)
+
+
+def test_fio_3_16_without_n_keeps_every_latency_metric():
+    (job,) = raw("superbench_fio-3.16.json")["jobs"]
+    assert "N" not in job["read"]["clat_ns"] and "N" not in job["read"]["lat_ns"]
+    table = fio.parse(FIXTURES / "superbench_fio-3.16.json")
+    for direction in ("read", "write"):
+        d = job[direction]
+        assert value(table, f"{direction}_bw") == exact(d["bw_bytes"] / 1e6)
+        assert value(table, f"{direction}_clat_mean") == exact(d["clat_ns"]["mean"] / 1e3)
+        assert value(table, f"{direction}_lat_mean") == exact(d["lat_ns"]["mean"] / 1e3)
+        for key, ns in d["lat_ns"]["percentile"].items():
+            assert value(table, f"{direction}_{fio.percentile_label(key)}".replace("_p", "_lat_p", 1)) == \
+                exact(ns / 1e3)
+    assert set(table["tool_version"]) == {"3.16"}
+
+
+def test_fio_3_1_without_bw_bytes_computes_bytes_per_second_like_fio():
+    (job,) = raw("gvisor_fio-3.1.json")["jobs"]
+    write = job["write"]
+    assert "bw_bytes" not in write
+    table = fio.parse(FIXTURES / "gvisor_fio-3.1.json")
+    assert value(table, "write_bw") == exact(write["io_bytes"] * 1000 // write["runtime"] / 1e6)
+    # fio's own KiB/s figure is the same rate, truncated to whole KiB
+    assert write["io_bytes"] * 1000 // write["runtime"] // 1024 == write["bw"]
+    assert value(table, "write_clat_p99.9") == exact(write["clat_ns"]["percentile"]["99.900000"] / 1e3)
+    assert not table["metric"].str.contains(r"_p0$").any()  # fio 3.1's "0.00" padding is not a percentile
+    assert value(table, "write_lat_mean") == exact(write["lat_ns"]["mean"] / 1e3)
+
+
+def test_fio_2_x_units_kib_and_microseconds():
+    (job,) = raw("docs_fio-2.2.10.json")["jobs"]
+    write = job["write"]
+    table = fio.parse(FIXTURES / "docs_fio-2.2.10.json")
+    assert value(table, "write_bw") == exact(write["bw"] * 1024 / 1e6)  # bw is KiB/s in fio 2.x
+    assert value(table, "write_iops") == write["iops"]
+    assert value(table, "write_clat_mean") == write["clat"]["mean"]  # already microseconds
+    assert value(table, "write_clat_p99") == write["clat"]["percentile"]["99.000000"]
+    assert value(table, "write_lat_mean") == write["lat"]["mean"]
+    assert set(table["tool_version"]) == {"2.2.10"}
+
+
+def test_a_layout_that_cannot_be_read_names_the_fio_version(tmp_path):
+    doc = raw("docs_fio-2.2.10.json")
+    del doc["jobs"][0]["write"]["runtime"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ParseError, match=r"old.json: jobs\[0\] \(job 'test'\)\.write\.runtime: expected a runtime, "
+                                         r"found None \(the file comes from fio-2.2.10\)"):
+        fio.parse(path)

@@ -747,6 +747,9 @@ def _units(path, per_job: bool = False, doc: dict | None = None) -> list[_Unit]:
     for unit in found:
         for name, direction in unit.directions.items():
             latency = direction.latency.get("clat")
+            total = direction.latency.get("lat")
+            if total is not None and (total.printed or total.has_bins):
+                continue  # lat_percentiles=1: fio gives the total latency's percentiles instead
             if latency is not None and not latency.printed and not latency.has_bins \
                     and f"{name} clat" not in unit.missing:
                 unit.missing[f"{name} clat"] = ("fio printed no completion-latency percentiles and no "
