@@ -156,50 +156,97 @@ _BINS_KEY = "\x00briefkit bins"
 _BINS = re.compile(rb'"bins"\s*:\s*\{')
 
 
-class _LazyBins:
-    """One json+ ``bins`` object left undecoded in the file's bytes until it is needed."""
-    __slots__ = ("data", "start", "end")
+class _BinsFile:
+    """The fio output file, opened again only when undecoded json+ bins are needed."""
 
-    def __init__(self, data: bytes, start: int, end: int):
-        self.data, self.start, self.end = data, start, end
+    def __init__(self, path: Path):
+        self.path = path
+        self._stream = None
+
+    def read(self, start: int, end: int) -> bytes:
+        if self._stream is None:
+            self._stream = open(self.path, "rb")
+        self._stream.seek(start)
+        return self._stream.read(end - start)
+
+    def __del__(self):
+        if self._stream is not None:
+            self._stream.close()
+
+
+class _LazyBins:
+    """One json+ ``bins`` object left undecoded in the file until it is needed."""
+    __slots__ = ("source", "start", "end", "empty")
+
+    def __init__(self, source: _BinsFile, start: int, end: int, empty: bool):
+        self.source, self.start, self.end, self.empty = source, start, end, empty
 
     def __bool__(self) -> bool:
-        return self.data[self.start:self.end].strip(b"{} \t\r\n") != b""
+        return not self.empty
 
     def load(self) -> dict:
-        return _orjson.loads(memoryview(self.data)[self.start:self.end])
+        text = self.source.read(self.start, self.end)
+        return _orjson.loads(text) if _orjson is not None else json.loads(text)
 
 
-def _cut_bins(data: bytes, start: int, end: int):
-    """The document's bytes with every json+ ``bins`` object replaced by its index, and the
-    objects' spans. Bins are most of a json+ file and needed only where clones are summed or
-    files merged, so they are decoded on demand."""
-    pieces, spans = [], []
-    view = memoryview(data)
-    position = start
-    found = data.find(b'"bins"', start, end)
-    while found != -1:
-        match = _BINS.match(data, found, end)
-        if match:
-            opening = match.end() - 1
-            closing = data.find(b"}", opening, end)
-            if closing == -1:
-                return None, None
-            pieces.append(view[position:opening])
-            pieces.append(str(len(spans)).encode())
-            spans.append((opening, closing + 1))
-            position = closing + 1
-            found = data.find(b'"bins"', position, end)
-        else:
-            found = data.find(b'"bins"', found + 6, end)
-    if not spans:
-        return view[start:end], []
-    pieces.append(view[position:end])
+_BLOCK = 1 << 20
+
+
+def _read_cut(path: Path) -> tuple[bytes, list[tuple[int, int, bool]]]:
+    """The file's bytes with every json+ ``bins`` object replaced by its index, read block by
+    block, and the objects' (start, end, empty) offsets in the file. Bins are most of a json+
+    file and needed only where clones are summed or files merged: they stay on disk until then."""
+    try:
+        stream = open(path, "rb")
+    except OSError as exc:
+        raise ParseError(path, f"cannot read: {exc.strerror or exc}") from None
+    pieces: list[bytes] = []
+    spans: list[tuple[int, int, bool]] = []
+    offset = 0  # file offset of buffer[0]
+    buffer = b""
+    with stream:
+        while True:
+            block = stream.read(_BLOCK)
+            buffer += block
+            position = 0  # first byte of buffer not yet copied to pieces
+            search = 0
+            keep = None
+            while True:
+                found = buffer.find(b'"bins"', search)
+                if found == -1:
+                    break
+                match = _BINS.match(buffer, found)
+                if match is None:
+                    if block and len(buffer) - found < 64:  # the key's ': {' may be in the next block
+                        keep = found
+                        break
+                    search = found + 6
+                    continue
+                closing = buffer.find(b"}", match.end())
+                if closing == -1:
+                    if block:
+                        keep = found
+                        break
+                    return None, []  # the file ends inside a bins object: the careful reader explains
+                opening = match.end() - 1
+                pieces.append(buffer[position:opening])
+                pieces.append(str(len(spans)).encode())
+                spans.append((offset + opening, offset + closing + 1,
+                              not buffer[opening + 1:closing].strip()))
+                position = search = closing + 1
+            if not block:
+                pieces.append(buffer[position:])
+                break
+            if keep is None:
+                keep = max(position, len(buffer) - 64)
+            pieces.append(buffer[position:keep])
+            offset += keep
+            buffer = buffer[keep:]
     return b"".join(pieces), spans
 
 
 def _resolve_bins(doc, source) -> None:
-    data, spans = source
+    reader, spans = source
     for entry in doc.get("jobs", doc.get("client_stats", [])):
         if not isinstance(entry, dict):
             continue
@@ -209,17 +256,16 @@ def _resolve_bins(doc, source) -> None:
                 continue
             for stats in direction.values():
                 if isinstance(stats, dict) and type(stats.get("bins")) is int:
-                    opening, closing = spans[stats["bins"]]
-                    stats["bins"] = _orjson.loads(memoryview(data)[opening:closing])
+                    stats["bins"] = _LazyBins(reader, *spans[stats["bins"]]).load()
 
 
 def _load(path: Path) -> tuple[dict, str]:
     """(the document, the text around it)."""
-    data = _read_bytes(path)
-    doc, outside, line = _fast(data)
+    cut, spans = _read_cut(path)
+    doc, outside, line = _fast(cut, spans, path) if cut is not None else (None, "", 0)
     if doc is None:
-        text = data.decode("utf-8", errors="replace")
-        del data
+        del cut
+        text = _read(path)
         scanned = list(_scan(path, text, stop_at_first_error=False))
         if not scanned:
             raise ParseError(path, "no JSON document found (no line starts with '{'); expected fio "
@@ -242,12 +288,10 @@ def _load(path: Path) -> tuple[dict, str]:
     return doc, outside
 
 
-def _fast(data: bytes):
-    """The document of a file that holds exactly one, read with orjson straight from the bytes
-    (no copy); (None, "", 0) otherwise (no orjson, several documents, NaN literals, invalid JSON:
-    the careful reader decides and explains)."""
-    if _orjson is None:
-        return None, "", 0
+def _fast(data: bytes, spans, path: Path):
+    """The document of a file that holds exactly one, from its bytes with the json+ bins cut out
+    (``_read_cut``); (None, "", 0) otherwise (several documents, invalid JSON: the careful reader
+    decides and explains)."""
     if data.startswith(b"{"):
         start = 0
     else:
@@ -258,15 +302,14 @@ def _fast(data: bytes):
     if end < start:
         return None, "", 0
     end += 2
-    body, spans = _cut_bins(data, start, end)
-    if body is None:
-        return None, "", 0
     try:
-        doc = _orjson.loads(body)
-    except _orjson.JSONDecodeError:
+        # the standard library here, not orjson: orjson builds a whole document tree first, which
+        # would triple the memory; with the bins cut out the rest is small and quick to read
+        doc = json.loads(data[start:end])
+    except (ValueError, UnicodeDecodeError):
         return None, "", 0
     if spans and isinstance(doc, dict):
-        doc[_BINS_KEY] = (data, spans)
+        doc[_BINS_KEY] = (_BinsFile(path), spans)
     outside = (data[:start] + b"\n" + data[end:]).decode("utf-8", errors="replace")
     return doc, outside, data.count(b"\n", 0, start) + 1
 
@@ -541,8 +584,7 @@ def _latency(ctx: _Context, obj: Mapping, where: str, unit: str, total_ios: int)
     printed = obj.get("percentile")
     bins = obj.get("bins")
     if type(bins) is int and ctx.bins is not None:
-        opening, closing = ctx.bins[1][bins]
-        bins = _LazyBins(ctx.bins[0], opening, closing)
+        bins = _LazyBins(ctx.bins[0], *ctx.bins[1][bins])
     elif printed is not None and not isinstance(printed, Mapping) or \
             bins is not None and not isinstance(bins, Mapping):
         ctx.fail(where, "expected 'percentile' and 'bins' to map numbers to numbers")
@@ -906,7 +948,9 @@ def parse(path, *, per_job: bool = False, keep_failed: bool = False, **provenanc
     a ``job_error`` row (fio's error code) marks it."""
     path = Path(path)
     doc, outside = _load(path)
+    common = {**_provenance(path, doc), **provenance}
     units = _units(path, per_job, doc)
+    del doc  # the parsed document is not needed any more: free it before the table is built
     _check_run(path, units, outside, keep_failed)
     out = _Rows()
     for unit in units:
@@ -914,9 +958,9 @@ def parse(path, *, per_job: bool = False, keep_failed: bool = False, **provenanc
         if unit.missing and unit.directions:
             for what, why in unit.missing.items():
                 _note(path, f"job {unit.workload!r}: no {what} percentile rows: {why}")
+    del units  # ... nor the file's bytes (held by undecoded json+ bins)
     if not out.metric:
         raise ParseError(path, "no job moved any data (every direction has io_bytes 0): no samples")
-    common = {**_provenance(path, doc), **provenance}
     n = len(out.metric)
     data = {column: [common.get(column)] * n if column in common else [None] * n
             for column in samples.COLUMNS}
