@@ -45,6 +45,20 @@ or any line starting with a ``db_bench`` executable followed by flags), is kept 
 caller passes them, and its ``--benchmarks``, ``--histogram`` and ``--statistics`` say which
 blocks must be present. Repeated runs of one benchmark (``readrandom[X3]``) get ``rep`` 0..n-1.
 
+``#db_stats``
+    ``stall_pct``: the last ``Cumulative stall: ..., <x> percent`` of the ``** DB Stats **`` dumps
+    printed for the benchmark (``--stats_interval_seconds``, or a ``stats`` benchmark after it).
+
+RocksDB's ``tools/benchmark.sh`` ``report.tsv`` is read by ``parse`` as well
+(``parse_benchmark_report``, source ``#report_tsv``).
+
+Nothing impossible or ambiguous passes: a negative, NaN or infinite figure (micros/op, ops/sec,
+MB/s, histogram and statistics values) is an error naming the line; two db_bench processes in
+one file with different command lines, or different key/value sizes, are refused (they are
+different workloads; the same command run again gives repetitions). Debug-build warnings
+(``WARNING: Assertions are enabled``) and any other line are ignored. The file is read line by
+line, never whole.
+
 Truncated output is rejected (``ParseError`` with file and line): a summary line, histogram or
 statistics line that does not match its format or is the unterminated last line of the file,
 a histogram whose bucket table holds fewer samples than its ``Count:``, a statistics block

@@ -17,7 +17,8 @@ and its ``.<n>`` siblings, since NOPM needs every thread. Logs written with
 Samples produced (metric names per ``briefkit.core.samples``; the ``workload`` column holds the
 transaction type, ``all`` for the whole mix):
 
-- ``nopm``: committed New-Orders per minute (script named ``new_order``), ``workload=all``.
+- ``nopm``: committed New-Orders per minute (script named ``new_order``), ``workload=all``; only
+  when the script names are known (``scripts``, or the run's summary beside the log).
 - ``tpm``: completed transactions per minute (all scripts; per type with ``workload=<type>``).
 - ``txn_lat_mean``, ``txn_lat_p50/p90/p95/p99/p99.9``, ``txn_lat_max``: over completed
   transactions, from every logged time; ms after unit conversion.
@@ -30,6 +31,14 @@ Rates use the measured window: by default from the earliest transaction start (e
 latency) to the latest end, over all files; ``window=(start, end)`` in epoch seconds counts only
 the transactions that ended inside it and divides by its length. ``skip_s`` moves the start of
 the measured window that many seconds later (a warm-up that is not counted).
+
+Nothing silent: a log of one run has, per client, rising transaction numbers and end times that
+never go back, and no (client, transaction) pair twice; two logs glued into one file break that
+and are refused with the line. Aggregated logs are recognised in every layout (6, 10 or 11
+fields before PostgreSQL 15, 15 since) by their first field, an epoch; an aggregated log whose
+interval starts go back is refused too. pgbench's summary on stdout (``parse_summary``) and its
+``--progress`` lines (``read_progress``) are read as well. Per-transaction logs are read in
+chunks into numeric columns, never as one text.
 
 Percentiles are nearest-rank: the smallest logged time such that at least p % of the times are
 less than or equal to it (rank ``ceil(p/100 * n)``, 1-based, computed in exact decimal). The
