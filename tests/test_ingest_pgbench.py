@@ -294,7 +294,8 @@ def test_tpcc_summary_gives_nopm_from_the_new_order_script():
 def test_progress_only_output_names_the_last_progress_time(tmp_path):
     lines = (FIXTURES / "tpcb.stdout").read_text().splitlines()
     cut = tmp_path / "killed.stdout"
-    cut.write_text("\n".join(lines[: lines.index(next(line for line in lines if line.startswith("transaction type")))]) + "\n")
+    summary_starts = lines.index(next(line for line in lines if line.startswith("transaction type")))
+    cut.write_text("\n".join(lines[:summary_starts]) + "\n")
     with pytest.raises(ParseError, match=r"killed.stdout: no 'number of transactions.*3 s"):
         pgbench.parse(cut)
 

@@ -61,7 +61,8 @@ Metrics (``briefkit.core.samples`` vocabulary; units converted by ``samples.fram
     ``..._clat_mean`` and ``..._lat_mean`` (ns -> us), ``..._clat_p<P>`` (``p50``, ``p99``,
     ``p99.9``...) for the percentiles fio printed (and ``..._lat_p<P>`` with ``lat_percentiles``),
     as fio printed them for an entry, and read from the summed json+ bins for a sum of entries,
-    exactly as fio computes them (see ``percentiles_from_bins``). A direction that moved no bytes (``io_bytes == 0``) gives no rows.
+    exactly as fio computes them (see ``percentiles_from_bins``). A direction that moved no bytes
+    (``io_bytes == 0``) gives no rows.
     ``total_bw`` / ``total_iops`` are the sums over the directions with I/O (for every unit with
     I/O, so that a 100/0 mix has a total like a 70/30 one); with ``unified_rw_reporting=mixed``
     fio's own ``mixed`` object gives ``total_bw``, ``total_iops``, ``total_clat_*``.
@@ -86,8 +87,8 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 

@@ -622,8 +622,8 @@ _SCRIPT = {
     "latency_avg_ms": re.compile(rf"^ - latency average = {_NUM} ms"),
     "latency_stddev_ms": re.compile(rf"^ - latency stddev = {_NUM} ms"),
 }
-_CASTS = {"version": str, "transaction_type": str, "clients": int, "threads": int, "duration_s": int, "transactions": int,
-          "failed": int, "weight": int}
+_CASTS = {"version": str, "transaction_type": str, "clients": int, "threads": int, "duration_s": int,
+          "transactions": int, "failed": int, "weight": int}
 
 
 def read_summary(path: str | Path) -> Summary:
