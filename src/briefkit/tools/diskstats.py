@@ -128,6 +128,9 @@ def parse_snapshot(text: str, taken_at: float | datetime, source: str = PROC_DIS
         else:
             raise ParseError(source, f"expected 4, 11, 15 or 17 counters after the name, got {len(values)}",
                              line=number)
+        if parts[2] in devices:
+            raise ParseError(source, f"device {parts[2]!r} appears twice: two snapshots glued into one? Each "
+                             "snapshot must be its own file", line=number)
         devices[parts[2]] = Counters(int(parts[0]), int(parts[1]), parts[2], **dict(zip(names, values)))
     if not devices:
         raise ParseError(source, "no device lines (is this /proc/diskstats?)")
