@@ -231,7 +231,7 @@ def test_two_logs_glued_together_are_refused(tmp_path):
     with pytest.raises(ParseError) as caught:
         pgbench.parse(glued, scripts=["tpcb_like"])
     n = len(text.splitlines())
-    assert f"glued.log:{n + 1}:" in str(caught.value) and "appears twice" in str(caught.value)
+    assert f"glued.log:{n + 1}:" in str(caught.value) and "appears again" in str(caught.value)
 
 
 def test_time_going_backwards_is_refused(tmp_path):
@@ -312,3 +312,12 @@ def test_chunked_reader_agrees_with_the_line_by_line_reader(name):
             assert np.array_equal(fast[column].to_numpy(), slow[column].to_numpy(), equal_nan=True)
         else:
             assert (fast[column].astype(object).to_numpy() == slow[column].astype(object).to_numpy()).all(), column
+
+
+def test_one_client_in_two_thread_files_with_the_same_transactions_is_refused(tmp_path):
+    text = "".join(line + "\n" for line in (FIXTURES / "tpcb.log").read_text().splitlines()
+                   if line.split()[0] == "0")
+    (tmp_path / "tx.5").write_text(text)
+    (tmp_path / "tx.5.1").write_text(text)
+    with pytest.raises(ParseError, match=r"tx.5.1:1: client 0 transaction \d+ appears in two log files"):
+        pgbench.parse(tmp_path / "tx.5", scripts=["tpcb_like"])

@@ -103,10 +103,19 @@ def read_log(paths: Sequence[str | Path], scripts: Mapping[int, str] | None = No
     frames = [frame for index, path in enumerate(paths) for frame in _read_log_file(Path(path), index, scripts)]
     if not frames:
         return _empty_log()
-    table = pd.concat(frames, ignore_index=True)
+    # Column by column, each chunk's column dropped once copied: the whole log is never held twice.
+    columns = {}
+    for name in (*(c for c in _LOG_COLUMNS if c != "file"), "file_code"):
+        if name == "status":
+            codes = np.concatenate([frame.pop(name).cat.codes.to_numpy() for frame in frames])
+            columns[name] = pd.Categorical.from_codes(codes, dtype=_STATUS_TYPE)
+        else:
+            parts = [frame.pop(name).to_numpy() for frame in frames]
+            columns[name] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            del parts
     del frames
-    table["file"] = pd.Categorical.from_codes(table.pop("file_code").to_numpy(), categories=paths)
-    table = table[list(_LOG_COLUMNS)]
+    columns["file"] = pd.Categorical.from_codes(columns.pop("file_code").astype("int16"), categories=paths)
+    table = pd.DataFrame({name: columns.pop(name) for name in _LOG_COLUMNS}, copy=False)
     _check_sequences(table)
     return table
 
@@ -226,24 +235,57 @@ def _slow_chunk(path: Path, chunk: list[bytes], first: int, scripts: Mapping[int
 
 def _check_sequences(table: pd.DataFrame) -> None:
     """One run's log: per client, transaction numbers rise and end times never go back; no
-    (client, transaction) pair twice. Two logs glued into one file break both."""
+    (client, transaction) pair twice, in one file or across the thread files. Two logs glued
+    into one file break these. Checked on sorted integer arrays (no hashing of every row)."""
     if table.empty:
         return
-    twice = table.duplicated(["client", "txn_no"], keep="first")
-    if twice.any():
-        row = table[twice].iloc[0]
-        first = table[(table["client"] == row["client"]) & (table["txn_no"] == row["txn_no"])].iloc[0]
-        raise ParseError(row["file"], f"client {row['client']} transaction {row['txn_no']} appears twice (first at "
-                         f"{first['file']}:{first['line']}): two pgbench logs glued together? Give each run's log "
-                         "on its own", line=int(row["line"]))
-    grouped = table.groupby(["file", "client"], sort=False)
+    files = table["file"].cat.codes.to_numpy().astype("int64") if hasattr(table["file"], "cat") else \
+        pd.factorize(table["file"])[0].astype("int64")
+    clients = table["client"].to_numpy().astype("int64")
+    key = (files << 32) | clients
+    order = np.argsort(key, kind="stable")  # per (file, client), in file order
+    same = key[order][1:] == key[order][:-1]
+    del key
     for column, what in (("txn_no", "transaction number"), ("end_us", "end time")):
-        step = grouped[column].diff()
-        bad = step < 0 if column == "end_us" else step <= 0
+        values = table[column].to_numpy()[order]
+        step = values[1:] - values[:-1]
+        bad = same & ((step <= 0) if column == "txn_no" else (step < 0))
         if bad.any():
-            row = table[bad].iloc[0]
-            raise ParseError(row["file"], f"client {row['client']}'s {what} goes backwards here: two pgbench logs "
-                             "glued together? Give each run's log on its own", line=int(row["line"]))
+            rows = order[1:][bad]
+            index = int(rows.min())  # the first offending line of the file
+            row = table.iloc[index]
+            if column == "txn_no":
+                before = table["txn_no"].iloc[_previous(order, index)]
+                message = (f"client {row['client']} transaction {row['txn_no']} appears again (after transaction "
+                           f"{before})")
+            else:
+                message = f"client {row['client']}'s end time goes backwards here"
+            raise ParseError(row["file"], f"{message}: two pgbench logs glued together? Give each run's log on its "
+                             "own", line=int(row["line"]))
+    # thread files hold different clients; a client in two files is checked for repeated transactions
+    if files.max() > 0:
+        per_file = table.groupby(files, sort=False)["client"].unique()
+        seen: dict[int, int] = {}
+        shared = set()
+        for file_code, file_clients in per_file.items():
+            for client in file_clients.tolist():
+                if client in seen and seen[client] != file_code:
+                    shared.add(client)
+                seen.setdefault(client, file_code)
+        if shared:
+            subset = table[table["client"].isin(list(shared))]
+            twice = subset.duplicated(["client", "txn_no"], keep="first")
+            if twice.any():
+                row = subset[twice].iloc[0]
+                raise ParseError(row["file"], f"client {row['client']} transaction {row['txn_no']} appears in two "
+                                 "log files: two runs' logs given together? Give each run's log on its own",
+                                 line=int(row["line"]))
+
+
+def _previous(order: np.ndarray, index: int) -> int:
+    """The row of the same client just before row ``index`` in the (file, client) order."""
+    position = int(np.flatnonzero(order == index)[0])
+    return int(order[position - 1])
 
 
 def _transaction(path: Path, number: int, fields: list[str], scripts: Mapping[int, str] | None):
