@@ -121,6 +121,11 @@ class Workload:
     matrix_model: type | None = None
 
     # --- declaration -------------------------------------------------------------------------
+    def settings_models(self) -> list[type]:
+        """Every model that checks this workload's ``settings`` and ``matrix`` (the security suite
+        and the JSON Schema walk them); a workload with one model per variant lists them all."""
+        return [m for m in (self.settings_model, self.matrix_model) if m is not None]
+
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
                  ) -> tuple[dict[str, list], dict[str, Any]]:
         """Check and complete the campaign's ``matrix`` and ``settings``; errors name the key."""

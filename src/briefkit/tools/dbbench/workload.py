@@ -82,13 +82,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from briefkit.core import samples as tidy
-from briefkit.core.errors import ParseError
-from briefkit.tools.dbbench import parse as parser
+from briefkit.core.errors import CampaignError, ParseError
+from briefkit.core.validation import check
 from briefkit.tools import diskstats
-from briefkit.tools.dbbench import command as cmd
-from briefkit.core.errors import CampaignError
-from briefkit.core.validation import check_program
 from briefkit.tools.base import Point, PointRun, Workload
+from briefkit.tools.dbbench import command as cmd
+from briefkit.tools.dbbench import parse as parser
+from briefkit.tools.dbbench import settings as settings_models
 
 if TYPE_CHECKING:
     from briefkit.target.hosts import Host
@@ -102,36 +102,11 @@ FLASH_BENCHMARKS = {"T1": "fillrandom", "T2": "fillseq", "T3": "overwrite", "T4"
 #: what a flash test needs on the database before it runs (T4 only reads, so T5 needs T3's DB too)
 _FLASH_NEEDS = {"T1": [], "T2": [], "T3": ["T2"], "T4": ["T2", "T3"], "T5": ["T2", "T3"]}
 
-SWEEP_AXES = {"benchmark": ["readrandom", "readwhilewriting"], "threads": [1, 2, 4, 8]}
-FLASH_AXES = {"test": list(FLASH_TESTS)}
-
-COMMON_DEFAULTS: dict[str, Any] = {
-    "suite": "sweep",
-    "key_size": 20,            # bytes (tools/benchmark.sh)
-    "value_size": 400,         # bytes (tools/benchmark.sh)
-    "cache_size": None,        # block cache bytes; None: 8 MiB (sweep), 16 GiB x scale (flash)
-    "use_direct_reads": True,  # O_DIRECT reads, so that reads reach the device when the DB fits in RAM
-    "seed": 1,                 # load seed; points use seed + rep
-    "binary": cmd.DEFAULT_BINARY,
-}
-SWEEP_DEFAULTS: dict[str, Any] = {
-    "load": "fillrandom",      # fillrandom | fillseq
-    "num": 500_000,            # keys loaded (the key range of every point)
-    "duration_s": 5,           # seconds per point
-    "report_interval_s": 1,
-    # db_bench checks the clock every 1000 ops per thread: at 10 ms per read on a busy or slow device
-    # a 4 s point would run 10 s. Every 100 ops bounds the overrun; a clock read costs far less than an op.
-    "ops_between_duration_checks": 100,
-    "write_rate_limit": None,  # bytes/s for readwhilewriting's writer; None: unthrottled
-    "readwritepercent": None,  # readrandomwriterandom's read share; None: db_bench's 90
-    "extra_flags": {},         # more db_bench flags for the points, e.g. {max_background_jobs: 4}
-}
-FLASH_DEFAULTS: dict[str, Any] = {
-    "scale": 1e-5,             # key counts x scale (1 = the wiki's 8e9 keys; the brief used 0.1)
-    "t5_readers": 32,
-    "block_size": 8192,
-    "max_background_jobs": 16,
-}
+SWEEP_AXES = settings_models.defaults(settings_models.SweepMatrix)
+FLASH_AXES = settings_models.defaults(settings_models.FlashMatrix)
+#: defaults of the settings (briefkit.tools.dbbench.settings: SweepSettings and FlashSettings)
+SWEEP_SETTINGS = settings_models.defaults(settings_models.SweepSettings)
+FLASH_SETTINGS = settings_models.defaults(settings_models.FlashSettings)
 _FLASH_CACHE_AT_SCALE_1 = 17_179_869_184   # the wiki's 16 GiB
 _MIN_CACHE = 1 << 20
 
@@ -151,56 +126,27 @@ DB_DIR = "rocksdb"
 _VERSION = re.compile(r"db_bench version (\S+)")
 
 
-def _is_int(value, minimum: int = 1) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
 class DbBenchWorkload(Workload):
     name = "dbbench"
     load_axis = "threads"
     axes = SWEEP_AXES
-    defaults = {**COMMON_DEFAULTS, **SWEEP_DEFAULTS, **FLASH_DEFAULTS}
+    defaults = {**SWEEP_SETTINGS, **FLASH_SETTINGS, "suite": "sweep"}
     tool = parser.TOOL
 
     # --- declaration -------------------------------------------------------------------------
+    def settings_models(self) -> list[type]:
+        return [*settings_models.SETTINGS.values(), *settings_models.MATRIX.values()]
+
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
                  ) -> tuple[dict[str, list], dict[str, Any]]:
         suite = settings.get("suite", "sweep")
-        if suite not in SUITES:
+        if suite not in settings_models.SETTINGS:
             raise CampaignError(f"{where}.settings.suite: must be one of {', '.join(SUITES)}, got {suite!r}")
-        axes = SWEEP_AXES if suite == "sweep" else FLASH_AXES
-        own = {**COMMON_DEFAULTS, **(SWEEP_DEFAULTS if suite == "sweep" else FLASH_DEFAULTS)}
-        unknown = set(matrix) - set(axes)
-        if unknown:
-            raise CampaignError(f"{where}.matrix: unknown axis {sorted(unknown)} for workload dbbench with "
-                                f"suite {suite} (known: {', '.join(axes)})")
-        unknown = set(settings) - set(own)
-        if unknown:
-            raise CampaignError(f"{where}.settings: unknown key(s) {sorted(unknown)} for workload dbbench with "
-                                f"suite {suite} (known: {', '.join(own)})")
-        full = {}
-        for axis, default in axes.items():
-            values = matrix.get(axis, default)
-            values = values if isinstance(values, list) else [values]
-            if not values:
-                raise CampaignError(f"{where}.matrix.{axis}: needs at least one value")
-            if len(set(map(str, values))) != len(values):
-                raise CampaignError(f"{where}.matrix.{axis}: a value is listed twice: {values}")
-            full[axis] = values
-        merged = {**own, **settings}
-        self._check_settings(merged, where)
-        if suite == "sweep":
-            for b in full["benchmark"]:
-                if b not in cmd.POINT_BENCHMARKS:
-                    raise CampaignError(f"{where}.matrix.benchmark: {b!r} is not one of "
-                                        f"{', '.join(cmd.POINT_BENCHMARKS)}")
-            for t in full["threads"]:
-                if not _is_int(t):
-                    raise CampaignError(f"{where}.matrix.threads: must be positive integers, got {t!r}")
-        else:
-            for t in full["test"]:
-                if t not in FLASH_TESTS:
-                    raise CampaignError(f"{where}.matrix.test: {t!r} is not one of {', '.join(FLASH_TESTS)}")
+        checked = check(settings_models.MATRIX[suite], dict(matrix), f"{where}.matrix", CampaignError)
+        check(settings_models.SETTINGS[suite], dict(settings), f"{where}.settings", CampaignError)
+        full = checked.model_dump()
+        merged = {**settings_models.defaults(settings_models.SETTINGS[suite]), **settings}
+        if suite == "flash":
             full["test"] = sorted(full["test"], key=FLASH_TESTS.index)  # the suite's order
         # Build one command of each kind now, so that a bad value fails before anything runs.
         try:
@@ -213,43 +159,6 @@ class DbBenchWorkload(Workload):
         except ValueError as exc:
             raise CampaignError(f"{where}.settings: {exc}") from None
         return full, merged
-
-    @staticmethod
-    def _check_settings(s: Mapping[str, Any], where: str) -> None:
-        def bad(key, expected):
-            raise CampaignError(f"{where}.settings.{key}: must be {expected}, got {s[key]!r}")
-
-        for key in ("key_size", "value_size", "seed"):
-            if not _is_int(s[key]):
-                bad(key, "a positive integer")
-        if s["cache_size"] is not None and not _is_int(s["cache_size"]):
-            bad("cache_size", "a positive integer (bytes) or null")
-        if not isinstance(s["use_direct_reads"], bool):
-            bad("use_direct_reads", "true or false")
-        try:
-            check_program(s["binary"])
-        except ValueError:
-            bad("binary", "a program name or an absolute path (letters, digits, _ . + - /; no '..')")
-        if s["suite"] == "sweep":
-            if s["load"] not in cmd.LOAD_BENCHMARKS:
-                bad("load", f"one of {', '.join(cmd.LOAD_BENCHMARKS)}")
-            for key in ("num", "duration_s", "report_interval_s", "ops_between_duration_checks"):
-                if not _is_int(s[key]):
-                    bad(key, "a positive integer")
-            if s["write_rate_limit"] is not None and not _is_int(s["write_rate_limit"]):
-                bad("write_rate_limit", "a positive integer (bytes/s) or null")
-            if s["readwritepercent"] is not None and not (_is_int(s["readwritepercent"], 0)
-                                                          and s["readwritepercent"] <= 100):
-                bad("readwritepercent", "an integer from 0 to 100 or null")
-            if not isinstance(s["extra_flags"], Mapping):
-                bad("extra_flags", "a mapping of db_bench flag names to values")
-        else:
-            scale = s["scale"]
-            if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
-                bad("scale", "a number in (0, 1]")
-            for key in ("t5_readers", "block_size", "max_background_jobs"):
-                if not _is_int(s[key]):
-                    bad(key, "a positive integer")
 
     def plan(self, configs: Sequence[str], matrix: Mapping[str, list], repetitions: int) -> list[Point]:
         if "test" not in matrix:
@@ -277,7 +186,7 @@ class DbBenchWorkload(Workload):
             statistics=True, report_file="dbbench.report.csv", report_interval_seconds=s["report_interval_s"],
             write_rate_limit=s["write_rate_limit"] if benchmark == "readwhilewriting" else None,
             readwritepercent=s["readwritepercent"] if benchmark == "readrandomwriterandom" else None,
-            ops_between_duration_checks=s["ops_between_duration_checks"], extra=dict(s["extra_flags"]),
+            ops_between_duration_checks=s["ops_between_duration_checks"], extra=settings_models.flag_values(s["extra_flags"]),
             binary=s["binary"])
 
     @staticmethod
