@@ -79,11 +79,24 @@ def test_registered_with_the_ramp_axis():
     ({"clients": [1]}, {"wal_limit_ms": "5ms"}, "settings.wal_limit_ms"),
     ({"clients": [1]}, {"plateau": "yes"}, "settings.plateau"),
     ({"clients": [1]}, {"plateau": False, "wal_limit_ms": None}, "settings"),
-    ({"clients": [1]}, {"runtime_s": 3}, "settings"),
+    ({"clients": [1]}, {"runtime_s": 3}, "settings.runtime_s: unknown key"),
+    ({"clients": [1]}, {"server": {"archive_command": "touch /tmp/x"}}, "settings.server.archive_command: "),
+    ({"clients": [1]}, {"server": {"shared_preload_libraries": "x"}}, "settings.server.shared_preload_libraries"),
+    ({"clients": [1]}, {"server": {"listen_addresses": "*"}}, "settings.server.listen_addresses"),
+    ({"clients": [1]}, {"server": {"shared_buffers": "256MB\narchive_command = 'x'"}}, "settings.server.shared_buffers"),
+    ({"clients": [1]}, {"server": {"synchronous_commit": "maybe"}}, "settings.server.synchronous_commit"),
+    ({"clients": [1]}, {"warehouses": True}, "settings.warehouses"),
+    ({"clients": [1]}, {"pg_version": "15"}, "settings.pg_version"),
+    ({"clients": [True]}, {}, "matrix.clients"),
 ])
 def test_bad_declarations_name_the_key(matrix, settings, key):
     with pytest.raises(CampaignError, match=f"{WHERE}.{key}".replace(".", r"\.")):
         validated(matrix, **settings)
+
+
+def test_a_single_client_count_is_a_ramp_of_one():
+    matrix, _ = validated({"clients": 4})
+    assert matrix == {"clients": [4]}
 
 
 def test_more_connections_allow_more_clients():

@@ -16,7 +16,16 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StrictBool, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    TypeAdapter,
+    ValidationError,
+)
 
 #: names of briefs, campaigns and configurations: they name folders on the controller and the host
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
@@ -75,10 +84,33 @@ Bool = StrictBool
 Port = Annotated[int, AfterValidator(_port)]
 
 
+def _listed(value: Any) -> Any:
+    """A single matrix value stands for a list of one."""
+    return value if isinstance(value, list) else [value]
+
+
+def _distinct(values: list) -> list:
+    if len({str(v) for v in values}) != len(values):
+        raise ValueError(f"a value is listed twice: {values}")
+    return values
+
+
+def Axis(item: Any) -> Any:   # noqa: N802 - a type
+    """A matrix axis of ``item`` values: one value, or a non-empty list of distinct values."""
+    return Annotated[list[item], BeforeValidator(_listed), Field(min_length=1), AfterValidator(_distinct)]
+
+
 class Model(BaseModel):
     """A declaration: unknown keys are errors, nothing is coerced from another type."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's defaults, field by field in declaration order (a copy of each list or mapping)."""
+    return {name: (dict(f.default) if isinstance(f.default, dict) else list(f.default)
+                   if isinstance(f.default, list) else f.default)
+            for name, f in model.model_fields.items() if not f.is_required()}
 
 
 M = TypeVar("M")

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, Field
 
-from briefkit.core.validation import Bool, KeyError_, Model, check_program
+from briefkit.core.validation import Axis, Bool, KeyError_, Model, check_program, defaults  # noqa: F401 (workload.py)
 from briefkit.tools.dbbench.command import DEFAULT_BINARY
 
 _INT = r"[0-9]{1,15}"
@@ -78,22 +78,6 @@ def _flags(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _listed(value: Any) -> Any:
-    """A single axis value stands for a list of one."""
-    return value if isinstance(value, list) else [value]
-
-
-def _distinct(values: list) -> list:
-    if len({str(v) for v in values}) != len(values):
-        raise ValueError(f"a value is listed twice: {values}")
-    return values
-
-
-def Axis(item: Any) -> Any:   # noqa: N802 - a type
-    """A matrix axis: one value or a non-empty list of distinct values."""
-    return Annotated[list[item], BeforeValidator(_listed), Field(min_length=1), AfterValidator(_distinct)]
-
-
 Positive = Annotated[int, Field(ge=1)]
 Program = Annotated[str, AfterValidator(check_program)]
 Benchmark = Literal["readrandom", "readwhilewriting", "readrandomwriterandom", "overwrite"]
@@ -153,9 +137,3 @@ class FlashMatrix(Model):
 SETTINGS = {"sweep": SweepSettings, "flash": FlashSettings}
 MATRIX = {"sweep": SweepMatrix, "flash": FlashMatrix}
 
-
-def defaults(model: type[Model]) -> dict[str, Any]:
-    """The model's defaults, field by field (a copy of each mutable one)."""
-    return {name: (dict(f.default) if isinstance(f.default, dict) else list(f.default)
-                   if isinstance(f.default, list) else f.default)
-            for name, f in model.model_fields.items() if not f.is_required()}

@@ -40,15 +40,17 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from briefkit.core import ramp, samples as tidy
-from briefkit.core.errors import ParseError
-from briefkit.tools.pgbench import parse as pgbench_log
-from briefkit.core.errors import CampaignError
+from briefkit.core import ramp
+from briefkit.core import samples as tidy
+from briefkit.core.errors import CampaignError, ParseError
+from briefkit.core.validation import defaults as defaults_of
 from briefkit.tools.base import Point, PointRun, Workload
-from briefkit.tools.pgbench.tpcc import LOAD_SQL, SCHEMA_SQL, Scale, pgbench_argv, script_names, write_scripts
+from briefkit.tools.pgbench import parse as pgbench_log
 from briefkit.tools.pgbench import wal
 from briefkit.tools.pgbench.cluster import DEFAULT_SETTINGS, PgCluster, find_bindir
 from briefkit.tools.pgbench.commands import CommandFailed
+from briefkit.tools.pgbench.settings import MANAGED, OltpMatrix, OltpSettings, server_text
+from briefkit.tools.pgbench.tpcc import LOAD_SQL, SCHEMA_SQL, Scale, pgbench_argv, script_names, write_scripts
 
 if TYPE_CHECKING:
     from briefkit.target.hosts import Host
@@ -56,10 +58,9 @@ if TYPE_CHECKING:
 
 DBNAME = "tpcc"
 #: server settings the workload manages itself (the socket and port) or needs (WAL timing)
-MANAGED_SERVER_SETTINGS = ("port", "unix_socket_directories", "track_wal_io_timing")
+MANAGED_SERVER_SETTINGS = MANAGED
 #: PostgreSQL keeps this many connections for superusers (superuser_reserved_connections)
 RESERVED_CONNECTIONS = 3
-_SERVER_NAME = re.compile(r"[a-z_][a-z0-9_.]*\Z")
 _LOG = re.compile(r"tx\.\d+\Z")
 #: taken with the WAL statistics before and after each step
 SNAPSHOT_EXTRA = {
@@ -73,70 +74,27 @@ class OltpWorkload(Workload):
     name = "oltp"
     load_axis = "clients"
     tool = "pgbench"
-    axes = {"clients": [1, 2, 4, 8, 16]}
-    defaults = {
-        "warehouses": 2,          # TPC-C warehouses loaded
-        "shrink": 10,             # items and customers divided by this (1 = the specification's sizes)
-        "duration_s": 10,         # length of one ramp step
-        "warmup_s": 0,            # seconds at the start of a step left out of every figure
-        "jobs": None,             # pgbench threads; None: min(clients, 8)
-        "seed": 1,                # pgbench --random-seed (the load has its own fixed seed)
-        "port": 55432,            # the cluster's own port (its socket file's name)
-        "pg_version": None,       # PostgreSQL major version to use; None: the highest installed
-        "server": {},             # extra server settings, e.g. {shared_buffers: 256MB}
-        "load_timeout_s": 7200,   # the initial load may take this long
-        "plateau": True,          # stop conditions: see briefkit.core.ramp.StopRule
-        "min_nopm_gain_pct": 5.0,
-        "max_p999_rise_pct": 20.0,
-        "wal_limit_ms": 5.0,      # null: no log-latency condition
-    }
+    axes = defaults_of(OltpMatrix)
+    settings_model = OltpSettings
+    matrix_model = OltpMatrix
+    defaults = defaults_of(OltpSettings)
 
     # --- declaration -------------------------------------------------------------------------
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
                  ) -> tuple[dict[str, list], dict[str, Any]]:
+        """The models check keys, types and the server allow-list; here what needs the matrix and
+        the settings together: the data set's size and the connections the ramp needs."""
         matrix, settings = super().validate(matrix, settings, where)
         clients = matrix["clients"]
-        if (not all(_whole(c) and c >= 1 for c in clients)) or sorted(set(clients)) != clients:
-            raise CampaignError(f"{where}.matrix.clients: a ramp needs strictly rising whole numbers >= 1, "
-                                f"got {clients!r}")
-        for key, low in (("warehouses", 1), ("shrink", 1), ("duration_s", 1), ("warmup_s", 0), ("seed", 0),
-                         ("port", 1), ("load_timeout_s", 1)):
-            if not _whole(settings[key]) or settings[key] < low:
-                raise CampaignError(f"{where}.settings.{key}: expected a whole number >= {low}, got {settings[key]!r}")
-        if settings["port"] > 65535:
-            raise CampaignError(f"{where}.settings.port: expected 1..65535, got {settings['port']!r}")
-        if settings["warmup_s"] >= settings["duration_s"]:
-            raise CampaignError(f"{where}.settings.warmup_s: must be shorter than duration_s "
-                                f"({settings['duration_s']}), got {settings['warmup_s']!r}")
-        if settings["jobs"] is not None and (not _whole(settings["jobs"]) or settings["jobs"] < 1):
-            raise CampaignError(f"{where}.settings.jobs: expected a whole number >= 1 or null, got {settings['jobs']!r}")
-        if settings["pg_version"] is not None and not _whole(settings["pg_version"]):
-            raise CampaignError(f"{where}.settings.pg_version: expected a major version such as 15, or null, "
-                                f"got {settings['pg_version']!r}")
         try:
             Scale(settings["warehouses"], settings["shrink"])
         except ValueError as exc:
             raise CampaignError(f"{where}.settings: {exc}") from None
-        server = settings["server"] or {}
-        if not isinstance(server, Mapping):
-            raise CampaignError(f"{where}.settings.server: expected a mapping of PostgreSQL settings, got {server!r}")
-        for key, value in server.items():
-            if not isinstance(key, str) or not _SERVER_NAME.match(key):
-                raise CampaignError(f"{where}.settings.server: {key!r} is not a PostgreSQL setting name")
-            if key in MANAGED_SERVER_SETTINGS:
-                raise CampaignError(f"{where}.settings.server.{key}: managed by the workload "
-                                    f"(use settings.port for the port)")
-            if isinstance(value, (dict, list)) or value is None or "\0" in str(value):
-                raise CampaignError(f"{where}.settings.server.{key}: expected a single value, got {value!r}")
-        settings["server"] = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in server.items()}
+        settings["server"] = server_text(settings["server"] or {})
         limit = int(settings["server"].get("max_connections", DEFAULT_SETTINGS["max_connections"]))
         if clients[-1] > limit - RESERVED_CONNECTIONS:
             raise CampaignError(f"{where}.matrix.clients: {clients[-1]} clients need max_connections >= "
                                 f"{clients[-1] + RESERVED_CONNECTIONS} (settings.server.max_connections, now {limit})")
-        try:
-            ramp.StopRule.from_settings(settings, f"{where}.settings")
-        except ValueError as exc:
-            raise CampaignError(str(exc)) from None
         return matrix, settings
 
     def expected_seconds(self, point: Point, settings: Mapping[str, Any]) -> float | None:
@@ -345,10 +303,6 @@ class OltpWorkload(Workload):
         extra = tidy.frame([{"workload": "all", "metric": "wal_write_lat", "value": step.log_write_ms,
                              "unit": "ms"}], source=None, **common)
         return tidy.concat([table, extra])
-
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _version(text: str | None) -> str | None:
