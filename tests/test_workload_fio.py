@@ -102,6 +102,11 @@ def test_parse_mix(value, expected):
     ({}, {"size": "1GB"}, "c.settings.size"),
     ({}, {"timeout_s": -1}, "c.settings.timeout_s"),
     ({}, {"fio": "--version"}, "c.settings.fio"),
+    ({"rw": ["70/30", "70/30"]}, {}, "c.matrix.rw: a value is listed twice"),
+    ({"numjobs": [True]}, {}, "c.matrix.numjobs[0]"),
+    ({"iodepth": []}, {}, "c.matrix.iodepth"),
+    ({}, {"timeout_s": True}, "c.settings.timeout_s"),
+    ({}, {"options": {"randrepeat": "0\nexec_prerun=id"}}, "c.settings.options.randrepeat"),
 ])
 def test_bad_declarations_name_the_key(matrix, settings, key):
     with pytest.raises(CampaignError) as caught:
@@ -118,6 +123,11 @@ def test_bad_declarations_name_the_key(matrix, settings, key):
 ])
 def test_workload_labels(values, settings, label):
     assert workload_label(values, settings) == label
+
+
+def test_a_single_axis_value_is_a_list_of_one():
+    matrix, _ = FioWorkload().validate({"rw": "70/30", "bs": "4MiB", "numjobs": 2, "iodepth": 8}, {}, "c")
+    assert matrix == {"rw": ["70/30"], "bs": ["4MiB"], "numjobs": [2], "iodepth": [8]}
 
 
 def test_label_names_iodepth_only_when_the_matrix_sweeps_it():

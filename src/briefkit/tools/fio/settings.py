@@ -9,11 +9,12 @@ change what the job targets (``filename``, ``directory``) are not on it.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from briefkit.core.validation import Bool, KeyError_, Model, check_program
+from briefkit.core.validation import Axis, Bool, KeyError_, Model, check_program
+from briefkit.tools.fio.job import MIXED_MODES, RW_MODES
 
 _INT = r"[0-9]{1,12}"
 _BOOL = r"[01]"
@@ -53,9 +54,9 @@ def check_option(key: str, value: Any) -> str:
         raise ValueError(f"{key!r} is not a fio option a campaign may set (allowed: an option of briefkit's list "
                          "of options that neither run programs, nor change the host, nor touch other files; see "
                          "briefkit.tools.fio.settings.OPTIONS)")
-    if isinstance(value, bool):
-        value = int(value)
-    text = str(value) if isinstance(value, (int, float)) else value
+    # YAML's true/false are fio's 1/0; numbers are written as printed
+    text = {True: "1", False: "0"}[value] if type(value) is bool else \
+        str(value) if type(value) in (int, float) else value
     if not isinstance(text, str) or not re.fullmatch(OPTIONS[key], text):
         raise ValueError(f"{value!r} is not a value of {key} (expected {OPTIONS[key]})")
     return text
@@ -71,7 +72,7 @@ def _options(value: dict[str, Any]) -> dict[str, Any]:
 
 
 class FioSettings(Model):
-    """``settings:`` of a fio campaign (defaults: briefkit.tools.fio.workload.FioWorkload.defaults)."""
+    """``settings:`` of a fio campaign (see briefkit.tools.fio.workload for what each does)."""
 
     ioengine: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")] = "io_uring"
     direct: Bool = True
@@ -80,7 +81,7 @@ class FioSettings(Model):
     time_based: Bool = True
     group_reporting: Bool = True
     size: Annotated[int, Field(gt=0)] | Annotated[str, Field(pattern=r"^[0-9]{1,15} ?[A-Za-z]{0,3}$")] | None = "1GiB"
-    pattern: Annotated[str, Field(pattern=r"^(rw|readwrite|randrw)$")] = "randrw"
+    pattern: Literal[MIXED_MODES] = "randrw"
     precondition: Bool = True
     options: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,63}$")], Any],
                        AfterValidator(_options)] = {}
@@ -89,10 +90,28 @@ class FioSettings(Model):
     label_iodepth: Bool | None = None
 
 
-class FioMatrix(Model):
-    """``matrix:`` of a fio campaign: the axes it sweeps."""
+#: the fio-6600ion brief's four read/write mixes (Table 1)
+BRIEF_MIXES = ["30/70", "50/50", "70/30", "90/10"]
+_MIX = re.compile(r"^\s*(\d{1,3})\s*/\s*(\d{1,3})\s*$")
 
-    rw: list[Annotated[str, Field(pattern=r"^([0-9]{1,3}/[0-9]{1,3}|[a-z]{1,16})$")]] | None = None
-    bs: list[Annotated[int, Field(gt=0)] | Annotated[str, Field(pattern=r"^[0-9]{1,12} ?[A-Za-z]{0,3}$")]] | None = None
-    numjobs: list[Annotated[int, Field(ge=1)]] | None = None
-    iodepth: list[Annotated[int, Field(ge=1)]] | None = None
+
+def check_mix(value: str) -> str:
+    """A read/write mix ``"R/W"`` adding up to 100, or a plain fio mode (``randread``, ...)."""
+    match = _MIX.match(value)
+    if match:
+        if int(match.group(1)) + int(match.group(2)) != 100:
+            raise ValueError(f"mix {value!r} must add up to 100 (read/write percent)")
+        return value
+    if value in RW_MODES:
+        return value
+    raise ValueError(f"{value!r} is neither a read/write mix like '70/30' nor a fio mode ({', '.join(RW_MODES)})")
+
+
+class FioMatrix(Model):
+    """``matrix:`` of a fio campaign: the axes it sweeps (defaults: the fio-6600ion brief's methodology)."""
+
+    rw: Axis(Annotated[str, AfterValidator(check_mix)]) = BRIEF_MIXES
+    bs: Axis(Annotated[int, Field(gt=0)] | Annotated[str, Field(pattern=r"^[0-9]{1,12} ?[A-Za-z]{0,3}$")]) = \
+        ["256KiB", "4MiB"]
+    numjobs: Axis(Annotated[int, Field(ge=1)]) = [1, 2, 4, 8]
+    iodepth: Axis(Annotated[int, Field(ge=1)]) = [64]

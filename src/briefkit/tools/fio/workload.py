@@ -49,13 +49,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from briefkit.target.hosts.base import CommandError, stderr_tail
-from briefkit.tools.fio import parse as fio_output
 from briefkit.core import sizes
 from briefkit.core.errors import CampaignError
+from briefkit.core.validation import defaults as defaults_of
+from briefkit.target.hosts.base import CommandError, stderr_tail
 from briefkit.tools.base import Point, PointRun, Workload
-from briefkit.tools.fio.settings import FioSettings
-from briefkit.tools.fio.job import MIXED_MODES, RW_MODES, FioJob, command, job_file, parse_size
+from briefkit.tools.fio import parse as fio_output
+from briefkit.tools.fio.job import RW_MODES, FioJob, command, job_file, parse_size
+from briefkit.tools.fio.settings import _MIX, BRIEF_MIXES, FioMatrix, FioSettings  # noqa: F401 (BRIEF_MIXES: re-exported)
 
 if TYPE_CHECKING:
     from briefkit.target.hosts import Host
@@ -65,14 +66,11 @@ if TYPE_CHECKING:
 DATA_FILE = "briefkit-fio.data"
 #: file names in a point's folder
 JOB_FILE, OUTPUT_FILE, JOB_NAME = "fio.job", "fio.json", "fio"
-#: the brief's four read/write mixes (Table 1 of fio-6600ion)
-BRIEF_MIXES = ["30/70", "50/50", "70/30", "90/10"]
 #: beside the data file once preconditioning has written all of it (holds the size in bytes)
 MARKER_SUFFIX = ".preconditioned"
 #: block size of the preconditioning write
 PRECONDITION_BS = 1024 * 1024
 
-_MIX = re.compile(r"^\s*(\d{1,3})\s*/\s*(\d{1,3})\s*$")
 _READ_ONLY = {"read", "randread"}
 
 
@@ -111,55 +109,20 @@ class FioWorkload(Workload):
     name = "fio"
     load_axis = "numjobs"
     tool = "fio"
-    axes = {
-        "rw": BRIEF_MIXES,
-        "bs": ["256KiB", "4MiB"],
-        "numjobs": [1, 2, 4, 8],
-        "iodepth": [64],
-    }
     settings_model = FioSettings
-    defaults = {
-        "ioengine": "io_uring",
-        "direct": True,
-        "ramp_s": 300,
-        "runtime_s": 600,
-        "time_based": True,
-        "group_reporting": True,
-        "size": "1GiB",
-        "pattern": "randrw",
-        "precondition": True,
-        "options": {},
-        "fio": "fio",
-        "timeout_s": None,
-        "label_iodepth": None,
-    }
+    matrix_model = FioMatrix
+    axes = defaults_of(FioMatrix)
+    defaults = defaults_of(FioSettings)
 
     # --- declaration -------------------------------------------------------------------------
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
                  ) -> tuple[dict[str, list], dict[str, Any]]:
+        """The models check keys, types and allow-lists; here every combination of the matrix is
+        built into a job file once (with a stand-in target), and fio_job's complaint is reported
+        against the params key it came from."""
         full_matrix, full = super().validate(matrix, settings, where)
-        if full["pattern"] not in MIXED_MODES:
-            raise CampaignError(f"{where}.settings.pattern: {full['pattern']!r} is not a mixed fio "
-                                f"mode ({', '.join(MIXED_MODES)})")
-        if not isinstance(full["fio"], str) or not full["fio"] or full["fio"].startswith("-"):
-            raise CampaignError(f"{where}.settings.fio: {full['fio']!r} is not a program name")
-        if not isinstance(full["options"], Mapping):
-            raise CampaignError(f"{where}.settings.options: expected a mapping of fio options, "
-                                f"not {full['options']!r}")
-        timeout = full["timeout_s"]
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                    or timeout <= 0):
-            raise CampaignError(f"{where}.settings.timeout_s: expected seconds > 0 or null, not {timeout!r}")
-        for i, value in enumerate(full_matrix["rw"]):
-            parse_mix(value, f"{where}.matrix.rw[{i}]")
-        for axis in ("bs", "numjobs", "iodepth"):
-            values = full_matrix[axis]
-            if len({str(v) for v in values}) != len(values):
-                raise CampaignError(f"{where}.matrix.{axis}: repeated value in {values!r}")
         if full["label_iodepth"] is None:
             full["label_iodepth"] = len(full_matrix["iodepth"]) > 1
-        # Every combination must make a valid job file: build each once, with a stand-in target,
-        # and report fio_job's complaint against the params key it came from.
         for rw in full_matrix["rw"]:
             for bs in full_matrix["bs"]:
                 for numjobs in full_matrix["numjobs"]:
