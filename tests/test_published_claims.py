@@ -119,3 +119,30 @@ def test_missing_key_is_named(tmp_path):
     meta.write_text(meta.read_text().replace("subject: Micron 7600", "subjekt: Micron 7600"))
     with pytest.raises(published.PublishedDataError, match=r"brief\.yaml: subject: missing"):
         published.load(copy)
+
+
+@pytest.mark.parametrize("column, old, new, message", [
+    ("config", "Micron 7600", "Micron 7601", r"points\.csv:2: config 'Micron 7601' is not listed in brief\.yaml configs"),
+    ("workload", "readrandom", "readrandum", r"points\.csv:2: workload 'readrandum' is not listed in brief\.yaml workloads"),
+])
+def test_a_row_with_an_undeclared_name_is_named(tmp_path, column, old, new, message):
+    copy = tmp_path / "rocksdb-7600"
+    shutil.copytree(FOLDER, copy)
+    points = copy / "points.csv"
+    lines = points.read_text().splitlines()
+    header = lines[0].split(",")
+    cells = lines[1].split(",")
+    assert cells[header.index(column)] == old, lines[1]
+    cells[header.index(column)] = new
+    lines[1] = ",".join(cells)
+    points.write_text("\n".join(lines) + "\n")
+    with pytest.raises(published.PublishedDataError, match=message):
+        published.load(copy)
+
+
+def test_a_claim_of_an_unknown_kind_in_the_file_is_named(tmp_path):
+    copy = tmp_path / "rocksdb-7600"
+    shutil.copytree(FOLDER, copy)
+    (copy / "claims.yaml").write_text("claims:\n  - {id: x, where: here, kind: guess}\n")
+    with pytest.raises(published.PublishedDataError, match=r"claims\.yaml: claims\[0\]\.kind: 'guess'; one of values"):
+        published.load(copy)

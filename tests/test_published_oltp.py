@@ -122,13 +122,16 @@ def test_a_claim_missing_a_key_is_named(tmp_path, brief):
     with pytest.raises(claims.ClaimError, match=r"'x' \(kind relative\): key 'range' or 'stated' missing"):
         claims.check(brief, {"id": "x", "where": "", "kind": "relative", "metric": "nopm"})
     copy = _copy(tmp_path, "claims.yaml", "  - id: callout-nopm", "  - id: overview-nopm")
-    with pytest.raises(published.PublishedDataError, match="id 'overview-nopm' is used twice"):
+    with pytest.raises(published.PublishedDataError, match=r"claims\.yaml: claims\[\d+\]\.id: 'overview-nopm' is used twice"):
         published.load(copy)
 
 
 @pytest.mark.parametrize("key, value, message", [
-    ("as", "thirds", "as 'thirds' is not one of"), ("bound", "roughly", "bound 'roughly' is not one of"),
-    ("reduce", "median", "reduce 'median' is not one of"),
+    ("as", "thirds", r"claim 'm' \(kind multiple\): as: 'thirds': expected 'times'"),
+    ("bound", "roughly", r"claim 'm' \(kind multiple\): bound: 'roughly': expected 'about'"),
+    ("reduce", "median", r"claim 'm' \(kind multiple\): reduce: 'median': expected 'max_each'"),
+    ("operands", ["1.5", "x"], r"claim 'm' \(kind multiple\): operands\[1\]: 'x' is not a number"),
+    ("numerator", "x; touch /tmp/x", r"claim 'm' \(kind multiple\): numerator: "),
 ])
 def test_a_multiple_with_an_unknown_reading_is_named(brief, key, value, message):
     claim = {"id": "m", "where": "", "kind": "multiple", "numerator": "2x NVMe", "denominator": "8x SATA",

@@ -152,5 +152,5 @@ def test_a_bad_claims_file_is_named(tmp_path):
     with pytest.raises(published.PublishedDataError, match=r"claims\.yaml: claims: expected a list"):
         published.load(copy)
     (copy / "claims.yaml").write_text(yaml.safe_dump({"claims": [{"id": "x", "kind": "leads"}]}))
-    with pytest.raises(published.PublishedDataError, match=r"claim #1: key 'where' is missing"):
+    with pytest.raises(published.PublishedDataError, match=r"claims\.yaml: claims\[0\]\.where: missing"):
         published.load(copy)

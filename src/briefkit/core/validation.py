@@ -212,7 +212,8 @@ def messages(exc: ValidationError, where: str, model: Any = None, data: Any = No
             merged[key].append(text)
         else:
             merged[key] = [text]
-    return [f"{key}: {' or '.join(dict.fromkeys(texts))}" for key, texts in merged.items()]
+    return [f"{key}{'' if key.endswith(':') else ':'} {' or '.join(dict.fromkeys(texts))}"
+            for key, texts in merged.items()]
 
 
 def check(model: type[M] | Any, data: Any, where: str, error: Callable[[str], Exception], *,

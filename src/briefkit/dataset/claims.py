@@ -10,7 +10,7 @@ Each claim gets a verdict:
 - ``does not match``: neither; the reason says what the numbers give and where the printed
   number really comes from (another load point, another competitor).
 
-Claim kinds (``CHECKS``; the fields each needs are in ``REQUIRED``):
+Claim kinds (``CHECKS``; the keys of each are its model in briefkit.dataset.published, ``CLAIM_MODELS``):
 
 - ``values``: numbers of one metric, one per configuration, at load ``at``;
 - ``up_to``: "up to N%", the largest difference of the subject over the load points;
@@ -35,7 +35,8 @@ import pandas as pd
 
 from briefkit.core import compare
 from briefkit.core.numbers import Interval, Printed, fmt, round_half_up
-from briefkit.dataset.published import Cell, PublishedBrief, PublishedDataError
+from briefkit.core.validation import check as check_model
+from briefkit.dataset.published import CLAIM_MODELS, Cell, PublishedBrief, PublishedDataError
 
 MATCHES, ROUNDING, NOT_CHECKABLE, MISMATCH = "matches", "rounding", "not checkable", "does not match"
 VERDICTS = (MATCHES, ROUNDING, NOT_CHECKABLE, MISMATCH)
@@ -44,6 +45,12 @@ _SEVERITY = {MATCHES: 0, ROUNDING: 1, NOT_CHECKABLE: 2, MISMATCH: 3}
 
 class ClaimError(PublishedDataError):
     """A claim of claims.yaml that cannot be checked as written; the message names the claim and key."""
+
+
+def validate(claim: dict, where: str, error=None) -> dict:
+    """``claim`` checked by the model of its kind; ``error`` (ClaimError) names ``where`` and the key."""
+    check_model(CLAIM_MODELS[claim["kind"]], claim, f"{where}:", error or ClaimError)
+    return claim
 
 
 @dataclass
@@ -277,12 +284,6 @@ def _loads_text(brief: PublishedBrief, loads) -> str:
     return ", ".join("not stated" if load is None else f"{load:g}" for load in loads)
 
 
-def _require_keys(claim: dict, keys) -> None:
-    missing = [k for k in keys if k not in claim]
-    if missing:
-        raise ClaimError(f"claim {claim.get('id')!r} (kind {claim.get('kind')}): key(s) {missing} missing")
-
-
 # --------------------------------------------------------------------------- multiple
 
 
@@ -343,10 +344,6 @@ def _ratio_at(num: dict, den: dict, load) -> tuple[float, Interval] | None:
     return None
 
 
-#: How a multiple over several load points is taken (None: at the one load `at`).
-_REDUCES = (None, "max_each", "up_to", "any", "each")
-
-
 def _data_ratios(brief, claim, num: _Side, den: _Side) -> list[tuple[object, float, Interval]]:
     """(load, ratio, interval) the brief's data gives for the claim's ``reduce``; [] without data."""
     reduce = claim.get("reduce")
@@ -399,13 +396,6 @@ def _locate_anywhere(brief: PublishedBrief, metric: str, printed: Printed) -> st
 
 def check_multiple(brief: PublishedBrief, claim: dict) -> list[Verdict]:
     relation, bound = claim.get("as", "times"), claim.get("bound", "about")
-    if relation not in compare.RELATIONS:
-        raise ClaimError(f"claim {claim['id']!r}: as {relation!r} is not one of {', '.join(compare.RELATIONS)}")
-    if bound not in _BOUND_WORDS:
-        raise ClaimError(f"claim {claim['id']!r}: bound {bound!r} is not one of {', '.join(_BOUND_WORDS)}")
-    if claim.get("reduce") not in _REDUCES:
-        raise ClaimError(f"claim {claim['id']!r}: reduce {claim['reduce']!r} is not one of "
-                         f"{', '.join(r for r in _REDUCES if r)}")
     stated = Printed.parse(claim["stated"])
     shown_stated = claim.get("printed_as") or (
         f"{'' if bound == 'about' else _BOUND_WORDS[bound] + ' '}{stated.text}{_STATED_SUFFIX.get(relation, '')}")
@@ -497,8 +487,6 @@ def check_multiple(brief: PublishedBrief, claim: dict) -> list[Verdict]:
 
 def check_identity(brief: PublishedBrief, claim: dict) -> list[Verdict]:
     equals = claim["equals"]
-    if not isinstance(equals, dict) or "metric" not in equals or "factor" not in equals:
-        raise ClaimError(f"claim {claim['id']!r}: equals needs 'metric' and 'factor'")
     metric, other, factor = claim["metric"], equals["metric"], float(equals["factor"])
     workloads = claim.get("workloads") or ([claim["workload"]] if claim.get("workload") else list(brief.workloads))
     verdicts = []
@@ -589,8 +577,6 @@ def _holds_with(brief: PublishedBrief, other: dict, role: str, value: Printed) -
 
 def check_repeated(brief: PublishedBrief, claim: dict) -> list[Verdict]:
     printings = claim["printings"]
-    if not isinstance(printings, list) or len(printings) < 2:
-        raise ClaimError(f"claim {claim['id']!r}: printings needs at least two entries")
     texts = [p["text"] if isinstance(p, dict) else str(p) for p in printings]
     wheres = [p.get("where", "") if isinstance(p, dict) else "" for p in printings]
     values = [Printed.parse(t) for t in texts]
@@ -640,8 +626,6 @@ def check_repeated(brief: PublishedBrief, claim: dict) -> list[Verdict]:
 
 def check_leads(brief: PublishedBrief, claim: dict) -> list[Verdict]:
     config, rank = claim["config"], claim.get("rank", "first")
-    if rank not in ("first", "last"):
-        raise ClaimError(f"claim {claim['id']!r}: rank {rank!r} is not 'first' or 'last'")
     metrics = claim.get("metrics") or [claim["metric"]]
     workloads = claim.get("workloads") or ([claim["workload"]] if claim.get("workload") else list(brief.workloads))
     over = claim.get("over") or [c for c in brief.configs if c != config]
@@ -761,22 +745,13 @@ CHECKS = {"values": check_values, "up_to": check_up_to, "multiple": check_multip
           "identity": check_identity, "repeated": check_repeated, "leads": check_leads,
           "relative": check_relative}
 
-#: The keys each kind needs besides id, where and kind.
-REQUIRED = {"values": ("workload", "metric", "stated"), "up_to": ("workload", "metric", "stated"),
-            "multiple": ("numerator", "denominator", "stated"), "identity": ("metric", "equals"),
-            "repeated": ("workload", "metric", "config", "printings"), "leads": ("config",),
-            "relative": ("metric",)}
-
-
 def check(brief: PublishedBrief, claim: dict) -> list[Verdict]:
+    """The verdicts of one claim; the claim is first checked by its kind's model
+    (briefkit.dataset.published.CLAIM_MODELS: keys, types, allowed words), errors naming its id and key."""
     kind = claim.get("kind")
     if kind not in CHECKS:
         raise ValueError(f"claim {claim.get('id')!r}: unknown kind {kind!r} (known: {', '.join(CHECKS)})")
-    _require_keys(claim, REQUIRED[kind])
-    if kind == "leads" and "metric" not in claim and "metrics" not in claim:
-        raise ClaimError(f"claim {claim['id']!r} (kind leads): key 'metric' or 'metrics' missing")
-    if kind == "relative" and "range" not in claim and "stated" not in claim:
-        raise ClaimError(f"claim {claim['id']!r} (kind relative): key 'range' or 'stated' missing")
+    validate(claim, f"claim {claim.get('id')!r} (kind {kind})", ClaimError)
     return CHECKS[kind](brief, claim)
 
 

@@ -18,14 +18,15 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pandas as pd
+from pydantic import AfterValidator, Field, TypeAdapter, ValidationError, create_model, model_validator
 
 from briefkit.config import yamlload
 from briefkit.core import compare, samples
 from briefkit.core.numbers import Interval, Printed
-from briefkit.core.validation import Model, check
+from briefkit.core.validation import Model, check, messages
 
 KEY_COLUMNS = ("table", "workload", "config")
 RELATIVE_COLUMNS = ("table", "workload", "config", "metric", "baseline", "relation", "value", "where")
@@ -164,33 +165,62 @@ def _read_yaml(path: Path) -> dict:
     return loaded
 
 
+def _printed(text: str) -> str:
+    """A number as printed (``1,418``, ``0.7``, ``23%``, ``2.5X``): kept as text, so that its precision is kept."""
+    try:
+        Printed.parse(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    return text
+
+
+#: a printed number, kept as its text
+PrintedText = Annotated[str, AfterValidator(_printed)]
+#: free text for people (titles, where a number appears, notes): one line or a paragraph, no control characters
+Text = Annotated[str, Field(pattern=r"^[^\x00-\x08\x0b-\x1f\x7f]*$", max_length=4000)]
+
+
+def _no_parent(value: str) -> str:
+    if ".." in value:
+        raise ValueError(f"{value!r} must not contain '..'")
+    return value
+
+
+#: a name the transcription uses for a configuration, workload, table or unit ("Micron 7600",
+#: "70/30 256 KiB", "MB/s"): letters, digits, blanks and . , + % ( ) / -, starting with a letter or digit
+Label = Annotated[str, Field(pattern=r"^\w[\w .,+%()/-]{0,119}$"), AfterValidator(_no_parent)]
+#: a file of the brief's folder (source.txt): a plain name, no path
+FileName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,100}(\.[A-Za-z0-9_-]{1,16}){0,3}$")]
+Metric = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.]{0,63}$")]
+
+
 class _Column(Model):
-    metric: str
-    unit: str
-    label: str
-    suffix: str | None = None
+    metric: Metric
+    unit: Label
+    label: Label
+    suffix: Annotated[str, Field(max_length=8)] | None = None
 
 
 class BriefFile(Model):
     """brief.yaml: what the published brief is (free-form descriptions inside workloads and configs)."""
 
     model_config = Model.model_config | {"strict": False}
-    title: str
-    subtitle: str | None = None
-    source: str | None = None
-    seed: str | None = None
-    source_sha256: str | None = None
-    subject: str
-    baseline: str | None = None
-    load_kind: str
-    unstated_load: str | None = None
+    title: Text
+    subtitle: Text | None = None
+    source: FileName | None = None
+    seed: FileName | None = None
+    source_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
+    subject: Label
+    baseline: Label | None = None
+    load_kind: Metric
+    unstated_load: Text | None = None
     loads: list | None = None
-    configs: dict[str, Any]
-    groups: dict[str, list[str]] | None = None
-    workloads: dict[str, dict[str, Any] | None]
-    columns: dict[str, _Column] | None = None
-    derived: dict[str, dict[str, Any]] | None = None
-    metrics: dict[str, dict[str, Any]] | None = None
+    configs: dict[Label, Any]
+    groups: dict[Label, list[Label]] | None = None
+    workloads: dict[Label, dict[str, Any] | None]
+    columns: dict[Metric, _Column] | None = None
+    derived: dict[Metric, dict[str, Any]] | None = None
+    metrics: dict[Metric, dict[str, Any]] | None = None
     figures_without_numbers: dict[str, Any] | None = None
     how_tested: dict[str, Any] | None = None
     text_slips: list | None = None
@@ -200,16 +230,166 @@ class BriefFile(Model):
     statements: list | None = None
 
 
+# --- claims.yaml: one model per claim kind (briefkit.dataset.claims checks them) ----------------
+
+Relation = Literal[tuple(compare.RELATIONS)]
+At = Annotated[float, Field(allow_inf_nan=False)] | None
+
+
+class _Claim(Model):
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")]
+    where: Text
+    text: Text | None = None
+    reading: Text | None = None
+
+
+class ValuesClaim(_Claim):
+    """Numbers of one metric, one per configuration, at load ``at``."""
+
+    kind: Literal["values"]
+    workload: Label
+    metric: Metric
+    at: At = None
+    stated: Annotated[dict[Label, PrintedText], Field(min_length=1)]
+
+
+class _Calculation(Model):
+    operands: Annotated[list[PrintedText], Field(min_length=2, max_length=2)]
+    result: PrintedText
+
+
+class UpToClaim(_Claim):
+    """"Up to N%": the largest difference of the subject over the load points."""
+
+    kind: Literal["up_to"]
+    workload: Label
+    metric: Metric
+    at: At = None
+    stated: PrintedText
+    calculation: _Calculation | None = None
+
+
+class _SideSpec(Model):
+    config: Label | list[Label]
+    workload: Label | None = None
+    metric: Metric | None = None
+    at: At | list[float] = None
+
+
+class MultipleClaim(_Claim):
+    """``numerator`` / ``denominator`` of a metric, written the way ``as`` says."""
+
+    kind: Literal["multiple"]
+    numerator: Label | _SideSpec
+    denominator: Label | _SideSpec
+    stated: PrintedText
+    workload: Label | None = None
+    metric: Metric | None = None
+    at: At = None
+    as_: Relation = Field("times", alias="as")
+    bound: Literal["about", "more_than", "less_than", "nearly"] = "about"
+    reduce: Literal["max_each", "up_to", "any", "each"] | None = None
+    operands: Annotated[list[PrintedText], Field(min_length=2, max_length=2)] | None = None
+    printed_as: Text | None = None
+
+
+class _Equals(Model):
+    metric: Metric
+    factor: Annotated[float, Field(allow_inf_nan=False)]
+
+
+class IdentityClaim(_Claim):
+    """A metric that must equal ``factor`` x another."""
+
+    kind: Literal["identity"]
+    metric: Metric
+    equals: _Equals
+    workload: Label | None = None
+    workloads: list[Label] | None = None
+
+
+class _Printing(Model):
+    text: PrintedText
+    where: Text = ""
+
+
+class RepeatedClaim(_Claim):
+    """One quantity printed more than once."""
+
+    kind: Literal["repeated"]
+    workload: Label
+    metric: Metric
+    config: Label
+    at: At = None
+    printings: Annotated[list[_Printing | PrintedText], Field(min_length=2)]
+
+
+class LeadsClaim(_Claim):
+    """A configuration is the better (``rank: first``) or the worse (``last``) one at every point."""
+
+    kind: Literal["leads"]
+    config: Label
+    rank: Literal["first", "last"] = "first"
+    metric: Metric | None = None
+    metrics: list[Metric] | None = None
+    workload: Label | None = None
+    workloads: list[Label] | None = None
+    over: list[Label] | None = None
+    at: Literal["all"] | At | list[float] = "all"
+
+    @model_validator(mode="after")
+    def _metric(self):
+        if self.metric is None and not self.metrics:
+            raise ValueError("key 'metric' or 'metrics' missing")
+        return self
+
+
+class RelativeClaim(_Claim):
+    """A statement about numbers printed only relative to a baseline (relative.csv)."""
+
+    kind: Literal["relative"]
+    metric: Metric
+    as_: Relation = Field("times", alias="as")
+    bound: Literal["about", "more_than", "less_than", "nearly"] = "about"
+    configs: list[Label] | None = None
+    range: Annotated[list[PrintedText], Field(min_length=2, max_length=2)] | None = None
+    stated: PrintedText | None = None
+    reduce: Literal["up_to"] | None = None
+
+    @model_validator(mode="after")
+    def _stated(self):
+        if self.range is None and self.stated is None:
+            raise ValueError("key 'range' or 'stated' missing")
+        return self
+
+
+CLAIM_MODELS = {m.model_fields["kind"].annotation.__args__[0]: m for m in (
+    ValuesClaim, UpToClaim, MultipleClaim, IdentityClaim, RepeatedClaim, LeadsClaim, RelativeClaim)}
+Claim = Annotated[ValuesClaim | UpToClaim | MultipleClaim | IdentityClaim | RepeatedClaim | LeadsClaim
+                  | RelativeClaim, Field(discriminator="kind")]
+
+
 class ClaimsFile(Model):
-    """claims.yaml: the list of claims (each checked by briefkit.dataset.claims)."""
+    """claims.yaml: the list of claims, each checked by its kind's model."""
 
-    claims: list[dict[str, Any]] | None = None
+    claims: list[Claim] | None = None
 
 
-def _require(meta: dict, keys: tuple[str, ...], path: Path | str) -> None:
-    for key in keys:
-        if key not in meta:
-            raise PublishedDataError(f"{path}: key {key!r} is missing")
+# --- points.csv: one model per brief, from brief.yaml's declarations ----------------------------
+
+def point_row_model(meta: dict) -> type[Model]:
+    """The model of one points.csv row of a brief: ``table``, a ``workload`` and a ``config`` that
+    brief.yaml declares, the load column and every metric column as printed numbers (text; an
+    empty cell: not stated / not printed)."""
+    cell = Annotated[PrintedText | Literal[""], Field(default="")]
+    fields: dict[str, Any] = {
+        "table": (Label, ...),
+        "workload": (Literal[tuple(meta["workloads"])], ...),
+        "config": (Literal[tuple(meta["configs"])], ...),
+        meta["load_kind"]: (cell, ""),
+    }
+    fields.update({column: (cell, "") for column in meta.get("columns") or {}})
+    return create_model("PointRow", __base__=Model, **fields)
 
 
 def _parse_column(raw: pd.DataFrame, column: str, path: Path) -> list:
@@ -229,6 +409,8 @@ def _check_configs(raw: pd.DataFrame, known, path: Path, what: str = "configs") 
 
 
 def _read_points(path: Path, meta: dict) -> pd.DataFrame:
+    """points.csv, every row checked by the brief's row model (``point_row_model``); an error names
+    the file, the line and the column."""
     load_kind = meta["load_kind"]
     columns = meta.get("columns")
     if not columns:
@@ -238,13 +420,13 @@ def _read_points(path: Path, meta: dict) -> pd.DataFrame:
     missing = [c for c in expected if c not in raw.columns]
     if missing:
         raise PublishedDataError(f"{path}: columns {missing} are missing (expected {expected})")
+    row_model = TypeAdapter(point_row_model(meta))
+    for line, row in enumerate(raw[expected].to_dict("records"), start=2):   # header is line 1
+        _check_row(row_model, row, path, line)
     points = pd.DataFrame({c: list(raw[c]) for c in KEY_COLUMNS})
-    _check_configs(raw, meta["configs"], path)
-    for line, workload in enumerate(raw["workload"], start=2):
-        if workload not in meta["workloads"]:
-            raise PublishedDataError(f"{path}:{line}: workload {workload!r} is not listed in brief.yaml workloads")
     for column in [load_kind, *columns]:
-        points[column] = pd.Series(_parse_column(raw, column, path), dtype=object)
+        points[column] = pd.Series([Printed.parse(text) if text != "" else None for text in raw[column]],
+                                   dtype=object)
     points[load_kind] = [math.nan if p is None else p.value for p in points[load_kind]]   # NaN: not stated
     # One number per (workload, config, load) and metric: a second one is a transcription slip.
     for column in columns:
@@ -259,6 +441,21 @@ def _read_points(path: Path, meta: dict) -> pd.DataFrame:
                                          f"{workload} at {load_kind} {key[2]} (first on line {seen[key]})")
             seen[key] = line
     return points
+
+
+def _check_row(model: TypeAdapter, row: dict, path: Path, line: int) -> None:
+    """One points.csv row; the first error as ``<file>:<line>: column '<c>': <what>``."""
+    try:
+        model.validate_python(row)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        column = str(error["loc"][0]) if error["loc"] else ""
+        value = row.get(column)
+        if column in ("config", "workload"):
+            what = "configs" if column == "config" else "workloads"
+            raise PublishedDataError(f"{path}:{line}: {column} {value!r} is not listed in brief.yaml {what}") from None
+        text = messages(exc, "x")[0].split(": ", 1)[-1]
+        raise PublishedDataError(f"{path}:{line}: column {column!r}: {text}") from None
 
 
 def _read_relative(path: Path, meta: dict) -> pd.DataFrame:
@@ -301,15 +498,12 @@ def load(folder: str | Path) -> PublishedBrief:
     claims_file = _read_yaml(claims_path) if claims_path.exists() else {}
     check(ClaimsFile, claims_file, f"{claims_path}:", PublishedDataError)
     claims = claims_file.get("claims") or []
-    seen = set()
+    seen: dict[str, int] = {}
     for index, claim in enumerate(claims):
-        where = f"{claims_path} claim #{index + 1}"
-        if not isinstance(claim, dict):
-            raise PublishedDataError(f"{where}: expected a mapping")
-        _require(claim, ("id", "where", "kind"), where)
         if claim["id"] in seen:
-            raise PublishedDataError(f"{where}: id {claim['id']!r} is used twice")
-        seen.add(claim["id"])
+            raise PublishedDataError(f"{claims_path}: claims[{index}].id: {claim['id']!r} is used twice "
+                                     f"(first by claims[{seen[claim['id']]}])")
+        seen[claim["id"]] = index
     return PublishedBrief(folder.name, folder, meta, points, claims, relative)
 
 
