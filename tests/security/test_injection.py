@@ -3,13 +3,17 @@ names and campaign names: each attempt must be refused by validation, with a mes
 key, before anything runs.
 
 The fields are found by walking the pydantic models (a new field is covered without a new test):
-the campaign, the host, each storage kind, each power kind, each workload's settings model (or its
-``defaults``, for workloads without one). Every payload tries to create a marker file; the test
+the campaign, the host, each storage kind, each power kind, each workload's settings and matrix
+models (``Workload.settings_models``: fio, db_bench's sweep and flash suites, the OLTP ramp; or its
+``defaults``, for workloads without one), the names and values of the mappings handed to a tool
+(db_bench ``extra_flags``, PostgreSQL ``server`` settings), and every string field of brief.yaml and
+of each claim kind of claims.yaml (data/published). Every payload tries to create a marker file; the test
 fails if one appears, or if any process is started while validating.
 """
 from __future__ import annotations
 
 import copy
+import shutil
 import subprocess
 import typing
 from pathlib import Path
@@ -22,6 +26,7 @@ from briefkit import tools
 from briefkit.config import project
 from briefkit.config.params import BriefSpec, CampaignSpec, SshOptions
 from briefkit.core.errors import BriefkitError
+from briefkit.dataset import claims, published
 from briefkit.measure import campaign
 from briefkit.target import storage
 from briefkit.target.power.config import CsvSpec, DcmiSpec, RaplSpec, RedfishSpec
@@ -58,7 +63,7 @@ def string_fields(model: type[BaseModel]) -> list[str]:
         if key == "kind":
             continue
         text = repr(field.annotation)
-        if "str" in text or "Any" in text:
+        if "str" in text or "Any" in text or "Literal['" in text:
             found.append(key)
     return found
 
@@ -97,18 +102,49 @@ def cases(marker: Path):
                 yield kind, f"power.{key}", with_(("power",), {**base, key: value})
     for workload_name in tools.REGISTRY:
         workload = tools.get(workload_name)
-        keys = (string_fields(workload.settings_model) if workload.settings_model
-                else [k for k, v in workload.defaults.items() if isinstance(v, str) or v is None])
-        for key in keys:
-            if key == "options":
-                continue
-            for kind, value in payloads(marker, name=key not in is_path):
-                spec = with_(("settings", key), value)
-                spec["workload"] = workload_name
-                spec["matrix"] = {} if workload_name != "fio" else spec["matrix"]
-                if workload_name != "fio":
-                    spec["settings"] = {key: value}
-                yield kind, f"settings.{key}", spec
+        models = workload.settings_models()
+        for model in models:
+            is_matrix = model.__name__.endswith("Matrix")
+            suite = model.model_fields.get("suite")
+            base = {"suite": suite.default} if suite is not None and suite.default != "sweep" else {}
+            for key in string_fields(model):
+                if key in ("options", "extra_flags", "server", "suite"):
+                    continue
+                for kind, value in payloads(marker, name=key not in is_path):
+                    if workload_name == "fio":
+                        spec = with_(("matrix" if is_matrix else "settings", key), [value] if is_matrix else value)
+                    else:
+                        spec = {**copy.deepcopy(BASE_CAMPAIGN), "workload": workload_name,
+                                "matrix": {key: [value]} if is_matrix else {},
+                                "settings": base if is_matrix else {**base, key: value}}
+                    yield kind, f"{'matrix' if is_matrix else 'settings'}.{key}", spec
+        if not models:
+            for key in [k for k, v in workload.defaults.items() if isinstance(v, str) or v is None]:
+                for kind, value in payloads(marker, name=key not in is_path):
+                    spec = {**copy.deepcopy(BASE_CAMPAIGN), "workload": workload_name, "matrix": {},
+                            "settings": {key: value}}
+                    yield kind, f"settings.{key}", spec
+    # mappings passed on to a tool (db_bench flags, PostgreSQL settings): every name and value
+    for workload_name, key, allowed in (("dbbench", "extra_flags", "compression_type"),
+                                        ("oltp", "server", "shared_buffers")):
+        for kind, value in payloads(marker, name=True):
+            for mapping in ({value: "1"}, {allowed: value}):
+                spec = {**copy.deepcopy(BASE_CAMPAIGN), "workload": workload_name, "matrix": {},
+                        "settings": {key: mapping}}
+                yield f"{kind} ({'name' if value in mapping else 'value'})", f"settings.{key}", spec
+    for option, value in [("archive_command", f"touch {marker}"), ("restore_command", f"touch {marker}"),
+                          ("shared_preload_libraries", "/tmp/x.so"), ("listen_addresses", "*"),
+                          ("data_directory", "/etc"), ("log_directory", "/tmp"), ("ssl_passphrase_command", "id"),
+                          ("dynamic_library_path", "/tmp"), ("port", "5432"), ("unix_socket_directories", "/tmp")]:
+        spec = {**copy.deepcopy(BASE_CAMPAIGN), "workload": "oltp", "matrix": {},
+                "settings": {"server": {option: value}}}
+        yield "postgres setting", f"settings.server.{option}", spec
+    for flag, value in [("db", "/etc"), ("wal_dir", "/etc"), ("report_file", "/etc/passwd"), ("benchmarks", "replay"),
+                        ("trace_file", "/tmp/x"), ("options_file", "/etc/passwd"), ("use_existing_db", 0),
+                        ("threads", 4), ("statistics_string", "x")]:
+        spec = {**copy.deepcopy(BASE_CAMPAIGN), "workload": "dbbench", "matrix": {},
+                "settings": {"extra_flags": {flag: value}}}
+        yield "db_bench flag", f"settings.extra_flags.{flag}", spec
     # fio job options and mount options: the allow-lists
     for option, value in [("exec_prerun", f"touch {marker}"), ("exec_postrun", f"touch {marker}"),
                           ("ioscheduler", "none"), ("write_iolog", "/etc/passwd"), ("read_iolog", "/etc/passwd"),
@@ -197,4 +233,80 @@ def test_model_fields_are_all_walked():
     assert {"workload", "host", "workdir"} <= set(string_fields(CampaignSpec))
     assert "mount_options" in string_fields(storage.KINDS["sshfs"].Spec)
     assert "notebook" in string_fields(BriefSpec)
+    dbbench = {m.__name__: set(string_fields(m)) for m in tools.get("dbbench").settings_models()}
+    assert {"binary", "load", "extra_flags"} <= dbbench["SweepSettings"] and "benchmark" in dbbench["SweepMatrix"]
+    assert "test" in dbbench["FlashMatrix"] and "binary" in dbbench["FlashSettings"]
+    assert "server" in string_fields(tools.get("oltp").settings_model)
+    assert {"source", "subject", "load_kind"} <= set(string_fields(published.BriefFile))
+    assert {"numerator", "as_", "operands"} <= set(string_fields(published.MultipleClaim))
     assert typing.get_origin is not None
+
+
+# --- published data: brief.yaml and claims.yaml ---------------------------------------------------
+
+PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published"
+#: text for people (titles, where a number is printed, notes): kept as written, never run or opened
+PUBLISHED_FREE_TEXT = {"title", "subtitle", "unstated_load", "text", "where", "reading", "printed_as"}
+
+
+def _published_cases(marker: Path):
+    """(kind, file, key path, brief folder, brief.yaml, claims.yaml) for every string field of
+    BriefFile and of each claim kind's model, a real claim of that kind changed one key at a time."""
+    samples = {}
+    for folder in sorted(PUBLISHED.iterdir()):
+        data = yaml.safe_load((folder / "claims.yaml").read_text()) if (folder / "claims.yaml").exists() else None
+        for claim in (data or {}).get("claims") or []:
+            samples.setdefault(claim["kind"], (folder, claim))
+    for kind_name, model in published.CLAIM_MODELS.items():
+        if kind_name not in samples:
+            continue
+        folder, claim = samples[kind_name]
+        for key in string_fields(model):
+            name = model.model_fields[key].alias or key
+            for kind, value in payloads(marker, name=name not in PUBLISHED_FREE_TEXT):
+                changed = {**claim, name: [value, value] if name in ("operands", "printings", "range") else
+                           {"x": value} if name == "stated" and kind_name == "values" else value}
+                yield kind, "claims.yaml", f"claims[0].{name}", folder, None, {"claims": [changed]}
+    folder = PUBLISHED / "rocksdb-7600"
+    meta = yaml.safe_load((folder / "brief.yaml").read_text())
+    for key in string_fields(published.BriefFile):
+        if not isinstance(meta.get(key), (str, type(None))):
+            continue
+        for kind, value in payloads(marker, name=key not in PUBLISHED_FREE_TEXT):
+            yield kind, "brief.yaml", key, folder, {**meta, key: value}, None
+
+
+def test_published_string_fields_refuse_injection_or_keep_it_as_text(tmp_path, no_process, tmp_path_factory):
+    marker = tmp_path_factory.mktemp("marker") / "ran"
+    tried, refused, kept = 0, 0, 0
+    accepted = []
+    for kind, file, key, folder, meta, claims_data in _published_cases(marker):
+        copy = tmp_path / f"case{tried}" / folder.name
+        shutil.copytree(folder, copy)
+        if meta is not None:
+            (copy / "brief.yaml").write_text(yaml.safe_dump(meta, allow_unicode=True), encoding="utf-8")
+        if claims_data is not None:
+            (copy / "claims.yaml").write_text(yaml.safe_dump(claims_data, allow_unicode=True), encoding="utf-8")
+        tried += 1
+        try:
+            brief = published.load(copy)
+            if claims_data is not None:
+                claims.check(brief, brief.claims[0])
+        except BriefkitError:
+            raise
+        except (published.PublishedDataError, KeyError, ValueError) as exc:
+            text = str(exc)
+            assert isinstance(exc, published.PublishedDataError), (key, text)
+            assert file in text and key.split(".")[-1].split("[")[0] in text, (key, text)
+            refused += 1
+        else:
+            leaf = key.split(".")[-1].removeprefix("claims[0].")
+            if leaf in PUBLISHED_FREE_TEXT:
+                kept += 1
+            else:
+                accepted.append((kind, file, key))
+        shutil.rmtree(copy.parent)
+    print(f"\npublished injection suite: {tried} attempts, {refused} refused, {kept} kept as free text")
+    assert not marker.exists() and not no_process
+    assert not accepted, "\n".join(f"{k} {f} {key}: accepted" for k, f, key in accepted)
+    assert tried > 150

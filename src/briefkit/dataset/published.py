@@ -475,6 +475,28 @@ def _read_relative(path: Path, meta: dict) -> pd.DataFrame:
     return out
 
 
+def _check_claim_names(claim: dict, where: str, meta: dict) -> None:
+    """The workloads and configurations a claim names must be ones brief.yaml declares."""
+    configs = {*meta["configs"], *(meta.get("groups") or {})}
+
+    def need(key: str, names, known, what: str) -> None:
+        for name in names if isinstance(names, list) else [names]:
+            if name is not None and name not in known:
+                raise PublishedDataError(f"{where}.{key}: {name!r} is not one of brief.yaml's {what}")
+
+    need("workload", claim.get("workload"), meta["workloads"], "workloads")
+    need("workloads", claim.get("workloads") or [], meta["workloads"], "workloads")
+    need("config", claim.get("config"), configs, "configs")
+    need("over", claim.get("over") or [], configs, "configs")
+    need("configs", claim.get("configs") or [], configs, "configs")
+    for side in ("numerator", "denominator"):
+        spec = claim.get(side)
+        spec = spec if isinstance(spec, dict) else {"config": spec} if spec is not None else {}
+        need(f"{side}.workload", spec.get("workload"), meta["workloads"], "workloads")
+        need(f"{side}.config", [c for c in (spec.get("config") if isinstance(spec.get("config"), list)
+                                            else [spec.get("config")]) if c != "others"], configs, "configs")
+
+
 def load(folder: str | Path) -> PublishedBrief:
     folder = Path(folder)
     meta_path = folder / "brief.yaml"
@@ -482,6 +504,8 @@ def load(folder: str | Path) -> PublishedBrief:
     check(BriefFile, meta, f"{meta_path}:", PublishedDataError)
     if meta["subject"] not in meta["configs"] and meta["subject"] not in (meta.get("groups") or {}):
         raise PublishedDataError(f"{meta_path}: subject {meta['subject']!r} is not one of configs (or groups)")
+    if meta.get("baseline") is not None and meta["baseline"] not in meta["configs"]:
+        raise PublishedDataError(f"{meta_path}: baseline {meta['baseline']!r} is not one of configs")
     for group, members in (meta.get("groups") or {}).items():
         unknown = [m for m in members if m not in meta["configs"]]
         if unknown:
@@ -504,6 +528,7 @@ def load(folder: str | Path) -> PublishedBrief:
             raise PublishedDataError(f"{claims_path}: claims[{index}].id: {claim['id']!r} is used twice "
                                      f"(first by claims[{seen[claim['id']]}])")
         seen[claim["id"]] = index
+        _check_claim_names(claim, f"{claims_path}: claims[{index}]", meta)
     return PublishedBrief(folder.name, folder, meta, points, claims, relative)
 
 
