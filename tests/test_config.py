@@ -18,6 +18,27 @@ def test_committed_schema_is_the_export():
     assert (ROOT / "schemas" / "params.schema.json").read_text(encoding="utf-8") == schema.text()
 
 
+@pytest.mark.parametrize("brief, key, value", [
+    ("rocksdb-7600", "extra_flags", {"db": "/etc"}), ("rocksdb-7600", "scale", 0.1),
+    ("rocksdb-nvmeof", "num", 5), ("oltp-9300", "runtime_s", 3), ("oltp-9300", "server", {"archive_command": "x"}),
+    ("fio-6600ion", "pattern", "randread"),
+])
+def test_the_schema_holds_each_workloads_settings(brief, key, value):
+    """Editors see the workloads' models: params.yaml passes the exported schema, a setting the
+    workload's model refuses fails it."""
+    import copy
+
+    import jsonschema
+    import yaml
+
+    validator = jsonschema.Draft202012Validator(schema.params_schema())
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    assert not list(validator.iter_errors(params))
+    bad = copy.deepcopy(params)
+    bad["briefs"][brief]["campaigns"]["local"]["settings"][key] = value
+    assert list(validator.iter_errors(bad))
+
+
 def test_the_checkout_params_validate():
     model = validate_params(yamlload.load(ROOT / "params.yaml"))
     assert "fio-6600ion" in model.briefs

@@ -106,6 +106,14 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+def names_schema(allowed: Mapping[str, str]) -> dict:
+    """The JSON Schema of a mapping whose keys come from an allow-list (name -> pattern of its value)."""
+    return {"propertyNames": {"enum": sorted(allowed)},
+            "properties": {name: {"anyOf": [{"type": ["integer", "number", "boolean"]},
+                                             {"type": "string", "pattern": f"^({pattern})$"}]}
+                           for name, pattern in sorted(allowed.items())}}
+
+
 def defaults(model: type[BaseModel]) -> dict[str, Any]:
     """The model's defaults, field by field in declaration order (a copy of each list or mapping)."""
     return {name: (dict(f.default) if isinstance(f.default, dict) else list(f.default)

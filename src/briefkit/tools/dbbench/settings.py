@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from briefkit.core.validation import Axis, Bool, KeyError_, Model, check_program, defaults  # noqa: F401 (workload.py)
+from briefkit.core.validation import names_schema as _names_schema
 from briefkit.tools.dbbench.command import DEFAULT_BINARY
 
 _INT = r"[0-9]{1,15}"
@@ -107,8 +108,9 @@ class SweepSettings(_Common):
     ops_between_duration_checks: Positive = 100
     write_rate_limit: Positive | None = None   # bytes/s for readwhilewriting's writer; None: unthrottled
     readwritepercent: Annotated[int, Field(ge=0, le=100)] | None = None   # None: db_bench's 90
+    # more db_bench flags, e.g. {max_background_jobs: 4}
     extra_flags: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")], Any],
-                           AfterValidator(_flags)] = {}   # more db_bench flags, e.g. {max_background_jobs: 4}
+                           AfterValidator(_flags), Field(json_schema_extra=_names_schema(EXTRA_FLAGS))] = {}
 
 
 class FlashSettings(_Common):

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from briefkit.core.validation import Axis, Bool, KeyError_, Model, check_program
+from briefkit.core.validation import names_schema as _names_schema
 from briefkit.tools.fio.job import MIXED_MODES, RW_MODES
 
 _INT = r"[0-9]{1,12}"
@@ -84,7 +85,7 @@ class FioSettings(Model):
     pattern: Literal[MIXED_MODES] = "randrw"
     precondition: Bool = True
     options: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,63}$")], Any],
-                       AfterValidator(_options)] = {}
+                       AfterValidator(_options), Field(json_schema_extra=_names_schema(OPTIONS))] = {}
     fio: Annotated[str, AfterValidator(check_program)] = "fio"
     timeout_s: Annotated[float | int, Field(gt=0)] | None = None
     label_iodepth: Bool | None = None

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, model_validator
 
 from briefkit.core.validation import Axis, Bool, KeyError_, Model, Port
+from briefkit.core.validation import names_schema as _names_schema
 
 #: server settings the workload manages itself (the socket and port) or needs (WAL timing)
 MANAGED = ("port", "unix_socket_directories", "track_wal_io_timing")
@@ -97,8 +98,9 @@ class OltpSettings(Model):
     seed: Whole = 1                   # pgbench --random-seed (the load has its own fixed seed)
     port: Port = 55432                # the cluster's own port (its socket file's name)
     pg_version: Annotated[int, Field(ge=9, le=99)] | None = None   # major version; None: the highest installed
+    # extra server settings, e.g. {shared_buffers: 256MB}
     server: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.]{0,62}$")], Any],
-                      AfterValidator(_server)] = {}   # extra server settings, e.g. {shared_buffers: 256MB}
+                      AfterValidator(_server), Field(json_schema_extra=_names_schema(SERVER))] = {}
     load_timeout_s: Positive = 7200   # the initial load may take this long
     plateau: Bool = True              # stop conditions: see briefkit.core.ramp.StopRule
     min_nopm_gain_pct: Percent = 5.0
