@@ -9,7 +9,8 @@ One database is loaded once (fillrandom, ``--num`` keys of 20 B + 400 B) in a sc
 on the disk under /var/tmp. Then the point (``--benchmark`` at ``--threads`` for ``--duration``
 seconds, direct reads, 8 MiB cache, histogram and statistics on: the workload's own command
 line; ``--buffered`` reads through the page cache instead, a CPU-bound point that shows the
-harness's CPU cost rather than the disk's noise) runs ``--runs`` times each way, paired and alternating (bare, harness; harness, bare; ...).
+harness's CPU cost rather than the disk's noise) runs ``--runs`` times each way, paired and alternating
+(bare, harness; harness, bare; ...).
 ops/s is db_bench's summary line in both cases. Printed: the median ops/s of each way, the
 median of the per-pair ratios harness / bare (1.00 = no cost), and the median wall seconds.
 Run it on a quiet machine: the pairs share the disk and the two cores with anything else.
@@ -27,8 +28,8 @@ from pathlib import Path
 
 from briefkit.target.hosts import LocalHost
 from briefkit.target.hosts.sshd import LoopbackSshd
-from briefkit.tools.dbbench import parse as parser
 from briefkit.tools.base import Point, PointRun
+from briefkit.tools.dbbench import parse as parser
 from briefkit.tools.dbbench.workload import DbBenchWorkload, point_samples
 
 

@@ -57,8 +57,8 @@ from briefkit.measure import campaign
 from briefkit.target.hosts import Host, LocalHost
 from briefkit.target.hosts.sshd import LoopbackSshd
 from briefkit.tools.base import PointRun
-from briefkit.tools.fio.workload import FioWorkload
 from briefkit.tools.fio.job import command, job_file
+from briefkit.tools.fio.workload import FioWorkload
 
 VALUES = {"rw": "70/30", "bs": "4KiB", "numjobs": 1, "iodepth": 16}
 SETTINGS = {"ioengine": "null", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "1MiB",
@@ -167,9 +167,11 @@ def alternate(runs: int, a: Callable[[], tuple], b: Callable[[], tuple]) -> tupl
     xs, ys = [], []
     for i in range(runs):
         if i % 2 == 0:
-            xs.append(a()); ys.append(b())
+            xs.append(a())
+            ys.append(b())
         else:
-            ys.append(b()); xs.append(a())
+            ys.append(b())
+            xs.append(a())
     return xs, ys
 
 

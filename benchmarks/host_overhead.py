@@ -63,9 +63,11 @@ def alternate(runs: int, a: Callable[[], float], b: Callable[[], float]) -> tupl
     xs, ys = [], []
     for i in range(runs):
         if i % 2 == 0:
-            xs.append(a()); ys.append(b())
+            xs.append(a())
+            ys.append(b())
         else:
-            ys.append(b()); xs.append(a())
+            ys.append(b())
+            xs.append(a())
     return xs, ys
 
 

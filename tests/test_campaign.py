@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 import yaml
 
+from briefkit import cli
+from briefkit import tools as workloads
+from briefkit.core import samples
+from briefkit.core.errors import CampaignError, ParseError
 from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
-from briefkit import cli, tools as workloads
-from briefkit.core import samples
-from briefkit.core.errors import ParseError
-from briefkit.core.errors import CampaignError
 from briefkit.tools.base import Workload
 
 DD_RATE = re.compile(r"^(\d+) bytes .* copied, ([0-9.]+) s", re.M)

@@ -19,11 +19,12 @@ import papermill
 import pytest
 import yaml
 
+from briefkit import cli
+from briefkit import tools as workloads
+from briefkit.core import ramp
 from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
-from briefkit import cli, tools as workloads
-from briefkit.core import ramp
 from briefkit.tools.pgbench.workload import OltpWorkload
 
 BRIEF = "oltp-test"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.tools.dbbench import parse as dbbench
 from briefkit.tools.dbbench import command as cmd
+from briefkit.tools.dbbench import parse as dbbench
 
 
 def flags(argv: list[str]) -> dict[str, str]:

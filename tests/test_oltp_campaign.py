@@ -14,18 +14,16 @@ import tempfile
 import types
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from briefkit.core import samples
 from briefkit import tools as workloads
-from briefkit.core.errors import ParseError
-from briefkit.tools.pgbench import parse as pgbench_log
-from briefkit.core.errors import CampaignError
+from briefkit.core import samples
+from briefkit.core.errors import CampaignError, ParseError
 from briefkit.tools.base import Point, PointRun
-from briefkit.tools.pgbench.tpcc import SCRIPTS, rollback_script, SCRIPT_DIR
-from briefkit.tools.pgbench.workload import OltpWorkload
+from briefkit.tools.pgbench import parse as pgbench_log
 from briefkit.tools.pgbench.cluster import PgCluster
+from briefkit.tools.pgbench.tpcc import SCRIPT_DIR, SCRIPTS, rollback_script
+from briefkit.tools.pgbench.workload import OltpWorkload
 
 WHERE = "briefs.oltp-9300.campaigns.t"
 

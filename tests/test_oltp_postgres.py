@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 
 from briefkit.tools.pgbench import parse as pgbench_log
+from briefkit.tools.pgbench import wal
+from briefkit.tools.pgbench.cluster import Connection, PgCluster, find_bindir
+from briefkit.tools.pgbench.commands import CommandFailed
 from briefkit.tools.pgbench.tpcc import (
     SCRIPT_DIR,
     SCRIPTS,
@@ -26,9 +29,6 @@ from briefkit.tools.pgbench.tpcc import (
     script_texts,
     write_scripts,
 )
-from briefkit.tools.pgbench import wal
-from briefkit.tools.pgbench.cluster import Connection, PgCluster, find_bindir
-from briefkit.tools.pgbench.commands import CommandFailed
 
 try:
     from briefkit.target.hosts import LocalHost

@@ -466,7 +466,8 @@ def test_csv_meter_relative_microseconds_and_rails():
     loaded = meter.load()
     assert len(loaded) == len(raw)
     # power recomputed from each rail's own voltage and current
-    volts_amps = (raw["12V Voltage mV"] * raw["12V Current mA"] + raw["5V Voltage mV"] * raw["5V Current mA"]) / 1e6  # mV x mA = uW
+    # mV x mA = uW
+    volts_amps = (raw["12V Voltage mV"] * raw["12V Current mA"] + raw["5V Voltage mV"] * raw["5V Current mA"]) / 1e6
     assert [s.watts for s in loaded] == pytest.approx(list(volts_amps), abs=1e-4)
     assert [s.t for s in loaded] == pytest.approx(list(raw["Time uS"] / 1e6 + stream_start))
 
@@ -479,7 +480,8 @@ def test_csv_meter_errors_name_the_file_column_and_line(tmp_path):
     with pytest.raises(ParseError, match=r"meter.csv:4: expected numbers in watts, got lots"):
         CsvMeter(path).load()
     path.write_text("time,watts\n1800000000,100\n1800000001,\nyesterday,90\n")
-    with pytest.raises(ParseError, match=r"meter.csv:4: column 'time': expected epoch seconds or an ISO 8601 time, got 'yesterday'"):
+    with pytest.raises(ParseError,
+                       match=r"meter.csv:4: column 'time': expected epoch seconds or an ISO 8601 time, got 'yesterday'"):
         CsvMeter(path).load()
     path.write_text("time,watts\n1800000000,100\n1800000001,\n1800000002,90\n")
     assert [s.watts for s in CsvMeter(path).load()] == [100, 90]  # an empty cell is no sample, not zero
@@ -692,7 +694,8 @@ def test_power_log_parse_error_names_the_line(tmp_path):
     ({"kind": "redfish"}, r"power.url: missing"),
     ({"kind": "redfish", "url": "bmc1"}, r"power.url: expected an http:// or https:// URL"),
     ({"kind": "redfish", "url": "https://bmc1", "resource": "thermal"}, r"power.resource: 'thermal': expected 'auto'"),
-    ({"kind": "redfish", "url": "https://bmc1", "verify_tls": 1}, r"power.verify_tls: expected true or false, not 1 or expected a string"),
+    ({"kind": "redfish", "url": "https://bmc1", "verify_tls": 1},
+     r"power.verify_tls: expected true or false, not 1 or expected a string"),
     ({"kind": "redfish", "url": "https://bmc1", "password_env": "X"}, r"power.password_env: given without power.username"),
     ({"kind": "ipmitool", "args": "-I lanplus"}, r"power.args: expected a list"),
     ({"kind": "csv"}, r"power.path: missing"),

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.dataset import claims, published
 from briefkit.core.numbers import Printed
+from briefkit.dataset import claims, published
 from briefkit.tools.fio.workload import workload_label
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.dataset import claims, published
 from briefkit.core import compare, samples
+from briefkit.dataset import claims, published
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "data/published/oltp-9300"

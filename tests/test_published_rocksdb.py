@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from briefkit.dataset import claims, published
 from briefkit.core import samples
+from briefkit.dataset import claims, published
 from briefkit.tools.dbbench import parse as dbbench
 from briefkit.tools.dbbench import workload as dbbench_workload
 

@@ -15,8 +15,7 @@ import pytest
 
 from briefkit.target import storage
 from briefkit.target.hosts import LocalHost
-from briefkit.target.safety import UnsafeTargetError
-from briefkit.target.safety import check_prepared
+from briefkit.target.safety import UnsafeTargetError, check_prepared
 from briefkit.target.storage import Prepared, StorageError, from_spec
 
 WHERE = "briefs.b.campaigns.c.configs"

@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
-from briefkit.core import compare, sizes, stats
+from briefkit.core import compare, efficiency, sizes, stats
 from briefkit.core import samples as samples_mod
 from briefkit.core.numbers import fmt
-from briefkit.core import efficiency
 
 LOAD_KIND = "numjobs"
 
@@ -675,4 +674,5 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
 __all__ = ["Mix", "label", "parse", "times", "mixes", "read_shares", "has_power", "with_efficiency", "summary",
            "percentile_samples", "percentile_table", "wide", "concurrency_ends", "Multiple", "multiple",
            "throughput_table", "latency_table", "efficiency_table", "multiples_table", "figure", "findings",
-           "method_table", "configurations_table", "published_findings", "published_mapping_table", "published_throughput_table", "published_efficiency_table", "published_latency_table", "MIX_NAMES"]
+           "method_table", "configurations_table", "published_findings", "published_mapping_table",
+           "published_throughput_table", "published_efficiency_table", "published_latency_table", "MIX_NAMES"]

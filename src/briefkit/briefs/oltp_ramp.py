@@ -9,8 +9,17 @@ from __future__ import annotations
 import pandas as pd
 
 from briefkit.briefs import plots
-from briefkit.briefs.sections import (Block, BriefBase, bullets, configurations_table, hosts_text, memory_bytes,
-                                      named, ordered, selection_text)
+from briefkit.briefs.sections import (
+    Block,
+    BriefBase,
+    bullets,
+    configurations_table,
+    hosts_text,
+    memory_bytes,
+    named,
+    ordered,
+    selection_text,
+)
 from briefkit.core import compare, ramp
 from briefkit.core.numbers import fmt
 from briefkit.dataset import claims
@@ -92,7 +101,8 @@ class OltpRamp(BriefBase):
                    f" The {limit:g} ms log-write limit stopped " + ", ".join(
                        f"*{c}*" for c, r in found.items() if r.stopped_at is not None
                        and (r.steps[r.stopped_at].wal_write_ms or 0) > limit) + ".")
-            lines.append(f"**Measured** (campaign {name} on {hosts_text(self.records[name])}, baseline *{base}*; small scale, see *How we tested*): "
+            lines.append(f"**Measured** (campaign {name} on {hosts_text(self.records[name])}, baseline *{base}*; "
+                         "small scale, see *How we tested*): "
                          + ("; ".join(parts) + "." if parts else "no configuration besides the baseline has a reported step.")
                          + " Reported steps (each configuration's load just before its stop condition): "
                          + ", ".join(stops) + "." + log)
@@ -138,7 +148,8 @@ class OltpRamp(BriefBase):
             watts = (data["metric"] == "watts").any()
             out.md(f"## Measured{'' if len(measured) == 1 else f': {name}'}\n\n"
                    + selection_text(self.data, self.names, self.show) + "\n\n"
-                   f"Campaign *{name}* on {hosts_text(self.records[name])}: the project's TPC-C-like transaction mix on PostgreSQL, run by pgbench, "
+                   f"Campaign *{name}* on {hosts_text(self.records[name])}: the project's TPC-C-like transaction mix "
+                   "on PostgreSQL, run by pgbench, "
                       f"on {len(m_configs[name])} storage configurations, each with its own database "
                       "server whose data directory and WAL (the transaction log) live on that configuration. "
                       "The load (pgbench clients) rises step by step. "

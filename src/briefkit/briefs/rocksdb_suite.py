@@ -7,8 +7,17 @@ Each method returns the blocks of one notebook section (``briefkit.report.displa
 from __future__ import annotations
 
 from briefkit.briefs import plots, suite
-from briefkit.briefs.sections import (BriefBase, bullets, configurations_table, hosts_text, memory_bytes, named,
-                                      ordered, published_how, selection_text)
+from briefkit.briefs.sections import (
+    BriefBase,
+    bullets,
+    configurations_table,
+    hosts_text,
+    memory_bytes,
+    named,
+    ordered,
+    published_how,
+    selection_text,
+)
 
 
 class RocksdbSuite(BriefBase):

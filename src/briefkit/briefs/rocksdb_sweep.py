@@ -7,8 +7,18 @@ Each method returns the blocks of one notebook section (``briefkit.report.displa
 from __future__ import annotations
 
 from briefkit.briefs import plots, sweep
-from briefkit.briefs.sections import (BriefBase, bullets, configurations_table, hosts_text, memory_bytes,
-                                      named, ordered, plural, published_files, published_how)
+from briefkit.briefs.sections import (
+    BriefBase,
+    bullets,
+    configurations_table,
+    hosts_text,
+    memory_bytes,
+    named,
+    ordered,
+    plural,
+    published_files,
+    published_how,
+)
 from briefkit.briefs.sweep import MetricSpec
 from briefkit.core import units
 from briefkit.dataset import claims, published

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from briefkit.core import compare
-from briefkit.core.numbers import fmt
 from briefkit.briefs.sweep import decimals_for
+from briefkit.core import compare
 from briefkit.core.flash import FLASH_KEYS
+from briefkit.core.numbers import fmt
 
 
 @dataclass(frozen=True)

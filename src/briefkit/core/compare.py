@@ -19,6 +19,7 @@ import pandas as pd
 from briefkit.core import metrics
 from briefkit.core.numbers import Interval, fmt
 
+
 def lower_is_better(metric: str) -> bool:
     """Whether a smaller value of ``metric`` is the better one (briefkit.core.metrics)."""
     return not metrics.higher_is_better(metric)

@@ -466,7 +466,8 @@ def check_multiple(brief: PublishedBrief, claim: dict) -> list[Verdict]:
                 else:
                     findings.add(MISMATCH, f"{_data(brief)} data gives {shown}{what}, not {shown_stated}")
             elif level == ROUNDING and not operands:
-                findings.add(ROUNDING, f"{_data(brief)} data gives {shown}: {shown_stated} only within the rounding of its inputs")
+                findings.add(ROUNDING,
+                             f"{_data(brief)} data gives {shown}: {shown_stated} only within the rounding of its inputs")
             elif operands and findings.level == MISMATCH:
                 findings.reasons.append(f"with {_data(brief)} own numbers it holds: {shown}")
         elif not operands:
@@ -512,8 +513,8 @@ def check_identity(brief: PublishedBrief, claim: dict) -> list[Verdict]:
                                        f"{fmt(implied, (source.printed.decimals if source.printed else 2) + 2)} "
                                        f"{_label(brief, other)}, {100 * (implied / source.exact - 1):+.2f}% off the printed "
                                        f"{_cell_text(source)}")
-                matches = [_place(brief, c, l, w) for w in brief.workloads
-                           for (c, l), o in brief.cells(w, other).items()
+                matches = [_place(brief, c, load, w) for w in brief.workloads
+                           for (c, load), o in brief.cells(w, other).items()
                            if _judge(factor * o.exact, o.interval * factor, printed) != MISMATCH]
                 comes_from = (f"{factor:g} x the {_label(brief, other)} of {'; '.join(matches)}" if matches
                               else f"no printed {_label(brief, other)} gives {printed.text}")

@@ -36,8 +36,8 @@ from briefkit.target.hosts.base import (
     HostConnectionError,
     HostKeyError,
     Result,
-    check_argv,
     as_root,
+    check_argv,
     check_env,
     clean_stderr,
 )

@@ -11,8 +11,6 @@ DRAM energy counters; never drive power), ``csv`` (an external meter or drive-po
     point = power.window_power(samples, start, end)        # one series; ramp excluded
     power.ops_per_watt(ops, point.watts)                    # NaN when not measured
 """
-from briefkit.target.power.base import NOT_MEASURED, NoPower, PowerError, PowerSample, PowerSource
-from briefkit.target.power.config import from_config
 from briefkit.core.efficiency import (
     TB_PER_KWH_PER_MBPS_PER_W,
     mbps_per_watt,
@@ -20,6 +18,8 @@ from briefkit.core.efficiency import (
     tb_per_kwh,
     watts_per_nopm,
 )
+from briefkit.target.power.base import NOT_MEASURED, NoPower, PowerError, PowerSample, PowerSource
+from briefkit.target.power.config import from_config
 from briefkit.target.power.ipmi import DcmiReading, DcmiSampler, parse_freeipmi, parse_ipmitool
 from briefkit.target.power.meter import CsvMeter
 from briefkit.target.power.rapl import HostFiles, LocalFiles, RaplSampler
