@@ -11,11 +11,11 @@ APT_PACKAGES := chromium poppler-utils fonts-liberation fio rocksdb-tools postgr
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help setup system python reproduce test test-unit test-notebooks lab notebooks lock clean
+.PHONY: help setup system python reproduce test lint test-unit test-notebooks lab notebooks lock clean
 
 help:
 	@echo "make reproduce   set up, then regenerate every brief into reports/ (dvc repro)"
-	@echo "make test        set up, then run the tests (pytest, nbval)"
+	@echo "make test        set up, then run the tests (ruff, the layers contract, pytest, nbval)"
 	@echo "make lab         JupyterLab on notebooks/ with the project's environment"
 	@echo "make notebooks   re-execute the committed notebooks (the outputs nbval compares)"
 	@echo "make lock        re-pin requirements.lock from requirements.in"
@@ -45,7 +45,12 @@ reproduce: setup
 	dvc repro
 	@ls -l reports/*.html reports/*.pdf
 
-test: setup test-unit test-notebooks
+test: setup lint test-unit test-notebooks
+
+# Style, and the layers contract of pyproject.toml (a module imports only from the layers below it).
+lint:
+	ruff check src tests benchmarks
+	lint-imports
 
 test-unit:
 	pytest tests
