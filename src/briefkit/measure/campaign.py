@@ -42,6 +42,7 @@ from briefkit.config.params import CampaignSpec, HostSpec, parse_ssh_url
 from briefkit.core.validation import check, check_name
 from briefkit.core.errors import CampaignError
 from briefkit.raw import records
+from briefkit.raw.lock import CampaignLock, TargetLock
 from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, STARTED, Manifest
 from briefkit.raw.manifest import now as _now
 from briefkit.raw.points import point_samples
@@ -240,10 +241,17 @@ class _Tally:
 
 def run(slug: str, name: str, host: Host | None = None, progress: Progress = print,
         base: Path | None = None) -> Summary:
-    """Run, or resume, the campaign ``name`` of brief ``slug``. Only unfinished points run."""
+    """Run, or resume, the campaign ``name`` of brief ``slug``. Only unfinished points run; the
+    campaign is locked for the whole run (on this machine and on the target, briefkit.raw.lock)."""
+    camp = load(slug, name, base)
+    with CampaignLock(camp.raw_dir, f"{slug}/{name}") as lock:
+        return _run_locked(camp, lock, host, progress)
+
+
+def _run_locked(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Progress) -> Summary:
     from briefkit.target import power
 
-    camp = load(slug, name, base)
+    slug, name = camp.brief, camp.name
     plan = camp.plan()
     manifest = Manifest(camp.raw_dir / "manifest.jsonl")
     status = manifest.status()
@@ -255,7 +263,10 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
         return Summary(len(plan), finished, 0, 0, 0.0)
     own_host = host is None
     host = host or connect(camp.host, f"params.yaml: briefs.{slug}.campaigns.{name}.host")
+    target_lock = TargetLock(host, camp.remote_root(), lock, f"{slug}/{name}", progress)
     try:
+        target_lock.acquire()
+        _stop_orphans(host, camp.remote_root(), progress)
         _check_declaration(camp, host)
         source = power.from_config(camp.power, host, where=f"briefs.{slug}.campaigns.{name}.power")
         tally = _Tally(camp, plan, {p.id for p in plan} - {p.id for p in todo})
@@ -268,8 +279,36 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
                  f"{_duration(time.monotonic() - started)}")
         return Summary(len(plan), finished + ran, skipped, ran, time.monotonic() - started)
     finally:
-        if own_host:
-            host.close()
+        try:
+            target_lock.release()
+        finally:
+            if own_host:
+                host.close()
+
+
+# $1 = the campaign's run folder: the jobs there that have no exit code yet (NAME.pid without NAME.rc)
+_UNFINISHED = ('[ -d "$1" ] || exit 0; find "$1" -name "*.pid" -type f | while read -r f; do '
+               '[ -e "${f%.pid}.rc" ] || printf "%s\\n" "$f"; done')
+
+
+def _stop_orphans(host: Host, remote_root: str, progress: Progress) -> None:
+    """Stop every job a killed run left running in the campaign's run folder (db_bench holding
+    RocksDB's LOCK, fio still writing), before any set-up, prepare or point is redone. This run holds
+    the campaign's lock, so no job there belongs to a live run."""
+    from briefkit.target.hosts.job import Job
+
+    res = host.run(["sh", "-c", _UNFINISHED, "briefkit-orphans", remote_root], check=False)
+    for line in res.stdout.splitlines():
+        folder, _, file = line.rpartition("/")
+        if not folder or not file.endswith(".pid"):
+            continue
+        try:
+            job = Job.attach(host, folder, file[: -len(".pid")])
+        except (ValueError, Exception):
+            continue
+        if job.poll() is None:
+            progress(f"stopping job {job.name} left running in {folder} by a killed run")
+            job.stop()
 
 
 def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], plan: list[Point],

@@ -1,0 +1,199 @@
+"""One run per campaign: the controller's lock on the raw folder and a matching lock on the target.
+
+    data/raw/<brief>/<campaign>/.lock        held with flock(2) by the `briefkit measure` process for the
+                                             whole run (a dead process releases it); it holds the pid, the
+                                             host name and the start time, for the refusal message
+    <workdir>/runs/<brief>/<campaign>/.lock  created atomically on the target (noclobber) with the same
+                                             identity plus the controller's lock path and a token
+
+A second run of the campaign is refused at once with a message naming the holder. A target lock
+left by a dead run is taken over (and the take-over is said): it is stale when it names this
+controller's lock file, which this process now holds, or when its holder's pid is gone from this
+machine. A target lock held from another controller is never taken over.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from briefkit.core.errors import CampaignError
+
+LOCK = ".lock"
+
+# $1 = lock path, $2 = content: create the file only if it does not exist (set -C: O_EXCL)
+_CREATE = 'mkdir -p -- "$(dirname -- "$1")" || exit 3; set -C; printf "%s\\n" "$2" > "$1" 2>/dev/null || exit 17'
+# $1 = lock path, $2 = content, $3 = the content expected there now: replace it in one step
+_TAKEOVER = ('[ "$(cat -- "$1" 2>/dev/null)" = "$3" ] || exit 17; '
+             'printf "%s\\n" "$2" > "$1.tmp" && mv -f -- "$1.tmp" "$1"')
+# $1 = lock path, $2 = our content: remove the file only if it is still ours
+_RELEASE = '[ "$(cat -- "$1" 2>/dev/null)" = "$2" ] && rm -f -- "$1"; exit 0'
+
+
+def identity() -> dict:
+    return {"pid": os.getpid(), "host": socket.gethostname(),
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def describe(holder: dict) -> str:
+    return (f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, started "
+            f"{holder.get('started_at', '?')}")
+
+
+def _alive(pid) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError):
+        return True
+    return True
+
+
+class CampaignLock:
+    """The controller's exclusive lock of one campaign (a context manager)."""
+
+    def __init__(self, raw_dir: Path, what: str):
+        self.path = Path(raw_dir) / LOCK
+        self.what = what
+        self.fd: int | None = None
+        self.holder = identity()
+        self._made_dir = False
+
+    def acquire(self) -> "CampaignLock":
+        folder = self.path.parent
+        self._made_dir = not folder.exists()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CampaignError(f"{folder}: cannot create the campaign's raw folder ({exc.strerror}); "
+                                f"free space or fix the permissions of data/raw, then run again") from None
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise
+                raise CampaignError(
+                    f"{self.what}: another `briefkit measure` runs this campaign ({describe(self.read())}; lock "
+                    f"{self.path}); wait for it to finish, or stop it (its finished points are kept) and run "
+                    f"again") from None
+            # the previous holder may have removed the file between our open and our flock
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        self.fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(self.holder) + "\n").encode(), 0)
+        except OSError as exc:
+            self.release()
+            raise CampaignError(f"{self.path}: cannot write the campaign lock ({exc.strerror}); free space on "
+                                f"{folder} and run again") from None
+        return self
+
+    def read(self) -> dict:
+        try:
+            return json.loads(self.path.read_text(encoding="utf-8") or "{}")
+        except (OSError, ValueError):
+            return {}
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        os.close(self.fd)
+        self.fd = None
+        if self._made_dir:
+            try:
+                self.path.parent.rmdir()    # nothing was written: leave no empty campaign folder
+            except OSError:
+                pass
+
+    def __enter__(self) -> "CampaignLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+class TargetLock:
+    """The matching lock in the campaign's run folder on the target, taken through the host."""
+
+    def __init__(self, host, remote_root: str, controller: CampaignLock, what: str,
+                 say: Callable[[str], None]):
+        self.host = host
+        self.path = f"{remote_root.rstrip('/')}/{LOCK}"
+        self.what = what
+        self.say = say
+        self.record = {**controller.holder, "controller_lock": str(controller.path), "token": uuid.uuid4().hex}
+        self.content = json.dumps(self.record, sort_keys=True)
+        self.held = False
+
+    def acquire(self) -> "TargetLock":
+        for _ in range(3):
+            res = self.host.run(["sh", "-c", _CREATE, "briefkit-lock", self.path, self.content], check=False)
+            if res.returncode == 0:
+                self.held = True
+                return self
+            if res.returncode != 17:
+                raise CampaignError(f"on {self.host.name}: cannot create the campaign lock {self.path} "
+                                    f"({res.stderr.strip() or f'exit {res.returncode}'}); check that the workdir "
+                                    f"is writable and not full, then run again")
+            found = self.host.run(["cat", "--", self.path], check=False)
+            if not found.ok:
+                continue        # removed in between: try to create it again
+            text = found.stdout.strip()
+            try:
+                holder = json.loads(text)
+            except ValueError:
+                holder = {}
+            if not self._stale(holder):
+                raise CampaignError(
+                    f"{self.what}: another `briefkit measure` runs this campaign on {self.host.name} "
+                    f"({describe(holder)}; lock {self.host.name}:{self.path}); wait for it to finish, or stop "
+                    f"it and run again. If that run is gone, remove {self.path} on {self.host.name}")
+            took = self.host.run(["sh", "-c", _TAKEOVER, "briefkit-lock", self.path, self.content, text],
+                                 check=False)
+            if took.ok:
+                self.held = True
+                self.say(f"taking over the stale campaign lock {self.host.name}:{self.path} "
+                         f"(left by {describe(holder)}, which is no longer running)")
+                return self
+        raise CampaignError(f"on {self.host.name}: cannot take the campaign lock {self.path}: it keeps "
+                            f"changing; is another run starting?")
+
+    def _stale(self, holder: dict) -> bool:
+        if not holder:
+            return True         # torn or empty: written by a run killed while creating it
+        if holder.get("host") != socket.gethostname():
+            return False
+        # this controller: we hold its lock now, so the one recorded there is gone; or its pid is
+        if holder.get("controller_lock") == self.record["controller_lock"]:
+            return True
+        return not _alive(holder.get("pid"))
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        try:
+            self.host.run(["sh", "-c", _RELEASE, "briefkit-unlock", self.path, self.content], check=False,
+                          timeout=30)
+        except Exception:   # the connection may be gone; a stale lock is taken over next time
+            pass

@@ -1,0 +1,126 @@
+"""One run per campaign (briefkit.raw.lock): two real `briefkit measure` processes of one small fio
+campaign, on this machine and over the loopback sshd; a second run is refused at once, naming the
+holder; a lock left by a run killed with SIGKILL is taken over, and the take-over is said."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from briefkit.raw.manifest import Manifest
+
+BRIEF = "lock-test"
+BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
+
+
+def checkout(folder: Path, host, workdir: Path, runtime_s: int = 2) -> Path:
+    """A checkout with a params.yaml declaring one fio campaign ``c`` (4 points of ``runtime_s``)."""
+    (folder / "notebooks").mkdir(parents=True)
+    (folder / "notebooks" / "nb.ipynb").write_text("{}")
+    spec = {"workload": "fio", "host": host, "workdir": str(workdir), "repetitions": 1,
+            "configs": {"disk": {"kind": "dir", "path": str(workdir / "disk")}},
+            "matrix": {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": [1, 2, 3, 4], "iodepth": [4]},
+            "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": runtime_s, "size": "8MiB"}}
+    params = {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"c": spec}}}}
+    (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return folder
+
+
+def ssh_host(sshd) -> dict:
+    return {"ssh": f"ssh://{sshd.username}@{sshd.hostname}:{sshd.port}", "known_hosts": str(sshd.known_hosts),
+            "client_keys": [str(sshd.client_key)]}
+
+
+def measure(root: Path) -> subprocess.Popen:
+    return subprocess.Popen([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "BRIEFKIT_ROOT": str(root)})
+
+
+def events(root: Path) -> list[dict]:
+    path = root / "data/raw" / BRIEF / "c" / "manifest.jsonl"
+    return Manifest(path).events() if path.exists() else []
+
+
+def wait_started(root: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(e["event"] == "started" for e in events(root)):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the first run started no point"
+        time.sleep(0.05)
+
+
+def second_run_refused(first_root: Path, second_root: Path, where: str) -> None:
+    first = measure(first_root)
+    try:
+        wait_started(first_root, first)
+        t0 = time.monotonic()
+        second = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "BRIEFKIT_ROOT": str(second_root)})
+        took = time.monotonic() - t0
+        assert first.poll() is None, "the first run should still be running while the second is refused"
+    finally:
+        out, err = first.communicate(timeout=180)
+    assert first.returncode == 0, err
+    assert second.returncode == 2, (second.stdout, second.stderr)
+    assert "Traceback" not in second.stderr
+    errors = [line for line in second.stderr.splitlines() if line.startswith("briefkit: error:")]
+    assert len(errors) == 1 and second.stderr.endswith(errors[0] + "\n"), second.stderr   # one line, last
+    assert "another `briefkit measure` runs this campaign" in second.stderr
+    assert f"pid {first.pid} " in second.stderr and socket.gethostname() in second.stderr
+    assert where in second.stderr
+    assert took < 15, f"refused after {took:.1f} s, not at once"
+    log = events(first_root)
+    # every point ran once, by the first run only: nothing was stopped or recorded twice
+    assert sorted(e["point"] for e in log if e["event"] == "started") == \
+        sorted(e["point"] for e in log if e["event"] == "done")
+    assert len([e for e in log if e["event"] == "done"]) == 4
+    assert not any(e["event"] == "failed" for e in log)
+    assert not events(second_root) or second_root == first_root
+
+
+def test_second_local_run_is_refused_naming_the_holder(tmp_path):
+    root = checkout(tmp_path / "co", "local", tmp_path / "work")
+    second_run_refused(root, root, str(root / "data/raw" / BRIEF / "c" / ".lock"))
+    # released at the end: the next run starts (nothing to do) and leaves no lock behind
+    again = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True,
+                           env={**os.environ, "BRIEFKIT_ROOT": str(root)})
+    assert again.returncode == 0, again.stderr
+    assert not (root / "data/raw" / BRIEF / "c" / ".lock").exists()
+    assert not (tmp_path / "work" / "runs" / BRIEF / "c" / ".lock").exists()
+
+
+def test_second_controller_is_refused_by_the_lock_on_the_target(tmp_path, sshd):
+    # two checkouts (two controllers' raw folders) measuring into one workdir of one target over SSH
+    work = tmp_path / "work"
+    first = checkout(tmp_path / "one", ssh_host(sshd), work)
+    second = checkout(tmp_path / "two", ssh_host(sshd), work)
+    second_run_refused(first, second, f"{work}/runs/{BRIEF}/c/.lock")
+
+
+def test_second_ssh_run_of_one_checkout_is_refused(tmp_path, sshd):
+    root = checkout(tmp_path / "co", ssh_host(sshd), tmp_path / "work")
+    second_run_refused(root, root, ".lock")
+
+
+def test_locks_of_a_killed_run_are_taken_over(tmp_path, sshd):
+    root = checkout(tmp_path / "co", ssh_host(sshd), tmp_path / "work", runtime_s=1)
+    proc = measure(root)
+    wait_started(root, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    target_lock = tmp_path / "work" / "runs" / BRIEF / "c" / ".lock"
+    assert json.loads(target_lock.read_text())["pid"] == proc.pid       # left behind by the killed run
+    again = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True, timeout=180,
+                           env={**os.environ, "BRIEFKIT_ROOT": str(root)})
+    assert again.returncode == 0, again.stderr
+    assert f"taking over the stale campaign lock" in again.stderr and f"pid {proc.pid} " in again.stderr
+    assert len([e for e in events(root) if e["event"] == "done"]) == 4
+    assert not target_lock.exists()
