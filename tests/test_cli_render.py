@@ -86,4 +86,4 @@ def test_ingest_prints_tidy_samples_of_real_output(monkeypatch):
 
 def test_ingest_of_a_file_that_is_not_tool_output_names_it(monkeypatch, capsys):
     code, _ = run(ROOT, "ingest", "fio", str(ROOT / "README.md"), monkeypatch=monkeypatch)
-    assert code == 2 and "README.md" in capsys.readouterr().err
+    assert code == 1 and "README.md" in capsys.readouterr().err
