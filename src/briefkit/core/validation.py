@@ -106,6 +106,34 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+def allowed_text(allowed: Mapping[str, str], key: str, value: Any, refusal: str,
+                 booleans: tuple[str, str] = ("true", "false")) -> str:
+    """``value`` of the allow-listed option ``key`` as the tool gets it (YAML true/false as ``booleans``,
+    numbers as printed); ValueError with ``refusal`` for a key not in ``allowed`` (key -> value pattern),
+    or naming the pattern for a value that does not match it."""
+    if key not in allowed:
+        raise ValueError(refusal)
+    if type(value) is bool:
+        text = booleans[0] if value else booleans[1]
+    else:
+        text = str(value) if type(value) in (int, float) else value
+    if not isinstance(text, str) or not re.fullmatch(allowed[key], text):
+        raise ValueError(f"{value!r} is not a value of {key} (expected {allowed[key]})")
+    return text
+
+
+def each_key(check: Callable[[str, Any], Any]) -> Callable[[dict], dict]:
+    """A validator of an allow-listed mapping: ``check(key, value)`` on every entry, errors naming the key."""
+    def validate(value: dict[str, Any]) -> dict[str, Any]:
+        for key, setting in value.items():
+            try:
+                check(key, setting)
+            except ValueError as exc:
+                raise KeyError_(key, str(exc)) from None
+        return value
+    return validate
+
+
 def names_schema(allowed: Mapping[str, str]) -> dict:
     """The JSON Schema of a mapping whose keys come from an allow-list (name -> pattern of its value)."""
     return {"propertyNames": {"enum": sorted(allowed)},

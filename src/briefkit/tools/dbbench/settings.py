@@ -11,12 +11,11 @@ the builders set themselves are not on it.
 """
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from briefkit.core.validation import Axis, Bool, KeyError_, Model, check_program, defaults  # noqa: F401 (workload.py)
+from briefkit.core.validation import Axis, Bool, KeyError_, Model, allowed_text, check_program, defaults, each_key  # noqa: F401 (workload.py)
 from briefkit.core.validation import names_schema as _names_schema
 from briefkit.tools.dbbench.command import DEFAULT_BINARY
 
@@ -53,30 +52,17 @@ EXTRA_FLAGS: dict[str, str] = {
 
 def check_flag(name: str, value: Any) -> str:
     """``--name=value`` as db_bench gets it; ValueError unless the flag and its value are allowed."""
-    if name not in EXTRA_FLAGS:
-        raise ValueError(f"{name!r} is not a db_bench flag a campaign may set (allowed: RocksDB tuning flags of "
-                         "briefkit.tools.dbbench.settings.EXTRA_FLAGS; flags that name files, choose the benchmark "
-                         "or are set by the workload are not)")
     # YAML's true/false stay words (only boolean flags accept them); numbers are written as printed
-    text = {True: "true", False: "false"}[value] if type(value) is bool else \
-        str(value) if type(value) in (int, float) else value
-    if not isinstance(text, str) or not re.fullmatch(EXTRA_FLAGS[name], text):
-        raise ValueError(f"{value!r} is not a value of {name} (expected {EXTRA_FLAGS[name]})")
+    text = allowed_text(EXTRA_FLAGS, name, value, refusal=(
+        f"{name!r} is not a db_bench flag a campaign may set (allowed: RocksDB tuning flags of "
+        "briefkit.tools.dbbench.settings.EXTRA_FLAGS; flags that name files, choose the benchmark "
+        "or are set by the workload are not)"))
     return f"--{name}={text}"
 
 
 def flag_values(flags: dict[str, Any]) -> dict[str, str]:
     """``extra_flags`` as the text db_bench gets."""
     return {name: check_flag(name, value).split("=", 1)[1] for name, value in flags.items()}
-
-
-def _flags(value: dict[str, Any]) -> dict[str, Any]:
-    for name, setting in value.items():
-        try:
-            check_flag(name, setting)
-        except ValueError as exc:
-            raise KeyError_(name, str(exc)) from None
-    return value
 
 
 Positive = Annotated[int, Field(ge=1)]
@@ -110,7 +96,7 @@ class SweepSettings(_Common):
     readwritepercent: Annotated[int, Field(ge=0, le=100)] | None = None   # None: db_bench's 90
     # more db_bench flags, e.g. {max_background_jobs: 4}
     extra_flags: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")], Any],
-                           AfterValidator(_flags), Field(json_schema_extra=_names_schema(EXTRA_FLAGS))] = {}
+                           AfterValidator(each_key(check_flag)), Field(json_schema_extra=_names_schema(EXTRA_FLAGS))] = {}
 
 
 class FlashSettings(_Common):

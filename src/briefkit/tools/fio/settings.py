@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from briefkit.core.validation import Axis, Bool, KeyError_, Model, check_program
+from briefkit.core.validation import Axis, Bool, Model, allowed_text, check_program, each_key
 from briefkit.core.validation import names_schema as _names_schema
 from briefkit.tools.fio.job import MIXED_MODES, RW_MODES
 
@@ -51,25 +51,10 @@ OPTIONS: dict[str, str] = {
 
 def check_option(key: str, value: Any) -> str:
     """The fio option ``key`` with ``value`` as job-file text; ValueError unless both are allowed."""
-    if key not in OPTIONS:
-        raise ValueError(f"{key!r} is not a fio option a campaign may set (allowed: an option of briefkit's list "
-                         "of options that neither run programs, nor change the host, nor touch other files; see "
-                         "briefkit.tools.fio.settings.OPTIONS)")
     # YAML's true/false are fio's 1/0; numbers are written as printed
-    text = {True: "1", False: "0"}[value] if type(value) is bool else \
-        str(value) if type(value) in (int, float) else value
-    if not isinstance(text, str) or not re.fullmatch(OPTIONS[key], text):
-        raise ValueError(f"{value!r} is not a value of {key} (expected {OPTIONS[key]})")
-    return text
-
-
-def _options(value: dict[str, Any]) -> dict[str, Any]:
-    for key, setting in value.items():
-        try:
-            check_option(key, setting)
-        except ValueError as exc:
-            raise KeyError_(key, str(exc)) from None
-    return value
+    return allowed_text(OPTIONS, key, value, booleans=("1", "0"), refusal=(
+        f"{key!r} is not a fio option a campaign may set (allowed: an option of briefkit's list of options that "
+        "neither run programs, nor change the host, nor touch other files; see briefkit.tools.fio.settings.OPTIONS)"))
 
 
 class FioSettings(Model):
@@ -85,7 +70,7 @@ class FioSettings(Model):
     pattern: Literal[MIXED_MODES] = "randrw"
     precondition: Bool = True
     options: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,63}$")], Any],
-                       AfterValidator(_options), Field(json_schema_extra=_names_schema(OPTIONS))] = {}
+                       AfterValidator(each_key(check_option)), Field(json_schema_extra=_names_schema(OPTIONS))] = {}
     fio: Annotated[str, AfterValidator(check_program)] = "fio"
     timeout_s: Annotated[float | int, Field(gt=0)] | None = None
     label_iodepth: Bool | None = None

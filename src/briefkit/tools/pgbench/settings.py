@@ -10,12 +10,11 @@ that the workload manages itself (``MANAGED``) are not on it.
 """
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
-from briefkit.core.validation import Axis, Bool, KeyError_, Model, Port
+from briefkit.core.validation import Axis, Bool, KeyError_, Model, Port, allowed_text, each_key
 from briefkit.core.validation import names_schema as _names_schema
 
 #: server settings the workload manages itself (the socket and port) or needs (WAL timing)
@@ -57,29 +56,15 @@ def check_server(name: str, value: Any) -> str:
     """The PostgreSQL setting ``name`` with ``value`` as configuration text; ValueError unless allowed."""
     if name in MANAGED:
         raise ValueError("managed by the workload (use settings.port for the port)")
-    if name not in SERVER:
-        raise ValueError(f"{name!r} is not a PostgreSQL setting a campaign may set (allowed: the settings of "
-                         "briefkit.tools.pgbench.settings.SERVER; settings that run programs, load libraries, "
-                         "name files or open the server to the network are not)")
-    text = {True: "true", False: "false"}[value] if type(value) is bool else \
-        str(value) if type(value) in (int, float) else value
-    if not isinstance(text, str) or not re.fullmatch(SERVER[name], text):
-        raise ValueError(f"{value!r} is not a value of {name} (expected {SERVER[name]})")
-    return text
+    return allowed_text(SERVER, name, value, refusal=(
+        f"{name!r} is not a PostgreSQL setting a campaign may set (allowed: the settings of "
+        "briefkit.tools.pgbench.settings.SERVER; settings that run programs, load libraries, "
+        "name files or open the server to the network are not)"))
 
 
 def server_text(server: dict[str, Any]) -> dict[str, str]:
     """``settings.server`` as the text written into postgresql.conf (true -> ``true``, 256 -> ``256``)."""
     return {name: check_server(name, value) for name, value in server.items()}
-
-
-def _server(value: dict[str, Any]) -> dict[str, Any]:
-    for name, setting in value.items():
-        try:
-            check_server(name, setting)
-        except ValueError as exc:
-            raise KeyError_(name, str(exc)) from None
-    return value
 
 
 Whole = Annotated[int, Field(ge=0)]
@@ -100,7 +85,7 @@ class OltpSettings(Model):
     pg_version: Annotated[int, Field(ge=9, le=99)] | None = None   # major version; None: the highest installed
     # extra server settings, e.g. {shared_buffers: 256MB}
     server: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.]{0,62}$")], Any],
-                      AfterValidator(_server), Field(json_schema_extra=_names_schema(SERVER))] = {}
+                      AfterValidator(each_key(check_server)), Field(json_schema_extra=_names_schema(SERVER))] = {}
     load_timeout_s: Positive = 7200   # the initial load may take this long
     plateau: Bool = True              # stop conditions: see briefkit.core.ramp.StopRule
     min_nopm_gain_pct: Percent = 5.0
