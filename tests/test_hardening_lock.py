@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 from briefkit.raw.manifest import Manifest
@@ -121,6 +120,6 @@ def test_locks_of_a_killed_run_are_taken_over(tmp_path, sshd):
     again = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True, timeout=180,
                            env={**os.environ, "BRIEFKIT_ROOT": str(root)})
     assert again.returncode == 0, again.stderr
-    assert f"taking over the stale campaign lock" in again.stderr and f"pid {proc.pid} " in again.stderr
+    assert "taking over the stale campaign lock" in again.stderr and f"pid {proc.pid} " in again.stderr
     assert len([e for e in events(root) if e["event"] == "done"]) == 4
     assert not target_lock.exists()

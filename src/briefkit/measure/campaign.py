@@ -39,8 +39,8 @@ import pandas as pd
 from briefkit import tools as workloads
 from briefkit.config import project
 from briefkit.config.params import CampaignSpec, HostSpec, parse_ssh_url
-from briefkit.core.validation import check, check_name
 from briefkit.core.errors import CampaignError
+from briefkit.core.validation import check, check_name
 from briefkit.raw import records
 from briefkit.raw.lock import CampaignLock, TargetLock
 from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, STARTED, Manifest
@@ -48,7 +48,6 @@ from briefkit.raw.manifest import now as _now
 from briefkit.raw.points import point_samples
 from briefkit.target.hosts import Host, LocalHost, SshHost
 from briefkit.tools.base import Point, PointRun, Workload
-
 
 Progress = Callable[[str], None]
 
@@ -266,6 +265,7 @@ def _run_locked(camp: Campaign, lock: CampaignLock, host: Host | None, progress:
     target_lock = TargetLock(host, camp.remote_root(), lock, f"{slug}/{name}", progress)
     try:
         target_lock.acquire()
+        _check_tool(camp, host)
         _stop_orphans(host, camp.remote_root(), progress)
         _check_declaration(camp, host)
         source = power.from_config(camp.power, host, where=f"briefs.{slug}.campaigns.{name}.power")
@@ -278,6 +278,14 @@ def _run_locked(camp: Campaign, lock: CampaignLock, host: Host | None, progress:
         progress(f"{slug}/{name}: finished: {ran} points run, {skipped} skipped, in "
                  f"{_duration(time.monotonic() - started)}")
         return Summary(len(plan), finished + ran, skipped, ran, time.monotonic() - started)
+    except BaseException as exc:
+        recorded = getattr(exc, "_recorded", False)
+        error = exc if recorded else _diagnose(exc, camp, host)
+        if not recorded:
+            _record_failure(manifest, error, stage=getattr(exc, "_stage", "run"), config=getattr(exc, "_config", None))
+        if error is exc:
+            raise
+        raise error from None
     finally:
         try:
             target_lock.release()
@@ -289,6 +297,106 @@ def _run_locked(camp: Campaign, lock: CampaignLock, host: Host | None, progress:
 # $1 = the campaign's run folder: the jobs there that have no exit code yet (NAME.pid without NAME.rc)
 _UNFINISHED = ('[ -d "$1" ] || exit 0; find "$1" -name "*.pid" -type f | while read -r f; do '
                '[ -e "${f%.pid}.rc" ] || printf "%s\\n" "$f"; done')
+
+
+#: the tools a workload runs by name from the target's PATH (OLTP finds PostgreSQL's own bin folder)
+_ON_PATH = {"fio": "fio", "db_bench": "rocksdb-tools"}
+#: below this much free space a file system counts as full
+FULL_BYTES = 1 << 20
+
+
+def _check_tool(camp: Campaign, host: Host) -> None:
+    tool = camp.workload.tool
+    if tool not in _ON_PATH:
+        return
+    res = host.run(["sh", "-c", 'command -v -- "$1"', "briefkit-which", tool], check=False)
+    if not res.ok:
+        raise CampaignError(
+            f"{camp.brief}/{camp.name}: {tool} is not installed on {host.name} (not found on the PATH of its "
+            f"commands); install it there (e.g. apt-get install {_ON_PATH[tool]}) and run the same command again")
+
+
+def _free_local(path: Path) -> int | None:
+    import shutil
+
+    for folder in (path, *path.parents):
+        if folder.exists():
+            try:
+                return shutil.disk_usage(folder).free
+            except OSError:
+                return None
+    return None
+
+
+def _free_remote(host: Host, path: str) -> int | None:
+    try:
+        res = host.run(["df", "-Pk", "--", path], check=False, timeout=30)
+        fields = res.stdout.splitlines()[-1].split() if res.ok else []
+        return int(fields[3]) * 1024 if len(fields) >= 4 else None
+    except Exception:
+        return None
+
+
+def _explain(exc: BaseException, camp: Campaign, host: Host | None) -> BaseException:
+    """The error to report for ``exc``: a full raw folder or workdir said as such (whatever failed
+    first because of it), any other unexpected error as one line with what to do; an interrupt and
+    errors that already explain themselves are kept."""
+    import errno
+
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+        return exc
+    again = "finished points are kept; run the same command again to resume"
+    local = _free_local(camp.raw_dir)
+    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or (local is not None and local < FULL_BYTES):
+        if local is not None and local < FULL_BYTES or not isinstance(exc, OSError) or \
+                str(camp.raw_dir) in str(getattr(exc, "filename", "") or ""):
+            return CampaignError(f"{camp.brief}/{camp.name}: no space left for the raw folder {camp.raw_dir} "
+                                 f"({(local or 0) // 1024} KiB free) ({type(exc).__name__}: {_line(exc)}); free "
+                                 f"space on that file system; {again}")
+    if host is not None:
+        remote = _free_remote(host, camp.workdir)
+        if remote is not None and remote < FULL_BYTES:
+            from briefkit.target.hosts.job import JobLost
+
+            # a job whose exit code could not be written is a consequence of the full disk, not a kill
+            cause = (f"{exc.__class__.__name__}: a job could not record its exit code" if isinstance(exc, JobLost)
+                     else f"{type(exc).__name__}: {_line(exc)}")
+            return CampaignError(f"{camp.brief}/{camp.name}: the workdir {camp.workdir} on {host.name} is full "
+                                 f"({remote // 1024} KiB free) ({cause}); free space "
+                                 f"there or declare a larger workdir (a configuration's data is removed by its "
+                                 f"teardown); {again}")
+    from briefkit.core.errors import BriefkitError
+    from briefkit.target.hosts import HostError
+
+    if isinstance(exc, (BriefkitError, HostError)):
+        return exc
+    return CampaignError(f"{camp.brief}/{camp.name}: {type(exc).__name__}: {_line(exc)}; {again} once the "
+                         f"cause is fixed")
+
+
+def _diagnose(exc: BaseException, camp: Campaign, host: Host | None) -> BaseException:
+    """_explain, once per exception (kept on it: the first look is the one that saw the fault)."""
+    found = getattr(exc, "_error", None)
+    if found is None:
+        found = _explain(exc, camp, host)
+        try:
+            exc._error = found
+        except AttributeError:
+            pass
+    return found
+
+
+def _line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _record_failure(manifest: Manifest, error: BaseException, **fields) -> None:
+    """A ``failed`` event, as far as the raw folder can still take one."""
+    text = f"{type(error).__name__}: {error}"
+    try:
+        manifest.append(FAILED, error=text, **{k: v for k, v in fields.items() if v is not None})
+    except OSError:
+        pass
 
 
 def _stop_orphans(host: Host, remote_root: str, progress: Progress) -> None:
@@ -315,7 +423,11 @@ def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], pl
                 manifest: Manifest, source, tally: _Tally, progress: Progress) -> None:
     workload, settings = camp.workload, camp.settings
     progress(f"{config}: setting up {camp.config_specs[config].get('kind')} storage ({camp.labels[config]})")
-    prepared = camp.configs[config].setup(host, camp.workdir)
+    try:
+        prepared = camp.configs[config].setup(host, camp.workdir)
+    except BaseException as exc:
+        _mark(exc, "setup", config)
+        raise
     state: dict[str, Any] = {}
     try:
         _record_inventory(camp, host, config, prepared)
@@ -325,6 +437,9 @@ def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], pl
         host.mkdir(prep_remote)
         try:
             state = workload.prepare(host, prepared, settings, prep_remote, progress) or {}
+        except BaseException as exc:
+            _mark(exc, "prepare", config)
+            raise
         finally:
             _fetch(host, prep_remote, prep_local / f"attempt-{attempt}")
         status = manifest.status()
@@ -345,11 +460,23 @@ def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], pl
             tally.ran += 1
             tally.times.append(frame.attrs["seconds"])
             progress(tally.line(point, frame.attrs["seconds"]))
+    except BaseException as exc:
+        _diagnose(exc, camp, host)      # before the teardown frees the space a full workdir lacked
+        raise
     finally:
         try:
             workload.finish(host, prepared, settings, state)
         finally:
             camp.configs[config].teardown(host, prepared)
+
+
+def _mark(exc: BaseException, stage: str, config: str) -> None:
+    """Where an error happened, for its ``failed`` event (kept from the first, innermost mark)."""
+    try:
+        if not hasattr(exc, "_stage"):
+            exc._stage, exc._config = stage, config
+    except AttributeError:
+        pass
 
 
 def _record_inventory(camp: Campaign, host: Host, config: str, prepared) -> None:
@@ -398,13 +525,23 @@ def _run_point(camp: Campaign, host: Host, point: Point, prepared, state, manife
                 recorder.stop()
     except BaseException as exc:
         t1 = time.time()
-        _save_point(record, run, t0, t1, camp, point, local_dir, error=f"{type(exc).__name__}: {exc}")
+        error = _diagnose(exc, camp, host)
+        text = f"{type(error).__name__}: {error}"
+        for step in (lambda: _save_point(record, run, t0, t1, camp, point, local_dir, error=text),
+                     lambda: _fetch(host, remote_dir, local_dir)):
+            try:        # as much of the attempt as can be kept; the error itself matters more
+                step()
+            except Exception:
+                pass
+        _record_failure(manifest, error, point=point.id, attempt=attempt,
+                        dir=str(local_dir.relative_to(camp.raw_dir)))
         try:
-            _fetch(host, remote_dir, local_dir)
-        finally:
-            manifest.append(FAILED, point=point.id, attempt=attempt, error=f"{type(exc).__name__}: {exc}",
-                            dir=str(local_dir.relative_to(camp.raw_dir)))
-        raise
+            error._recorded = True
+        except AttributeError:
+            pass
+        if error is exc:
+            raise
+        raise error from None
     t1 = time.time()
     _fetch(host, remote_dir, local_dir)
     _save_point(record, run, t0, t1, camp, point, local_dir)

@@ -102,7 +102,7 @@ class RecordedCampaign:
         """The last failure of each point that is not done (nor skipped)."""
         last: dict[str, dict] = {}
         for event in self.manifest.events():
-            if event.get("event") == FAILED:
+            if event.get("event") == FAILED and event.get("point"):
                 last[event["point"]] = event
         return [{"point": p.id, "attempt": last[p.id].get("attempt"), "error": last[p.id].get("error")}
                 for p in self.plan() if p.id in last and self.events.get(p.id, {}).get("event") not in FINAL]

@@ -11,6 +11,7 @@ normalised, no ``..``, letters, digits and ``. _ + @ % / -`` only).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import posixpath
 import re
@@ -349,6 +350,27 @@ class _Ops:
         self.host.write_text(posixpath.join(sdir, "storage.json"), json.dumps(state, indent=1, sort_keys=True) + "\n")
 
 
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM ignored (in the main thread) while the block runs: the clean-up on the way
+    out of an interrupt is not itself interrupted by a second Ctrl-C."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in saved:
+        signal.signal(sig, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
 def _flatten(filesystems: list[dict]):
     for fs in filesystems:
         yield fs
@@ -424,9 +446,19 @@ class StorageConfig:
                                f"(briefkit.target.storage.cleanup(host, workdir, "
                                f"{self.name!r})) or rename this configuration")
         state.update(kind=self.kind, name=self.name, spec=self.to_dict())
-        prepared = self._setup(ops, sdir, state, uid)
-        state["prepared_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        ops.write_state(sdir, state)
+        try:
+            prepared = self._setup(ops, sdir, state, uid)
+            state["prepared_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            ops.write_state(sdir, state)
+        except BaseException:
+            # interrupted (SIGINT, SIGTERM) or failed half-way: undo what was made, loop device and mount
+            # included, with further signals held until that is done
+            with _signals_held():
+                try:
+                    self.teardown(host, None, workdir=workdir)
+                except Exception:
+                    pass    # the set-up's own error matters more; a rerun's set-up finds what is left
+            raise
         return prepared
 
     def teardown(self, host: Host, prepared: Prepared | None = None, *, workdir: str | None = None) -> None:

@@ -19,8 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from briefkit.tools.pgbench.tpcc import LOAD_SQL, SCHEMA_SQL, Scale
+from briefkit.core.errors import CampaignError
 from briefkit.tools.pgbench.commands import CommandFailed, Target, run_command
+from briefkit.tools.pgbench.tpcc import LOAD_SQL, SCHEMA_SQL, Scale
 
 #: Debian/Ubuntu keep one directory per major version here
 DEBIAN_PG_ROOT = "/usr/lib/postgresql"
@@ -69,6 +70,10 @@ def find_bindir(target: Target, version: int | None = None) -> str:
     wanted = f"PostgreSQL {version}" if version else "PostgreSQL"
     raise FileNotFoundError(f"{wanted} server binaries not found: no {DEBIAN_PG_ROOT}/<major>/bin/initdb "
                             "and no pg_config on PATH; install the server package (Debian: postgresql)")
+
+
+class ServerStartError(CampaignError):
+    """The PostgreSQL server did not start; the message quotes its log and says what to do."""
 
 
 @dataclass
@@ -156,9 +161,26 @@ class PgCluster:
             self._make_dir(self.socketdir, "0755")
         # pg_ctl runs the server through /bin/sh -c, so the options string is shell-quoted here
         options = " ".join(shlex.quote(f"-c{name}={value}") for name, value in self.server_settings().items())
-        self._run(self.as_owner([self._bin("pg_ctl"), "-D", self.datadir, "-l", str(self.logfile),
-                                 "-w", "-t", str(timeout_s), "-o", options, "start"]),
-                  what=f"starting PostgreSQL (server log: {self.logfile})")
+        try:
+            self._run(self.as_owner([self._bin("pg_ctl"), "-D", self.datadir, "-l", str(self.logfile),
+                                     "-w", "-t", str(timeout_s), "-o", options, "start"]),
+                      what=f"starting PostgreSQL (server log: {self.logfile})")
+        except CommandFailed as exc:
+            raise ServerStartError(self._start_failure(exc)) from None
+
+    def _start_failure(self, exc: CommandFailed) -> str:
+        """Why the server did not start, from its log, and what to do."""
+        log = run_command(self.target, ["tail", "-n", "5", "--", str(self.logfile)], check=False).stdout
+        said = " | ".join(line.strip() for line in log.splitlines() if line.strip()) or \
+            " ".join((exc.stderr or exc.stdout or "").split())[-500:]
+        if re.search(r"already (?:running|in use)|another postmaster|could not bind|lock file .* already exists",
+                     log + (exc.stderr or ""), re.I):
+            todo = (f"port {self.port} is taken (another PostgreSQL uses it, or its socket lock in "
+                    f"{self.socketdir}): stop that server or set another settings.port, then run again")
+        else:
+            todo = f"read the server log {self.logfile}, fix the cause, then run again"
+        return (f"PostgreSQL did not start on {getattr(self.target, 'name', 'the host')} (data directory "
+                f"{self.datadir}, port {self.port}): {said}; {todo}")
 
     def is_running(self) -> bool:
         # pg_ctl status: 0 running, 3 not running, 4 no data directory
