@@ -111,11 +111,27 @@ def test_local_raw_folder_full_during_the_run(tmp_path, small_tmpfs):
     assert len(done) == 3
 
 
-def test_target_workdir_full(tmp_path, small_tmpfs):
-    work = small_tmpfs(tmp_path / "work", "3m")
-    root = checkout(tmp_path / "co", fio_spec(work, numjobs=(1,), size="8MiB"))
+def test_local_raw_folder_full_from_the_start(tmp_path, small_tmpfs):
+    root = checkout(tmp_path / "co", fio_spec(tmp_path / "work"))
+    fill(small_tmpfs(root / "data" / "raw", "1m"))
     rc, err = finished(measure(root))
-    line = one_clear_line(rc, err, f"the workdir {work} on localhost is full", "free space there")
+    one_clear_line(rc, err, str(root / "data" / "raw" / BRIEF / "c"), "free space")
+    assert not (tmp_path / "work" / "runs").exists()        # nothing started on the target
+
+
+def ssh_spec(sshd) -> dict:
+    return {"ssh": f"ssh://{sshd.username}@{sshd.hostname}:{sshd.port}", "known_hosts": str(sshd.known_hosts),
+            "client_keys": [str(sshd.client_key)]}
+
+
+@pytest.mark.parametrize("over_ssh", [False, True], ids=["local", "ssh"])
+def test_target_workdir_full(tmp_path, small_tmpfs, sshd, over_ssh):
+    work = small_tmpfs(tmp_path / "work", "3m")
+    host = ssh_spec(sshd) if over_ssh else "local"
+    root = checkout(tmp_path / "co", fio_spec(work, numjobs=(1,), size="8MiB", host=host))
+    rc, err = finished(measure(root))
+    name = f"{sshd.username}@{sshd.hostname}:{sshd.port}" if over_ssh else "localhost"
+    line = one_clear_line(rc, err, f"the workdir {work} on {name} is full", "free space there")
     assert "killed" not in line
     failed = failed_events(root)
     # fio's precondition fills it while the configuration is prepared
@@ -200,10 +216,12 @@ def _ours(image_root: Path) -> tuple[list[str], list[str]]:
     return loops, mounts
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_storage_set_up_interrupted_leaves_no_loop_device_or_mount(tmp_path, signum):
+@pytest.mark.parametrize("signum,over_ssh", [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
+                         ids=["SIGINT", "SIGTERM", "SIGINT-ssh"])
+def test_storage_set_up_interrupted_leaves_no_loop_device_or_mount(tmp_path, sshd, signum, over_ssh):
     work = tmp_path / "work"
-    spec = fio_spec(work, configs={"xfs": {"kind": "loop_xfs", "size": "1GiB"}}, numjobs=(1,))
+    spec = fio_spec(work, configs={"xfs": {"kind": "loop_xfs", "size": "1GiB"}}, numjobs=(1,),
+                    host=ssh_spec(sshd) if over_ssh else "local")
     root = checkout(tmp_path / "co", spec)
     proc = measure(root, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
