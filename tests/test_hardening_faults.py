@@ -206,6 +206,11 @@ def test_fio_missing_from_the_targets_path(tmp_path):
     rc, err = finished(measure(root, env={"PATH": str(bin_dir)}))
     one_clear_line(rc, err, "fio is not installed on local", "apt-get install fio")
     assert failed_events(root)
+    assert not (tmp_path / "work" / "runs" / BRIEF / "c" / "disk").exists()     # refused before set-up
+    # the failure leaves the brief readable: status lists the campaign with nothing done
+    status = subprocess.run([BRIEFKIT, "status", BRIEF], capture_output=True, text=True,
+                            env={**os.environ, "BRIEFKIT_ROOT": str(root)})
+    assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
 
 
 def _ours(image_root: Path) -> tuple[list[str], list[str]]:
