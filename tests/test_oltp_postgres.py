@@ -129,7 +129,7 @@ def test_load_matches_scale(cluster):
 
 
 def test_log_figures_match_the_database_and_pgbench(cluster, run):
-    table = pgbench_log.parse(run["log"], load_kind="clients", load=2)
+    table = pgbench_log.parse(run["log"], scripts=script_names(), load_kind="clients", load=2)
     summary = run["summary"]
     assert not summary.aborted and "aborted" not in run["stderr"]
     minutes = value(table, "elapsed") / 60
