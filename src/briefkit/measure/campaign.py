@@ -264,7 +264,11 @@ def _run_locked(camp: Campaign, lock: CampaignLock, host: Host | None, progress:
     host = host or connect(camp.host, f"params.yaml: briefs.{slug}.campaigns.{name}.host")
     target_lock = TargetLock(host, camp.remote_root(), lock, f"{slug}/{name}", progress)
     try:
-        target_lock.acquire()
+        try:
+            target_lock.acquire()
+        except CampaignError as exc:
+            exc._recorded = True        # refused: another run owns this campaign, and nothing failed
+            raise
         _check_tool(camp, host)
         _stop_orphans(host, camp.remote_root(), progress)
         _check_declaration(camp, host)
