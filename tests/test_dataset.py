@@ -13,7 +13,7 @@ import yaml
 from briefkit import cli
 from briefkit import tools as registry
 from briefkit.core import samples as tidy
-from briefkit.core.errors import ParseError
+from briefkit.core.errors import CampaignError, ParseError
 from briefkit.dataset import build, processed
 from briefkit.measure import campaign
 from briefkit.tools.base import Workload
@@ -251,7 +251,8 @@ def test_a_campaign_with_a_failed_point(tmp_path, monkeypatch):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"briefs": {"demo": {"notebook": "nb",
                                                                               "campaigns": {"local": spec}}}},
                                                             sort_keys=False))
-    with pytest.raises(RuntimeError, match="went away"):
+    # the run ends in one line naming the campaign, the cause and what to do
+    with pytest.raises(CampaignError, match=r"demo/local: RuntimeError: the device went away; finished points are kept"):
         campaign.run("demo", "local", progress=lambda _: None)
     assert cli.main(["dataset", "demo"]) == 0
     data = processed.load("demo", tmp_path / "data" / "processed")

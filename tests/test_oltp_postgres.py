@@ -17,8 +17,7 @@ import pytest
 
 from briefkit.tools.pgbench import parse as pgbench_log
 from briefkit.tools.pgbench import wal
-from briefkit.tools.pgbench.cluster import Connection, PgCluster, find_bindir
-from briefkit.tools.pgbench.commands import CommandFailed
+from briefkit.tools.pgbench.cluster import Connection, PgCluster, ServerStartError, find_bindir
 from briefkit.tools.pgbench.tpcc import (
     SCRIPT_DIR,
     SCRIPTS,
@@ -197,7 +196,9 @@ def test_stop_runs_even_when_the_body_fails():
                 raise RuntimeError("boom")
         assert not pg.is_running()
         assert not os.path.exists(f"{base}/data/postmaster.pid")
-        with pytest.raises(CommandFailed, match="starting PostgreSQL"):
+        # the one-line error quotes the server log's FATAL line and names the log to read
+        quoted = r'(?s)did not start.*invalid value for parameter "shared_buffers".*read the server log'
+        with pytest.raises(ServerStartError, match=quoted):
             PgCluster(run_local, f"{base}/data", f"{base}/wal", f"{base}/sock", pg.port,
                       settings={"shared_buffers": "nonsense"}).start(timeout_s=10)
     finally:

@@ -12,6 +12,9 @@
     briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
 
 Without an activated venv, run it as .venv/bin/briefkit (after `make setup`).
+
+Each command imports the layers it uses inside its own function: `briefkit --help` starts in about
+1.6 s instead of 4.6 s with pandas, papermill, nbconvert and the measuring layer loaded up front.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ Each method returns the blocks of one notebook section (``briefkit.report.displa
 from __future__ import annotations
 
 from briefkit.briefs import mix, plots
-from briefkit.briefs.sections import BriefBase, bullets, hosts_text, plural, published_how
+from briefkit.briefs.sections import BriefBase, bullets, hosts_text, plural, published_how, selection_text
 
 
 class FioMix(BriefBase):
@@ -111,7 +111,6 @@ with the ratios recomputed from those printed numbers.""")
         return out.take()
 
     def _selection(self) -> str:
-        from briefkit.briefs.sections import selection_text
         text = selection_text(self.data, self.names, self.show)
         if not self.names:
             text += (f" `briefkit measure {self.brief}` runs the campaign declared in params.yaml and "

@@ -24,8 +24,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.lines import Line2D
 
+from briefkit.briefs import plots
 from briefkit.core import compare, efficiency, sizes, stats
 from briefkit.core import samples as samples_mod
 from briefkit.core.numbers import fmt
@@ -572,10 +575,7 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
     """The figure of one mix: throughput (top) and read / write mean completion latency (bottom)
     against numjobs, one column per block size, one colour per configuration. Throughput error
     bars are the 95 % confidence intervals of the mean."""
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
 
-    from briefkit.briefs import plots
 
     sizes = [m for m in mixes(summary_table) if m.read == read]
     fig, axes = plt.subplots(2, max(len(sizes), 1), figsize=(7.0, 5.4), squeeze=False)

@@ -10,6 +10,7 @@ import os
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import FuncFormatter
 
 #: Fixed colours, so a configuration keeps its colour across every figure of a brief.
 PALETTE = ["#1f4e9c", "#d9822b", "#5a9e3a", "#8c4fa3", "#c23b3b", "#3a8f9e"]
@@ -78,7 +79,6 @@ def _short(value: float) -> str:
 
 def thousands(ax, axis: str = "x") -> None:
     """Tick labels as 200k / 1.5M, which stay readable on half-width panels."""
-    from matplotlib.ticker import FuncFormatter
     formatter = FuncFormatter(lambda v, _: _short(v))
     (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(formatter)
 
@@ -132,7 +132,6 @@ def ratio_bars(ax, table: pd.DataFrame, *, palette: dict[str, str], decimals: in
                 ax.annotate(f"{value:.{decimals}f}", (x, value), textcoords="offset points",
                             xytext=(0, 2 if value >= 1 else -9), ha="center", fontsize=7)
     ax.set_yscale("log")
-    from matplotlib.ticker import FuncFormatter
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     if len(values):

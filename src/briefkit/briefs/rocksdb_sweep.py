@@ -18,6 +18,7 @@ from briefkit.briefs.sections import (
     plural,
     published_files,
     published_how,
+    selection_text,
 )
 from briefkit.briefs.sweep import MetricSpec
 from briefkit.core import units
@@ -208,7 +209,6 @@ measured campaign can compare its own.""")
         return out.take()
 
     def _selection_text(self) -> str:
-        from briefkit.briefs.sections import selection_text
         return selection_text(self.data, self.names, self.show)
 
     def measured_workloads(self):

@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, model_validator
 
+from briefkit import tools
 from briefkit.core.errors import ParamsError
 from briefkit.core.validation import AbsPath, Bool, Model, Name, check
 from briefkit.target.power.config import PowerSpec
@@ -88,7 +89,6 @@ HostSpec = Annotated[Any, PlainValidator(_host), WithJsonSchema({
 
 
 def _workload(value: str) -> str:
-    from briefkit import tools
 
     if value not in tools.REGISTRY:
         raise ValueError(f"unknown workload {value!r} (known: {', '.join(tools.REGISTRY)})")

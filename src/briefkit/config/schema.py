@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import json
 
+from pydantic.json_schema import models_json_schema
+
+from briefkit import tools
 from briefkit.config.params import ParamsFile
 
 
 def _workload_rules(defs: dict) -> list[dict]:
     """One ``if workload == <name> then settings/matrix follow its models`` rule per workload; a
     workload with one model per variant (db_bench's ``suite``) gets one rule per variant."""
-    from pydantic.json_schema import models_json_schema
 
-    from briefkit import tools
 
     rules = []
     for name in tools.REGISTRY:

@@ -23,6 +23,9 @@ from typing import Any
 
 import pandas as pd
 
+from briefkit.core import compare
+from briefkit.core.numbers import fmt
+
 
 @dataclass(frozen=True)
 class Step:
@@ -195,7 +198,6 @@ def ramps(table: pd.DataFrame, rule: StopRule = StopRule(), configs: Sequence[st
 # --- reading measured ramps for a brief --------------------------------------------------------
 
 def _num(value: float | None, decimals: int) -> str:
-    from briefkit.core.numbers import fmt
 
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt(value, decimals)
 
@@ -266,8 +268,6 @@ def relative_table(found: Mapping[str, Ramp], baseline: str) -> pd.DataFrame:
     reported steps, each number with its calculation: NOPM as a multiple of the baseline's
     ("~N.Nx", (a / b)); the transaction times as the brief writes them, "N % lower"
     (1 - value / baseline), and as the briefs' lower-is-better difference, (inferior / superior) - 1."""
-    from briefkit.core import compare
-    from briefkit.core.numbers import fmt
 
     base = found[baseline].point if baseline in found else None
     rows = []

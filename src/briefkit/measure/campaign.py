@@ -26,6 +26,8 @@ first so that it cannot disturb the new measurement).
 """
 from __future__ import annotations
 
+import errno
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -39,14 +41,16 @@ import pandas as pd
 from briefkit import tools as workloads
 from briefkit.config import project
 from briefkit.config.params import CampaignSpec, HostSpec, parse_ssh_url
-from briefkit.core.errors import CampaignError
+from briefkit.core.errors import BriefkitError, CampaignError
 from briefkit.core.validation import check, check_name
 from briefkit.raw import records
 from briefkit.raw.lock import CampaignLock, TargetLock
 from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, STARTED, Manifest
 from briefkit.raw.manifest import now as _now
 from briefkit.raw.points import point_samples
-from briefkit.target.hosts import Host, LocalHost, SshHost
+from briefkit.target import inventory, power, storage
+from briefkit.target.hosts import Host, HostError, LocalHost, SshHost
+from briefkit.target.hosts.job import Job, JobLost
 from briefkit.tools.base import Point, PointRun, Workload
 
 Progress = Callable[[str], None]
@@ -103,8 +107,6 @@ def declared(slug: str, base: Path | None = None) -> dict[str, Mapping]:
 def load(slug: str, name: str, base: Path | None = None) -> Campaign:
     """The campaign ``briefs.<slug>.campaigns.<name>``, validated by its model (briefkit.config.params)
     and its workload's; every error names params.yaml and the key path."""
-    from briefkit.target import storage
-
     base = base or project.root()
     found = declared(slug, base)
     where = f"params.yaml: briefs.{slug}.campaigns.{name}"
@@ -248,8 +250,6 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
 
 
 def _run_locked(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Progress) -> Summary:
-    from briefkit.target import power
-
     slug, name = camp.brief, camp.name
     plan = camp.plan()
     manifest = Manifest(camp.raw_dir / "manifest.jsonl")
@@ -321,8 +321,6 @@ def _check_tool(camp: Campaign, host: Host) -> None:
 
 
 def _free_local(path: Path) -> int | None:
-    import shutil
-
     for folder in (path, *path.parents):
         if folder.exists():
             try:
@@ -345,8 +343,6 @@ def _explain(exc: BaseException, camp: Campaign, host: Host | None) -> BaseExcep
     """The error to report for ``exc``: a full raw folder or workdir said as such (whatever failed
     first because of it), any other unexpected error as one line with what to do; an interrupt and
     errors that already explain themselves are kept."""
-    import errno
-
     if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
         return exc
     again = "finished points are kept; run the same command again to resume"
@@ -360,8 +356,6 @@ def _explain(exc: BaseException, camp: Campaign, host: Host | None) -> BaseExcep
     if host is not None:
         remote = _free_remote(host, camp.workdir)
         if remote is not None and remote < FULL_BYTES:
-            from briefkit.target.hosts.job import JobLost
-
             # a job whose exit code could not be written is a consequence of the full disk, not a kill
             cause = (f"{exc.__class__.__name__}: a job could not record its exit code" if isinstance(exc, JobLost)
                      else f"{type(exc).__name__}: {_line(exc)}")
@@ -369,13 +363,12 @@ def _explain(exc: BaseException, camp: Campaign, host: Host | None) -> BaseExcep
                                  f"({remote // 1024} KiB free) ({cause}); free space "
                                  f"there or declare a larger workdir (a configuration's data is removed by its "
                                  f"teardown); {again}")
-    from briefkit.core.errors import BriefkitError
-    from briefkit.target.hosts import HostError
-
     if isinstance(exc, (BriefkitError, HostError)):
         return exc
-    return CampaignError(f"{camp.brief}/{camp.name}: {type(exc).__name__}: {_line(exc)}; {again} once the "
-                         f"cause is fixed")
+    error = CampaignError(f"{camp.brief}/{camp.name}: {type(exc).__name__}: {_line(exc)}; {again} once the "
+                          f"cause is fixed")
+    error.cause = f"{type(exc).__name__}: {_line(exc)}"     # what the raw records keep: the fault itself
+    return error
 
 
 def _diagnose(exc: BaseException, camp: Campaign, host: Host | None) -> BaseException:
@@ -394,9 +387,15 @@ def _line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _failure_text(error: BaseException) -> str:
+    """What a point record and a ``failed`` event keep of an error: the fault, without the advice that
+    the one-line message adds for whoever runs the command."""
+    return getattr(error, "cause", None) or f"{type(error).__name__}: {error}"
+
+
 def _record_failure(manifest: Manifest, error: BaseException, **fields) -> None:
     """A ``failed`` event, as far as the raw folder can still take one."""
-    text = f"{type(error).__name__}: {error}"
+    text = _failure_text(error)
     try:
         manifest.append(FAILED, error=text, **{k: v for k, v in fields.items() if v is not None})
     except OSError:
@@ -407,8 +406,6 @@ def _stop_orphans(host: Host, remote_root: str, progress: Progress) -> None:
     """Stop every job a killed run left running in the campaign's run folder (db_bench holding
     RocksDB's LOCK, fio still writing), before any set-up, prepare or point is redone. This run holds
     the campaign's lock, so no job there belongs to a live run."""
-    from briefkit.target.hosts.job import Job
-
     res = host.run(["sh", "-c", _UNFINISHED, "briefkit-orphans", remote_root], check=False)
     for line in res.stdout.splitlines():
         folder, _, file = line.rpartition("/")
@@ -484,8 +481,6 @@ def _mark(exc: BaseException, stage: str, config: str) -> None:
 
 
 def _record_inventory(camp: Campaign, host: Host, config: str, prepared) -> None:
-    from briefkit.target import inventory
-
     found = records.read_inventory(camp.raw_dir)
     if found is None or found.get("host") != host.name:
         tools = [camp.workload.tool] if camp.workload.tool else []
@@ -500,8 +495,6 @@ def _record_inventory(camp: Campaign, host: Host, config: str, prepared) -> None
 
 def _run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifest: Manifest, source,
                progress: Progress) -> pd.DataFrame:
-    from briefkit.target import power
-
     workload, settings = camp.workload, camp.settings
     local_point = camp.raw_dir / point.id
     remote_point = f"{camp.remote_root()}/{point.id}"
@@ -530,7 +523,7 @@ def _run_point(camp: Campaign, host: Host, point: Point, prepared, state, manife
     except BaseException as exc:
         t1 = time.time()
         error = _diagnose(exc, camp, host)
-        text = f"{type(error).__name__}: {error}"
+        text = _failure_text(error)
         for step in (lambda: _save_point(record, run, t0, t1, camp, point, local_dir, error=text),
                      lambda: _fetch(host, remote_dir, local_dir)):
             try:        # as much of the attempt as can be kept; the error itself matters more

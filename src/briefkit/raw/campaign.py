@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,6 @@ class RecordedCampaign:
         """What the finished points' records say was run: when, how long per point and per measured
         window, which tool versions."""
         found = [r for _, r in self.point_records()]
-        from datetime import datetime
 
         def seconds(a, b):
             return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()

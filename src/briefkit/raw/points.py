@@ -11,6 +11,7 @@ import pandas as pd
 
 from briefkit.core import samples as tidy
 from briefkit.raw import records
+from briefkit.target import power
 from briefkit.tools.base import Point, Workload
 
 
@@ -44,7 +45,6 @@ def _relative(source: str, base: Path) -> str:
 
 def power_rows(folder: Path, record: Mapping) -> list[dict]:
     """The point's watts and energy over its measured window; none when there is no power source."""
-    from briefkit.target import power
 
     kind = (record.get("power") or {}).get("kind", "none")
     if kind == "none":

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import html
 
+import nbformat
 import pandas as pd
 from IPython.display import HTML, Markdown, display
+
+from briefkit.briefs import plots
 
 VERDICT_CLASS = {"matches": "ok", "rounding": "round", "does not match": "bad", "not checkable": "unchecked"}
 
@@ -48,7 +51,6 @@ def bullets(items: list[str]) -> str:
 
 def emit(blocks) -> None:
     """Show the blocks a brief section returns (``briefkit.briefs.sections.Block``), in order."""
-    from briefkit.briefs import plots
 
     for block in blocks:
         if block.kind == "md":
@@ -66,7 +68,6 @@ def emit(blocks) -> None:
 
 def strip_figures(paths) -> None:
     """Remove figure data (PNG, SVG) from the outputs of executed notebooks, keeping their text."""
-    import nbformat
 
     for path in paths:
         nb = nbformat.read(path, as_version=4)

@@ -10,6 +10,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import nbformat
+from nbconvert import HTMLExporter
+from traitlets.config import Config
+
 from briefkit import __version__
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -23,9 +27,6 @@ class RenderError(RuntimeError):
 
 
 def to_html(notebook: Path, html: Path) -> Path:
-    import nbformat
-    from nbconvert import HTMLExporter
-    from traitlets.config import Config
 
     config = Config()
     config.TagRemovePreprocessor.remove_cell_tags = REMOVED_CELL_TAGS

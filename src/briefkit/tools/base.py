@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from briefkit.core.errors import CampaignError
+from briefkit.core.validation import check
 
 if TYPE_CHECKING:
     from briefkit.target.hosts import Host
@@ -129,7 +130,6 @@ class Workload:
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
                  ) -> tuple[dict[str, list], dict[str, Any]]:
         """Check and complete the campaign's ``matrix`` and ``settings``; errors name the key."""
-        from briefkit.core.validation import check
 
         if self.matrix_model is not None:
             check(self.matrix_model, dict(matrix), f"{where}.matrix", CampaignError)

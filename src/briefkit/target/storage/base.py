@@ -15,6 +15,8 @@ import contextlib
 import json
 import posixpath
 import re
+import signal
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -354,8 +356,6 @@ class _Ops:
 def _signals_held():
     """SIGINT and SIGTERM ignored (in the main thread) while the block runs: the clean-up on the way
     out of an interrupt is not itself interrupted by a second Ctrl-C."""
-    import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -70,6 +70,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -677,7 +678,6 @@ def parse_benchmark_report(path, **provenance) -> pd.DataFrame:
     ``op_lat_p99.99`` and ``op_lat_max`` (db_bench's histogram of the test's operations, us),
     ``stall_pct``. ``NA`` or an empty field gives no row (said on stderr); any other text where a
     number belongs is an error naming the line and column."""
-    import sys
 
     path = Path(path)
     common = _provenance(provenance)

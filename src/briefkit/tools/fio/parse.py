@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from collections import Counter
@@ -873,7 +874,6 @@ def _check_run(path: Path, units: list[_Unit], outside: str, keep_failed: bool) 
 
 
 def _strerror(code: int) -> str:
-    import os
     try:
         return os.strerror(code)
     except (ValueError, OverflowError):

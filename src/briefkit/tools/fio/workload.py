@@ -53,6 +53,7 @@ from briefkit.core import sizes
 from briefkit.core.errors import CampaignError
 from briefkit.core.validation import defaults as defaults_of
 from briefkit.target.hosts.base import CommandError, stderr_tail
+from briefkit.target.safety import UnsafeTargetError, check_prepared
 from briefkit.tools.base import Point, PointRun, Workload
 from briefkit.tools.fio import parse as fio_output
 from briefkit.tools.fio.job import RW_MODES, FioJob, command, job_file, parse_size
@@ -264,7 +265,6 @@ def check_raw_target(host: Host, storage: Prepared, where: str) -> None:
     """The destroy guard (briefkit.target.safety.check_prepared) before fio writes to a raw device: a
     device holding data is refused unless its configuration names it with ``destroy_data: true``,
     and a device in use is always refused. ``where`` says what was about to write."""
-    from briefkit.target.safety import UnsafeTargetError, check_prepared
 
     try:
         check_prepared(host, storage)

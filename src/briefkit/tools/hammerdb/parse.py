@@ -38,6 +38,7 @@ from HammerDB results must say "p99.9 not available from HammerDB" (see ``MISSIN
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -248,7 +249,6 @@ def parse_transaction_counter(path, **provenance) -> pd.DataFrame:
     The counter samples the database's own commit + rollback rate, ramp-up included; HammerDB's
     ``TEST RESULT`` line is the timed figure. A run whose readings are all zero gives no rows (said
     on stderr). Analytic (``qph``) logs are refused: no metric of this project matches them."""
-    import sys
 
     path = Path(path)
     table = read_transaction_counter(path)

@@ -46,6 +46,7 @@ same definition everywhere in this module.
 """
 from __future__ import annotations
 
+import io
 import math
 import re
 import sys
@@ -163,7 +164,6 @@ def _read_log_file(path: Path, index: int, scripts: Mapping[int, str] | None):
 def _fast_chunk(data, lines: int, first: int, scripts: Mapping[int, str] | None) -> pd.DataFrame | None:
     """The chunk's transactions as numeric columns, or None when any line needs a closer look.
     ``data``: whole lines (bytes, or a list of lines); ``lines``: how many."""
-    import io
 
     if isinstance(data, list):
         data = b"".join(data)

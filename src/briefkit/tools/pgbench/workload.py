@@ -35,6 +35,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -311,7 +312,6 @@ def _version(text: str | None) -> str | None:
 
 
 def _iso(epoch: float) -> str:
-    from datetime import datetime, timezone
 
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
 
