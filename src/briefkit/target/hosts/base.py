@@ -332,6 +332,7 @@ class Host(ABC):
 
     def start(self, argv: Sequence[str], workdir: str, name: str) -> Job:
         """Start ``argv`` detached in ``workdir``; see briefkit.target.hosts.job."""
+        # job.py builds on this module's Host and CommandResult, so it is imported here, not at the top
         from briefkit.target.hosts.job import Job
 
         return Job.start(self, argv, workdir, name)
