@@ -10,6 +10,7 @@ Everything here reads ``data/processed/<brief>/`` (``briefkit.dataset.processed`
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -47,7 +48,8 @@ class Blocks:
     figures: Any = field(default_factory=lambda: itertools.count(1))
 
     def md(self, text: str) -> None:
-        self.items.append(Block("md", text))
+        # cleandoc: prose written as an indented triple-quoted string would otherwise be Markdown code
+        self.items.append(Block("md", inspect.cleandoc(text)))
 
     def table(self, frame: pd.DataFrame, caption: str, *, note: str = "", css_class: str = "brief-table") -> None:
         """``caption`` without its number: "Table N: " is prepended here."""
