@@ -67,15 +67,20 @@ def emit(blocks) -> None:
 
 
 def strip_figures(paths) -> None:
-    """Remove figure data (PNG, SVG) from the outputs of executed notebooks, keeping their text."""
-
+    """Remove figure data (PNG, SVG) from the outputs of executed notebooks, keeping their text, and the
+    cells' execution timestamps and the papermill timings, so that re-executing a notebook changes its
+    diff only where a text or table output changed."""
     for path in paths:
         nb = nbformat.read(path, as_version=4)
+        nb.metadata.pop("papermill", None)
         for cell in nb.cells:
+            cell.metadata.pop("execution", None)
+            cell.metadata.pop("papermill", None)
             for output in cell.get("outputs", []):
                 for key in ("image/png", "image/svg+xml"):
                     output.get("data", {}).pop(key, None)
-                output.get("metadata", {}).clear() if "metadata" in output else None
+                if "metadata" in output:
+                    output["metadata"].clear()
         nbformat.write(nb, path)
 
 
