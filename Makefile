@@ -61,7 +61,8 @@ test-unit:
 # Figures are excluded: the checked run draws them as PNG (BRIEFKIT_FIGURES=png), which nbval does not
 # compare, and `make notebooks` strips them from the committed notebooks, so the .ipynb diff shows prose,
 # calls and tables, never generated images (reports/ keep SVG figures).
-NB_REF ?= $(or $(TMPDIR),/tmp)/briefkit-nbval-reference
+# inside the checkout: two checkouts on one machine never share (or delete) each other's reference
+NB_REF ?= $(CURDIR)/.nbval-reference
 define reference_data
 	rm -rf $(NB_REF) && mkdir -p $(NB_REF)
 	git archive HEAD data notebooks params.yaml | tar -x -C $(NB_REF)
