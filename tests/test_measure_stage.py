@@ -188,3 +188,35 @@ def test_dvc_exp_run_measures_on_the_host_given_on_the_command_line(clone, tmp_p
     shown = json.loads(run([DVC, "exp", "show", "--json"], cwd=clone, HOME=str(home)).stdout)
     found = json.dumps(shown)
     assert "on-sshd" in found and '"points_done": 2' in found.replace("'", '"'), found[:3000]
+
+
+def test_raw_data_shared_through_a_dvc_remote(tmp_path):
+    """README "Sharing large raw data": the raw folders moved from git to a directory remote, pushed,
+    and pulled into another clone, where `dvc repro` still measures nothing."""
+    first = tmp_path / "first"
+    run(["git", "clone", "-q", str(ROOT), str(first)], cwd=ROOT)
+    for key, value in (("user.email", "test@example.invalid"), ("user.name", "test")):
+        run(["git", "config", key, value], cwd=first)
+    raw = tree(first / "data/raw")
+    dvcyaml = first / "dvc.yaml"
+    text = dvcyaml.read_text(encoding="utf-8")
+    assert text.count("            cache: false") == 1
+    dvcyaml.write_text(text.replace("            cache: false", "            cache: true"), encoding="utf-8")
+    run(["git", "rm", "-r", "-q", "--cached", *[str(p.relative_to(first)) for p in first.glob("data/raw/*/local")]],
+        cwd=first)
+    run([DVC, "commit", "-f", "measure"], cwd=first)
+    run([DVC, "remote", "add", "-d", "storage", str(tmp_path / "remote")], cwd=first)
+    run([DVC, "push", "measure"], cwd=first)
+    run(["git", "add", "-A"], cwd=first)
+    run(["git", "commit", "-qm", "raw data in the DVC remote"], cwd=first)
+    assert not run(["git", "ls-files", "data/raw/fio-6600ion/local"], cwd=first).stdout.strip()
+
+    second = tmp_path / "second"
+    run(["git", "clone", "-q", str(first), str(second)], cwd=tmp_path)
+    assert not (second / "data/raw/fio-6600ion/local").exists()
+    run([DVC, "pull", "measure"], cwd=second)
+    pulled = tree(second / "data/raw")
+    assert pulled == tree(first / "data/raw")
+    assert raw.items() <= pulled.items()    # every committed raw file byte for byte, beside DVC's .gitignore files
+    out = run([DVC, "repro", "measure"], cwd=second)
+    assert "Running stage" not in out.stdout, out.stdout
