@@ -94,6 +94,16 @@ def test_a_fresh_clone_measures_nothing(clone):
     assert "Running stage" not in out.stdout, out.stdout
     assert all(f"Stage 'measure@{key}' didn't change, skipping" in out.stdout for key in keys), out.stdout
     assert tree(clone / "data/raw") == before
+    # what a killed run (its lock) or JupyterLab (checkpoints of a run record) leaves in a raw folder is
+    # not raw data: git ignores it, and so must DVC, or the folder's hash would differ from dvc.lock
+    folder = clone / "data/raw/fio-6600ion/local"
+    (folder / ".lock").write_text('{"pid": 1}\n')
+    (folder / "runs/.ipynb_checkpoints").mkdir(parents=True)
+    (folder / "runs/.ipynb_checkpoints/1-checkpoint.ipynb").write_text("{}")
+    assert not run(["git", "status", "--porcelain", "data/raw"], cwd=clone).stdout.strip()
+    assert "up to date" in run([DVC, "status", "measure@fio-6600ion--local"], cwd=clone).stdout
+    shutil.rmtree(folder / "runs")
+    (folder / ".lock").unlink()
     # and the rest of the pipeline does not reach a measuring stage either
     assert "measure@" not in run([DVC, "status"], cwd=clone).stdout
 
