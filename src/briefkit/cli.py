@@ -323,8 +323,7 @@ HELP: dict[str, tuple[str, str, str]] = {
                          "point left it runs nothing and writes nothing. This is the command of the dvc.yaml "
                          "stage measure@BRIEF--CAMPAIGN.",
                          "briefkit measure-notebook fio-6600ion mine\n"
-                         "briefkit measure-notebook fio-6600ion mine --host ssh://root@192.0.2.10:22\n"
-                         "dvc repro measure@fio-6600ion--mine     # the same, as a DVC stage"),
+                         "briefkit measure-notebook fio-6600ion mine --host ssh://root@192.0.2.10:22"),
     "status": ("points done, skipped, failed and left per campaign",
                "Points done, skipped, failed and left, per campaign and configuration, as TSV.",
                "briefkit status fio-6600ion"),
