@@ -78,7 +78,7 @@ def target_inventory(camp: campaign.Campaign, host: Host) -> pd.DataFrame:
         elif not isinstance(value, list) and value not in (None, ""):
             rows.append((prefix, str(value)))
 
-    walk("", {k: v for k, v in found.items() if k != "paths"})
+    walk("", {k: v for k, v in found.items() if k not in ("paths", "schema")})
     return pd.DataFrame(rows, columns=["item", "value"])
 
 
@@ -137,13 +137,13 @@ def run_notebook(slug: str, name: str, host: str | None = None, base: Path | Non
                  say: Callable[[str], None] = print) -> Path | None:
     """Measure the campaign through the measurement notebook; the executed notebook is kept as
     runs/<n>.ipynb in its raw folder. None when no point is left (nothing runs, nothing is written)."""
-    import papermill
-
     base = base or project.root()
     camp = campaign.load(slug, name, base)
     if not todo(camp):
         say(f"{slug}/{name}: all {len(camp.plan())} points are done; nothing to measure (no run record written)")
         return None
+    import papermill  # seconds to import: only when there is something to measure
+
     notebook = base / NOTEBOOK
     if not notebook.is_file():
         raise CampaignError(f"{notebook}: the measurement notebook is missing")
