@@ -145,6 +145,35 @@ def test_a_resume_with_another_declaration_is_refused(project_root):
         campaign.run("demo", "local", progress=lambda _: None)
 
 
+def test_a_grown_declaration_runs_only_the_new_points(project_root):
+    declare(project_root, repetitions=1)
+    campaign.run("demo", "local", progress=lambda _: None)
+    raw = project_root / "data/raw/demo/local"
+    campaign_json = (raw / "campaign.json").read_bytes()
+    first = {e["point"]: (raw / e["dir"] / "point.json").read_bytes() for e in events(project_root) if e["event"] == "done"}
+    assert len(first) == 4
+    # more matrix values, a repetition more and a new configuration: the same campaign, grown
+    declare(project_root, repetitions=2, matrix={"count": [1, 2, 3]},
+            configs={"a": {"kind": "dir", "path": str(project_root / "disk-a")},
+                     "b": {"kind": "dir", "path": str(project_root / "disk-b")},
+                     "c": {"kind": "dir", "path": str(project_root / "disk-c")}})
+    lines = []
+    summary = campaign.run("demo", "local", progress=lines.append)
+    assert (summary.total, summary.ran) == (18, 14)
+    assert any("declaration grew" in line and "count + 3" in line for line in lines), lines
+    done = {e["point"]: e for e in events(project_root) if e["event"] == "done"}
+    assert len(done) == 18 and all((raw / done[p]["dir"] / "point.json").read_bytes() == b for p, b in first.items())
+    assert (raw / "campaign.json").read_bytes() == campaign_json      # the grown declaration is an event
+    # what was measured is read through the grown declaration: every point, and params.yaml says the same
+    status = dataset.status("demo")
+    assert status["done"].tolist() == [6, 6, 6] and status["left"].tolist() == [0, 0, 0]
+    assert len(dataset.campaign_samples("demo", "local")) == 18
+    # dropping values or configurations is a change, not growth (count=4 is new, so the run would go on)
+    declare(project_root, repetitions=2, matrix={"count": [1, 4]})
+    with pytest.raises(CampaignError, match=r"changed: configs, matrix"):
+        campaign.run("demo", "local", progress=lambda _: None)
+
+
 def test_the_stop_rule_skips_the_rest_of_a_configuration_for_good(project_root):
     declare(project_root, repetitions=1, matrix={"count": [1, 2, 3, 4]}, settings={"stop_after": 2})
     summary = campaign.run("demo", "local", progress=lambda _: None)

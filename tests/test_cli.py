@@ -143,3 +143,17 @@ def test_a_storage_error_that_needs_root_gets_the_next_step():
     text = cli._message(CampaignError("config xfs: kind loop_xfs cannot be set up on bench@h:22: it runs as "
                                       "uid 1000, and loop_xfs needs root (mount, losetup, mkfs)"))
     assert "log in to the target as root" in text and "sudo: true" in text and "--sudo" in text
+
+
+def test_measure_notebook_with_nothing_left_runs_nothing_and_writes_nothing(monkeypatch, capsys):
+    """The committed reference campaign is finished: the measuring stage's command says so and leaves
+    the raw folder byte for byte (no run record), so a re-run stage never changes committed data."""
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(root))
+    folder = root / "data/raw/oltp-9300/local"
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert cli.main(["measure-notebook", "oltp-9300", "local"]) == 0
+    assert "all 15 points are done; nothing to measure" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    assert cli.main(["measure-notebook", "oltp-9300", "nope"]) == 2
+    assert "briefs.oltp-9300.campaigns.nope: no such campaign" in capsys.readouterr().err

@@ -105,3 +105,23 @@ def test_duplicate_keys_in_a_published_brief(tmp_path):
     (folder / "brief.yaml").write_text("title: a\nsubject: x\nsubject: y\n", encoding="utf-8")
     with pytest.raises(published.PublishedDataError, match=r"brief.yaml:3: duplicate key 'subject'"):
         published.load(folder)
+
+
+def _with_measure(measure: dict) -> dict:
+    camp = {"workload": "fio", "configs": {"d": {"kind": "dir", "path": "/var/tmp/d"}}}
+    return {"briefs": {"b1": {"notebook": "fio_mix", "campaigns": {"mine": camp, "v.2": camp}}}, "measure": measure}
+
+
+@pytest.mark.parametrize("measure, words", [
+    ({"b1-mine": {"brief": "b1", "campaign": "mine"}}, ["measure.b1-mine", "b1--mine"]),
+    ({"b2--mine": {"brief": "b2", "campaign": "mine"}}, ["measure.b2--mine.brief", "b2"]),
+    ({"b1--yours": {"brief": "b1", "campaign": "yours"}}, ["measure.b1--yours.campaign", "declared: mine, v.2"]),
+    ({"b1--v.2": {"brief": "b1", "campaign": "v.2"}}, ["measure.b1--v.2", "no dots"]),
+    ({"b1--mine": {"brief": "b1"}}, ["measure.b1--mine.campaign"]),
+])
+def test_measured_campaigns_must_be_declared_and_keyed_as_their_stage(measure, words):
+    with pytest.raises(ParamsError) as info:
+        validate_params(_with_measure(measure))
+    assert all(w in str(info.value) for w in words), str(info.value)
+    assert validate_params(_with_measure({"b1--mine": {"brief": "b1", "campaign": "mine"}})).measure["b1--mine"].campaign \
+        == "mine"

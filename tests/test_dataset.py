@@ -206,7 +206,19 @@ def test_a_failed_build_leaves_the_previous_folder(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         build.build("rocksdb-nvmeof", base)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
-    assert sorted(p.name for p in folder.parent.iterdir()) == ["rocksdb-nvmeof"]
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["rocksdb-nvmeof", "rocksdb-nvmeof.metrics.json"]
+
+
+def test_the_metrics_count_points_and_give_headline_figures(tmp_path):
+    base = make_project(tmp_path, "fio-6600ion")
+    build.build("fio-6600ion", base)
+    found = json.loads((base / "data/processed/fio-6600ion.metrics.json").read_text())
+    local = found["campaigns"]["local"]
+    assert (local["points_planned"], local["points_done"], local["points_left"]) == (128, 128, 0)
+    table = pd.read_parquet(base / "data/processed/fio-6600ion/samples.parquet")
+    reads = table[(table["campaign"] == "local") & (table["metric"] == "read_bw")]
+    best = reads.groupby(["config", "workload", "load"])["value"].mean().max()     # a point: its 2 repetitions
+    assert local["max_read_bw"] == pytest.approx(best, rel=1e-3) and local["max_read_bw"] > 10
 
 
 def test_load_names_the_missing_file_and_the_command(tmp_path):

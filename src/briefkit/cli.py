@@ -8,6 +8,7 @@
     briefkit check BRIEF              the reproduction check of a published brief, as CSV
     briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
+    briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
     briefkit status BRIEF             points done, skipped, failed and left per campaign
     briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
 
@@ -160,6 +161,17 @@ def _measure(args) -> int:
     return 0
 
 
+def _measure_notebook(args) -> int:
+    from briefkit.measure import record
+
+    if args.host and args.host != "local":
+        from briefkit.target.hosts.ssh import parse_ssh_url
+
+        parse_ssh_url(args.host, "--host")
+    record.run_notebook(args.brief, args.campaign, host=args.host, base=project.root(), say=_say)
+    return 0
+
+
 def _measure_host(args, campaign, name: str, base: Path):
     """The host --host names (checked here, so that a wrong address names the value and the form),
     with --sudo applied; None leaves it to the campaign's declaration."""
@@ -303,6 +315,15 @@ HELP: dict[str, tuple[str, str, str]] = {
                 "briefkit measure fio-6600ion --campaign mine\n"
                 "briefkit measure fio-6600ion --campaign mine --host ssh://root@192.0.2.10\n"
                 "briefkit measure fio-6600ion --campaign mine --host ssh://bench@192.0.2.10:2222 --sudo"),
+    "measure-notebook": ("run or resume one campaign through the measurement notebook (dvc repro's stage)",
+                         "Run or resume one campaign like `briefkit measure`, through the measurement notebook "
+                         "notebooks/measure/measure.ipynb (papermill): the plan, the target's inventory, the "
+                         "progress and a per-point summary. The executed notebook is kept as "
+                         "data/raw/BRIEF/CAMPAIGN/runs/N.ipynb, the run's record (never overwritten). With no "
+                         "point left it runs nothing and writes nothing. This is the command of the dvc.yaml "
+                         "stage measure@BRIEF--CAMPAIGN.",
+                         "briefkit measure-notebook fio-6600ion mine\n"
+                         "briefkit measure-notebook fio-6600ion mine --host ssh://root@192.0.2.10:22"),
     "status": ("points done, skipped, failed and left per campaign",
                "Points done, skipped, failed and left, per campaign and configuration, as TSV.",
                "briefkit status fio-6600ion"),
@@ -359,6 +380,10 @@ def parser() -> argparse.ArgumentParser:
                               "passwordless sudo); the same as sudo: true in the host declaration")
     measure.add_argument("--dry-run", action="store_true",
                          help="print the plan, the points already done and the estimated duration; run nothing")
+    notebook = _command(sub, "measure-notebook", _measure_notebook)
+    notebook.add_argument("brief", help="the brief's slug (briefkit list)")
+    notebook.add_argument("campaign", help="one of its campaigns (params.yaml: briefs.BRIEF.campaigns)")
+    notebook.add_argument("--host", help="run on this host instead of the declared one: local or ssh://[user@]host[:port]")
     status = _command(sub, "status", _status)
     status.add_argument("brief", help="the brief's slug (briefkit list)")
     sshd = _command(sub, "loopback-sshd", _loopback_sshd)

@@ -138,11 +138,42 @@ class BriefSpec(Model):
     campaigns: dict[Name, CampaignSpec] = {}
 
 
+class MeasureEntry(Model):
+    """One campaign that `dvc repro` measures (a stage ``measure@<brief>--<campaign>`` of dvc.yaml)."""
+
+    brief: Name
+    campaign: Name
+
+
+#: a DVC stage key: DVC allows no punctuation in stage names but ``_`` and ``-``
+_STAGE_KEY = re.compile(r"^[a-z0-9][a-z0-9_-]*--[a-z0-9][a-z0-9_-]*$")
+
+
 class ParamsFile(Model):
     """params.yaml."""
 
     model_config = Model.model_config | {"title": "briefkit params.yaml"}
     briefs: Annotated[dict[Name, BriefSpec], Field(min_length=1)]
+    # DVC's foreach takes one flat collection, not the campaigns nested under each brief: this is it
+    measure: dict[str, MeasureEntry] = {}
+
+    @model_validator(mode="after")
+    def _measured_campaigns(self):
+        for key, entry in self.measure.items():
+            where = f"measure.{key}"
+            if key != f"{entry.brief}--{entry.campaign}":
+                raise ValueError(f"{where}: the key must be {entry.brief}--{entry.campaign} (brief--campaign), "
+                                 f"the name of its dvc.yaml stage measure@{entry.brief}--{entry.campaign}")
+            if not _STAGE_KEY.match(key):
+                raise ValueError(f"{where}: brief and campaign names of a measured campaign may hold only "
+                                 f"a-z, 0-9, _ and - (DVC stage names and params keys allow no dots)")
+            brief = self.briefs.get(entry.brief)
+            if brief is None:
+                raise ValueError(f"{where}.brief: no brief {entry.brief!r} under briefs")
+            if entry.campaign not in brief.campaigns:
+                raise ValueError(f"{where}.campaign: briefs.{entry.brief}.campaigns declares no {entry.campaign!r} "
+                                 f"(declared: {', '.join(brief.campaigns) or 'none'})")
+        return self
 
 
 def validate_params(data: Any, file: str = "params.yaml") -> ParamsFile:

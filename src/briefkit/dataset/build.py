@@ -65,7 +65,36 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         "brief.json": meta,
         "campaigns.json": {"schema_version": SCHEMA_VERSION, "brief": slug, "campaigns": campaigns},
     }
-    return _write_folder(out_dir / slug, files)
+    folder = _write_folder(out_dir / slug, files)
+    _write_json(out_dir / f"{slug}.metrics.json", metrics(slug, files["samples.parquet"], campaigns))
+    return folder
+
+
+#: per workload, the figures a run is summed up by in `dvc exp show`: the best point's mean over repetitions
+HEADLINE = ("read_bw", "write_bw", "read_iops", "write_iops", "ops", "nopm", "tpm")
+
+
+def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) -> dict:
+    """data/processed/<brief>.metrics.json, the dataset stage's DVC metrics: per campaign the points
+    (planned, done, skipped, failed, left) and headline figures (the highest mean over repetitions
+    of any point), so that `dvc exp show` compares experiments."""
+    out: dict[str, Any] = {"brief": slug, "campaigns": {}}
+    for name, record in campaigns.items():
+        entry: dict[str, Any] = {f"points_{k}": v for k, v in record["points"].items()}
+        mine = table[table["campaign"] == name] if "campaign" in table else table.iloc[0:0]
+        for metric in HEADLINE:
+            rows = mine[mine["metric"] == metric]
+            if len(rows):
+                means = rows.groupby(["config", "workload", "load_kind", "load"], dropna=False)["value"].mean()
+                entry[f"max_{metric}"] = float(f"{means.max():.4g}")     # in the metric registry's unit
+        out["campaigns"][name] = entry
+    return out
+
+
+def _write_json(path: Path, content: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def show(slug: str, base: Path | None = None) -> list[str] | None:

@@ -45,7 +45,7 @@ from briefkit.core.errors import BriefkitError, CampaignError
 from briefkit.core.validation import check, check_name
 from briefkit.raw import records
 from briefkit.raw.lock import CampaignLock, TargetLock
-from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, STARTED, Manifest
+from briefkit.raw.manifest import DONE, FAILED, FINAL, GROWN, SKIPPED, STARTED, Manifest
 from briefkit.raw.manifest import now as _now
 from briefkit.raw.points import point_samples
 from briefkit.target import inventory, power, storage
@@ -157,7 +157,7 @@ class Summary:
     seconds: float
 
 
-def _check_declaration(camp: Campaign, host: Host) -> None:
+def _check_declaration(camp: Campaign, host: Host, manifest: Manifest, progress: Progress) -> None:
     path = camp.raw_dir / "campaign.json"
     current = records.normalized(camp.declaration())
     if not path.exists():
@@ -166,13 +166,53 @@ def _check_declaration(camp: Campaign, host: Host) -> None:
             points=len(camp.plan()), declared_host=camp.host, configs_order=list(camp.configs),
             workdir=camp.workdir, power=camp.power, created_at=_now()))
         return
-    stored = records.read_campaign(camp.raw_dir).get("declaration")
-    if stored != current:
-        changed = sorted(k for k in set(stored or {}) | set(current) if (stored or {}).get(k) != current.get(k))
-        raise CampaignError(
-            f"{path}: the campaign was started with another declaration (changed: {', '.join(changed)}); "
-            f"finished points would not be comparable. Declare a new campaign name in params.yaml, or move "
-            f"{camp.raw_dir} away to start this one again.")
+    stored = records.current_campaign(camp.raw_dir).get("declaration")
+    if stored == current:
+        return
+    grown = growth(stored, current)
+    if grown:
+        # more of the same campaign: the finished points stay comparable with the new ones
+        manifest.append(GROWN, declaration=current, labels=camp.labels, configs_order=list(camp.configs),
+                        points=len(camp.plan()), grown=grown)
+        progress(f"{camp.brief}/{camp.name}: the declaration grew ({'; '.join(grown)}); only the new points run")
+        return
+    changed = sorted(k for k in set(stored or {}) | set(current) if (stored or {}).get(k) != current.get(k))
+    raise CampaignError(
+        f"{path}: the campaign was started with another declaration (changed: {', '.join(changed)}); "
+        f"finished points would not be comparable. Only growth is taken as the same campaign (more values of a "
+        f"matrix axis, more repetitions, more configurations). Declare a new campaign name in params.yaml, or "
+        f"move {camp.raw_dir} away to start this one again.")
+
+
+def growth(stored: Mapping | None, current: Mapping) -> list[str] | None:
+    """What ``current`` adds to ``stored`` when it only adds points (matrix values, repetitions,
+    configurations) and keeps the workload, the settings, every configuration and every value; None
+    when it changes anything measured so far."""
+    if not stored or any(k not in stored for k in records.DECLARATION_KEYS):
+        return None
+    if stored["workload"] != current["workload"] or stored["settings"] != current["settings"]:
+        return None
+    said = []
+    if current["repetitions"] < stored["repetitions"]:
+        return None
+    if current["repetitions"] > stored["repetitions"]:
+        said.append(f"repetitions {stored['repetitions']} -> {current['repetitions']}")
+    old_configs, new_configs = stored["configs"], current["configs"]
+    if any(name not in new_configs or new_configs[name] != spec for name, spec in old_configs.items()):
+        return None
+    said += [f"configuration {name}" for name in new_configs if name not in old_configs]
+    old_matrix, new_matrix = stored["matrix"], current["matrix"]
+    if set(old_matrix) != set(new_matrix):
+        return None
+    for axis, values in old_matrix.items():
+        new_values = new_matrix[axis] if isinstance(new_matrix[axis], list) else [new_matrix[axis]]
+        values = values if isinstance(values, list) else [values]
+        if any(v not in new_values for v in values):
+            return None
+        added = [v for v in new_values if v not in values]
+        if added:
+            said.append(f"{axis} + {', '.join(map(str, added))}")
+    return said or None
 
 
 def _attempts(names) -> list[int]:
@@ -271,7 +311,7 @@ def _run_locked(camp: Campaign, lock: CampaignLock, host: Host | None, progress:
             raise
         _check_tool(camp, host)
         _stop_orphans(host, camp.remote_root(), progress)
-        _check_declaration(camp, host)
+        _check_declaration(camp, host, manifest, progress)
         source = power.from_config(camp.power, host, where=f"briefs.{slug}.campaigns.{name}.power")
         tally = _Tally(camp, plan, {p.id for p in plan} - {p.id for p in todo})
         for config in camp.configs:

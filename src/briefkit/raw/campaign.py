@@ -154,7 +154,7 @@ def _spread(values: list[float]) -> dict[str, float] | None:
 def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
     """The campaign in ``raw_dir`` (data/raw/<brief>/<campaign>), from its campaign.json."""
     raw_dir = Path(raw_dir).resolve()
-    record = records.read_campaign(raw_dir)
+    record = records.current_campaign(raw_dir)
     where = str(raw_dir / records.CAMPAIGN)
     declaration = record["declaration"]
     workload = tools.get(declaration["workload"], f"{where}: declaration.workload")

@@ -18,6 +18,9 @@ from briefkit.core.errors import CampaignError
 DONE, FAILED, SKIPPED, STARTED = "done", "failed", "skipped", "started"
 #: a point with one of these is never run again
 FINAL = {DONE, SKIPPED}
+#: the campaign's declaration grew (more matrix values, repetitions or configurations): the event holds
+#: the grown declaration, which replaces campaign.json's from then on (campaign.json is never rewritten)
+GROWN = "grown"
 
 
 def now() -> str:

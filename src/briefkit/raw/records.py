@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from briefkit.core.errors import CampaignError
+from briefkit.raw.manifest import GROWN, Manifest
 
 SCHEMA_VERSION = 1
 CAMPAIGN = "campaign.json"
@@ -86,6 +87,20 @@ def read_campaign(folder: Path) -> dict:
     if missing:
         raise CampaignError(f"{path}: declaration lacks {', '.join(missing)}")
     return record
+
+
+def current_campaign(folder: Path) -> dict:
+    """campaign.json with the last growth of its declaration applied (a ``grown`` event of the
+    manifest: declaration, labels, configs_order and points), as every reader must see it."""
+    record = read_campaign(folder)
+    grown = [e for e in Manifest(Path(folder) / "manifest.jsonl").events() if e.get("event") == GROWN]
+    if not grown:
+        return record
+    last = grown[-1]
+    if not isinstance(last.get("declaration"), dict) or any(k not in last["declaration"] for k in DECLARATION_KEYS):
+        raise CampaignError(f"{Path(folder) / 'manifest.jsonl'}: a grown event without a full declaration")
+    return {**record, **{k: last[k] for k in ("declaration", "labels", "configs_order", "points") if k in last},
+            "grown_at": [e.get("at") for e in grown]}
 
 
 def write_point(folder: Path, record: dict) -> None:

@@ -1,0 +1,177 @@
+"""Measuring as a DVC stage: the measurement notebook, kept with the raw data as the run's record.
+
+    dvc.yaml  measure@<brief>--<campaign>   cmd: briefkit measure-notebook <brief> <campaign>
+    notebooks/measure/measure.ipynb          parameters: brief, campaign, host (None: the declared one)
+    data/raw/<brief>/<campaign>/runs/<n>.ipynb   the executed notebook of run n (never overwritten)
+
+The notebook runs the campaign with the same executor as ``briefkit measure`` (briefkit.measure.campaign:
+resume, locks, refused declaration changes); this module holds what it shows: the plan with its
+estimated duration, the target's inventory, progress lines, and a per-point summary with failures.
+A run with no point left to measure executes no notebook and leaves no record, so an unchanged
+campaign's folder stays byte for byte what was committed.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from briefkit.config import project
+from briefkit.core.errors import CampaignError
+from briefkit.measure import campaign
+from briefkit.raw.manifest import FINAL, Manifest
+from briefkit.target import inventory
+from briefkit.target.hosts import Host
+
+RUNS = "runs"
+NOTEBOOK = Path("notebooks") / "measure" / "measure.ipynb"
+
+
+def todo(camp: campaign.Campaign) -> list:
+    status = Manifest(camp.raw_dir / "manifest.jsonl").status()
+    return [p for p in camp.plan() if status.get(p.id, {}).get("event") not in FINAL]
+
+
+def plan_table(camp: campaign.Campaign) -> pd.DataFrame:
+    """One row per point of the plan: configuration, swept values, repetition, already done or not,
+    and the workload's own estimate of its run time."""
+    left = {p.id for p in todo(camp)}
+    rows = []
+    for point in camp.plan():
+        rows.append({"point": point.id, "config": point.config, **{k: str(v) for k, v in point.values.items()},
+                     "rep": point.rep, "state": "to run" if point.id in left else "done",
+                     "estimate_s": camp.workload.expected_seconds(point, camp.settings)})
+    return pd.DataFrame(rows)
+
+
+def plan_text(camp: campaign.Campaign) -> str:
+    table = plan_table(camp)
+    left = table[table["state"] == "to run"]
+    estimates = left["estimate_s"].tolist()
+    if any(e is None or pd.isna(e) for e in estimates):
+        estimate = "estimated duration unknown (the workload gives no estimate for some points)"
+    else:
+        estimate = f"estimated duration {campaign._duration(sum(estimates))} (tool run time, without set-up)"
+    return (f"{camp.brief}/{camp.name}: {camp.workload.name}, {len(table)} points "
+            f"({len(camp.configs)} configurations: {', '.join(camp.configs)}; matrix "
+            f"{', '.join(f'{k}={v}' for k, v in camp.matrix.items())}; {camp.repetitions} repetition(s)); "
+            f"{len(table) - len(left)} already done, {len(left)} to run; {estimate}")
+
+
+def target_inventory(camp: campaign.Campaign, host: Host) -> pd.DataFrame:
+    """What the target is, before anything runs: CPU, memory, OS, kernel and the tool's version."""
+    tools = [camp.workload.tool] if camp.workload.tool else []
+    found = inventory.collect(host, [], tools=tools)
+    rows = [] if found.get("host") else [("host", host.name)]
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), item)
+        elif not isinstance(value, list) and value not in (None, ""):
+            rows.append((prefix, str(value)))
+
+    walk("", {k: v for k, v in found.items() if k not in ("paths", "schema")})
+    return pd.DataFrame(rows, columns=["item", "value"])
+
+
+def connect(camp: campaign.Campaign, host: Any = None) -> Host:
+    """The host of the run: ``host`` (a declaration: local, ssh://..., a mapping) or the declared one."""
+    where = "host parameter" if host is not None else f"params.yaml: briefs.{camp.brief}.campaigns.{camp.name}.host"
+    return campaign.connect(host if host is not None else camp.host, where)
+
+
+def progress_printer(stream=None) -> Callable[[str], None]:
+    """Progress lines: into the notebook's output and, through papermill's log, on the stage's stderr."""
+    def say(text: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {text}", file=stream or sys.stdout, flush=True)
+    return say
+
+
+def summary_table(camp: campaign.Campaign) -> pd.DataFrame:
+    """Per point of the plan: its last event (done, failed, skipped, started = interrupted, or not run),
+    attempt, seconds and error."""
+    status = Manifest(camp.raw_dir / "manifest.jsonl").status()
+    rows = []
+    for point in camp.plan():
+        entry = status.get(point.id, {})
+        seconds = None
+        if entry.get("started_at") and entry.get("ended_at"):
+            seconds = round((pd.Timestamp(entry["ended_at"]) - pd.Timestamp(entry["started_at"])).total_seconds(), 1)
+        rows.append({"point": point.id, "state": entry.get("event", "not run"), "attempt": entry.get("attempt"),
+                     "seconds": seconds, "error": entry.get("error") or entry.get("reason") or ""})
+    return pd.DataFrame(rows)
+
+
+def failures_table(camp: campaign.Campaign) -> pd.DataFrame:
+    """Every ``failed`` event of the campaign's manifest (points and set-up), oldest first."""
+    events = [e for e in Manifest(camp.raw_dir / "manifest.jsonl").events() if e.get("event") == "failed"]
+    return pd.DataFrame([{"at": e.get("at"), "point": e.get("point") or e.get("stage") or "",
+                          "attempt": e.get("attempt"), "error": e.get("error", "")} for e in events],
+                        columns=["at", "point", "attempt", "error"])
+
+
+def next_record(raw_dir: Path) -> Path:
+    """runs/<n>.ipynb past every record there (a record is never overwritten)."""
+    numbers = [int(m.group(1)) for p in (raw_dir / RUNS).glob("*.ipynb") if (m := re.fullmatch(r"(\d+)\.ipynb", p.name))]
+    return raw_dir / RUNS / f"{max(numbers, default=0) + 1}.ipynb"
+
+
+#: papermill's own bookkeeping lines, kept out of the stage's progress
+_PAPERMILL_NOISE = ("Executing Cell", "Ending Cell", "Executing notebook with kernel", "Input Notebook",
+                    "Output Notebook", "Working directory")
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run_notebook(slug: str, name: str, host: str | None = None, base: Path | None = None,
+                 say: Callable[[str], None] = print) -> Path | None:
+    """Measure the campaign through the measurement notebook; the executed notebook is kept as
+    runs/<n>.ipynb in its raw folder. None when no point is left (nothing runs, nothing is written)."""
+    base = base or project.root()
+    camp = campaign.load(slug, name, base)
+    if not todo(camp):
+        say(f"{slug}/{name}: all {len(camp.plan())} points are done; nothing to measure (no run record written)")
+        return None
+    import papermill  # seconds to import: only when there is something to measure
+
+    notebook = base / NOTEBOOK
+    if not notebook.is_file():
+        raise CampaignError(f"{notebook}: the measurement notebook is missing")
+    out = next_record(camp.raw_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    say(f"{slug}/{name}: measuring through {NOTEBOOK}; record {out.relative_to(base)}")
+    # papermill logs every output line of the notebook: that is the stage's progress on stderr
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.addFilter(lambda rec: not str(rec.getMessage()).startswith(_PAPERMILL_NOISE))
+    log = logging.getLogger("papermill")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        papermill.execute_notebook(str(notebook), str(out), cwd=str(base), log_output=True, progress_bar=False,
+                                   kernel_name="python3",
+                                   parameters={"brief": slug, "campaign": name, "host": host, "root": str(base)})
+    except papermill.PapermillExecutionError as exc:
+        raise CampaignError(f"{slug}/{name}: the measurement failed ({exc.ename}: {_first_line(exc.evalue)}); "
+                            f"the run's record is {out.relative_to(base)}; finished points are kept, run again "
+                            f"to resume") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        log.removeHandler(handler)
+    return out
+
+
+def _first_line(text: str) -> str:
+    return (str(text).strip().splitlines() or [""])[0][:500]
