@@ -93,7 +93,7 @@ def figure(ncols: int = 1, width: float = 7.0, height: float = 3.6):
 
 
 def grouped_bars(ax, table: pd.DataFrame, *, ylabel: str, palette: dict[str, str], missing: str = "not measured",
-                 decimals: int = 0) -> None:
+                 decimals: int = 0, log: bool = False, label_size: float = 7) -> None:
     """Bars of ``table`` (index = groups on x, columns = configurations), each bar labelled with its
     value; a missing value gets no bar but the word ``missing`` at its place, never a zero."""
     groups, configs = list(table.index), list(table.columns)
@@ -108,10 +108,16 @@ def grouped_bars(ax, table: pd.DataFrame, *, ylabel: str, palette: dict[str, str
             bar = ax.bar(x, value, width=width * 0.92, color=palette[config], label=config if j == 0 else None)
             tip(bar.patches[0], config, f"{config}: {group}, {ylabel} {value:,.{decimals}f}")
             ax.annotate(f"{value:,.{decimals}f}", (x, value), textcoords="offset points", xytext=(0, 2),
-                        ha="center", fontsize=7)
+                        ha="center", fontsize=label_size)
     ax.set_xticks(range(len(groups)), groups)
     ax.set_ylabel(ylabel)
-    ax.set_ylim(0, top * 1.15)
+    if log:   # values that differ by orders of magnitude (SSD against HDD)
+        low = table[table > 0].min().min()
+        ax.set_yscale("log")
+        ax.set_ylim(low / 2, top * 4)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+    else:
+        ax.set_ylim(0, top * 1.15)
     handles = [plt.Rectangle((0, 0), 1, 1, color=palette[c]) for c in configs]
     ax.legend(handles, configs, frameon=False, fontsize=8)
 
