@@ -137,7 +137,7 @@ class RocksdbSweep(BriefBase):
             source = f"measured, campaign {name}"
         else:
             return
-        fig, axes = plots.figure(ncols=len(panels), width=7.6, height=2.2)
+        fig, axes = plots.figure(ncols=len(panels), width=7.6, height=2.0)
         axes = axes if len(panels) > 1 else [axes]
         for ax, (title, data, palette) in zip(axes, panels):
             plots.load_paths(ax, data["ops"], data["read_lat_p99"], xlabel="operations per second",
@@ -145,8 +145,7 @@ class RocksdbSweep(BriefBase):
             plots.thousands(ax)
             ax.set_title(title, fontsize=9)
         self.headline = self.out.figure(
-            fig, f"Operations per second against 99% latency, one path per configuration in {kind} order "
-                 f"({source}): " + ", ".join(t for t, _, _ in panels) + ".")
+            fig, f"Operations per second against 99% latency ({source}), one path per configuration.")
 
     def published_workloads(self):
         out, kind = self.out, self.load_kind
