@@ -135,3 +135,25 @@ def test_html_figures_show_values_on_hover_and_toggle_series(checkout, tmp_path)
     assert re.search(r"\d", result["tip"])                       # the point's values
     assert result["pressed"] == "false" and result["hidden"]      # its series is hidden
     assert result["interactive"] == len(BeautifulSoup(html, "html.parser").select("svg.bk-svg"))
+
+
+def compare(checkout: Path, *argv: str) -> int:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BRIEFKIT_ROOT", str(checkout))
+        return cli.main(["compare", *argv, "--quiet"])
+
+
+def test_compare_names_an_unknown_campaign(checkout, capsys):
+    build(checkout, FAST)
+    assert compare(checkout, FAST, "local", "nosuch") == 2
+    assert "no measured campaign 'nosuch'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_compare_puts_two_campaigns_side_by_side(checkout):
+    build(checkout, FAST)
+    assert compare(checkout, FAST, "local", "local") == 0
+    page = (checkout / "reports/compare" / f"{FAST}-local-vs-local.html").read_text(encoding="utf-8")
+    frames = BeautifulSoup(page, "html.parser").select("iframe[srcdoc]")
+    assert len(frames) == 2 and all("bk-svg" in f["srcdoc"] for f in frames)
+    assert "<script src=" not in page
