@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.lines import Line2D
-from matplotlib.ticker import LogLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, NullLocator
 
 from briefkit.briefs import plots
 from briefkit.core import compare, efficiency, sizes, stats
@@ -652,9 +652,10 @@ def published_throughput_figure(pub):
             ax.set_xscale("log", base=2)
             ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
             ax.minorticks_off()
-            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))   # a label in every row's range
+            # 1-2-3-5 ticks: a label in every row's range, even one narrower than a decade.
+            ax.yaxis.set_major_locator(FixedLocator([m * 10 ** e for e in range(0, 6) for m in (1, 2, 3, 5)]))
             ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-            ax.yaxis.set_minor_formatter(NullFormatter())   # log axes label minor ticks on short ranges
+            ax.yaxis.set_minor_locator(NullLocator())
             ax.tick_params(labelsize=7)
             ax.set_title(f"{MIX_NAMES.get(read, read)} {read}/{100 - read}, {size}", fontsize=8)
             ax.set_xlabel(LOAD_KIND if r == len(bss) - 1 else "", fontsize=8)
