@@ -6,6 +6,7 @@
     briefkit render BRIEF             reports/BRIEF.ipynb -> reports/BRIEF.html and .pdf
     briefkit build BRIEF              dataset, execute and render in one go (what dvc repro does)
     briefkit check BRIEF              the reproduction check of a published brief, as CSV
+    briefkit compare BRIEF A B        the brief for campaigns A and B side by side -> reports/compare/
     briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
     briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
@@ -82,6 +83,55 @@ def _render(args) -> int:
 def _build(args) -> int:
     for step in (_dataset, _execute, _render):
         step(args)
+    return 0
+
+
+def _compare(args) -> int:
+    """The same brief for two campaigns, side by side: the brief's notebook run once per campaign
+    (show=[campaign]) into reports/compare/, each rendered to HTML, then one page holding both.
+    The page is self-contained: each side is an iframe whose document is inlined (srcdoc)."""
+    import html
+
+    import papermill
+
+    from briefkit.dataset import processed
+    from briefkit.report import render
+
+    base = project.root()
+    brief = project.brief(args.brief, base)
+    paths = brief.paths(base)
+    processed_dir = base / "data" / "processed"
+    names = [args.campaign_a, args.campaign_b]
+    processed.load(brief.slug, processed_dir).selected(names)   # an unknown campaign is named, with the known ones
+    meta = processed.read_brief(brief.slug, processed_dir)
+    folder = base / "reports" / "compare"
+    folder.mkdir(parents=True, exist_ok=True)
+    sides = []
+    for name in names:
+        executed = folder / f"{brief.slug}-{name}.ipynb"
+        parameters = {"brief": brief.slug, "processed_dir": str(processed_dir.resolve()), "show": [name],
+                      **meta["parameters"]}
+        papermill.execute_notebook(str(paths["notebook"]), str(executed), parameters=parameters,
+                                   cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
+                                   kernel_name="python3")
+        sides.append((name, render.to_html(executed, folder / f"{brief.slug}-{name}.html").read_text(encoding="utf-8")))
+    page = folder / f"{brief.slug}-{names[0]}-vs-{names[1]}.html"
+    frames = "".join(f'<section><h1>Campaign {html.escape(name)}</h1><iframe title="{html.escape(brief.slug)}, '
+                     f'campaign {html.escape(name)}" srcdoc="{html.escape(body, quote=True)}"></iframe></section>'
+                     for name, body in sides)
+    page.write_text(f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(brief.slug)}: {' against '.join(map(html.escape, names))}</title>
+<style>
+body {{ margin: 0; font-family: "Liberation Sans", Arial, sans-serif; }}
+main {{ display: flex; height: 100vh; }}
+section {{ flex: 1; display: flex; flex-direction: column; min-width: 0; border-left: 1px solid #ccd; }}
+h1 {{ font-size: 11pt; margin: 0; padding: 6px 10px; background: #1f4e9c; color: white; }}
+iframe {{ flex: 1; border: 0; width: 100%; }}
+</style></head>
+<body><main>{frames}</main></body></html>
+""", encoding="utf-8")
+    print(f"{page.relative_to(base)}: {brief.slug} for campaigns {names[0]} and {names[1]}, side by side",
+          file=sys.stderr)
     return 0
 
 
@@ -300,6 +350,11 @@ HELP: dict[str, tuple[str, str, str]] = {
               "dataset, execute and render in one go: what `dvc repro` runs for one brief, without DVC's "
               "bookkeeping.",
               "briefkit build fio-6600ion"),
+    "compare": ("the same brief for two campaigns, side by side (HTML)",
+                "Run the brief's notebook once per campaign (show: [CAMPAIGN]) and write "
+                "reports/compare/BRIEF-A-vs-B.html with the two briefs side by side (needs `briefkit dataset "
+                "BRIEF` first; both campaigns must have raw data).",
+                "briefkit compare fio-6600ion mine local"),
     "check": ("reproduction check of a published brief, as CSV",
               "Check every claim of a published brief against its own published data; CSV on stdout.",
               "briefkit check fio-6600ion\nbriefkit check oltp-9300 --strict   # exit 1 on a mismatch"),
@@ -367,6 +422,11 @@ def parser() -> argparse.ArgumentParser:
         cmd = _command(sub, name, func)
         cmd.add_argument("brief", help="the brief's slug (briefkit list)")
         cmd.add_argument("--quiet", action="store_true", help="no progress bar")
+    compare = _command(sub, "compare", _compare)
+    compare.add_argument("brief", help="the brief's slug (briefkit list)")
+    compare.add_argument("campaign_a", help="a measured campaign of the brief (left)")
+    compare.add_argument("campaign_b", help="another measured campaign (right)")
+    compare.add_argument("--quiet", action="store_true", help="no progress bar")
     check = _command(sub, "check", _check)
     check.add_argument("brief", help="a brief with published data")
     check.add_argument("--strict", action="store_true", help="exit 1 when a claim does not match")

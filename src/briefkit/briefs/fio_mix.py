@@ -45,8 +45,13 @@ Multiples follow the published brief: (a / b) with the better configuration on t
         return self.out.take()
 
     def key_findings(self):
-        self.out.md("**Published brief, reproduction check** (Part A):\n\n"
-                    + bullets(mix.published_findings(self.pub, self.checks_table)))
+        found = mix.published_findings(self.pub, self.checks_table)
+        short = found[:1]
+        if len(found) > 1:   # the detail is in the reproduction check section
+            wrong = self.checks_table[self.checks_table["verdict"] == "does not match"]
+            short[0] += (f" They are in {len(set(wrong['where']))} places of the brief, listed under *Reproduction "
+                         "check*.")
+        self.out.md("**Published brief, reproduction check** (Part A):\n\n" + bullets(short))
         shown = False
         for name, c in self.campaigns.items():
             summary = c["summary"]
@@ -58,6 +63,9 @@ Multiples follow the published brief: (a / b) with the better configuration on t
                         f"{mix.LOAD_KIND} {loads}):\n\n" + bullets(mix.findings(summary, c["configs"])))
         if not shown:
             self.out.md(f"**Measured**: nothing yet. Run `briefkit measure {self.brief}` (see Part B).")
+        self.out.figure(mix.published_throughput_figure(self.pub),
+                        f"Published throughput (MB/s, log scale) of {' and '.join(self.pub.configs)} at the lowest and "
+                        "highest numjobs the brief prints, per mix (columns) and block size (rows).")
         return self.out.take()
 
     def published(self):
@@ -68,25 +76,41 @@ Multiples follow the published brief: (a / b) with the better configuration on t
 The published brief compares {configs}
 with fio randrw at four read/write mixes and two block sizes. It prints throughput only at the two
 ends of its numjobs sweep, and one efficiency and one latency figure per mix and block size
-without saying at which numjobs they were taken. The tables below hold every number it prints,
-with the ratios recomputed from those printed numbers.""")
-        out.table(mix.published_mapping_table(pub), "Workload mapping (published Table 1)")
-        out.table(mix.published_throughput_table(pub),
-                  "Published throughput (MB/s) at the lowest and highest numjobs, and the "
-                  f"{pub.subject} multiple recomputed from those numbers (published Figures 1, 4, 7, 10 and their text)")
-        out.table(mix.published_efficiency_table(pub),
-                  "Published power efficiency, with 3.6 x MB/s per W beside each TB/kWh "
-                  "(published Figures 2, 5, 8, 11 and their text)",
-                  note="1 MB/s per W = 1 MB per J, and 1 kWh = 3.6 MJ, so TB/kWh = 3.6 x MB/s per W. The watts behind "
-                       "these figures are not published.")
-        out.table(mix.published_latency_table(pub),
-                  "Published mean completion latency (ms) and the multiples recomputed "
-                  "from the printed numbers (published Figures 3, 6, 9, 12 and their text)")
+without saying at which numjobs they were taken. Figure 1 (page 1) draws its throughput, the
+figures below its efficiency and latency, each from the numbers it prints.""")
+        with out.appendix():
+            out.md("### The published numbers")
+            labels = [
+                out.table(mix.published_mapping_table(pub), "Workload mapping (published Table 1)"),
+                out.table(mix.published_throughput_table(pub),
+                          "Published throughput (MB/s) at the lowest and highest numjobs, and the "
+                          f"{pub.subject} multiple recomputed from those numbers (published Figures 1, 4, 7, 10 and their "
+                          "text)"),
+                out.table(mix.published_efficiency_table(pub),
+                          "Published power efficiency, with 3.6 x MB/s per W beside each TB/kWh "
+                          "(published Figures 2, 5, 8, 11 and their text)",
+                          note="1 MB/s per W = 1 MB per J, and 1 kWh = 3.6 MJ, so TB/kWh = 3.6 x MB/s per W. The watts "
+                               "behind these figures are not published."),
+                out.table(mix.published_latency_table(pub),
+                          "Published mean completion latency (ms) and the multiples recomputed "
+                          "from the printed numbers (published Figures 3, 6, 9, 12 and their text)")]
+        out.figure(mix.published_bars_figure(pub, {"mbps_per_watt": "MB/s per W"}, "MB/s per W (log scale)"),
+                   "Published power efficiency, MB/s per W, per mix and block size (log scale; numjobs not stated "
+                   f"by the brief). TB/kWh beside 3.6 x MB/s per W: {labels[2]}.")
+        out.figure(mix.published_bars_figure(pub, {"read_latency": "Read", "write_latency": "Write"},
+                                             "mean latency (ms, log scale)", decimals=1),
+                   "Published mean completion latency (ms, log scale), read and write, per mix and block size. "
+                   f"The multiples recomputed from these numbers: {labels[3]}.")
+        out.md(f"The workload mapping ({labels[0]}), the throughput the brief prints with its multiples recomputed "
+               f"({labels[1]}), its efficiency ({labels[2]}) and latency ({labels[3]}) are in the appendix.")
         return out.take()
 
     def reproduction_check(self):
         if len(self.checks_table):
-            self.out.verdicts(self.checks_table, "Published claims against the published numbers")
+            label = self.out.verdicts(self.checks_table, "Published claims against the published numbers",
+                                      appendix=True)
+            self.out.md(bullets(mix.published_findings(self.pub, self.checks_table))
+                        + f"\n\nEvery checked number with its verdict: {label} (appendix).")
         else:
             self.out.md(f"The claims of the brief are not transcribed yet ({self.published_path}/claims.yaml).")
         slips = self.pub.meta.get("text_slips", [])
@@ -106,8 +130,14 @@ with the ratios recomputed from those printed numbers.""")
                 out.md(f"Campaign {name} has no finished point yet.")
             else:
                 out.md(self._scale(record))
-            self.campaign_record(name)
-            out.table(mix.configurations_table(record), f"The configurations compared (campaign {name})")
+            record_label = self.campaign_record(name)
+            label = out.table(mix.configurations_table(record), f"The configurations compared (campaign {name})",
+                              appendix=True)
+            out.md(f"The campaign as recorded ({record_label}), the configurations compared ({label}), the fio "
+                   "parameters and the host's hardware and software (*How it was tested*) are in the appendix."
+                   + ("" if mix.has_power(c["samples"]) else
+                                  " **Power efficiency: not measured.** The host under test has no power source, so "
+                                  "MB/s per W and TB/kWh are n/a."))
         return out.take()
 
     def _selection(self) -> str:
@@ -152,22 +182,22 @@ with the ratios recomputed from those printed numbers.""")
             for read in mix.read_shares(summary):
                 title = f"{mix.MIX_NAMES.get(read, f'{read}/{100 - read} R/W')}"
                 out.md(f"### {title} ({read}/{100 - read} R/W){suffix}")
+                with out.appendix():
+                    out.md(f"### {title} ({read}/{100 - read} R/W), every point{suffix}")
+                    labels = [out.table(mix.throughput_table(summary, read, configs),
+                                        f"{title}: throughput, read + write (MB/s, SI), mean ± 95 % half-width"),
+                              out.table(mix.latency_table(summary, read, configs),
+                                        f"{title}: mean completion latency (ms), read and write, mean ± 95 % half-width")]
+                    if powered:
+                        labels.append(out.table(mix.efficiency_table(summary, read, configs),
+                                                f"{title}: power efficiency (MB/s per W; TB/kWh = 3.6 x MB/s per W)"))
                 out.figure(mix.figure(summary, read, configs, c["palette"]),
                            f"{title} ({read}/{100 - read} R/W): throughput (error bars: 95 % confidence interval) "
-                           "and mean completion latency against numjobs, measured.")
-                out.table(mix.throughput_table(summary, read, configs),
-                          f"{title}: throughput, read + write (MB/s, SI), mean ± 95 % half-width")
-                out.table(mix.latency_table(summary, read, configs),
-                          f"{title}: mean completion latency (ms), read and write, mean ± 95 % half-width")
-                out.table(mix.multiples_table(summary, read, configs),
-                          f"{title}: multiples at low and high concurrency, with the calculation")
-                if powered:
-                    out.table(mix.efficiency_table(summary, read, configs),
-                              f"{title}: power efficiency (MB/s per W; TB/kWh = 3.6 x MB/s per W)")
-                else:
-                    out.md("**Power efficiency: not measured.** The host under test has no power source, so MB/s "
-                           "per W and TB/kWh are n/a.")
-                    out.table(mix.efficiency_table(summary, read, configs), f"{title}: power efficiency (not measured)")
+                           f"and mean completion latency against numjobs, measured; every point in {', '.join(labels)}.")
+                multiples = mix.multiples_table(summary, read, configs)
+                if not powered:   # the efficiency rows say "not measured" twice; Part B says it once
+                    multiples = multiples[~(multiples.iloc[:, 2:] == "not measured").all(axis=1)]
+                out.table(multiples, f"{title}: multiples at low and high concurrency, with the calculation")
         return out.take()
 
     def tail_latency(self):
@@ -188,8 +218,13 @@ with the ratios recomputed from those printed numbers.""")
         return out.take()
 
     def how_tested(self):
+        with self.out.appendix():
+            self._how_tested()
+        return self.out.take()   # Part B's introduction points to it
+
+    def _how_tested(self):
         out = self.out
-        out.md("## How it was tested")
+        out.md("### How it was tested")
         for name, c in self.campaigns.items():
             out.table(mix.method_table(c["record"], self.pub.meta.get("how_tested"), mix.has_power(c["samples"])),
                       f"fio parameters, published and in campaign {name}")
@@ -200,7 +235,6 @@ with the ratios recomputed from those printed numbers.""")
                f"the published text is `source.txt` beside them) and from the processed data of the measured "
                f"campaigns under `data/processed/{self.brief}/` (`briefkit measure {self.brief}` measures again; "
                "`--host ssh://user@host:port` measures another machine).")
-        return out.take()
 
 
 __all__ = ["FioMix"]

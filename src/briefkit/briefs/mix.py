@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, NullLocator
 
 from briefkit.briefs import plots
 from briefkit.core import compare, efficiency, sizes, stats
@@ -578,9 +579,11 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
 
 
     sizes = [m for m in mixes(summary_table) if m.read == read]
-    fig, axes = plt.subplots(2, max(len(sizes), 1), figsize=(7.0, 5.4), squeeze=False)
+    # One row: throughput per block size, then latency per block size (a quarter page per mix).
+    n = max(len(sizes), 1)
+    fig, row = plt.subplots(1, 2 * n, figsize=(7.6, 2.5), squeeze=False)
     for col, mix in enumerate(sizes):
-        top, bottom = axes[0][col], axes[1][col]
+        top, bottom = row[0][col], row[0][n + col]
         mean = wide(summary_table, mix.label, "total_bw", configs)
         low = wide(summary_table, mix.label, "total_bw", configs, "ci_low")
         high = wide(summary_table, mix.label, "total_bw", configs, "ci_high")
@@ -591,8 +594,8 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
             x = mean.index * 2 ** (0.04 * (i - (len(mean.columns) - 1) / 2))
             top.errorbar(x, y, yerr=err, marker="o", markersize=4, linewidth=1.6, capsize=3,
                          color=palette[config], label=config)
-        top.set_title(f"{mix.label}: throughput", fontsize=9)
-        top.set_ylabel("MB/s (read + write)")
+        top.set_title(f"{mix.label}: throughput", fontsize=7.5)
+        top.set_ylabel("MB/s (read + write)" if col == 0 else "", fontsize=8)
         top.set_ylim(bottom=0)
         plots.thousands(top, "y")
         for direction, style in (("read", "-"), ("write", "--")):
@@ -600,19 +603,84 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
             for config in lat.columns:
                 bottom.plot(lat.index, lat[config], linestyle=style, marker="o", markersize=4,
                             linewidth=1.6, color=palette[config])
-        bottom.set_title(f"{mix.label}: mean completion latency", fontsize=9)
-        bottom.set_ylabel("ms")
+        bottom.set_title(f"{mix.label}: mean latency", fontsize=7.5)
+        bottom.set_ylabel("ms" if col == 0 else "", fontsize=8)
         bottom.set_ylim(bottom=0)
         for ax in (top, bottom):
             ax.set_xscale("log", base=2)   # numjobs doubles from point to point
             ax.set_xticks(list(mean.index), [f"{v:g}" for v in mean.index])
             ax.minorticks_off()
-            ax.set_xlabel(LOAD_KIND)
+            ax.set_xlabel(LOAD_KIND, fontsize=8)
+            ax.tick_params(labelsize=7)
     handles = [Line2D([], [], color=palette[c], marker="o", label=c) for c in configs]
     handles += [Line2D([], [], color="#555555", linestyle=s, label=f"{d} latency")
                 for d, s in (("read", "-"), ("write", "--"))]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=8)
-    fig.set_layout_engine("tight", rect=(0, 0.05, 1, 1))
+    fig.set_layout_engine("tight", rect=(0, 0.08, 1, 1))
+    return fig
+
+
+# ------------------------------------------------------------------------- published figures
+
+
+def _published_grid(pub, rows: list[str]):
+    """Panels keyed by (block size, mix) in the brief's order: one row per entry of ``rows``."""
+    found = [parse(w) for w in pub.workloads]
+    shares = sorted({m.read for m in found})
+    bss = sorted({m.size for m in found}, key=lambda size: next(m.bs for m in found if m.size == size))
+    return found, shares, bss
+
+
+def published_throughput_figure(pub):
+    """The brief's throughput by numjobs, one panel per mix (columns) and block size (rows), one path
+    per configuration through the numjobs it prints (log scale: SSD and HDD differ tenfold)."""
+    found, shares, bss = _published_grid(pub, [])
+    palette = plots.colours(list(pub.configs))
+    fig, axes = plt.subplots(len(bss), len(shares), figsize=(7.6, 3.2), squeeze=False, sharey="row")
+    for r, size in enumerate(bss):
+        for c, read in enumerate(shares):
+            ax = axes[r][c]
+            workload = next((m.label for m in found if m.read == read and m.size == size), None)
+            for config in pub.configs:
+                rows = pub.points[(pub.points["workload"] == workload) & (pub.points["config"] == config)]
+                points = sorted((row[pub.load_kind], row["throughput"].value) for row in rows.to_dict("records")
+                                if row.get("throughput") is not None and pd.notna(row[pub.load_kind]))
+                if points:
+                    ax.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=4, linewidth=1.6,
+                            color=palette[config], label=config)
+            ax.set_yscale("log")
+            ax.set_xscale("log", base=2)
+            ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
+            ax.minorticks_off()
+            # 1-2-3-5 ticks: a label in every row's range, even one narrower than a decade.
+            ax.yaxis.set_major_locator(FixedLocator([m * 10 ** e for e in range(0, 6) for m in (1, 2, 3, 5)]))
+            ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.tick_params(labelsize=7)
+            ax.set_title(f"{MIX_NAMES.get(read, read)} {read}/{100 - read}, {size}", fontsize=8)
+            ax.set_xlabel(LOAD_KIND if r == len(bss) - 1 else "", fontsize=8)
+            ax.set_ylabel("MB/s" if c == 0 else "", fontsize=8)
+    axes[0][0].legend(frameon=False, fontsize=7)
+    return fig
+
+
+def published_bars_figure(pub, columns: dict[str, str], ylabel: str, decimals: int = 1):
+    """Grouped bars of per-workload published numbers (efficiency, latency): one panel per column and
+    block size, the mixes on x, one bar per configuration; log scale, each bar labelled."""
+    found, shares, bss = _published_grid(pub, [])
+    palette = plots.colours(list(pub.configs))
+    panels = [(column, title, size) for column, title in columns.items() for size in bss]
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.6, 2.9), squeeze=False)
+    for ax, (column, title, size) in zip(axes[0], panels):
+        table = pd.DataFrame({config: {f"{read}/{100 - read}": (lambda p: p.value if p else float("nan"))(
+            _printed(pub, next(m.label for m in found if m.read == read and m.size == size), config, column))
+            for read in shares} for config in pub.configs})
+        plots.grouped_bars(ax, table, ylabel=ylabel, palette=palette, decimals=decimals, log=True, label_size=5.5)
+        ax.set_title(f"{title}, {size}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        if ax is not axes[0][0]:
+            ax.set_ylabel("")
+            ax.get_legend().remove()
     return fig
 
 
@@ -675,4 +743,5 @@ __all__ = ["Mix", "label", "parse", "times", "mixes", "read_shares", "has_power"
            "percentile_samples", "percentile_table", "wide", "concurrency_ends", "Multiple", "multiple",
            "throughput_table", "latency_table", "efficiency_table", "multiples_table", "figure", "findings",
            "method_table", "configurations_table", "published_findings", "published_mapping_table",
-           "published_throughput_table", "published_efficiency_table", "published_latency_table", "MIX_NAMES"]
+           "published_throughput_table", "published_efficiency_table", "published_latency_table", "MIX_NAMES",
+           "published_throughput_figure", "published_bars_figure"]

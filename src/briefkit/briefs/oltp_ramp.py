@@ -10,7 +10,6 @@ import pandas as pd
 
 from briefkit.briefs import plots
 from briefkit.briefs.sections import (
-    Block,
     BriefBase,
     bullets,
     configurations_table,
@@ -34,6 +33,7 @@ class OltpRamp(BriefBase):
         plots.setup()
         pub = self.pub
         self.baseline = self.params["baseline"]
+        self.headline = "Figure 1"
         self.checks_table = self.checks()
         self.verdicts = claims.counts(self.checks_table)
         self.relative = pub.relative()
@@ -56,15 +56,15 @@ class OltpRamp(BriefBase):
          out) = self._vars()
         out.md(f"""# {pub.title}: a reproduction
 
-        *{pub.meta["subtitle"]}.*
+*{pub.meta["subtitle"]}.*
 
-        The published brief compares three storage configurations under an OLTP load that is raised until
-        a stop condition, and prints its results only relative to its baseline (8x SATA): new orders per
-        minute (NOPM), mean and 99.9th percentile transaction time. This brief checks the
-        {len(pub.claims)} numeric claims of its text against each other ({len(checks)} comparisons), then
-        runs the same method (a TPC-C-like load on PostgreSQL, driven by pgbench, raised step by step until
-        a stop condition) on storage configurations of a measured host and compares them the way the
-        published brief does.""")
+The published brief compares three storage configurations under an OLTP load that is raised until
+a stop condition, and prints its results only relative to its baseline (8x SATA): new orders per
+minute (NOPM), mean and 99.9th percentile transaction time. This brief checks the
+{len(pub.claims)} numeric claims of its text against each other ({len(checks)} comparisons), then
+runs the same method (a TPC-C-like load on PostgreSQL, driven by pgbench, raised step by step until
+a stop condition) on storage configurations of a measured host and compares them the way the
+published brief does.""")
         return out.take()
 
     def key_findings(self):
@@ -110,29 +110,36 @@ class OltpRamp(BriefBase):
             lines.append(f"**Measured**: not measured yet (`briefkit measure {brief}` runs the campaigns "
                          "params.yaml declares).")
         out.md(bullets(lines))
+        self._headline()
         return out.take()
+
+    def _headline(self):
+        """Page 1's figure: the published claims as ratios to the baseline."""
+        pub, relative, out = self.pub, self.relative, self.out
+        ratios = relative.pivot_table(index="metric", columns="config", values="ratio", aggfunc="min")
+        ratios = ratios.reindex(index=["nopm", "txn_lat_mean", "txn_lat_p99.9"]).rename(
+            index={"nopm": "NOPM", "txn_lat_mean": "mean transaction time", "txn_lat_p99.9": "99.9% transaction time"})
+        ratios.insert(0, pub.meta["baseline"], 1.0)
+        pub_palette = plots.colours(list(ratios.columns))
+        fig, ax = plots.figure(height=2.6)
+        plots.grouped_bars(ax, ratios, ylabel=f"relative to {pub.meta['baseline']}", palette=pub_palette,
+                           missing="not printed", decimals=2)
+        self.headline = out.figure(
+            fig, "The published figures 1, 2a and 2b as ratios to the baseline, from the text: NOPM '1.5X more' and "
+                 "'1.7X more' read as 2.5 and 2.7 times the baseline; mean time 23 % and 32 % lower; the 99.9th "
+                 "percentile 88 % to 89 % lower for the NVMe configurations, which one is which not said (one bar, "
+                 "the 89 % end: 0.11).")
 
     def published_check(self):
         (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
          out) = self._vars()
         out.md("""## The published brief, checked against itself
 
-        The brief prints no absolute number: NOPM is drawn relative to the 8x SATA baseline, and the
-        transaction times as bars without values. What the text states, re-drawn from its own words:""")
-        ratios = relative.pivot_table(index="metric", columns="config", values="ratio", aggfunc="min")
-        ratios = ratios.reindex(index=["nopm", "txn_lat_mean", "txn_lat_p99.9"]).rename(
-            index={"nopm": "NOPM", "txn_lat_mean": "mean transaction time", "txn_lat_p99.9": "99.9% transaction time"})
-        ratios.insert(0, pub.meta["baseline"], 1.0)
-        pub_palette = plots.colours(list(ratios.columns))
-        fig, ax = plots.figure(height=3.0)
-        plots.grouped_bars(ax, ratios, ylabel=f"relative to {pub.meta['baseline']}", palette=pub_palette,
-                           missing="not printed", decimals=2)
-        out.items.append(Block("figure", fig))
-        out.md(f"*Figure {next(out.figures)}: The published figures 1, 2a and 2b as ratios to the baseline, from the "
-                  "text: NOPM '1.5X more' and '1.7X more' read as 2.5 and 2.7 times the baseline; mean time 23 % and "
-                  "32 % lower; the 99.9th percentile 88 % to 89 % lower for the NVMe configurations, which one is "
-                  "which not said (one bar, the 89 % end: 0.11).*")
-        out.verdicts(checks, "Published claims against the published numbers")
+The brief prints no absolute number: NOPM is drawn relative to the 8x SATA baseline, and the
+transaction times as bars without values.""")
+        label = out.verdicts(checks, "Published claims against the published numbers", appendix=True)
+        out.md(f"{self.headline} (page 1) re-draws what the text states from its own words; {label} (appendix) checks "
+               f"each of its {len(checks)} comparisons: " + ", ".join(f"{n} {v}" for v, n in verdicts.items() if n) + ".")
         slips = pub.meta.get("text_slips", [])
         if slips:
             out.md("Other slips in the text:\n\n" + bullets(slips))
@@ -160,7 +167,9 @@ class OltpRamp(BriefBase):
                       + f". Baseline: *{base}*" + ("" if base == baseline else f" (the brief's baseline {baseline} "
                                                      "was not measured in this campaign)") + ".")
             out.md(f"**Stop rule.** {ramp.describe(rules[name])}")
-            self.campaign_record(name)
+            label = self.campaign_record(name)
+            out.md(f"How it was run: the campaign as recorded ({label}), its scale, the workload and the host "
+                   "(*How we tested*) are in the appendix.")
         return out.take()
 
     def ramps_section(self):
@@ -183,17 +192,17 @@ class OltpRamp(BriefBase):
                     if step is not None:   # the reported step, circled as in the published figures 4 and 5
                         y_value = step.lat_p999_ms if y is p999 else step.lat_mean_ms
                         ax.scatter([step.nopm], [y_value], s=260, facecolors="none", edgecolors="#2e9e3f", linewidths=2, zorder=5)
-            out.items.append(Block("figure", fig))
-            out.md(f"*Figure {next(out.figures)}: Stop conditions: NOPM against the 99.9th percentile (left) and mean (right) "
-                      "transaction time, one path per configuration in client order (labels: clients). The green circle "
-                      "marks each configuration's reported step, the last one before a stop condition, as the published "
-                      "figures 4 and 5 do.*")
+            label = out.table(ramp.steps_table({c: found[c] for c in shown}),
+                              f"Every step of the ramps (campaign {name})",
+                              note="NOPM gain and 99.9% rise: against the step before, (this / before - 1). WAL write: "
+                                   "mean write plus flush time per WAL flush over the step (pg_stat_wal).",
+                              css_class="brief-table auto", appendix=True)
+            out.figure(fig, "Stop conditions: NOPM against the 99.9th percentile (left) and mean (right) transaction time, "
+                            "one path per configuration in client order (labels: clients). The green circle marks each "
+                            "configuration's reported step, the last one before a stop condition, as the published "
+                            f"figures 4 and 5 do. Every step: {label}.")
             reasons = [f"*{c}*: {found[c].reason}" for c in shown]
             out.md("Where each ramp stopped:\n\n" + bullets(reasons))
-            out.table(ramp.steps_table({c: found[c] for c in shown}),
-                         f"Every step of the ramps (campaign {name})",
-                         note="NOPM gain and 99.9% rise: against the step before, (this / before - 1). WAL write: mean "
-                              "write plus flush time per WAL flush over the step (pg_stat_wal).", css_class="brief-table auto")
         return out.take()
 
     def wal(self):
@@ -209,11 +218,10 @@ class OltpRamp(BriefBase):
                 ax.axhline(limit, color="#c23b3b", linewidth=1, linestyle="--")
                 ax.annotate(f"stop: {limit:g} ms", xy=(0, limit), xycoords=("axes fraction", "data"), xytext=(4, 3),
                             textcoords="offset points", fontsize=7, color="#c23b3b")
-            out.items.append(Block("figure", fig))
             note = "" if limit is None or wal.max().max() >= limit / 4 else \
                 f" The {limit:g} ms limit lies far above every step (largest: {fmt(wal.max().max(), 3)} ms) and is not drawn."
-            out.md(f"*Figure {next(out.figures)}: Mean WAL (log) write latency of each step: write plus flush time per "
-                      f"flush, from pg_stat_wal before and after the step (an interval mean, not a percentile).{note}*")
+            out.figure(fig, "Mean WAL (log) write latency of each step: write plus flush time per flush, from pg_stat_wal "
+                            f"before and after the step (an interval mean, not a percentile).{note}")
         return out.take()
 
     def relative_section(self):
@@ -232,9 +240,8 @@ class OltpRamp(BriefBase):
                                             "99.9% transaction time": 1 - r.p999_lower_pct / 100} for r in rel})
             fig, ax = plots.figure(height=3.0)
             plots.grouped_bars(ax, bars, ylabel=f"relative to {base}", palette=plots.colours(m_configs[name]), decimals=2)
-            out.items.append(Block("figure", fig))
-            out.md(f"*Figure {next(out.figures)}: NOPM, mean and 99.9th percentile transaction time of each configuration's "
-                      f"reported step, relative to *{base}*'s (the published figures 1, 2a and 2b).*")
+            out.figure(fig, "NOPM, mean and 99.9th percentile transaction time of each configuration's reported step, "
+                            f"relative to *{base}*'s (the published figures 1, 2a and 2b).")
             out.table(table, f"Each configuration at its reported step, against {base}",
                          note="NOPM as a multiple of the baseline's, (a / b). Transaction times as the brief writes them, "
                               "'% lower' = 1 - (value / baseline). Difference: the briefs' convention, (superior / inferior) - 1 "
@@ -261,7 +268,7 @@ class OltpRamp(BriefBase):
                                  "Count": fmt(value("txn_count"), 0)})
             if rows:
                 out.table(pd.DataFrame(rows), f"Per transaction type at each reported step "
-                             f"(campaign {name})",
+                             f"(campaign {name})", appendix=True,
                              note="From pgbench's per-transaction log: exact nearest-rank percentiles. A 99.9th percentile "
                                   "of fewer than 1,000 transactions is the largest time or close to it.",
                              css_class="brief-table auto")
@@ -299,28 +306,34 @@ class OltpRamp(BriefBase):
     def hammerdb(self):
         (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
          out) = self._vars()
-        out.md(f"""### HammerDB results
+        out.md(appendix=True, text=f"""### HammerDB results
 
-        The published brief does not name its load driver. Users who run HammerDB themselves can ingest its
-        logs (`briefkit ingest hammerdb hammerdb.log hdbxtprofile.log`): the TEST RESULT line gives NOPM
-        and TPM, the time profile (xtprof) gives per-transaction mean and percentiles up to the 99th. HammerDB
-        reports no 99.9th percentile in any version, so a brief built from HammerDB output shows the 99.9%
-        transaction time as *not available from HammerDB* ({", ".join(HAMMERDB_MISSING)}) and never
-        extrapolates it. The runs above use pgbench's per-transaction log, which gives it exactly.""")
+The published brief does not name its load driver. Users who run HammerDB themselves can ingest its
+logs (`briefkit ingest hammerdb hammerdb.log hdbxtprofile.log`): the TEST RESULT line gives NOPM
+and TPM, the time profile (xtprof) gives per-transaction mean and percentiles up to the 99th. HammerDB
+reports no 99.9th percentile in any version, so a brief built from HammerDB output shows the 99.9%
+transaction time as *not available from HammerDB* ({", ".join(HAMMERDB_MISSING)}) and never
+extrapolates it. The runs above use pgbench's per-transaction log, which gives it exactly.""")
         return out.take()
 
     def published_how(self):
         (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
          out) = self._vars()
-        out.md("## How it was tested")
-        out.table(pd.DataFrame(list(pub.meta["how_tested"].items()), columns=["", "Published system"]),
-                     "The system and software of the published brief", css_class="brief-table wrap")
-        files = [f for f in ("points.csv", "relative.csv", "claims.yaml") if (pub.folder / f).exists()]
-        out.md(f"The published numbers were transcribed into `{self.published_path}` "
-                  f"({', '.join(files)}; the published text is `source.txt` beside them).")
+        with out.appendix():
+            out.md("### How the published brief was tested")
+            out.table(pd.DataFrame(list(pub.meta["how_tested"].items()), columns=["", "Published system"]),
+                      "The system and software of the published brief", css_class="brief-table wrap")
+            files = [f for f in ("points.csv", "relative.csv", "claims.yaml") if (pub.folder / f).exists()]
+            out.md(f"The published numbers were transcribed into `{self.published_path}` "
+                   f"({', '.join(files)}; the published text is `source.txt` beside them).")
         return out.take()
 
     def how_tested(self):
+        with self.out.appendix():
+            self._how_tested()
+        return self.out.take()
+
+    def _how_tested(self):
         (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
          out) = self._vars()
         for name, data in measured.items():
@@ -357,4 +370,3 @@ class OltpRamp(BriefBase):
             self.inventory(name)
             out.table(configurations_table(record), f"Storage configurations of campaign {name}",
                       css_class="brief-table wrap")
-        return out.take()

@@ -5,7 +5,10 @@ a line sorted by x: throughput can fall as load rises), each point labelled with
 """
 from __future__ import annotations
 
+import io
+import json
 import os
+import xml.etree.ElementTree as ET
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -49,7 +52,8 @@ def load_paths(ax, x: pd.DataFrame, y: pd.DataFrame, *, xlabel: str, ylabel: str
     for i, config in enumerate(x.columns):
         order = x.index  # load order, never sorted by x
         xs, ys = x.loc[order, config], y.loc[order, config]
-        ax.plot(xs, ys, marker="o", markersize=5, linewidth=1.8, label=config, color=palette[config])
+        (line,) = ax.plot(xs, ys, marker="o", markersize=5, linewidth=1.8, label=config, color=palette[config])
+        line._bk_loads = (list(order), load_label)
         # Alternate label sides so that neighbouring paths do not print over each other.
         _label_points(ax, xs, ys, order, palette[config], offset=(4, 4) if i % 2 == 0 else (-12, -10))
     ax.set_xlabel(xlabel)
@@ -89,7 +93,7 @@ def figure(ncols: int = 1, width: float = 7.0, height: float = 3.6):
 
 
 def grouped_bars(ax, table: pd.DataFrame, *, ylabel: str, palette: dict[str, str], missing: str = "not measured",
-                 decimals: int = 0) -> None:
+                 decimals: int = 0, log: bool = False, label_size: float = 7) -> None:
     """Bars of ``table`` (index = groups on x, columns = configurations), each bar labelled with its
     value; a missing value gets no bar but the word ``missing`` at its place, never a zero."""
     groups, configs = list(table.index), list(table.columns)
@@ -101,12 +105,19 @@ def grouped_bars(ax, table: pd.DataFrame, *, ylabel: str, palette: dict[str, str
             if pd.isna(value):
                 ax.text(x, 0.02 * top, missing, rotation=90, ha="center", va="bottom", fontsize=7, color="#666666")
                 continue
-            ax.bar(x, value, width=width * 0.92, color=palette[config], label=config if j == 0 else None)
+            bar = ax.bar(x, value, width=width * 0.92, color=palette[config], label=config if j == 0 else None)
+            tip(bar.patches[0], config, f"{config}: {group}, {ylabel} {value:,.{decimals}f}")
             ax.annotate(f"{value:,.{decimals}f}", (x, value), textcoords="offset points", xytext=(0, 2),
-                        ha="center", fontsize=7)
+                        ha="center", fontsize=label_size)
     ax.set_xticks(range(len(groups)), groups)
     ax.set_ylabel(ylabel)
-    ax.set_ylim(0, top * 1.15)
+    if log:   # values that differ by orders of magnitude (SSD against HDD)
+        low = table[table > 0].min().min()
+        ax.set_yscale("log")
+        ax.set_ylim(low / 2, top * 4)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+    else:
+        ax.set_ylim(0, top * 1.15)
     handles = [plt.Rectangle((0, 0), 1, 1, color=palette[c]) for c in configs]
     ax.legend(handles, configs, frameon=False, fontsize=8)
 
@@ -127,7 +138,8 @@ def ratio_bars(ax, table: pd.DataFrame, *, palette: dict[str, str], decimals: in
             if pd.isna(value) or value <= 0:
                 continue
             x = j - 0.4 + width * (i + 0.5)
-            ax.bar(x, value - 1, bottom=1, width=width * 0.92, color=palette[pair])
+            bar = ax.bar(x, value - 1, bottom=1, width=width * 0.92, color=palette[pair])
+            tip(bar.patches[0], pair, f"{pair}: {group}, ratio {value:.{decimals}f}")
             if labels:
                 ax.annotate(f"{value:.{decimals}f}", (x, value), textcoords="offset points",
                             xytext=(0, 2 if value >= 1 else -9), ha="center", fontsize=7)
@@ -141,3 +153,88 @@ def ratio_bars(ax, table: pd.DataFrame, *, palette: dict[str, str], decimals: in
     ax.set_ylabel("ratio (log scale)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=palette[p]) for p in pairs]
     ax.legend(handles, pairs, frameon=False, fontsize=8)
+
+
+# ------------------------------------------------------------------------ figures as documents
+
+SVG_NS, XLINK_NS = "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"
+ET.register_namespace("", SVG_NS)
+ET.register_namespace("xlink", XLINK_NS)
+
+
+def _value(v) -> str:
+    if isinstance(v, str):
+        return v
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3g}"
+
+
+def tip(artist, series: str, text: str) -> None:
+    """Hover text for one artist drawn as one element (a bar), in series ``series``."""
+    artist.set_gid(f"bk-tip-{id(artist)}")
+    artist._bk = (series, [text])
+
+
+def _tag(fig) -> dict[str, list[str]]:
+    """Give every labelled line and tipped bar a gid; the hover text of each of its points by gid."""
+    tips: dict[str, tuple[str, list[str]]] = {}
+    for ax in fig.axes:
+        xlabel, ylabel = ax.get_xlabel() or "x", ax.get_ylabel() or "y"
+        for line in ax.get_lines():
+            label = str(line.get_label())
+            if label.startswith("_") or line.get_marker() in (None, "None", "", " "):
+                continue
+            loads = getattr(line, "_bk_loads", None)
+            points = []
+            for i, (x, y) in enumerate(zip(line.get_xdata(), line.get_ydata())):
+                if not (pd.notna(x) and pd.notna(y)):
+                    continue
+                at = f"{loads[1]} {_value(loads[0][i])}, " if loads else ""
+                points.append(f"{label}: {at}{xlabel} {_value(x)}, {ylabel} {_value(y)}")
+            gid = f"bk-line-{id(line)}"
+            line.set_gid(gid)
+            tips[gid] = (label, points)
+        for patch in ax.patches:
+            if getattr(patch, "_bk", None):
+                tips[patch.get_gid()] = patch._bk
+    return tips
+
+
+def svg(fig, alt: str, figure_id: str = "fig") -> str:
+    """The figure as an inline ``<svg>`` for the HTML brief: ``role="img"`` with ``alt`` as its label,
+    each data point (line marker or bar) with a ``<title>`` and ``data-tip`` holding its values, and
+    ``data-s`` naming its series (listed in ``data-series``), which the brief's script turns into
+    hover values and legend toggles. Deterministic: ids come from ``figure_id`` and draw order."""
+    tips = _tag(fig)
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    root = ET.fromstring(buffer.getvalue())
+    series: list[str] = []
+    for n, (gid, (name, texts)) in enumerate(tips.items()):
+        group = root.find(f".//*[@id='{gid}']")
+        if group is None:
+            continue
+        if name not in series:
+            series.append(name)
+        group.set("id", f"{figure_id}-{n}")
+        group.set("data-s", str(series.index(name)))
+        marks = group.findall(f".//{{{SVG_NS}}}use") or [group]
+        if len(marks) != len(texts):   # a marker left out (off the axes): a tip for the whole series
+            marks, texts = [group], ["; ".join(texts)]
+        for mark, text in zip(marks, texts):
+            mark.set("data-tip", text)
+            title = ET.SubElement(mark, f"{{{SVG_NS}}}title")
+            title.text = text
+    root.set("role", "img")
+    root.set("aria-label", alt)
+    root.set("class", "bk-svg")
+    root.set("id", figure_id)
+    root.set("data-series", json.dumps(series))
+    for size in ("width", "height"):   # scale with the page; the viewBox keeps the proportions
+        root.attrib.pop(size, None)
+    return ET.tostring(root, encoding="unicode")
+
+
+def png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    return buffer.getvalue()

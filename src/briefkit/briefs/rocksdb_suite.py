@@ -74,6 +74,18 @@ configuration over another for every test and metric, with the calculation of ea
         for statement in self.pub.meta.get("statements", []):
             lines.append(f"*The post*: {statement['text']}")
         self.out.md(bullets(lines))
+        self.headline = ""
+        for name, m in self.measured.items():   # page 1's figure: the first campaign's ratios
+            chart = suite.ratio_chart(m["data"], m["pairs"]) if m["pairs"] else None
+            if chart is not None and len(chart.columns):
+                fig, ax = plots.figure(width=7.6, height=2.3)
+                plots.ratio_bars(ax, chart, palette=plots.colours(list(chart.columns)))
+                ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+                self.headline = self.out.figure(
+                    fig, f"Every ratio of campaign {name}'s ratio tables (log scale; the values are in the tables of "
+                         "*Ratios*). Above 1 the numerator's number is larger: better for ops/s and MB/s, worse for "
+                         "time and µs/op.")
+                break
         return self.out.take()
 
     def tests(self):
@@ -96,11 +108,13 @@ configuration over another for every test and metric, with the calculation of ea
 
     def per_configuration(self):
         for name, m in self.measured.items():
-            self.out.md(f"## Results per configuration{self._suffix(name)}")
-            for config in m["configs"]:
-                self.out.table(suite.performance_table(m["data"], config),
-                               f"Performance of {named(config, m['labels'], emphasis=False)}",
-                               css_class="brief-table auto")
+            with self.out.appendix():
+                self.out.md(f"### Results per configuration{self._suffix(name)}")
+                labels = [self.out.table(suite.performance_table(m["data"], config),
+                                         f"Performance of {named(config, m['labels'], emphasis=False)}",
+                                         css_class="brief-table auto")
+                          for config in m["configs"]]
+            self.out.md(f"The results of each configuration, test by test, are in the appendix ({', '.join(labels)}).")
         return self.out.take()
 
     def ratios(self):
@@ -110,7 +124,9 @@ configuration over another for every test and metric, with the calculation of ea
                 continue
             out.md(f"## Ratios{self._suffix(name)}")
             chart = suite.ratio_chart(m["data"], m["pairs"])
-            if len(chart.columns):
+            if self.headline and name == next(iter(self.measured)):
+                out.md(f"{self.headline} (page 1) draws every ratio below.")
+            elif len(chart.columns):
                 fig, ax = plots.figure(height=3.6)
                 plots.ratio_bars(ax, chart, palette=plots.colours(list(chart.columns)))
                 ax.tick_params(axis="x", labelrotation=60, labelsize=7)
@@ -130,8 +146,12 @@ configuration over another for every test and metric, with the calculation of ea
         return out.take()
 
     def repetitions(self):
+        with self.out.appendix():
+            return self._repetitions()
+
+    def _repetitions(self):
         for name, m in self.measured.items():
-            self.out.md(f"## Repetitions as measured{self._suffix(name)}")
+            self.out.md(f"### Repetitions as measured{self._suffix(name)}")
             if m["data"].groupby(["config", "workload"])["rep"].nunique().max() == 1:
                 self.out.md("Each test ran once on each configuration, as the post ran them: the tables per "
                             "configuration above are the measurements themselves.")
@@ -141,8 +161,13 @@ configuration over another for every test and metric, with the calculation of ea
         return self.out.take()
 
     def how_tested(self):
+        with self.out.appendix():
+            self._how_tested()
+        return self.out.take()
+
+    def _how_tested(self):
         out, pub = self.out, self.pub
-        out.md("## How we tested")
+        out.md("### How we tested")
         for name, m in self.measured.items():
             record = m["record"]
             versions = sorted(m["data"]["tool_version"].dropna().unique())
@@ -161,4 +186,3 @@ configuration over another for every test and metric, with the calculation of ea
         out.table(published_how(pub), "The system and software of the published post")
         out.md(f"The post's methodology is transcribed in `{self.published_path}` (brief.yaml; "
                "the published text is `source.txt` beside it).")
-        return out.take()

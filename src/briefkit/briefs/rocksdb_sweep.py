@@ -33,6 +33,7 @@ class RocksdbSweep(BriefBase):
         plots.setup()
         pub = self.pub
         unit = self.params["latency_unit"] or "us"
+        self.headline = "Figure 1"
         self.published_scale = self.params["published_scale"] or "a scale the published brief does not state"
         self.lat_unit, self.lat_factor = {"us": "µs", "ms": "ms"}[unit], units.factor("us", unit)
         shown = self.data.published_samples()
@@ -110,31 +111,50 @@ class RocksdbSweep(BriefBase):
             lines.append(f"**Reproduction check**: the post prints none of the numbers behind its figures, so none of "
                          f"its {len(pub.claims)} numeric claims ({len(checks)} comparisons) can be recomputed: "
                          + ", ".join(f"{n} {verdict}" for verdict, n in verdicts.items()) + ".")
-        self.out.md(bullets(lines))
-        if mismatches:
-            self.out.md(bullets(f"{row.where}: *{row.statement or row.stated}*. {row.reason[:1].upper()}{row.reason[1:]}."
-                                for row in checks[checks["verdict"] == claims.MISMATCH].itertuples()))
+        if mismatches:   # where; the reasons are in the reproduction check section
+            lines[-1] += " " + "; ".join(row.where for row in checks[checks["verdict"] == claims.MISMATCH].itertuples()) + \
+                " (see *Reproduction check*)."
         for name, m in self.measured.items():
-            found = [f"**{sweep.workload_title(w, pub.workloads)}**: " + "; ".join(
+            found = [f"*{sweep.workload_title(w, pub.workloads)}*: " + "; ".join(
                 sweep.lead_finding(m["tables"][w].get(s.metric), s, self.load_kind) for s in m["specs"]) + "."
                 for w in m["workloads"]]
-            self.out.md(f"**Measured** (campaign {name} on {hosts_text(m['record'])}: {', '.join(m['configs'])}; "
-                        "small scale, see *How we tested*):\n\n" + bullets(found))
+            lines.append(f"**Measured** (campaign {name} on {hosts_text(m['record'])}: {', '.join(m['configs'])}; "
+                         "small scale, see *How we tested*):\n" + "\n".join(f"    - {f}" for f in found))
+        self.out.md(bullets(lines))
+        self._headline()
         return self.out.take()
+
+    def _headline(self) -> None:
+        """Page 1's figure: performance against 99% latency for each workload, published data when the
+        brief has it, else the first measured campaign."""
+        kind = self.load_kind
+        if self.pub_workloads:
+            panels = [(self.pub.workloads[w]["title"], self.tables[w], self.palette) for w in self.pub_workloads]
+            source = "published data"
+        elif self.measured:
+            name, m = next(iter(self.measured.items()))
+            panels = [(sweep.workload_title(w, self.pub.workloads), m["tables"][w], m["palette"]) for w in m["workloads"]]
+            source = f"measured, campaign {name}"
+        else:
+            return
+        fig, axes = plots.figure(ncols=len(panels), width=7.6, height=2.0)
+        axes = axes if len(panels) > 1 else [axes]
+        for ax, (title, data, palette) in zip(axes, panels):
+            plots.load_paths(ax, data["ops"], data["read_lat_p99"], xlabel="operations per second",
+                             ylabel=f"99% latency ({self.lat_unit})", palette=palette, load_label=kind)
+            plots.thousands(ax)
+            ax.set_title(title, fontsize=9)
+        self.headline = self.out.figure(
+            fig, f"Operations per second against 99% latency ({source}), one path per configuration.")
 
     def published_workloads(self):
         out, kind = self.out, self.load_kind
         for workload in self.pub_workloads:
             data, title = self.tables[workload], self.pub.workloads[workload]["title"]
             out.md(f"## {title}\n\nPerformance and 99% latency of each drive over the thread counts "
-                   f"({', '.join(f'{t:g}' for t in data['ops'].index)}); then the drive power and the "
-                   f"operations per second per watt derived from it.")
-            fig, ax = plots.figure(height=3.5)
-            plots.load_paths(ax, data["ops"], data["read_lat_p99"], xlabel="operations per second",
-                             ylabel=f"99% latency ({self.lat_unit})", palette=self.palette, load_label=kind)
-            plots.thousands(ax)
-            out.figure(fig, f"{title} performance and 99% latency (published data).")
-            fig, (left, right) = plots.figure(ncols=2, height=3.2)
+                   f"({', '.join(f'{t:g}' for t in data['ops'].index)}) are in {self.headline}; below, the drive "
+                   "power and the operations per second per watt derived from it, then the brief's calculation.")
+            fig, (left, right) = plots.figure(ncols=2, height=2.9)
             plots.load_paths(left, data["ops"], data["watts"], xlabel="operations per second",
                              ylabel="drive power (W)", palette=self.palette, load_label=kind)
             plots.thousands(left)
@@ -148,8 +168,30 @@ class RocksdbSweep(BriefBase):
         return out.take()
 
     def reproduction_check(self):
+        counts = ", ".join(f"{n} {verdict}" for verdict, n in self.verdicts.items())
+        label = ""
+        if len(self.checks_table):
+            with self.out.appendix():
+                self._verdicts_legend()
+                label = self.out.verdicts(self.checks_table, "Published claims against the published data")
+        if label:
+            self.out.md(f"## Reproduction check\n\n{label} (appendix) recomputes each of the {len(self.checks_table)} "
+                        f"numbers the published text states and gives its verdict: {counts}.")
+        else:
+            self.out.md("## Reproduction check\n\nThe published text makes no numeric claim.")
+        wrong = self.checks_table[self.checks_table["verdict"] == claims.MISMATCH] if label else []
+        if len(wrong):
+            self.out.md("What does not match:\n\n" + bullets(
+                f"{row.where}: *{row.statement or row.stated}*. {row.reason[:1].upper()}{row.reason[1:]}."
+                for row in wrong.itertuples()))
+        slips = self.pub.meta.get("text_slips", [])
+        if slips:
+            self.out.md("Other slips in the text:\n\n" + bullets(slips))
+        return self.out.take()
+
+    def _verdicts_legend(self):
         if len(self.pub.points):
-            self.out.md("""## Reproduction check
+            self.out.md("""### Reproduction check
 
 Every number the published text states, recomputed from the brief's own appendix data.
 *matches*: the published data gives the printed number. *rounding*: it does not exactly, but the
@@ -163,27 +205,21 @@ Every number the published text states. Its figures were images without their da
 be recomputed only where the text itself prints the numbers it rests on; the others are *not
 checkable* here, and the last column says which metric and configurations they compare, the way a
 measured campaign can compare its own.""")
-        if len(self.checks_table):
-            self.out.verdicts(self.checks_table, "Published claims against the published data")
-        else:
-            self.out.md("The published text makes no numeric claim.")
-        slips = self.pub.meta.get("text_slips", [])
-        if slips:
-            self.out.md("Other slips in the text:\n\n" + bullets(slips))
-        return self.out.take()
 
-    def appendix(self):
-        if self.pub_workloads:
-            self.out.md("## Appendix: performance data as published")
-        for workload in self.pub_workloads:
-            info = self.pub.workloads[workload]
-            self.out.table(published.appendix_table(self.pub, workload),
-                           f"{info['title']}: database ops/s, 99% latency and drive watts "
-                           f"(published {info['table']}, transcribed exactly)")
-        self.out.md("## How it was tested")
-        self.out.table(published_how(self.pub), "The system and software of the published brief")
-        self.out.md(f"This reproduction was computed by briefkit from `{self.published_path}` "
-                    f"({published_files(self.pub)}; the published text is `source.txt` beside them).")
+    def published_data(self):
+        """The published data and system, in the appendix; the body names where they are."""
+        with self.out.appendix():
+            if self.pub_workloads:
+                self.out.md("### Performance data as published")
+            for workload in self.pub_workloads:
+                info = self.pub.workloads[workload]
+                self.out.table(published.appendix_table(self.pub, workload),
+                               f"{info['title']}: database ops/s, 99% latency and drive watts "
+                               f"(published {info['table']}, transcribed exactly)")
+            self.out.md("### How the published brief was tested")
+            self.out.table(published_how(self.pub), "The system and software of the published brief")
+            self.out.md(f"This reproduction was computed by briefkit from `{self.published_path}` "
+                        f"({published_files(self.pub)}; the published text is `source.txt` beside them).")
         return self.out.take()
 
     def measured_intro(self):
@@ -199,7 +235,7 @@ measured campaign can compare its own.""")
                    f"{', '.join(f'{x:g}' for x in loads)} {self.load_kind}, {plural(reps, 'repetition')} of each point, "
                    f"on {plural(len(m['configs']), 'storage configuration')}. Figures show the mean over the repetitions "
                    "for operations per second and the median repetition for the 99% latency (percentiles are not "
-                   "averaged); every repetition is listed under *Repetitions as measured*. "
+                   "averaged); every repetition is listed in the appendix. "
                    + ("Power was measured, so efficiency is shown." if watts else
                       "Power was not measured (the campaign has no power source): efficiency is *not measured*, n/a."))
             table = configurations_table(record)
@@ -219,18 +255,23 @@ measured campaign can compare its own.""")
                 title = f"{sweep.workload_title(workload, self.pub.workloads)} (measured{self._suffix(name, ', {}')})"
                 data_w = m["tables"][workload]
                 out.md(f"### {title}")
-                fig, ax = plots.figure(height=3.3)
-                plots.load_paths(ax, data_w["ops"], data_w["read_lat_p99"], xlabel="operations per second",
-                                 ylabel=f"99% latency ({self.lat_unit})", palette=pal, load_label=kind)
-                plots.thousands(ax)
-                out.figure(fig, f"{title}: 99% latency against operations per second, one path per configuration "
-                                f"in {kind} order.")
-                fig, (left, right) = plots.figure(ncols=2, height=3.0)
+                # One row of panels: the load path (unless page 1's figure shows it), then each metric by load.
+                path = bool(self.pub_workloads) or name != next(iter(self.measured))
+                fig, axes = plots.figure(ncols=3 if path else 2, width=7.6 if path else 7.0, height=2.6)
+                axes = list(axes)
+                if path:
+                    ax = axes.pop(0)
+                    plots.load_paths(ax, data_w["ops"], data_w["read_lat_p99"], xlabel="operations per second",
+                                     ylabel=f"99% latency ({self.lat_unit})", palette=pal, load_label=kind)
+                    plots.thousands(ax)
+                left, right = axes
                 plots.by_load(left, data_w["ops"], ylabel="operations per second", palette=pal, xlabel=kind)
                 plots.thousands(left, "y")
                 plots.by_load(right, data_w["read_lat_p99"], ylabel=f"99% latency ({self.lat_unit})", palette=pal,
                               xlabel=kind)
-                out.figure(fig, f"{title}: operations per second and 99% latency against {kind}.")
+                out.figure(fig, (f"{title}: 99% latency against operations per second, one path per configuration in "
+                                 f"{kind} order (left); " if path else f"{title}: ")
+                           + f"operations per second and 99% latency against {kind}.")
                 if not data_w["ops_per_watt"].empty:
                     fig, ax = plots.figure(height=3.0)
                     plots.by_load(ax, data_w["ops_per_watt"], ylabel="ops/s per W", palette=pal, xlabel=kind)
@@ -259,6 +300,10 @@ measured campaign can compare its own.""")
         return out.take()
 
     def repetitions(self):
+        with self.out.appendix():
+            return self._repetitions()
+
+    def _repetitions(self):
         for name, m in self.measured.items():
             self.out.md(f"### Repetitions as measured{self._suffix(name, ' (campaign {})')}")
             for workload in m["workloads"]:
@@ -284,6 +329,8 @@ measured campaign can compare its own.""")
                 out.md(f"db_bench version {', '.join(versions)} (Debian's rocksdb-tools is built with assertions on, "
                        "which slows it down; the published brief used a release build of RocksDB 8.1.1).")
             self.inventory(name)
-            out.table(configurations_table(record), f"Storage configurations of campaign {name}",
-                      css_class="brief-table wrap")
+            label = out.table(configurations_table(record), f"Storage configurations of campaign {name}",
+                              css_class="brief-table wrap", appendix=True)
+            out.md(f"The system as recorded with the campaign (hardware, software, tool versions, {label}) is in "
+                   "the appendix.")
         return out.take()

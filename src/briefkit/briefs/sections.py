@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,31 +42,66 @@ class Block:
 
 @dataclass
 class Blocks:
-    """An ordered list of things to show, with the brief's running table and figure numbers."""
+    """An ordered list of things to show, with the brief's running table and figure numbers.
+
+    Long tables (every point, every repetition, inventories, declared settings, the full reproduction
+    check) go to the appendix, numbered "Table A1...", so that the body stays a few pages of figures
+    and calculations that refer to them; ``appendix=True`` or ``with blocks.appendix():`` sends them."""
 
     items: list[Block] = field(default_factory=list)
     tables: Any = field(default_factory=lambda: itertools.count(1))
     figures: Any = field(default_factory=lambda: itertools.count(1))
+    annex: list[Block] = field(default_factory=list)
+    annex_tables: Any = field(default_factory=lambda: itertools.count(1))
+    _in_annex: bool = False
 
-    def md(self, text: str) -> None:
+    def _add(self, block: Block, appendix: bool = False) -> None:
+        (self.annex if appendix or self._in_annex else self.items).append(block)
+
+    def _label(self, appendix: bool) -> str:
+        if appendix or self._in_annex:
+            return f"Table A{next(self.annex_tables)}"
+        return f"Table {next(self.tables)}"
+
+    def md(self, text: str, *, appendix: bool = False) -> None:
         # cleandoc: prose written as an indented triple-quoted string would otherwise be Markdown code
-        self.items.append(Block("md", inspect.cleandoc(text)))
+        self._add(Block("md", inspect.cleandoc(text)), appendix)
 
-    def table(self, frame: pd.DataFrame, caption: str, *, note: str = "", css_class: str = "brief-table") -> None:
-        """``caption`` without its number: "Table N: " is prepended here."""
-        self.items.append(Block("table", frame, f"Table {next(self.tables)}: {caption}", note, css_class))
+    def table(self, frame: pd.DataFrame, caption: str, *, note: str = "", css_class: str = "brief-table",
+              appendix: bool = False) -> str:
+        """``caption`` without its number: "Table N: " (or "Table AN: ") is prepended here. Returns the label."""
+        label = self._label(appendix)
+        self._add(Block("table", frame, f"{label}: {caption}", note, css_class), appendix)
+        return label
 
-    def figure(self, fig, caption: str) -> None:
-        """The figure, then its caption in italics, "Figure N: " prepended."""
-        self.items.append(Block("figure", fig))
-        self.md(f"*Figure {next(self.figures)}: {caption}*")
+    def figure(self, fig, caption: str) -> str:
+        """The figure (its caption is also its alt text), then the caption, "Figure N: " prepended."""
+        label = f"Figure {next(self.figures)}"
+        self._add(Block("figure", fig, caption=caption))
+        self._add(Block("md", f"*{label}: {caption}*"))
+        return label
 
-    def verdicts(self, checks: pd.DataFrame, caption: str) -> None:
-        self.items.append(Block("verdicts", checks, f"Table {next(self.tables)}: {caption}"))
+    def verdicts(self, checks: pd.DataFrame, caption: str, *, appendix: bool = False) -> str:
+        label = self._label(appendix)
+        self._add(Block("verdicts", checks, f"{label}: {caption}"), appendix)
+        return label
+
+    @contextmanager
+    def appendix(self):
+        """Everything added inside goes to the appendix."""
+        before, self._in_annex = self._in_annex, True
+        try:
+            yield self
+        finally:
+            self._in_annex = before
 
     def take(self) -> list[Block]:
         """The blocks collected since the last call (a notebook cell shows one section)."""
         items, self.items = self.items, []
+        return items
+
+    def take_appendix(self) -> list[Block]:
+        items, self.annex = self.annex, []
         return items
 
 
@@ -120,6 +156,14 @@ class BriefBase:
     def campaign_samples(self, name: str) -> pd.DataFrame:
         return self.data.samples[self.data.samples["campaign"] == name]
 
+    def appendix(self):
+        """The long tables the body refers to (Table A1...), after everything else."""
+        items = self.out.take_appendix()
+        if not items:
+            return []
+        return [Block("md", "## Appendix\n\nThe complete data behind the body: every point and repetition, the "
+                            "full reproduction check, and how the campaigns were run and on what."), *items]
+
     # ----------------------------------------------------------------- shared measured sections
 
     def selection(self) -> list[Block]:
@@ -127,26 +171,28 @@ class BriefBase:
         self.out.md(selection_text(self.data, self.names, self.show))
         return self.out.take()
 
-    def campaign_record(self, name: str, heading: str = "") -> None:
-        """The campaign table (real hosts, measured durations), the declaration line, progress."""
+    def campaign_record(self, name: str, heading: str = "") -> str:
+        """The campaign table (real hosts, measured durations) in the appendix; the declaration line and
+        progress where the campaign is introduced. Returns the table's label."""
         record = self.records[name]
         if heading:
             self.out.md(heading)
-        self.out.table(campaign_table(record), f"Campaign {name} as recorded with its raw data",
-                       css_class="brief-table wrap")
+        label = self.out.table(campaign_table(record), f"Campaign {name} as recorded with its raw data",
+                               css_class="brief-table wrap", appendix=True)
         line = declaration_line(record)
         if line:
             self.out.md(line)
         progress(self.out, record)
+        return label
 
     def inventory(self, name: str) -> None:
         record = self.records[name]
         if not record.inventory:
-            self.out.md(f"Campaign {name} recorded no inventory: the system it ran on is not reported.")
+            self.out.md(f"Campaign {name} recorded no inventory: the system it ran on is not reported.", appendix=True)
             return
         for title, frame in inventory_tables(record.inventory):
             self.out.table(frame, f"{title} (campaign {name}, as recorded on {hosts_text(record)})",
-                           css_class="brief-table wrap")
+                           css_class="brief-table wrap", appendix=True)
 
 
 def selection_text(data: processed.BriefData, names: list[str], show) -> str:
@@ -241,10 +287,11 @@ def progress(out: Blocks, record) -> None:
                + (f" ({points['failed']} failed)" if points.get("failed") else "")
                + "; the figures and tables show the finished points only.")
         if len(status):
-            out.table(status, f"Progress of campaign {record.name}", css_class="brief-table auto")
+            out.table(status, f"Progress of campaign {record.name}", css_class="brief-table auto", appendix=True)
     if record.failures:
         out.table(pd.DataFrame(record.failures, columns=["point", "attempt", "error"]),
-                  f"Points of campaign {record.name} that failed (last attempt)", css_class="brief-table wrap")
+                  f"Points of campaign {record.name} that failed (last attempt)", css_class="brief-table wrap",
+                  appendix=True)
     if record.skipped:
         out.md("Skipped by a stop rule: " + "; ".join(f"*{s.get('config')}*: {s.get('reason')}"
                                                      for s in record.skipped) + ".")

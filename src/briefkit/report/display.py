@@ -5,7 +5,10 @@ nbval can compare them.
 """
 from __future__ import annotations
 
+import base64
 import html
+import itertools
+import os
 
 import nbformat
 import pandas as pd
@@ -24,7 +27,8 @@ def table(frame: pd.DataFrame, caption: str, *, note: str = "", css_class: str =
     """A captioned table as the briefs print them ("Table 1: ...")."""
     body = frame.to_html(index=False, escape=True, classes=css_class, border=0, na_rep="n/a")
     note_html = f'<p class="table-note">{html.escape(note)}</p>' if note else ""
-    display(HTML(f'<figure class="table">{body}<figcaption>{html.escape(caption)}</figcaption>{note_html}</figure>'))
+    long = " long" if len(frame) > 20 else ""   # may split across pages (its header repeats)
+    display(HTML(f'<figure class="table{long}">{body}<figcaption>{html.escape(caption)}</figcaption>{note_html}</figure>'))
 
 
 def verdict_table(checks: pd.DataFrame, caption: str) -> None:
@@ -45,6 +49,21 @@ def verdict_table(checks: pd.DataFrame, caption: str) -> None:
                  f'<tbody>{"".join(rows)}</tbody></table><figcaption>{html.escape(caption)}</figcaption></figure>'))
 
 
+_FIGURE_IDS = itertools.count(1)
+
+
+def figure(fig, alt: str) -> None:
+    """A figure with its alt text: inline SVG with per-point values (the HTML brief's hover and legend
+    script uses them), or PNG under BRIEFKIT_FIGURES=png (the nbval run, which compares no image).
+    The text/plain fallback is the alt text, so the checked notebooks compare what each figure shows."""
+    if os.environ.get("BRIEFKIT_FIGURES", "svg") == "png":
+        data = {"image/png": base64.b64encode(plots.png(fig)).decode("ascii")}
+    else:
+        data = {"image/svg+xml": plots.svg(fig, alt, f"bk-fig-{next(_FIGURE_IDS)}")}
+    data["text/plain"] = f"[Figure: {alt}]"
+    display(data, raw=True, metadata={"briefkit": {"alt": alt}})
+
+
 def bullets(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
 
@@ -60,7 +79,7 @@ def emit(blocks) -> None:
         elif block.kind == "verdicts":
             verdict_table(block.content, block.caption)
         elif block.kind == "figure":
-            display(block.content)
+            figure(block.content, block.caption)
             plots.plt.close(block.content)
         else:
             raise ValueError(f"unknown block kind {block.kind!r}")
