@@ -76,8 +76,9 @@ def brief_text(clone: Path, brief: str) -> str:
 
 def row(text: str, campaign: str, item: str) -> str:
     """The value beside ``item`` in the brief's table of ``campaign`` (the tables of the committed
-    campaigns come first; each starts with its "Campaign <name>" row)."""
-    start = text.find(f"Campaign {campaign} ")
+    campaigns come first; each starts with its "Campaign <name>" row, then the "Tool" row; the
+    campaign's name alone also stands in headings and prose)."""
+    start = text.find(f"Campaign {campaign} Tool ")
     assert start >= 0, f"the brief has no table of campaign {campaign!r}"
     found = re.search(re.escape(item) + r" (.{1,80}?)(?= [A-Z][a-z]|$)", text[start:])
     assert found, f"the table of campaign {campaign!r} has no row {item!r}"
