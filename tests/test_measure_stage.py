@@ -15,33 +15,16 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from checkouts import BIN, ROOT, env, run
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 DVC = str(BIN / "dvc")
 
 pytestmark = pytest.mark.slow
-
-
-def env(**extra) -> dict:
-    out = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1", **extra}
-    out.pop("BRIEFKIT_ROOT", None)
-    out.pop("BRIEFKIT_PROCESSED", None)
-    return out
-
-
-def run(argv, cwd: Path, timeout=600, check=True, **extra) -> subprocess.CompletedProcess:
-    done = subprocess.run(argv, cwd=cwd, env=env(**extra), capture_output=True, text=True, timeout=timeout)
-    if check and done.returncode != 0:
-        raise AssertionError(f"{' '.join(map(str, argv))} exited {done.returncode}\n"
-                             f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-5000:]}")
-    return done
 
 
 @pytest.fixture(scope="module")

@@ -11,33 +11,17 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
-
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+from checkouts import BIN, ROOT, run
 
 pytestmark = pytest.mark.slow
-
-
-def run(argv, cwd: Path, timeout=900, check=True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
-    env.pop("BRIEFKIT_ROOT", None)
-    env.pop("BRIEFKIT_PROCESSED", None)
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    if check and done.returncode != 0:
-        raise AssertionError(f"{' '.join(map(str, argv))} exited {done.returncode}\n"
-                             f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-5000:]}")
-    return done
 
 
 @pytest.fixture(scope="module")

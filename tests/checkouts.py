@@ -1,0 +1,27 @@
+"""Running the project's commands in a temporary clone, as a user would: the venv's tools first on
+the PATH, no analytics, and none of the test run's own BRIEFKIT_* overrides."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def env(**extra) -> dict:
+    out = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1", **extra}
+    out.pop("BRIEFKIT_ROOT", None)
+    out.pop("BRIEFKIT_PROCESSED", None)
+    return out
+
+
+def run(argv, cwd: Path, timeout=900, check=True, **extra) -> subprocess.CompletedProcess:
+    """``argv`` in ``cwd``; a non-zero exit fails the test with the ends of stdout and stderr."""
+    done = subprocess.run(argv, cwd=cwd, env=env(**extra), capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, argv))} exited {done.returncode}\n"
+                             f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-5000:]}")
+    return done
