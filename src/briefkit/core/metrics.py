@@ -59,6 +59,13 @@ _ALL = [
     Metric("job_error", "dimensionless", "lower", "Error code of a failed job (kept and marked)"),
     Metric("stall_pct", "percent", "lower", "Write stall time, % of the run"),
     _latency("op_lat", "Operation latency (db_bench histogram of the test's operations)"),
+    # steady state of a point (briefkit.core.steady, briefkit.tools.steady): fio's own verdict, or fio's rule
+    # applied to db_bench's and pgbench's interval series
+    Metric("steady_state", "dimensionless", "higher", "Steady state attained (1) or not (0)"),
+    Metric("steady_state_criterion", "percent", "lower", "Steady-state criterion, % of the window mean"),
+    Metric("steady_state_limit", "percent", "higher", "Steady-state limit, % of the window mean"),
+    Metric("steady_state_window", "s", "lower", "Steady-state window"),
+    Metric("steady_state_time", "s", "lower", "Time until steady state (or the whole run)"),
     # power and efficiency
     Metric("watts", "W", "lower", "Power"),
     Metric("energy", "J", "lower", "Energy"),

@@ -24,6 +24,7 @@ import pandas as pd
 
 from briefkit.core.errors import CampaignError
 from briefkit.core.validation import check
+from briefkit.tools import steady
 
 if TYPE_CHECKING:
     from briefkit.target.hosts import Host
@@ -151,7 +152,7 @@ class Workload:
             if not values:
                 raise CampaignError(f"{where}.matrix.{axis}: needs at least one value")
             full_matrix[axis] = values
-        return full_matrix, {**self.defaults, **settings}
+        return full_matrix, steady.normalize({**self.defaults, **settings})
 
     def plan(self, configs: Sequence[str], matrix: Mapping[str, list], repetitions: int) -> list[Point]:
         """Configurations outermost (each is prepared once), then the axes in order, then reps."""

@@ -84,7 +84,7 @@ import pandas as pd
 from briefkit.core import samples as tidy
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.validation import check
-from briefkit.tools import diskstats
+from briefkit.tools import diskstats, steady
 from briefkit.tools.base import Point, PointRun, Workload
 from briefkit.tools.dbbench import command as cmd
 from briefkit.tools.dbbench import parse as parser
@@ -158,7 +158,12 @@ class DbBenchWorkload(Workload):
                 self._suite(merged, "/db")
         except ValueError as exc:
             raise CampaignError(f"{where}.settings: {exc}") from None
-        return full, merged
+        if suite == "sweep":
+            try:
+                steady.check_fits(merged, merged["duration_s"], where)
+            except ValueError as exc:
+                raise CampaignError(str(exc)) from None
+        return full, steady.normalize(merged)
 
     def plan(self, configs: Sequence[str], matrix: Mapping[str, list], repetitions: int) -> list[Point]:
         if "test" not in matrix:
@@ -295,7 +300,16 @@ class DbBenchWorkload(Workload):
 
     # --- ingest ------------------------------------------------------------------------------
     def samples(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
-        return point_samples(point_dir)
+        table = point_samples(point_dir)
+        spec = steady.declared(settings)
+        if spec is None:
+            return table
+        # fio's rule on the interval CSV (all threads' ops per interval); no CSV: no window to judge
+        report = Path(point_dir) / "dbbench.report.csv"
+        rates = parser.read_report(report)["ops_per_sec"] if report.exists() else []
+        return tidy.concat([table, steady.series_samples(
+            rates, spec, float(settings["report_interval_s"]), table,
+            f"{_prefix(Path(point_dir))}/{report.name}#steady_state")])
 
 
 def _prefix(point_dir: Path) -> str:

@@ -67,6 +67,12 @@ Metrics (``briefkit.core.samples`` vocabulary; units converted by ``samples.fram
     I/O, so that a 100/0 mix has a total like a 70/30 one); with ``unified_rw_reporting=mixed``
     fio's own ``mixed`` object gives ``total_bw``, ``total_iops``, ``total_clat_*``.
 
+    With ``--steadystate`` (fio's ``steadystate`` block per entry): ``steady_state`` (1.0 attained,
+    0.0 not), ``steady_state_criterion`` and ``steady_state_limit`` (percent of the window's mean;
+    fio's absolute figures are converted with the window's mean it prints), ``steady_state_window``
+    (s, ``ss_dur``) and ``steady_state_time`` (s, the unit's runtime). A job that reached steady state
+    ran shorter than its ``runtime`` on purpose: it is not taken as cut short.
+
 Provenance
     ``tool="fio"``, ``tool_version`` from ``"fio version"`` without the ``fio-`` prefix,
     ``ended_at`` from ``timestamp`` (ISO 8601, UTC), ``source`` = the path. Keyword arguments of
@@ -509,6 +515,56 @@ class _Direction:
     latency: dict[str, _Latency] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class _Steady:
+    """fio's ``steadystate`` block: the rule (``ss``), whether it was met, and the criterion of the
+    deciding window and the limit, both in percent of that window's mean."""
+
+    rule: str
+    attained: bool
+    criterion_pct: float
+    limit_pct: float
+    window_s: float
+
+
+def _steady(ctx: _Context, block: Any, where: str) -> _Steady | None:
+    """The ``steadystate`` block of an entry (``--steadystate``), or None when it has none. fio
+    prints the criterion in percent when the limit is a percentage, else in IO/s or B/s (per second
+    for a slope): those are converted with the window's mean (``data.iops_mean`` / ``bw_mean``)."""
+    if block is None:
+        return None
+    where = f"{where}.steadystate"
+    if not isinstance(block, Mapping):
+        ctx.fail(where, "expected an object")
+    rule = block.get("ss")
+    match = re.fullmatch(r"(iops|bw|lat)(_slope)?:([0-9.]+)(%?)", rule.strip()) if isinstance(rule, str) else None
+    if not match:
+        ctx.fail(f"{where}.ss", f"expected fio's rule like 'iops_slope:0.3%', found {rule!r}")
+    attained = block.get("attained")
+    if attained not in (0, 1) or isinstance(attained, bool):
+        ctx.fail(f"{where}.attained", f"expected 0 or 1, found {attained!r}")
+    window = _number(ctx, block, "duration", where)
+    text = block.get("criterion")
+    percent = isinstance(text, str) and text.strip().endswith("%")
+    try:
+        criterion = float(text.strip().rstrip("%")) if isinstance(text, str) else float(text)
+    except (TypeError, ValueError):
+        ctx.fail(f"{where}.criterion", f"expected a number or a percentage, found {text!r}")
+    if not math.isfinite(criterion):
+        ctx.fail(f"{where}.criterion", f"expected a finite number, found {text!r}")
+    limit = float(match[3])
+    if percent != bool(match[4]):
+        ctx.fail(f"{where}.criterion", f"{text!r} and the rule {rule!r} disagree on percent")
+    if not percent:
+        data = block.get("data")
+        mean = data.get(f"{match[1]}_mean") if isinstance(data, Mapping) else None
+        if isinstance(mean, bool) or not isinstance(mean, (int, float)) or mean <= 0:
+            ctx.fail(f"{where}.data.{match[1]}_mean", f"expected the window's mean (> 0) to express an absolute "
+                                                      f"criterion in percent, found {mean!r}")
+        criterion, limit = 100.0 * criterion / mean, 100.0 * limit / mean
+    return _Steady(rule.strip(), bool(attained), criterion, limit, float(window))
+
+
 @dataclass
 class _Unit:
     host: str | None
@@ -521,6 +577,8 @@ class _Unit:
     workload: str = ""
     #: a latency kind with data but without percentiles: kind -> why
     missing: dict[str, str] = field(default_factory=dict)
+    #: fio's ``steadystate`` blocks of the entries (one per entry that has one)
+    steady: tuple[_Steady, ...] = ()
 
 
 class HistKey(NamedTuple):
@@ -699,9 +757,10 @@ def _entry_units(ctx: _Context, doc: dict) -> list[_Unit]:
                       _global_options(doc, hostname, port)),
                    **{k: str(v) for k, v in job_options.items()}}
         error = entry.get("error", 0)
+        found = _steady(ctx, entry.get("steadystate"), where)
         units.append(_Unit(host=host, jobname=jobname, groupid=groupid, entries=(index,),
                            options=options, directions=directions,
-                           error=error if isinstance(error, int) else 0))
+                           error=error if isinstance(error, int) else 0, steady=(found,) if found else ()))
     _fill_all_clients(units)
     return units
 
@@ -787,7 +846,7 @@ def _units(path, per_job: bool = False, doc: dict | None = None) -> list[_Unit]:
                                entries=tuple(i for m in members for i in m.entries),
                                options=first.options, directions=directions,
                                error=next((m.error for m in members if m.error), 0),
-                               missing=missing))
+                               missing=missing, steady=tuple(b for m in members for b in m.steady)))
     for unit in found:
         for name, direction in unit.directions.items():
             latency = direction.latency.get("clat")
@@ -859,6 +918,8 @@ def _check_run(path: Path, units: list[_Unit], outside: str, keep_failed: bool) 
         declared = _microseconds(unit.options.get("runtime"))
         if not declared or not unit.directions or unit.host == ALL_CLIENTS:
             continue
+        if unit.steady and all(b.attained for b in unit.steady):
+            continue    # fio ended it on purpose: steady state was attained
         ran_ms = max(d.runtime_ms for d in unit.directions.values())
         if ran_ms * 1000 >= SHORT_RUN * declared:
             continue
@@ -928,8 +989,22 @@ def _unit_rows(out: _Rows, unit: _Unit) -> None:
         if len(units) == 1:
             out.add(unit, "total_bw", sum(d.bw for d in active), units.pop())
         out.add(unit, "total_iops", sum(d.iops for d in active), "IO/s")
+    if unit.steady and unit.directions:
+        _steady_rows(out, unit)
     if unit.error:
         out.add(unit, "job_error", float(unit.error), "dimensionless")
+
+
+def _steady_rows(out: _Rows, unit: _Unit) -> None:
+    """fio's steady-state verdict (briefkit.tools.steady.METRICS): attained only when every entry
+    of the unit attained it (clones without group_reporting each judge themselves); the criterion
+    of the entry furthest from its limit; the time is the unit's runtime."""
+    worst = max(unit.steady, key=lambda b: abs(b.criterion_pct) - b.limit_pct)
+    out.add(unit, "steady_state", 1.0 if all(b.attained for b in unit.steady) else 0.0, "dimensionless")
+    out.add(unit, "steady_state_criterion", worst.criterion_pct, "percent")
+    out.add(unit, "steady_state_limit", worst.limit_pct, "percent")
+    out.add(unit, "steady_state_window", worst.window_s, "s")
+    out.add(unit, "steady_state_time", max(d.runtime_ms for d in unit.directions.values()) / 1000.0, "s")
 
 
 def _provenance(path: Path, doc: dict) -> dict:

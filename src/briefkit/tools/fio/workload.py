@@ -25,7 +25,9 @@ Settings (``settings:``)
     fio job options, e.g. ``{randrepeat: 0, norandommap: 1}``, validated by FioJob), ``fio``
     (the program on the host), ``timeout_s`` (null: 2 x (ramp + runtime) + 300 s for time-based
     points, none otherwise), ``label_iodepth`` (null: add ``QD<n>`` to the workload label when
-    the matrix sweeps iodepth). Output is always json+ (``--output`` to a file in the point's
+    the matrix sweeps iodepth), ``steady_state`` (none; briefkit.tools.steady: fio's own
+    ``steadystate``, ``steadystate_duration`` and ``steadystate_ramp_time`` options, so that a point
+    ends as soon as it is steady; ``max_s`` replaces ``runtime_s``). Output is always json+ (``--output`` to a file in the point's
     folder): the ingest reads percentiles from its bins.
 
 Target
@@ -54,6 +56,7 @@ from briefkit.core.errors import CampaignError
 from briefkit.core.validation import defaults as defaults_of
 from briefkit.target.hosts.base import CommandError, stderr_tail
 from briefkit.target.safety import UnsafeTargetError, check_prepared
+from briefkit.tools import steady
 from briefkit.tools.base import Point, PointRun, Workload
 from briefkit.tools.fio import parse as fio_output
 from briefkit.tools.fio.job import RW_MODES, FioJob, command, job_file, parse_size
@@ -144,14 +147,20 @@ class FioWorkload(Workload):
                         f"{'' if read is None else read}_{sizes.block(bs).replace(' ', '')}"),
             filename=target, rw=mode or settings["pattern"], rwmixread=read, bs=bs,
             numjobs=values["numjobs"], iodepth=values["iodepth"], ioengine=settings["ioengine"],
-            direct=settings["direct"], ramp_time=settings["ramp_s"], runtime=settings["runtime_s"],
+            direct=settings["direct"], ramp_time=settings["ramp_s"], runtime=self.runtime(settings),
             time_based=settings["time_based"], size=settings["size"],
-            group_reporting=settings["group_reporting"], options=settings["options"])
+            group_reporting=settings["group_reporting"], options={**settings["options"], **steady_options(settings)})
+
+    @staticmethod
+    def runtime(settings: Mapping[str, Any]) -> Any:
+        """fio's runtime: ``runtime_s``, or ``steady_state.max_s`` when steady state caps the point."""
+        spec = steady.declared(settings)
+        return spec["max_s"] if spec and spec.get("max_s") else settings["runtime_s"]
 
     def expected_seconds(self, point: Point, settings: Mapping[str, Any]) -> float | None:
         if not settings["time_based"]:
             return None
-        return float(settings["ramp_s"]) + float(settings["runtime_s"])
+        return float(settings["ramp_s"]) + float(self.runtime(settings))
 
     def ramp_seconds(self, point: Point, settings: Mapping[str, Any]) -> float:
         return float(settings["ramp_s"])
@@ -259,6 +268,21 @@ class FioWorkload(Workload):
             raise CampaignError(f"{path}: missing; expected fio's json+ output of point {point.id}")
         return fio_output.parse(path, workload=workload_label(point.values, settings),
                                 load_kind="numjobs", load=int(point.values["numjobs"]))
+
+
+def steady_options(settings: Mapping[str, Any]) -> dict[str, str]:
+    """fio's steadystate options for ``settings.steady_state`` (none when not declared):
+    ``steadystate=iops_slope:0.5%``, ``steadystate_duration``, ``steadystate_ramp_time`` (seconds)."""
+    spec = steady.declared(settings)
+    if spec is None:
+        return {}
+    limit = spec["limit"]
+    value = limit if isinstance(limit, str) else f"{float(limit):g}"
+    rule = f"{spec['metric']}{'_slope' if spec['criterion'] == 'slope' else ''}:{value}"
+    options = {"steadystate": rule, "steadystate_duration": str(int(spec["window_s"]))}
+    if spec.get("ramp_s"):
+        options["steadystate_ramp_time"] = str(int(spec["ramp_s"]))
+    return options
 
 
 def check_raw_target(host: Host, storage: Prepared, where: str) -> None:

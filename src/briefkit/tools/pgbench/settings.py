@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from briefkit.core.validation import Axis, Bool, KeyError_, Model, Port, allowed_text, each_key
 from briefkit.core.validation import names_schema as _names_schema
+from briefkit.tools.steady import OltpSteadyState
 
 #: server settings the workload manages itself (the socket and port) or needs (WAL timing)
 MANAGED = ("port", "unix_socket_directories", "track_wal_io_timing")
@@ -91,6 +92,8 @@ class OltpSettings(Model):
     min_nopm_gain_pct: Percent = 5.0
     max_p999_rise_pct: Percent = 20.0
     wal_limit_ms: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = 5.0   # null: no log-latency condition
+    # judged on pgbench's --progress series after the step (briefkit.tools.steady)
+    steady_state: OltpSteadyState | None = None
 
     @model_validator(mode="after")
     def _together(self):

@@ -45,6 +45,7 @@ from briefkit.core import ramp
 from briefkit.core import samples as tidy
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.validation import defaults as defaults_of
+from briefkit.tools import steady
 from briefkit.tools.base import Point, PointRun, Workload
 from briefkit.tools.pgbench import parse as pgbench_log
 from briefkit.tools.pgbench import wal
@@ -96,6 +97,10 @@ class OltpWorkload(Workload):
         if clients[-1] > limit - RESERVED_CONNECTIONS:
             raise CampaignError(f"{where}.matrix.clients: {clients[-1]} clients need max_connections >= "
                                 f"{clients[-1] + RESERVED_CONNECTIONS} (settings.server.max_connections, now {limit})")
+        try:
+            steady.check_fits(settings, settings["duration_s"], where)
+        except ValueError as exc:
+            raise CampaignError(str(exc)) from None
         return matrix, settings
 
     def expected_seconds(self, point: Point, settings: Mapping[str, Any]) -> float | None:
@@ -299,11 +304,28 @@ class OltpWorkload(Workload):
         after = _load_json(folder / "wal_after.json")
         step = wal.latency(wal.from_record(before["wal"], str(folder / "wal_before.json")),
                            wal.from_record(after["wal"], str(folder / "wal_after.json")))
-        if math.isnan(step.log_write_ms):
-            return table
-        extra = tidy.frame([{"workload": "all", "metric": "wal_write_lat", "value": step.log_write_ms,
-                             "unit": "ms"}], source=None, **common)
-        return tidy.concat([table, extra])
+        tables = [table, self._steady_samples(folder, settings, table)]
+        if not math.isnan(step.log_write_ms):
+            tables.append(tidy.frame([{"workload": "all", "metric": "wal_write_lat", "value": step.log_write_ms,
+                                       "unit": "ms"}], source=None, **common))
+        return tidy.concat(tables)
+
+    @staticmethod
+    def _steady_samples(folder: Path, settings: Mapping[str, Any], table: pd.DataFrame) -> pd.DataFrame:
+        """fio's rule on pgbench's --progress series (tps per second, on stderr), for ``workload=all``."""
+        spec = steady.declared(settings)
+        if spec is None:
+            return table.iloc[0:0]
+        path, progress = folder / "pgbench.stderr", None
+        for candidate in (folder / "pgbench.stderr", folder / "pgbench.stdout"):
+            found = pgbench_log.read_progress(candidate) if candidate.exists() else None
+            if found is not None and len(found):
+                path, progress = candidate, found
+                break
+        rates = progress["tps"] if progress is not None else []
+        interval = float(progress["time_s"].diff().median()) if progress is not None and len(progress) > 1 else 1.0
+        return steady.series_samples(rates, spec, interval, table[table["workload"] == "all"],
+                                     f"{path}#steady_state")
 
 
 def _version(text: str | None) -> str | None:
