@@ -11,7 +11,7 @@
             workload: fio           briefkit.tools.REGISTRY
             host: local | ssh://[user@]host[:port] | {ssh: ..., known_hosts: ..., client_keys: [...], sudo: false}
             workdir: /var/tmp/briefkit
-            repetitions: 1
+            repetitions: 1                or adaptive: {min: 2, max: 6, half_width: 5%} (AdaptiveRepetitions)
             power: {kind: none}     briefkit.target.power.config.PowerSpec (a union on kind)
             configs: {<name>: {kind: ..., ...}}   briefkit.target.storage.StorageSpec (a union on kind)
             labels: {<name>: text}
@@ -95,13 +95,62 @@ def _workload(value: str) -> str:
     return value
 
 
+class AdaptiveRepetitions(Model):
+    """``repetitions: {min: 2, max: 6, half_width: 5%}``: after ``min`` repetitions of a point
+    (a configuration and its matrix values) more are run, one at a time, until the 95 % Student-t
+    interval of the workload's headline metric is at most ``half_width`` of the mean on either side
+    (a percentage such as ``5%``), or ``max`` have run (briefkit.measure.repetitions)."""
+
+    min: Annotated[int, Field(ge=2)]
+    max: Annotated[int, Field(ge=2, le=1000)]
+    half_width: Annotated[str, Field(pattern=r"^[0-9]{1,3}(\.[0-9]{1,6})?%$")]
+
+    @model_validator(mode="after")
+    def _bounds(self):
+        if self.max < self.min:
+            raise ValueError(f"max: {self.max} is below min ({self.min})")
+        if not 0 < self.target_pct <= 100:
+            raise ValueError(f"half_width: expected a percentage above 0 and at most 100 %, got {self.half_width!r}")
+        return self
+
+    @property
+    def target_pct(self) -> float:
+        return float(self.half_width.rstrip("%"))
+
+
+def _repetitions(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ValueError(f"expected a whole number >= 1, got {value}")
+        return value
+    if isinstance(value, Mapping):
+        width = value.get("half_width")
+        if width is not None and not (isinstance(width, str) and re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,6})?%", width)):
+            raise ValueError(f"half_width: expected a percentage of the mean like 5%, got {width!r}")
+        try:
+            return check(AdaptiveRepetitions, value, "", ValueError).model_dump()
+        except ValueError as exc:
+            raise ValueError(str(exc).removeprefix(": ")) from None
+    raise ValueError(f"expected a whole number >= 1 or {{min: 2, max: 6, half_width: 5%}}, got {value!r}")
+
+
+#: a plain count, or an adaptive declaration (kept as a mapping: it is recorded in campaign.json as such)
+RepetitionsSpec = Annotated[Any, PlainValidator(_repetitions), WithJsonSchema({
+    "anyOf": [{"type": "integer", "minimum": 1}, AdaptiveRepetitions.model_json_schema()]})]
+
+
+def max_repetitions(value: Any) -> int:
+    """The most repetitions a point may get: the plain count, or an adaptive declaration's ``max``."""
+    return int(value["max"]) if isinstance(value, Mapping) else int(value)
+
+
 class CampaignSpec(Model):
     """One measured campaign of a brief."""
 
     workload: Annotated[str, AfterValidator(_workload)]
     host: HostSpec = "local"
     workdir: AbsPath = DEFAULT_WORKDIR
-    repetitions: Annotated[int, Field(ge=1)] = 1
+    repetitions: RepetitionsSpec = 1
     power: PowerSpec | None = None
     configs: Annotated[dict[Name, StorageSpec], Field(min_length=1)]
     labels: dict[Name, str] = {}

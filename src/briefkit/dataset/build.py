@@ -167,6 +167,7 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
         "points": {"planned": planned, **counts},
         "status": [{k: (int(v) if k not in ("config", "label") else v) for k, v in row.items()}
                    for row in status_rows],
+        "adaptive_repetitions": camp.adaptive, "repetition_groups": camp.repetition_groups(),
         "failures": camp.failures(), "skipped": camp.skipped(), "measured": camp.measured(),
         "inventory": camp.inventory(), "prepare": camp.prepare(),
     }

@@ -4,7 +4,7 @@
       workload: fio | dbbench | oltp        briefkit.tools.REGISTRY
       host: local | ssh://user@host:port    or a mapping {ssh: ..., known_hosts: ..., client_keys: [...]}
       workdir: /var/tmp/briefkit            on the host: storage and run folders live under it
-      repetitions: 1
+      repetitions: 1                        or {min: 2, max: 6, half_width: 5%} (briefkit.measure.repetitions)
       power: {kind: none}                   briefkit.target.power.from_config
       configs: {name: {kind: ..., ...}}     briefkit.target.storage, compared by the brief
       labels: {name: text}                  how the brief names each configuration
@@ -40,9 +40,11 @@ import pandas as pd
 
 from briefkit import tools as workloads
 from briefkit.config import project
-from briefkit.config.params import CampaignSpec, HostSpec, parse_ssh_url
+from briefkit.config.params import CampaignSpec, HostSpec, max_repetitions, parse_ssh_url
 from briefkit.core.errors import BriefkitError, CampaignError
 from briefkit.core.validation import check, check_name
+from briefkit.measure import repetitions as adaptive_repetitions
+from briefkit.measure import steady
 from briefkit.raw import records
 from briefkit.raw.lock import CampaignLock, TargetLock
 from briefkit.raw.manifest import DONE, FAILED, FINAL, GROWN, SKIPPED, STARTED, Manifest
@@ -65,7 +67,7 @@ class Campaign:
     workload: Workload
     host: Any
     workdir: str
-    repetitions: int
+    repetitions: Any                    # a count, or {min, max, half_width} (briefkit.measure.repetitions)
     power: Mapping[str, Any]
     configs: dict[str, Any]             # name -> briefkit.target.storage.StorageConfig
     config_specs: dict[str, Any]
@@ -75,7 +77,7 @@ class Campaign:
     raw_dir: Path
 
     def plan(self) -> list[Point]:
-        return self.workload.plan(list(self.configs), self.matrix, self.repetitions)
+        return self.workload.plan(list(self.configs), self.matrix, max_repetitions(self.repetitions))
 
     def declaration(self) -> dict[str, Any]:
         """What must not change between a campaign's first run and its resume."""
@@ -193,9 +195,16 @@ def growth(stored: Mapping | None, current: Mapping) -> list[str] | None:
     if stored["workload"] != current["workload"] or stored["settings"] != current["settings"]:
         return None
     said = []
-    if current["repetitions"] < stored["repetitions"]:
+    old_reps, new_reps = stored["repetitions"], current["repetitions"]
+    if isinstance(old_reps, Mapping) != isinstance(new_reps, Mapping):
         return None
-    if current["repetitions"] > stored["repetitions"]:
+    if isinstance(old_reps, Mapping):   # adaptive: only a higher maximum is growth
+        if {k: v for k, v in old_reps.items() if k != "max"} != {k: v for k, v in new_reps.items() if k != "max"}:
+            return None
+        old_reps, new_reps = old_reps["max"], new_reps["max"]
+    if new_reps < old_reps:
+        return None
+    if new_reps > old_reps:
         said.append(f"repetitions {stored['repetitions']} -> {current['repetitions']}")
     old_configs, new_configs = stored["configs"], current["configs"]
     if any(name not in new_configs or new_configs[name] != spec for name, spec in old_configs.items()):
@@ -486,6 +495,7 @@ def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], pl
         status = manifest.status()
         done = [(p, _point_samples(camp, p, status[p.id])) for p in plan
                 if p.config == config and status.get(p.id, {}).get("event") == DONE]
+        adaptive = adaptive_repetitions.make(camp.repetitions, workload.name, manifest, progress)
         for index, point in enumerate(points):
             reason = workload.stop_reason(config, done, settings)
             if reason:
@@ -495,12 +505,20 @@ def _run_config(camp: Campaign, host: Host, config: str, points: list[Point], pl
                 tally.skipped += len(points) - index
                 progress(f"{config}: stop condition: {reason}; {len(points) - index} step(s) skipped")
                 break
+            if adaptive and adaptive.skip(point, done):
+                tally.final.add(point.id)
+                tally.skipped += 1
+                continue
             frame = _run_point(camp, host, point, prepared, state, manifest, source, progress)
             done.append((point, frame))
             tally.final.add(point.id)
             tally.ran += 1
             tally.times.append(frame.attrs["seconds"])
             progress(tally.line(point, frame.attrs["seconds"]))
+            if adaptive:
+                adaptive.after(point, done)
+        if adaptive:
+            adaptive.finish([p for p in plan if p.config == config], done)
     except BaseException as exc:
         _diagnose(exc, camp, host)      # before the teardown frees the space a full workdir lacked
         raise
@@ -581,6 +599,7 @@ def _run_point(camp: Campaign, host: Host, point: Point, prepared, state, manife
         raise error from None
     t1 = time.time()
     _fetch(host, remote_dir, local_dir)
+    steady.note(workload, local_dir, point, settings, run.notes)
     _save_point(record, run, t0, t1, camp, point, local_dir)
     entry = manifest.append(DONE, point=point.id, attempt=attempt, dir=str(local_dir.relative_to(camp.raw_dir)),
                             started_at=_iso(t0), ended_at=_iso(t1))

@@ -61,8 +61,15 @@ def plan_text(camp: campaign.Campaign) -> str:
         estimate = f"estimated duration {campaign._duration(sum(estimates))} (tool run time, without set-up)"
     return (f"{camp.brief}/{camp.name}: {camp.workload.name}, {len(table)} points "
             f"({len(camp.configs)} configurations: {', '.join(camp.configs)}; matrix "
-            f"{', '.join(f'{k}={v}' for k, v in camp.matrix.items())}; {camp.repetitions} repetition(s)); "
+            f"{', '.join(f'{k}={v}' for k, v in camp.matrix.items())}; {_repetitions(camp.repetitions)}); "
             f"{len(table) - len(left)} already done, {len(left)} to run; {estimate}")
+
+
+def _repetitions(value) -> str:
+    if isinstance(value, dict):
+        return (f"{value['min']} to {value['max']} repetitions, until the 95 % interval is within "
+                f"±{value['half_width']}")
+    return f"{value} repetition(s)"
 
 
 def target_inventory(camp: campaign.Campaign, host: Host) -> pd.DataFrame:

@@ -17,8 +17,10 @@ from typing import Any
 import pandas as pd
 
 from briefkit import tools
+from briefkit.config.params import RepetitionsSpec, max_repetitions
 from briefkit.core import samples as tidy
 from briefkit.core.errors import CampaignError
+from briefkit.core.validation import check
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, Manifest
 from briefkit.raw.points import point_samples
@@ -42,12 +44,13 @@ class RecordedCampaign:
     raw_dir: Path
     record: dict
     workload: Workload
-    repetitions: int
+    repetitions: int                    # the most a point gets (adaptive: its ``max``)
     configs: list[str]
     config_specs: dict[str, dict]
     labels: dict[str, str]
     matrix: dict[str, list]
     settings: dict[str, Any]
+    adaptive: dict[str, Any] | None = None      # {min, max, half_width} of adaptive repetitions
 
     @property
     def declared_host(self) -> Any:
@@ -135,6 +138,15 @@ class RecordedCampaign:
                 "ended_at": max((r["ended_at"] for r in found), default=None),
                 "point_seconds": _spread(point), "window_seconds": _spread(window), "tool_versions": versions}
 
+    def repetition_groups(self) -> list[dict]:
+        """Why each group of adaptive repetitions stopped (briefkit.measure.repetitions): its last
+        ``repetitions`` event; empty for a plain count."""
+        last: dict[str, dict] = {}
+        for event in self.manifest.events():
+            if event.get("event") == "repetitions" and event.get("group"):
+                last[event["group"]] = {k: v for k, v in event.items() if k not in ("event",)}
+        return list(last.values())
+
     def hosts(self) -> list[str]:
         return sorted({r["host"] for _, r in self.point_records() if r.get("host")})
 
@@ -161,9 +173,9 @@ def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
     specs = declaration["configs"]
     if not isinstance(specs, Mapping) or not specs:
         raise CampaignError(f"{where}: declaration.configs names no configuration")
-    repetitions = declaration["repetitions"]
-    if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
-        raise CampaignError(f"{where}: declaration.repetitions: expected a whole number >= 1, got {repetitions!r}")
+    declared_reps = check(RepetitionsSpec, declaration["repetitions"], f"{where}: declaration.repetitions",
+                          CampaignError)
+    repetitions = max_repetitions(declared_reps)
     matrix = declaration["matrix"]
     # the workload's axis order makes the point ids (the record's JSON keys are sorted)
     axes = [a for a in workload.axes if a in matrix] + [a for a in matrix if a not in workload.axes]
@@ -172,7 +184,8 @@ def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
     labels = record.get("labels") or {}
     return RecordedCampaign(
         brief=brief or record.get("brief") or raw_dir.parent.name, name=raw_dir.name, raw_dir=raw_dir,
-        record=record, workload=workload, repetitions=repetitions, configs=configs,
+        record=record, workload=workload, repetitions=repetitions,
+        adaptive=dict(declared_reps) if isinstance(declared_reps, Mapping) else None, configs=configs,
         config_specs={c: dict(specs[c]) for c in configs}, labels={c: str(labels.get(c, c)) for c in configs},
         matrix={a: list(matrix[a]) for a in axes}, settings=dict(declaration["settings"]))
 

@@ -1,0 +1,129 @@
+"""Adaptive repetitions: run a point again until its headline metric is known well enough.
+
+    repetitions: {min: 2, max: 6, half_width: 5%}      (briefkit.config.params.AdaptiveRepetitions)
+
+The plan holds ``max`` repetitions of every point (a configuration and its matrix values: a
+*group*). Before a repetition beyond ``min`` runs, the 95 % Student-t interval
+(briefkit.core.stats.confidence_interval) of the group's finished repetitions is computed for the
+workload's headline metric (``HEADLINE``); when its half-width is at most ``half_width`` percent of
+the mean, that repetition and the group's later ones are skipped (a ``skipped`` event each, so a
+resumed campaign does not run them). Why a group stopped is one ``repetitions`` event in
+manifest.jsonl per group:
+
+    {"event": "repetitions", "group": "<config>/<axes>", "config": ..., "values": {...},
+     "metric": "total_bw", "n": 3, "mean": ..., "half_width_pct": 2.1, "target_pct": 5.0,
+     "stopped": "target" | "max"}
+
+``target``: the interval reached the target after ``n`` repetitions; ``max``: ``max`` repetitions
+ran and the interval is still wider (or could not be computed). The decision is recomputed from
+the finished points' samples, so it is the same after an interruption; a group whose event was
+lost with a killed run gets it when the configuration is entered again.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from briefkit.core.stats import confidence_interval
+from briefkit.raw.manifest import SKIPPED, Manifest
+from briefkit.tools.base import Point
+
+EVENT = "repetitions"
+#: per workload, the metrics whose interval decides (the first one a point has); OLTP: the ``all`` row
+HEADLINE: dict[str, tuple[str, ...]] = {"fio": ("total_bw",), "dbbench": ("ops",), "oltp": ("nopm", "tpm")}
+CONFIDENCE = 0.95
+
+
+def group_id(point: Point) -> str:
+    """The point id without its repetition: ``xfs-loop/rw=70-30_bs=256k_numjobs=4``."""
+    return point.id.rsplit("/", 1)[0]
+
+
+def headline(workload: str, frame: pd.DataFrame) -> tuple[str, float] | None:
+    """(metric, value) of one point's samples: the first ``HEADLINE`` metric it has (summed over
+    its reporting units; OLTP's ``all`` row when there is one); None when it has none."""
+    for metric in HEADLINE.get(workload, ()):
+        rows = frame[frame["metric"] == metric]
+        if "workload" in rows and (rows["workload"] == "all").any():
+            rows = rows[rows["workload"] == "all"]
+        if len(rows):
+            return metric, float(rows["value"].astype(float).sum())
+    return None
+
+
+def judge(workload: str, frames: Sequence[pd.DataFrame]) -> dict[str, Any]:
+    """The interval of a group's finished repetitions: metric, n, mean, half_width_pct (NaN with
+    fewer than two values, or a mean of 0)."""
+    found = [h for h in (headline(workload, f) for f in frames) if h is not None]
+    metric = found[0][0] if found else None
+    values = [v for m, v in found if m == metric]
+    mean, low, high, n = confidence_interval(values, CONFIDENCE)
+    width = 100.0 * (high - low) / 2.0 / abs(mean) if n > 1 and mean and not math.isnan(high) else math.nan
+    return {"metric": metric, "n": n, "mean": mean, "half_width_pct": width}
+
+
+class Adaptive:
+    """The executor's hooks for one campaign run (briefkit.measure.campaign._run_config)."""
+
+    def __init__(self, spec: Mapping[str, Any], workload: str, manifest: Manifest, progress: Callable[[str], None]):
+        self.min, self.max = int(spec["min"]), int(spec["max"])
+        self.target = float(str(spec["half_width"]).rstrip("%"))
+        self.workload, self.manifest, self.progress = workload, manifest, progress
+        self.decided = {e.get("group") for e in manifest.events() if e.get("event") == EVENT}
+
+    def _frames(self, point: Point, done: Sequence[tuple[Point, pd.DataFrame]]) -> list[pd.DataFrame]:
+        group = group_id(point)
+        return [frame for p, frame in done if group_id(p) == group]
+
+    def _record(self, point: Point, found: dict[str, Any], stopped: str) -> None:
+        group = group_id(point)
+        if group in self.decided:
+            return
+        self.decided.add(group)
+        clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in found.items()}
+        self.manifest.append(EVENT, group=group, config=point.config, values=dict(point.values),
+                             target_pct=self.target, stopped=stopped, **clean)
+        width = "no interval" if clean["half_width_pct"] is None else f"±{clean['half_width_pct']:.2f} %"
+        self.progress(f"{group}: {found['n']} repetition(s), {found['metric']} {width} "
+                      f"({'reached the target' if stopped == 'target' else 'hit the maximum'} ±{self.target:g} %)")
+
+    def _reached(self, found: dict[str, Any]) -> bool:
+        return found["n"] >= self.min and not math.isnan(found["half_width_pct"]) and \
+            found["half_width_pct"] <= self.target
+
+    def skip(self, point: Point, done: Sequence[tuple[Point, pd.DataFrame]]) -> bool:
+        """Before ``point`` runs: True (and a ``skipped`` event) when its group reached the target."""
+        if point.rep <= self.min:
+            return False
+        found = judge(self.workload, self._frames(point, done))
+        if not self._reached(found):
+            return False
+        self._record(point, found, "target")
+        self.manifest.append(SKIPPED, point=point.id,
+                             reason=f"adaptive repetitions: {found['metric']} ±{found['half_width_pct']:.2f} % "
+                                    f"after {found['n']} (target ±{self.target:g} %)")
+        return True
+
+    def after(self, point: Point, done: Sequence[tuple[Point, pd.DataFrame]]) -> None:
+        """After ``point`` ran (or when a configuration's points are all final): record why its
+        group stopped once that is decided."""
+        frames = self._frames(point, done)
+        found = judge(self.workload, frames)
+        if found["n"] >= self.min and self._reached(found):
+            self._record(point, found, "target")
+        elif len(frames) >= self.max:
+            self._record(point, found, "max")
+
+    def finish(self, points: Sequence[Point], done: Sequence[tuple[Point, pd.DataFrame]]) -> None:
+        """A configuration's groups that ended without their event (a run killed in between)."""
+        for point in points:
+            if group_id(point) not in self.decided:
+                self.after(point, done)
+
+
+def make(repetitions: Any, workload: str, manifest: Manifest, progress: Callable[[str], None]) -> Adaptive | None:
+    """The hooks for a campaign's ``repetitions`` declaration; None for a plain count."""
+    return Adaptive(repetitions, workload, manifest, progress) if isinstance(repetitions, Mapping) else None
