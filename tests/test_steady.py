@@ -153,7 +153,7 @@ def test_a_campaign_without_steady_state_keeps_its_declaration():
     ({"min": 1, "max": 4, "half_width": "5%"}, "min:"),
     ({"min": 2, "max": 4, "half_width": 5}, "half_width: expected a percentage"),
     ({"min": 2, "max": 4}, "half_width: missing"),
-    (0, "expected a whole number >= 1"),
+    (0, "must be greater than or equal to 1"),
 ])
 def test_repetition_errors_name_params_and_the_key(tmp_path, value, message):
     from briefkit.config.params import validate_params

@@ -121,7 +121,7 @@ class AdaptiveRepetitions(Model):
 def _repetitions(value: Any) -> Any:
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
-            raise ValueError(f"expected a whole number >= 1, got {value}")
+            raise ValueError(f"must be greater than or equal to 1, not {value}")
         return value
     if isinstance(value, Mapping):
         width = value.get("half_width")
