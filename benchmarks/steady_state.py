@@ -1,0 +1,114 @@
+"""Steady-state-terminated fio points against fixed-duration points of the same job: how much wall
+time steady state saves, and whether the throughput it reports agrees with the fixed runs.
+
+    .venv/bin/python benchmarks/steady_state.py [--pairs 5] [--runtime 30] [--window 5] [--limit 10%]
+                                                [--criterion deviation] [--metric iops] [--engine io_uring]
+                                                [--bs 4096] [--iodepth 16] [--size 268435456] [--dir /var/tmp]
+
+One job, built by the fio workload (briefkit.tools.fio.workload: ``FioWorkload.job``), runs on a file
+in a scratch directory under ``--dir`` (laid out once with a sequential write, so that reads hit
+written blocks): random reads, O_DIRECT. Each pair runs it once for the fixed ``--runtime`` and once
+with ``settings.steady_state`` (fio's own steadystate options: ``--metric``, ``--criterion``,
+``--limit``, ``--window`` seconds, ``max_s`` = ``--runtime``), alternating the order (fixed, steady;
+steady, fixed; ...). Both are read by the fio ingest (briefkit.tools.fio.parse): total IOPS over the
+measured runtime, and the steady_state samples.
+
+Printed: per pair the wall seconds and IOPS of each, the verdict; the median of the per-pair wall
+time ratios steady / fixed (goal: <= 0.30); the fixed runs' mean with its 95 % Student-t interval
+(briefkit.core.stats.confidence_interval); how many steady points' IOPS lie within that interval and
+whether the steady points' mean does (goal: it does). Run it on a quiet machine: both ways share the
+disk and the two cores with anything else.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from briefkit.core.stats import confidence_interval
+from briefkit.tools.fio import parse as fio_output
+from briefkit.tools.fio.job import FioJob, job_file
+from briefkit.tools.fio.workload import FioWorkload
+
+POINT = {"rw": "randread", "bs": 4096, "numjobs": 1, "iodepth": 16}
+
+
+def run(job_text: str, folder: Path, name: str) -> tuple[float, float, float | None]:
+    """(wall seconds, total IOPS, steady_state 1/0 or None) of one fio run of ``job_text``."""
+    job, out = folder / f"{name}.job", folder / f"{name}.json"
+    job.write_text(job_text)
+    t0 = time.perf_counter()
+    subprocess.run(["fio", "--output-format=json+", f"--output={out}", "--eta=never", str(job)], check=True,
+                   capture_output=True)
+    wall = time.perf_counter() - t0
+    table = fio_output.parse(out)
+    iops = float(table.loc[table.metric == "total_iops", "value"].iloc[0])
+    verdict = table.loc[table.metric == "steady_state", "value"]
+    return wall, iops, float(verdict.iloc[0]) if len(verdict) else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--runtime", type=int, default=30)
+    ap.add_argument("--window", type=int, default=5)
+    ap.add_argument("--limit", default="10%")
+    ap.add_argument("--criterion", default="deviation", choices=["deviation", "slope"])
+    ap.add_argument("--metric", default="iops", choices=["iops", "bw"])
+    ap.add_argument("--engine", default="io_uring")
+    ap.add_argument("--bs", type=int, default=POINT["bs"])
+    ap.add_argument("--iodepth", type=int, default=POINT["iodepth"])
+    ap.add_argument("--size", type=int, default=256 * 1024 * 1024)
+    ap.add_argument("--dir", default="/var/tmp")
+    args = ap.parse_args()
+
+    workload = FioWorkload()
+    point = {**POINT, "bs": args.bs, "iodepth": args.iodepth}
+    base = {"ioengine": args.engine, "ramp_s": 0, "runtime_s": args.runtime, "size": args.size}
+    steady_spec = {"metric": args.metric, "criterion": args.criterion, "limit": args.limit,
+                   "window_s": args.window, "max_s": args.runtime}
+    where = "benchmarks/steady_state.py"
+    _, fixed_settings = workload.validate({}, base, where)
+    _, steady_settings = workload.validate({}, {**base, "steady_state": steady_spec}, where)
+    with tempfile.TemporaryDirectory(dir=args.dir, prefix="briefkit-steady-") as scratch:
+        folder = Path(scratch)
+        target = str(folder / "fio.data")
+        layout = FioJob(name="layout", filename=target, rw="write", bs=1 << 20, iodepth=16, ioengine=args.engine,
+                        size=args.size)
+        (folder / "layout.job").write_text(job_file(layout))
+        subprocess.run(["fio", "--output=/dev/null", str(folder / "layout.job")], check=True, capture_output=True)
+        fixed_job = job_file(workload.job(point, fixed_settings, target))
+        steady_job = job_file(workload.job(point, steady_settings, target))
+        print(f"job: randread {args.bs} B, iodepth {args.iodepth}, {args.engine}, O_DIRECT, {args.size >> 20} MiB file "
+              f"in {args.dir}; fixed {args.runtime} s; steady state {args.metric} {args.criterion} < {args.limit} "
+              f"over {args.window} s (at most {args.runtime} s)")
+        fixed, steady, ratios = [], [], []
+        print(f"{'pair':>4} {'fixed s':>8} {'fixed IOPS':>11} {'steady s':>9} {'steady IOPS':>12} {'attained':>9}")
+        for pair in range(args.pairs):
+            order = ["fixed", "steady"] if pair % 2 == 0 else ["steady", "fixed"]
+            found = {}
+            for way in order:
+                found[way] = run(fixed_job if way == "fixed" else steady_job, folder, f"{way}{pair}")
+            fixed.append(found["fixed"][1])
+            steady.append(found["steady"][1])
+            ratios.append(found["steady"][0] / found["fixed"][0])
+            verdict = found["steady"][2]
+            print(f"{pair + 1:>4} {found['fixed'][0]:>8.1f} {found['fixed'][1]:>11.0f} {found['steady'][0]:>9.1f} "
+                  f"{found['steady'][1]:>12.0f} {('yes' if verdict == 1.0 else 'no'):>9}")
+    mean, low, high, n = confidence_interval(fixed)
+    inside = sum(low <= v <= high for v in steady)
+    steady_mean = statistics.fmean(steady)
+    print(f"wall time steady / fixed: median {statistics.median(ratios):.2f} (goal <= 0.30; "
+          f"per pair {', '.join(f'{r:.2f}' for r in ratios)})")
+    print(f"fixed-duration IOPS: mean {mean:.0f}, 95 % interval {low:.0f} .. {high:.0f} (n = {n}, "
+          f"±{100 * (high - low) / 2 / mean:.1f} %)")
+    print(f"steady-state IOPS: mean {steady_mean:.0f} ({100 * (steady_mean / mean - 1):+.1f} % of the fixed mean); "
+          f"{inside} of {len(steady)} points within the fixed interval; their mean "
+          f"{'agrees' if low <= steady_mean <= high else 'does NOT agree'} (goal: agrees)")
+
+
+if __name__ == "__main__":
+    main()
