@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
+from briefkit.core import samples as tidy
 from briefkit.core import steady
 from briefkit.core.errors import CampaignError, ParamsError
 from briefkit.measure import campaign
@@ -295,3 +296,29 @@ def test_a_real_db_bench_series_gets_a_verdict(local_host, tmp_path):
             100 * max(abs(r - np.mean(window)) for r in window) / np.mean(window))
     assert one(table, "steady_state_limit") == 50.0
     workload.finish(local_host, storage, settings, state)
+
+
+# --- pgbench ----------------------------------------------------------------------------------
+
+def test_a_real_pgbench_progress_series_gets_a_verdict(tmp_path):
+    # real pgbench output (tests/fixtures/pgbench/README.md): its --progress lines went to stdout there
+    shutil.copy(Path(__file__).parent / "fixtures" / "pgbench" / "tpcb.stdout", tmp_path / "pgbench.stdout")
+    text = (tmp_path / "pgbench.stdout").read_text().splitlines()
+    rates = [float(line.split(", ")[1].split()[0]) for line in text if line.startswith("progress: ")]
+    workload = get("oltp")
+    like = tidy.frame(
+        [{"metric": "tpm", "value": 1.0, "unit": "1/min", "workload": "all"}], load_kind="clients", load=2.0)
+    for limit in ("5%", "50%"):
+        spec = {"metric": "tps", "criterion": "deviation", "limit": limit, "window_s": 2}
+        _, settings = workload.validate({"clients": [1]}, {"duration_s": 10, "steady_state": spec}, "p")
+        table = workload._steady_samples(tmp_path, settings, like)
+        windows = [rates[i:i + 2] for i in range(len(rates) - 1)]
+        criteria = [100 * max(abs(r - np.mean(w)) for r in w) / np.mean(w) for w in windows]
+        met = [c < float(limit[:-1]) for c in criteria]
+        assert one(table, "steady_state") == (1.0 if any(met) else 0.0)
+        deciding = met.index(True) if any(met) else len(windows) - 1
+        assert one(table, "steady_state_criterion") == pytest.approx(criteria[deciding])
+        assert one(table, "steady_state_time") == deciding + 2
+        assert set(table["workload"]) == {"all"} and set(table["load"]) == {2.0}
+    # the verdicts differ between the two limits on this series (the test can fail either way)
+    assert min(criteria) > 5 and min(criteria) < 50
