@@ -1,7 +1,7 @@
 """Steady-state-terminated fio points against fixed-duration points of the same job: how much wall
 time steady state saves, and whether the throughput it reports agrees with the fixed runs.
 
-    .venv/bin/python benchmarks/steady_state.py [--pairs 5] [--runtime 30] [--window 5] [--limit 10%]
+    .venv/bin/python benchmarks/steady_state.py [--pairs 5] [--runtime 30] [--window 5] [--ramp 0] [--limit 10%]
                                                 [--criterion deviation] [--metric iops] [--engine io_uring]
                                                 [--bs 4096] [--iodepth 16] [--size 268435456] [--dir /var/tmp]
 
@@ -9,7 +9,7 @@ One job, built by the fio workload (briefkit.tools.fio.workload: ``FioWorkload.j
 in a scratch directory under ``--dir`` (laid out once with a sequential write, so that reads hit
 written blocks): random reads, O_DIRECT. Each pair runs it once for the fixed ``--runtime`` and once
 with ``settings.steady_state`` (fio's own steadystate options: ``--metric``, ``--criterion``,
-``--limit``, ``--window`` seconds, ``max_s`` = ``--runtime``), alternating the order (fixed, steady;
+``--limit``, ``--window`` seconds after ``--ramp`` seconds, ``max_s`` = ``--runtime``), alternating the order (fixed, steady;
 steady, fixed; ...). Both are read by the fio ingest (briefkit.tools.fio.parse): total IOPS over the
 measured runtime, and the steady_state samples.
 
@@ -55,6 +55,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=30)
     ap.add_argument("--window", type=int, default=5)
+    ap.add_argument("--ramp", type=int, default=0, help="steady_state.ramp_s: seconds fio does not judge")
     ap.add_argument("--limit", default="10%")
     ap.add_argument("--criterion", default="deviation", choices=["deviation", "slope"])
     ap.add_argument("--metric", default="iops", choices=["iops", "bw"])
@@ -69,7 +70,7 @@ def main() -> None:
     point = {**POINT, "bs": args.bs, "iodepth": args.iodepth}
     base = {"ioengine": args.engine, "ramp_s": 0, "runtime_s": args.runtime, "size": args.size}
     steady_spec = {"metric": args.metric, "criterion": args.criterion, "limit": args.limit,
-                   "window_s": args.window, "max_s": args.runtime}
+                   "window_s": args.window, "ramp_s": args.ramp, "max_s": args.runtime}
     where = "benchmarks/steady_state.py"
     _, fixed_settings = workload.validate({}, base, where)
     _, steady_settings = workload.validate({}, {**base, "steady_state": steady_spec}, where)
@@ -84,7 +85,7 @@ def main() -> None:
         steady_job = job_file(workload.job(point, steady_settings, target))
         print(f"job: randread {args.bs} B, iodepth {args.iodepth}, {args.engine}, O_DIRECT, {args.size >> 20} MiB file "
               f"in {args.dir}; fixed {args.runtime} s; steady state {args.metric} {args.criterion} < {args.limit} "
-              f"over {args.window} s (at most {args.runtime} s)")
+              f"over {args.window} s after {args.ramp} s (at most {args.runtime} s)")
         fixed, steady, ratios = [], [], []
         print(f"{'pair':>4} {'fixed s':>8} {'fixed IOPS':>11} {'steady s':>9} {'steady IOPS':>12} {'attained':>9}")
         for pair in range(args.pairs):

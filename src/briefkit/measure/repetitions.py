@@ -16,8 +16,9 @@ manifest.jsonl per group:
 
 ``target``: the interval reached the target after ``n`` repetitions; ``max``: ``max`` repetitions
 ran and the interval is still wider (or could not be computed). The decision is recomputed from
-the finished points' samples, so it is the same after an interruption; a group whose event was
-lost with a killed run gets it when the configuration is entered again.
+the finished points' samples before every repetition beyond ``min``, so a resumed campaign (or one
+whose ``max`` grew) decides as the interrupted run would have; a group whose event was lost with a
+killed run gets it the next time its configuration runs points.
 """
 from __future__ import annotations
 
