@@ -20,6 +20,7 @@ import yaml
 from briefkit.core import samples as tidy
 from briefkit.core import steady
 from briefkit.core.errors import CampaignError, ParamsError
+from briefkit.dataset import build
 from briefkit.measure import campaign
 from briefkit.raw import campaign as recorded
 from briefkit.raw.manifest import Manifest
@@ -260,6 +261,9 @@ def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
         [f"rep{r}" for r in range(expected + 1, 6)]
     assert camp.status()[["done", "skipped", "left"]].values.tolist() == [[expected, 5 - expected, 0]]
     assert camp.adaptive == adaptive and camp.repetition_groups()[0]["stopped"] == "target"
+    record = build.campaign_record(camp, None)      # campaigns.json: what the briefs read
+    assert record["adaptive_repetitions"] == adaptive and record["repetitions"] == 5
+    assert [g["n"] for g in record["repetition_groups"]] == [expected]
 
     events = Manifest(raw / "noisy" / "manifest.jsonl").events()
     stops = [e for e in events if e["event"] == "repetitions"]

@@ -57,6 +57,11 @@ class CampaignRecord:
     measured: dict[str, Any] = field(default_factory=dict)
     inventory: dict | None = None
     prepare: list[dict] = field(default_factory=list)
+    #: ``repetitions: {min, max, half_width}`` as declared (``repetitions`` is then its max), else None
+    adaptive_repetitions: dict | None = None
+    #: why each point of adaptive repetitions stopped: group, config, values, metric, n, mean,
+    #: half_width_pct, target_pct, stopped ("target" | "max") (briefkit.measure.repetitions)
+    repetition_groups: list[dict] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict) -> CampaignRecord:
