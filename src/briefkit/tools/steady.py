@@ -128,17 +128,6 @@ def rows(found: steady.Verdict, time_s: float | None = None) -> list[dict[str, A
     return out
 
 
-def notes(found: steady.Verdict, spec: Mapping[str, Any], time_s: float | None = None) -> dict[str, Any]:
-    """What point.json keeps of a verdict (``notes.steady_state``)."""
-
-    def number(value):
-        return float(value) if value is not None and math.isfinite(value) else None
-
-    return {**dict(spec), "attained": bool(found.attained), "criterion_pct": number(found.criterion),
-            "limit_pct": number(found.limit), "time_s": number(found.at_s if time_s is None else time_s),
-            "mean": number(found.mean)}
-
-
 def series_verdict(values, spec: Mapping[str, Any], interval_s: float) -> steady.Verdict:
     """The verdict of the declared rule on a finished series of per-interval rates."""
     limit, percent = steady.parse_limit(spec["limit"])
