@@ -158,3 +158,16 @@ def test_verdict_wording_follows_the_p_value():
     assert result.verdict() == f"no significant difference (p = {result.p:.2f}, n = 3 vs 3)"
     far = stats.welch([10.0, 10.1, 9.9], [20.0, 20.2, 19.8])
     assert far.p < 0.001 and far.verdict() == "significant (Welch p < 0.001, n = 3 vs 3)"
+
+
+def test_welch_from_a_summary_table_agrees_with_the_repetitions():
+    a, b = [101.0, 97.5, 103.2, 99.9], [95.1, 94.0, 98.8]
+    data = table({("a", 1): a, ("b", 1): b})
+    summary = stats.summarize(data).set_index("config")
+    from_table = stats.welch_from_stats(*(summary.loc[c, k] for c in "a" for k in ("mean", "std", "n")),
+                                        *(summary.loc[c, k] for c in "b" for k in ("mean", "std", "n")))
+    direct = stats.welch(a, b)
+    expected = scipy_stats.ttest_ind_from_stats(np.mean(a), np.std(a, ddof=1), 4, np.mean(b), np.std(b, ddof=1), 3,
+                                                equal_var=False)
+    assert from_table.p == pytest.approx(direct.p) == pytest.approx(expected.pvalue)
+    assert from_table.low == pytest.approx(direct.low) and from_table.high == pytest.approx(direct.high)

@@ -166,19 +166,29 @@ def _finite(values) -> np.ndarray:
 
 def welch(a, b, confidence: float = 0.95) -> Difference:
     """Welch's unequal-variances t-test of the repetitions ``a`` against ``b`` (NaN values ignored)."""
+    a, b = _finite(a), _finite(b)
+    if a.size == 0 or b.size == 0:
+        raise ValueError(f"a difference needs values on both sides (n = {a.size} vs {b.size})")
+    std = [float(x.std(ddof=1)) if x.size > 1 else math.nan for x in (a, b)]
+    return welch_from_stats(float(a.mean()), std[0], int(a.size), float(b.mean()), std[1], int(b.size), confidence)
+
+
+def welch_from_stats(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: float, n_b: int,
+                     confidence: float = 0.95) -> Difference:
+    """``welch`` from each side's mean, sample standard deviation (ddof 1) and n, as a summary
+    table (``summarize``) holds them. Welch-Satterthwaite degrees of freedom."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence!r}")
-    a, b = _finite(a), _finite(b)
-    n_a, n_b = int(a.size), int(b.size)
-    if n_a == 0 or n_b == 0:
-        raise ValueError(f"a difference needs values on both sides (n = {n_a} vs {n_b})")
-    difference = float(a.mean() - b.mean())
-    if n_a < 2 or n_b < 2 or (a.var(ddof=1) == 0 and b.var(ddof=1) == 0):
+    n_a, n_b = int(n_a), int(n_b)
+    difference = float(mean_a - mean_b)
+    if n_a < 2 or n_b < 2 or not (math.isfinite(std_a) and math.isfinite(std_b)) or std_a == std_b == 0:
         return Difference(difference, math.nan, math.nan, math.nan, n_a, n_b, confidence)
-    result = scipy_stats.ttest_ind(a, b, equal_var=False)
-    interval = result.confidence_interval(confidence)
-    return Difference(difference, float(interval.low), float(interval.high), float(result.pvalue), n_a, n_b,
-                      confidence)
+    var_a, var_b = std_a ** 2 / n_a, std_b ** 2 / n_b
+    se = math.sqrt(var_a + var_b)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / (n_a - 1) + var_b ** 2 / (n_b - 1))
+    p = float(2 * scipy_stats.t.sf(abs(difference) / se, df))
+    half = float(scipy_stats.t.ppf((1 + confidence) / 2, df) * se)
+    return Difference(difference, difference - half, difference + half, p, n_a, n_b, confidence)
 
 
 def significant(a, b, alpha: float = ALPHA) -> bool:
