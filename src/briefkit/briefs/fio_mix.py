@@ -158,9 +158,11 @@ figures below its efficiency and latency, each from the numbers it prints.""")
         reps = record.repetitions
         noise = (f"Repetitions are averaged and shown with the half-width of their 95 % confidence interval "
                  f"(Student t, {plural(reps - 1, 'degree')} of freedom: with few repetitions the intervals are "
-                 "wide). A lead whose intervals overlap is marked *within noise*." if reps > 1 else
+                 "wide; an interval at least half as wide as its mean is flagged *too wide to compare*). A lead is "
+                 "a finding only when Welch's t-test of the two points' repetitions gives p < 0.05 (p and n beside "
+                 "it); otherwise it is marked *within noise*." if reps > 1 else
                  "Each point ran once: there is no confidence interval, so no lead can be told apart from "
-                 "run-to-run noise (every lead is marked *within noise*).")
+                 "run-to-run noise (every lead is marked *not tested*).")
         return (f"Campaign **{record.name}** on {hosts_text(record)}: {plural(len(record.configs), 'configuration')}, "
                 f"{len(matrix.get('rw', []))} mixes x {len(matrix.get('bs', []))} block sizes x numjobs "
                 f"{', '.join(str(n) for n in matrix.get('numjobs', []))}, {plural(reps, 'repetition')} each. "
