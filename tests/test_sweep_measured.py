@@ -207,3 +207,50 @@ def test_a_campaign_no_longer_declared_is_shown_from_its_record():
 def test_a_single_thread_is_singular():
     assert sweep.at_load_text(1, "threads") == "1 thread"
     assert sweep.at_load_text(96, "threads") == "96 threads"
+
+
+# ------------------------------------------------------------------ significance of measured leads
+
+def test_tested_leads_are_welch_on_the_repetitions_read_back_from_db_bench(measured):
+    from scipy import stats as scipy_stats
+    configs = ["disk", "tmpfs"]
+    ops = sweep.wide(measured, "readrandom", "ops", configs)
+    leads = sweep.tested_leads(ops, sweep.rep_values(measured, "readrandom", "ops"), True)
+    assert leads and [t.lead.difference for t in leads] == sorted((t.lead.difference for t in leads), reverse=True)
+    for tested in leads:
+        a = [r["ops"] for r in raw(tested.lead.leader, "readrandom", int(tested.lead.load))]
+        b = [r["ops"] for r in raw(tested.lead.other, "readrandom", int(tested.lead.load))]
+        expected = scipy_stats.ttest_ind(a, b, equal_var=False).pvalue
+        assert tested.test.p == pytest.approx(expected) and (tested.test.n_a, tested.test.n_b) == (len(a), len(b))
+        assert tested.test.significant == (expected < 0.05 and len(a) >= 2 and len(b) >= 2)
+
+
+@pytest.mark.parametrize("workload", ["readrandom", "readwhilewriting", "readrandomwriterandom"])
+def test_a_lead_finding_says_significant_only_when_welch_says_so(measured, workload):
+    configs = ["disk", "tmpfs"]
+    for spec in (OPS, P99):
+        table = sweep.wide(measured, workload, spec.metric, configs)
+        reps = sweep.rep_values(measured, workload, spec.metric)
+        leads = sweep.tested_leads(table, reps, spec.higher_is_better)
+        text = sweep.lead_finding(table, spec, "threads", reps)
+        significant = [t for t in leads if t.test.significant]
+        if significant:
+            best = max(significant, key=lambda t: t.lead.difference)
+            assert text.startswith(f"{best.lead.leader}: up to **{fmt(100 * best.lead.difference)}%**")
+            assert f"Welch p = {best.test.p:.2f}" in text or "Welch p <" in text or f"Welch p = {best.test.p:.2g}" in text
+            assert f"n = {best.test.n_a} vs {best.test.n_b}" in text
+        else:
+            assert "no significant difference" in text and "**" not in text
+        row = sweep.lead_row(table, spec, "Threads", reps)
+        assert row["Significance"] == (best.test.verdict() if significant else leads[0].test.verdict())
+
+
+def test_one_repetition_per_point_is_never_a_finding(measured):
+    once = measured[measured["rep"] == measured["rep"].min()]
+    table = sweep.wide(once, "readrandom", "ops", ["disk", "tmpfs"])
+    reps = sweep.rep_values(once, "readrandom", "ops")
+    text = sweep.lead_finding(table, OPS, "threads", reps)
+    assert "**" not in text and "not tested (n = 1 vs 1)" in text and "run-to-run noise unknown" in text
+    row = sweep.max_difference_table({"ops": table}, [OPS, EFF], None, "Threads", {"ops": reps})
+    assert list(row.columns)[-1] == "Significance"
+    assert row.iloc[0]["Significance"] == "not tested (n = 1 vs 1)" and row.iloc[1]["Significance"] == ""
