@@ -218,11 +218,7 @@ class Multiple:
     def noise_note(self) -> str:
         """" (Welch p = 0.003, n = 3 vs 3)", " (within noise: p = 0.41, n = 2 vs 2)" or
         " (not tested: n = 1 vs 1)": whether the lead is beyond run-to-run noise."""
-        if self.test is None or not self.test.tested:
-            return f" (not tested: {self.test.n_text})" if self.test is not None else " (not tested)"
-        if self.test.significant:
-            return f" ({self.test.p_text()})"
-        return f" (within noise: {stats.p_value_text(self.test.p)}, {self.test.n_text})"
+        return f" ({self.test.short})" if self.test is not None else " (not tested)"
 
     @property
     def value(self) -> float:

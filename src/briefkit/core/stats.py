@@ -142,6 +142,16 @@ class Difference:
             return self.why_untested
         return f"Welch {p_value_text(self.p)}, {self.n_text}"
 
+    @property
+    def short(self) -> str:
+        """For a table cell: "Welch p = 0.003, n = 3 vs 3", "within noise: p = 0.41, n = 2 vs 2" or
+        "not tested: n = 1 vs 1"."""
+        if not self.tested:
+            return self.why_untested.replace("not tested (", "not tested: ").removesuffix(")")
+        if self.significant:
+            return self.p_text()
+        return f"within noise: {p_value_text(self.p)}, {self.n_text}"
+
     def verdict(self) -> str:
         """"significant (Welch p = 0.003, n = 3 vs 3)", "no significant difference (p = 0.41, n = 2 vs 2)",
         or "not tested (n = 1 vs 2)"."""
