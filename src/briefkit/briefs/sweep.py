@@ -217,7 +217,7 @@ def lead_finding(wide: pd.DataFrame, spec: MetricSpec, load_label: str, reps: Re
            f"at {at_load_text(best.load, load_label)}")
     if test.significant:
         return (f"{best.leader}: up to **{compare.percent(best.difference)}** {_better(spec)} than {best.other} "
-                f"(at {at_load_text(best.load, load_label)}; {test.p_text()})")
+                f"(at {at_load_text(best.load, load_label)}, {test.p_text()})")
     if test.tested:
         return (f"{spec.label.lower()}: no significant difference between the configurations (largest gap: {gap}, "
                 f"{test.verdict().removeprefix('no significant difference (')}")
