@@ -254,3 +254,22 @@ def test_one_repetition_per_point_is_never_a_finding(measured):
     row = sweep.max_difference_table({"ops": table}, [OPS, EFF], None, "Threads", {"ops": reps})
     assert list(row.columns)[-1] == "Significance"
     assert row.iloc[0]["Significance"] == "not tested (n = 1 vs 1)" and row.iloc[1]["Significance"] == ""
+
+
+@pytest.mark.parametrize("sudo", [True, False])
+def test_the_declared_host_cell_is_the_ssh_url_not_a_mapping(tmp_path, sudo):
+    from briefkit.briefs import sections
+    from briefkit.config import params
+    from briefkit.dataset.processed import CampaignRecord
+    key = tmp_path / "id_ed25519"
+    declared = params.SshOptions(ssh="ssh://bench@10.0.0.5:2223", known_hosts=str(tmp_path / "known_hosts"),
+                                 client_keys=[str(key)], sudo=sudo).model_dump(exclude_none=True, mode="json")
+    record = CampaignRecord.from_json({
+        "name": "remote", "workload": "dbbench", "tool": "db_bench", "hosts": [], "declared_host": declared,
+        "repetitions": 1, "configs": ["disk"], "config_specs": {}, "labels": {}, "matrix": {}, "settings": {},
+        "declaration_status": "as declared", "changed_keys": [],
+        "points": {"planned": 1, "done": 0, "skipped": 0, "failed": 0, "left": 1}, "measured": {}})
+    cell = sections.campaign_table(record).set_index("Item")["Value"]["Host as declared"]
+    assert cell == ("ssh://bench@10.0.0.5:2223 (with sudo)" if sudo else "ssh://bench@10.0.0.5:2223")
+    assert str(key) not in sections.hosts_text(record) and "{" not in sections.hosts_text(record)
+    assert sections.declared_host_text("local") == "local" and sections.declared_host_text(None) == "not reported"
