@@ -58,6 +58,10 @@ _ALL = [
     # ingest: a failed job kept on purpose (briefkit ingest --keep-failed), a tool's own health figures
     Metric("job_error", "dimensionless", "lower", "Error code of a failed job (kept and marked)"),
     Metric("stall_pct", "percent", "lower", "Write stall time, % of the run"),
+    Metric("usr_cpu", "percent", "lower", "User CPU time, % of one CPU"),
+    Metric("sys_cpu", "percent", "lower", "System CPU time, % of one CPU"),
+    Metric("write_amp", "dimensionless", "lower", "Write amplification"),
+    Metric("steady_state", "dimensionless", "higher", "Steady state reached"),
     _latency("op_lat", "Operation latency (db_bench histogram of the test's operations)"),
     # power and efficiency
     Metric("watts", "W", "lower", "Power"),

@@ -66,6 +66,8 @@ Metrics (``briefkit.core.samples`` vocabulary; units converted by ``samples.fram
     ``total_bw`` / ``total_iops`` are the sums over the directions with I/O (for every unit with
     I/O, so that a 100/0 mix has a total like a 70/30 one); with ``unified_rw_reporting=mixed``
     fio's own ``mixed`` object gives ``total_bw``, ``total_iops``, ``total_clat_*``.
+    ``usr_cpu`` and ``sys_cpu``: fio's user and system CPU time of the entry, in % of one CPU over
+    its run (fio's own figures; a sum of entries adds them, as fio's group_reporting does).
 
 Provenance
     ``tool="fio"``, ``tool_version`` from ``"fio version"`` without the ``fio-`` prefix,
@@ -521,6 +523,8 @@ class _Unit:
     workload: str = ""
     #: a latency kind with data but without percentiles: kind -> why
     missing: dict[str, str] = field(default_factory=dict)
+    #: fio's usr_cpu / sys_cpu (% of one CPU over the run), summed over the entries of the unit
+    cpu: dict[str, float] = field(default_factory=dict)
 
 
 class HistKey(NamedTuple):
@@ -699,9 +703,17 @@ def _entry_units(ctx: _Context, doc: dict) -> list[_Unit]:
                       _global_options(doc, hostname, port)),
                    **{k: str(v) for k, v in job_options.items()}}
         error = entry.get("error", 0)
+        cpu = {}
+        for figure in ("usr_cpu", "sys_cpu"):
+            if figure in entry:
+                value = entry[figure]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                        or value < 0:
+                    ctx.fail(f"{where}.{figure}", f"expected a CPU percentage (a number >= 0), found {value!r}")
+                cpu[figure] = float(value)
         units.append(_Unit(host=host, jobname=jobname, groupid=groupid, entries=(index,),
                            options=options, directions=directions,
-                           error=error if isinstance(error, int) else 0))
+                           error=error if isinstance(error, int) else 0, cpu=cpu))
     _fill_all_clients(units)
     return units
 
@@ -787,7 +799,9 @@ def _units(path, per_job: bool = False, doc: dict | None = None) -> list[_Unit]:
                                entries=tuple(i for m in members for i in m.entries),
                                options=first.options, directions=directions,
                                error=next((m.error for m in members if m.error), 0),
-                               missing=missing))
+                               missing=missing,
+                               cpu={k: sum(m.cpu[k] for m in members) for k in ("usr_cpu", "sys_cpu")
+                                    if all(k in m.cpu for m in members)}))
     for unit in found:
         for name, direction in unit.directions.items():
             latency = direction.latency.get("clat")
@@ -928,6 +942,9 @@ def _unit_rows(out: _Rows, unit: _Unit) -> None:
         if len(units) == 1:
             out.add(unit, "total_bw", sum(d.bw for d in active), units.pop())
         out.add(unit, "total_iops", sum(d.iops for d in active), "IO/s")
+    if unit.directions:
+        for key, value in unit.cpu.items():
+            out.add(unit, key, value, "percent")
     if unit.error:
         out.add(unit, "job_error", float(unit.error), "dimensionless")
 
