@@ -423,3 +423,31 @@ def test_an_interval_as_wide_as_half_its_mean_is_flagged(summary):
     cells = [_plain(c) for c in table.drop(columns=["Block size", "numjobs"]).to_numpy().ravel()]
     flagged = [c for c in cells if c.endswith("(n = 2: interval too wide to compare)")]
     assert len(flagged) == len(wide_rows)
+
+
+# ------------------------------------------------------------------ beside throughput: CPU, steady state
+
+def test_point_table_shows_fios_cpu_use_of_each_repetition(sweep):
+    table = mix.point_table(sweep, 30, CONFIGS)
+    assert len(table) == 2 * 2 * 2       # block sizes x numjobs x configurations
+    for row in table.itertuples(index=False):
+        bs = {"256 KiB": "256k", "4 MiB": "4m"}[row[0]]
+        paths = sorted(FIXTURES.glob(f"{row[2]}/rw=30-70_bs={bs}_numjobs={row[1]}/rep*.json"))
+        jobs = [_doc(p)["jobs"][0] for p in paths]
+        expected = "; ".join(f"{j['usr_cpu']:,.0f} / {j['sys_cpu']:,.0f}" for j in jobs)
+        assert row[5] == expected
+        assert row[6] == "not asked"          # the fixtures' campaign did not ask for steady state
+
+
+def test_steady_state_column_has_three_states(sweep):
+    point = sweep[(sweep["workload"] == "30/70 256 KiB") & (sweep["load"] == 1)]
+    reps = sorted(point["rep"].unique())
+    # TEST INPUT: steady_state samples as the steady-state ingest writes them (1.0 attained, 0.0 not);
+    # the fixtures' fio runs did not ask for steady state.
+    marks = point[point["metric"] == "total_bw"].assign(metric="steady_state", unit="dimensionless")
+    marks["value"] = [1.0 if (c == "disk" or r == reps[0]) else 0.0 for c, r in zip(marks["config"], marks["rep"])]
+    table = mix.point_table(samples.concat([sweep, marks]), 30, CONFIGS).set_index(["Block size", "numjobs", "Config"])
+    column = "Steady state, each rep"
+    assert table.loc[("256 KiB", "1", "disk"), column] == "; ".join(["yes"] * len(reps))
+    assert table.loc[("256 KiB", "1", "xfs-loop"), column] == "; ".join(["yes"] + ["no"] * (len(reps) - 1))
+    assert table.loc[("256 KiB", "2", "disk"), column] == "not asked"

@@ -273,3 +273,15 @@ def test_the_declared_host_cell_is_the_ssh_url_not_a_mapping(tmp_path, sudo):
     assert cell == ("ssh://bench@10.0.0.5:2223 (with sudo)" if sudo else "ssh://bench@10.0.0.5:2223")
     assert str(key) not in sections.hosts_text(record) and "{" not in sections.hosts_text(record)
     assert sections.declared_host_text("local") == "local" and sections.declared_host_text(None) == "not reported"
+
+
+def test_repetition_table_beside_ops_says_what_db_bench_did_not_give(measured):
+    table = sweep.repetition_table(measured, "readrandom", [OPS], ["disk"], "Threads", beside=sweep.BESIDE)
+    assert list(table.columns)[-4:] == ["CPU user / system (% of one CPU), each rep", "Write stall (%), each rep",
+                                        "Write amplification, each rep", "Steady state, each rep"]
+    has = set(measured["metric"])
+    for column, metric in (("Write stall (%), each rep", "stall_pct"), ("Write amplification, each rep", "write_amp"),
+                           ("CPU user / system (% of one CPU), each rep", "usr_cpu")):
+        assert (set(table[column]) == {"not measured"}) == (metric not in has)
+    assert set(table["Steady state, each rep"]) == {"not asked"}
+    assert sweep.steady_state_text([1.0, 0.0, float("nan")]) == "yes; no" and sweep.steady_state_text([]) == "not asked"

@@ -29,7 +29,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from briefkit.briefs import plots
+from briefkit.briefs import plots, sweep
 from briefkit.core import compare, efficiency, sizes, stats
 from briefkit.core import samples as samples_mod
 from briefkit.core.numbers import fmt
@@ -353,6 +353,26 @@ def efficiency_table(summary_table: pd.DataFrame, read: int, configs: Sequence[s
                 for config in configs:
                     row[f"{config} {unit}"] = _cell(parts, load, config, 1)
             rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def point_table(table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.DataFrame:
+    """Each point of one mix as measured (``table``: the tidy samples): throughput of every repetition
+    in order, and beside it fio's CPU use (user / system, % of one CPU) and whether the point reached
+    steady state ("not asked" when the campaign did not ask)."""
+    rows = []
+    for mix in (m for m in mixes(table) if m.read == read):
+        mine = table[table["workload"] == mix.label]
+        for load in sorted(mine["load"].dropna().unique()):
+            for config in configs:
+                at = mine[(mine["load"] == load) & (mine["config"] == config)]
+                if at.empty:
+                    continue
+                bw = at[at["metric"] == "total_bw"].sort_values("rep")["value"]
+                rows.append({"Block size": mix.size, "numjobs": f"{load:g}", "Config": config,
+                             "Reps": int(at["rep"].nunique()),
+                             "MB/s, each rep": "; ".join(fmt(v, 0) for v in bw) if len(bw) else "not measured",
+                             **sweep.beside_cells(at, ("cpu", "steady_state"))})
     return pd.DataFrame(rows)
 
 
@@ -781,7 +801,7 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
 
 __all__ = ["Mix", "label", "parse", "times", "mixes", "read_shares", "has_power", "with_efficiency", "summary",
            "percentile_samples", "percentile_table", "wide", "concurrency_ends", "Multiple", "multiple",
-           "throughput_table", "latency_table", "efficiency_table", "multiples_table", "figure", "findings",
+           "throughput_table", "latency_table", "efficiency_table", "multiples_table", "figure", "findings", "point_table",
            "method_table", "configurations_table", "published_findings", "published_mapping_table",
            "published_throughput_table", "published_efficiency_table", "published_latency_table", "MIX_NAMES",
            "published_throughput_figure", "published_bars_figure"]

@@ -316,11 +316,17 @@ measured campaign can compare its own.""")
             self.out.md(f"### Repetitions as measured{self._suffix(name, ' (campaign {})')}")
             for workload in m["workloads"]:
                 reps = sweep.repetition_table(m["data"], workload, m["specs"][:2], m["configs"],
-                                              self.load_kind.capitalize(), scale={"read_lat_p99": self.lat_factor})
+                                              self.load_kind.capitalize(), scale={"read_lat_p99": self.lat_factor},
+                                              beside=sweep.BESIDE)
                 self.out.table(reps, f"{sweep.workload_title(workload, self.pub.workloads)} (measured): "
                                      "each repetition, in order",
                                note="Spread: (largest - smallest) / the value the figures use (mean; median for "
-                                    "the 99% latency).", css_class="brief-table auto")
+                                    "the 99% latency). Beside ops/s, as RocksDB's benchmark.sh reports them: CPU use "
+                                    "(db_bench prints none of its own, so not measured here), the write stall % of "
+                                    "db_bench's DB stats (when it printed them), write amplification (not measured: "
+                                    "neither compaction statistics nor the bytes the application wrote are recorded), "
+                                    "and whether the point reached steady state (\"not asked\" when the campaign did "
+                                    "not ask).", css_class="brief-table auto")
         return self.out.take()
 
     def how_tested(self):

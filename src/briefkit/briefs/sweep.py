@@ -287,12 +287,52 @@ def decimals_for(values, significant: int = 3) -> int:
     return max(0, significant - 1 - math.floor(math.log10(min(finite))))
 
 
+NOT_MEASURED = "not measured"
+
+#: The figures ``beside_cells`` can show next to throughput, by name.
+BESIDE = ("cpu", "stall", "write_amp", "steady_state")
+
+
+def steady_state_text(values) -> str:
+    """The ``steady_state`` samples of one point's repetitions (1.0 attained, 0.0 not), in rep order:
+    "yes; no", or "not asked" when the campaign did not ask for steady state (no samples)."""
+    values = [v for v in values if pd.notna(v)]
+    if not values:
+        return "not asked"
+    return "; ".join("yes" if v >= 0.5 else "no" for v in values)
+
+
+def beside_cells(at: pd.DataFrame, figures=BESIDE) -> dict[str, str]:
+    """What a repetition table shows beside throughput for one point (``at``: its samples, every
+    repetition): CPU use (user / system, % of one CPU), db_bench's write stall %, write
+    amplification and whether steady state was reached, each repetition in order; a figure the
+    tool did not give says "not measured" ("not asked" for steady state)."""
+    def each(metric: str) -> pd.Series:
+        return at[at["metric"] == metric].sort_values("rep").set_index("rep")["value"]
+    cells = {}
+    if "cpu" in figures:
+        usr, sys_ = each("usr_cpu"), each("sys_cpu")
+        both = [(usr[r], sys_[r]) for r in usr.index if r in sys_.index]
+        cells["CPU user / system (% of one CPU), each rep"] = (
+            "; ".join(f"{fmt(u, 0)} / {fmt(s, 0)}" for u, s in both) if both else NOT_MEASURED)
+    if "stall" in figures:
+        stall = each("stall_pct")
+        cells["Write stall (%), each rep"] = "; ".join(fmt(v, 1) for v in stall) if len(stall) else NOT_MEASURED
+    if "write_amp" in figures:
+        amp = each("write_amp")
+        cells["Write amplification, each rep"] = "; ".join(fmt(v, 2) for v in amp) if len(amp) else NOT_MEASURED
+    if "steady_state" in figures:
+        cells["Steady state, each rep"] = steady_state_text(each("steady_state"))
+    return cells
+
+
 def repetition_table(samples: pd.DataFrame, workload: str, specs: list[MetricSpec], configs: list[str],
-                     load_label: str, scale: dict[str, float] | None = None) -> pd.DataFrame:
+                     load_label: str, scale: dict[str, float] | None = None, beside=()) -> pd.DataFrame:
     """Every repetition as measured: one row per configuration and load, for each metric the
     values of the repetitions in order, the point value the figures use (mean, or median for a
     percentile) and the spread (max - min) / point value. ``scale`` multiplies a metric's values
-    (e.g. us -> ms)."""
+    (e.g. us -> ms). ``beside``: figures of ``beside_cells`` to add (CPU, stall, write amplification,
+    steady state)."""
     scale = scale or {}
     rows = []
     mine = samples[samples["workload"] == workload]
@@ -310,6 +350,7 @@ def repetition_table(samples: pd.DataFrame, workload: str, specs: list[MetricSpe
                 row[each] = "; ".join(fmt(v, spec.decimals) for v in values)   # "," is the thousands mark
                 row[spread] = (f"{fmt(100 * (values.max() - values.min()) / point, 0)}%"
                                if len(values) > 1 and point else "one rep")
+            row.update(beside_cells(at, beside) if beside else {})
             rows.append(row)
     return pd.DataFrame(rows)
 
