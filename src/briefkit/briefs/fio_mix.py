@@ -85,7 +85,7 @@ figures below its efficiency and latency, each from the numbers it prints.""")
                 out.table(mix.published_throughput_table(pub),
                           "Published throughput (MB/s) at the lowest and highest numjobs, and the "
                           f"{pub.subject} multiple recomputed from those numbers (published Figures 1, 4, 7, 10 and their "
-                          "text)"),
+                          "text)", note="Published, no repetitions: the multiples are not tested for significance."),
                 out.table(mix.published_efficiency_table(pub),
                           "Published power efficiency, with 3.6 x MB/s per W beside each TB/kWh "
                           "(published Figures 2, 5, 8, 11 and their text)",

@@ -169,7 +169,8 @@ class RocksdbSweep(BriefBase):
             out.table(sweep.max_difference_table(data, self.specs, self.subject, kind.capitalize()),
                       f"{title}: calculated maximum difference values",
                       note=f"Each row is taken at the thread count where the {self.subject} leads by the most, "
-                           "against the competitor it leads by the most.")
+                           "against the competitor it leads by the most. Published numbers, no repetitions: not "
+                           "tested for significance.")
         return out.take()
 
     def reproduction_check(self):
