@@ -447,7 +447,7 @@ def test_steady_state_column_has_three_states(sweep):
     marks = point[point["metric"] == "total_bw"].assign(metric="steady_state", unit="dimensionless")
     marks["value"] = [1.0 if (c == "disk" or r == reps[0]) else 0.0 for c, r in zip(marks["config"], marks["rep"])]
     table = mix.point_table(samples.concat([sweep, marks]), 30, CONFIGS).set_index(["Block size", "numjobs", "Config"])
-    column = "Steady state, each rep"
+    column = "Steady state"
     assert table.loc[("256 KiB", "1", "disk"), column] == "; ".join(["yes"] * len(reps))
     assert table.loc[("256 KiB", "1", "xfs-loop"), column] == "; ".join(["yes"] + ["no"] * (len(reps) - 1))
     assert table.loc[("256 KiB", "2", "disk"), column] == "not asked"

@@ -277,11 +277,11 @@ def test_the_declared_host_cell_is_the_ssh_url_not_a_mapping(tmp_path, sudo):
 
 def test_repetition_table_beside_ops_says_what_db_bench_did_not_give(measured):
     table = sweep.repetition_table(measured, "readrandom", [OPS], ["disk"], "Threads", beside=sweep.BESIDE)
-    assert list(table.columns)[-4:] == ["CPU user / system (% of one CPU), each rep", "Write stall (%), each rep",
-                                        "Write amplification, each rep", "Steady state, each rep"]
+    assert list(table.columns)[-4:] == ["CPU usr / sys (%)", "Stall (%)",
+                                        "Write amp.", "Steady state"]
     has = set(measured["metric"])
-    for column, metric in (("Write stall (%), each rep", "stall_pct"), ("Write amplification, each rep", "write_amp"),
-                           ("CPU user / system (% of one CPU), each rep", "usr_cpu")):
+    for column, metric in (("Stall (%)", "stall_pct"), ("Write amp.", "write_amp"),
+                           ("CPU usr / sys (%)", "usr_cpu")):
         assert (set(table[column]) == {"not measured"}) == (metric not in has)
-    assert set(table["Steady state, each rep"]) == {"not asked"}
+    assert set(table["Steady state"]) == {"not asked"}
     assert sweep.steady_state_text([1.0, 0.0, float("nan")]) == "yes; no" and sweep.steady_state_text([]) == "not asked"

@@ -322,12 +322,12 @@ measured campaign can compare its own.""")
                 self.out.table(reps, f"{sweep.workload_title(workload, self.pub.workloads)} (measured): "
                                      "each repetition, in order",
                                note="Spread: (largest - smallest) / the value the figures use (mean; median for "
-                                    "the 99% latency). Beside ops/s, as RocksDB's benchmark.sh reports them: CPU use "
-                                    "(db_bench prints none of its own, so not measured here), the write stall % of "
-                                    "db_bench's DB stats (when it printed them), write amplification (not measured: "
-                                    "neither compaction statistics nor the bytes the application wrote are recorded), "
-                                    "and whether the point reached steady state (\"not asked\" when the campaign did "
-                                    "not ask).", css_class="brief-table auto")
+                                    "the 99% latency). Beside ops/s, as RocksDB's benchmark.sh reports them, each repetition in "
+                                    "order: CPU use, user / system in % of one CPU (db_bench prints none of its own, "
+                                    "so not measured here); the write stall % of db_bench's DB stats (when it printed "
+                                    "them); write amplification (not measured: neither compaction statistics nor the "
+                                    "bytes the application wrote are recorded); whether the point reached steady state "
+                                    "(\"not asked\" when the campaign did not ask).", css_class="brief-table auto")
         return self.out.take()
 
     def how_tested(self):

@@ -313,16 +313,16 @@ def beside_cells(at: pd.DataFrame, figures=BESIDE) -> dict[str, str]:
     if "cpu" in figures:
         usr, sys_ = each("usr_cpu"), each("sys_cpu")
         both = [(usr[r], sys_[r]) for r in usr.index if r in sys_.index]
-        cells["CPU user / system (% of one CPU), each rep"] = (
+        cells["CPU usr / sys (%)"] = (
             "; ".join(f"{fmt(u, 0)} / {fmt(s, 0)}" for u, s in both) if both else NOT_MEASURED)
     if "stall" in figures:
         stall = each("stall_pct")
-        cells["Write stall (%), each rep"] = "; ".join(fmt(v, 1) for v in stall) if len(stall) else NOT_MEASURED
+        cells["Stall (%)"] = "; ".join(fmt(v, 1) for v in stall) if len(stall) else NOT_MEASURED
     if "write_amp" in figures:
         amp = each("write_amp")
-        cells["Write amplification, each rep"] = "; ".join(fmt(v, 2) for v in amp) if len(amp) else NOT_MEASURED
+        cells["Write amp."] = "; ".join(fmt(v, 2) for v in amp) if len(amp) else NOT_MEASURED
     if "steady_state" in figures:
-        cells["Steady state, each rep"] = steady_state_text(each("steady_state"))
+        cells["Steady state"] = steady_state_text(each("steady_state"))
     return cells
 
 
