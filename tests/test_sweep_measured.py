@@ -285,3 +285,12 @@ def test_repetition_table_beside_ops_says_what_db_bench_did_not_give(measured):
         assert (set(table[column]) == {"not measured"}) == (metric not in has)
     assert set(table["Steady state"]) == {"not asked"}
     assert sweep.steady_state_text([1.0, 0.0, float("nan")]) == "yes; no" and sweep.steady_state_text([]) == "not asked"
+
+
+def test_columns_not_measured_anywhere_are_named_once(measured):
+    table = sweep.repetition_table(measured, "readrandom", [OPS], ["disk"], "Threads", beside=sweep.BESIDE)
+    kept, dropped = sweep.drop_unmeasured(table)
+    assert "Steady state" in kept.columns                 # its three states are always shown
+    for column in dropped:
+        assert (table[column] == "not measured").all() and column not in kept.columns
+    assert set(kept.columns) | set(dropped) == set(table.columns)

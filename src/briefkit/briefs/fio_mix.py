@@ -195,10 +195,11 @@ figures below its efficiency and latency, each from the numbers it prints.""")
                                                 f"{title}: power efficiency (MB/s per W; TB/kWh = 3.6 x MB/s per W)"))
                     labels.append(out.table(mix.point_table(c["samples"], read, configs),
                                             f"{title}: each repetition's throughput, CPU use and steady state",
-                                            note="Each repetition in order. CPU: fio's usr_cpu / sys_cpu, % of one CPU over the run, summed "
-                                                 "over the job's numjobs clones as fio's group_reporting does. Steady state: "
-                                                 "fio's steadystate check, per repetition; not asked when the "
-                                                 "campaign did not ask for it.", css_class="brief-table auto"))
+                                            note="Each repetition in order. CPU: fio's usr_cpu / sys_cpu, % of one "
+                                                 "CPU over the run, summed over the job's numjobs clones as fio's "
+                                                 "group_reporting does. Steady state: fio's steadystate check, per "
+                                                 "repetition; not asked when the campaign did not ask for it.",
+                                            css_class="brief-table auto"))
                 out.figure(mix.figure(summary, read, configs, c["palette"]),
                            f"{title} ({read}/{100 - read} R/W): throughput (error bars: 95 % confidence interval) "
                            f"and mean completion latency against numjobs, measured; every point in {', '.join(labels)}.")

@@ -319,6 +319,9 @@ measured campaign can compare its own.""")
                 reps = sweep.repetition_table(m["data"], workload, m["specs"][:2], m["configs"],
                                               self.load_kind.capitalize(), scale={"read_lat_p99": self.lat_factor},
                                               beside=sweep.BESIDE)
+                reps, unmeasured = sweep.drop_unmeasured(reps)
+                missing = (f" Not measured at any point of this campaign, so left out: {', '.join(unmeasured)}."
+                           if unmeasured else "")
                 self.out.table(reps, f"{sweep.workload_title(workload, self.pub.workloads)} (measured): "
                                      "each repetition, in order",
                                note="Spread: (largest - smallest) / the value the figures use (mean; median for "
@@ -327,7 +330,7 @@ measured campaign can compare its own.""")
                                     "so not measured here); the write stall % of db_bench's DB stats (when it printed "
                                     "them); write amplification (not measured: neither compaction statistics nor the "
                                     "bytes the application wrote are recorded); whether the point reached steady state "
-                                    "(\"not asked\" when the campaign did not ask).", css_class="brief-table auto")
+                                    "(\"not asked\" when the campaign did not ask)." + missing, css_class="brief-table auto")
         return self.out.take()
 
     def how_tested(self):

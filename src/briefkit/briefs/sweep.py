@@ -326,6 +326,14 @@ def beside_cells(at: pd.DataFrame, figures=BESIDE) -> dict[str, str]:
     return cells
 
 
+def drop_unmeasured(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The table without the ``beside_cells`` columns that say "not measured" in every row, and
+    their names, for a note that says so once instead of in every cell."""
+    beside = ("CPU usr / sys (%)", "Stall (%)", "Write amp.")
+    empty = [c for c in beside if c in table.columns and len(table) and (table[c] == NOT_MEASURED).all()]
+    return table.drop(columns=empty), empty
+
+
 def repetition_table(samples: pd.DataFrame, workload: str, specs: list[MetricSpec], configs: list[str],
                      load_label: str, scale: dict[str, float] | None = None, beside=()) -> pd.DataFrame:
     """Every repetition as measured: one row per configuration and load, for each metric the
