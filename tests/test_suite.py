@@ -227,3 +227,16 @@ def test_tests_table_and_scale_statement(table):
     assert "33.6 MB of key-value data" in text and "hold the whole database" in text   # 80,000 x 420 B
     assert "no O_DIRECT" in text
     assert "recorded no scale" in suite.scale_statement({}, None)
+
+
+def test_with_one_repetition_no_ratio_is_a_finding(table):
+    once = table[table["rep"] == table["rep"].min()]
+    cells = suite.ratio_cells(once, "tmpfs", "disk")
+    assert not cells["test_result"].map(lambda t: t.tested).any()
+    text = suite.ratio_summary(once, "tmpfs", "disk")
+    assert "significantly" not in text and text.endswith(
+        "none of it tested (n = 1 vs 1: run-to-run noise unknown, so no difference is established)")
+    worse = int((cells["difference"] < 0).sum())
+    assert (f"worse in {worse} of {len(cells)} figures" in text) == (worse > 0)
+    ratios = suite.ratio_table(once, "tmpfs", "disk")
+    assert set(ratios.loc[ratios["Calculation"] != "not measured", "Significance"]) == {"not tested: n = 1 vs 1"}

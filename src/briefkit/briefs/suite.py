@@ -170,6 +170,9 @@ def ratio_table(samples: pd.DataFrame, numerator: str, denominator: str, ratio_d
             else:
                 row[column.label] = ""
         row["Calculation"] = "; ".join(calculations) if calculations else "not measured"
+        untested = [c.test_result for c in mine.itertuples() if not c.test_result.tested]
+        if tests and len(untested) == len(tests) and len({t.short for t in untested}) == 1:
+            tests = [untested[0].short]        # one repetition: said once for the row
         row["Significance"] = "; ".join(tests)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -182,6 +185,17 @@ def ratio_summary(samples: pd.DataFrame, numerator: str, denominator: str) -> st
     if cells.empty:
         return f"{numerator} and {denominator} have no test in common"
     parts = []
+    tested = cells["test_result"].map(lambda t: t.tested)
+    sides = ", ".join(sorted({t.n_text for t in cells["test_result"]}))
+    if not tested.any():     # the direction of each ratio, said to be untested
+        for word, chosen in (("worse", cells[cells["difference"] < 0]), ("better", cells[cells["difference"] > 0])):
+            if len(chosen):
+                size = chosen["difference"].abs()
+                span = (compare.percent(size.min(), 1) if len(chosen) == 1 else
+                        f"{compare.percent(size.min(), 1)} to {compare.percent(size.max(), 1)}")
+                parts.append(f"{word} in {len(chosen)} of {len(cells)} figures (by {span})")
+        return (f"{numerator} / {denominator}: " + ", ".join(parts) + f", none of it tested ({sides}: run-to-run "
+                "noise unknown, so no difference is established)")
     significant = cells["test_result"].map(lambda t: t.significant)
     for word, chosen in (("worse", cells[(cells["difference"] < 0) & significant]),
                          ("better", cells[(cells["difference"] > 0) & significant])):
@@ -191,14 +205,12 @@ def ratio_summary(samples: pd.DataFrame, numerator: str, denominator: str) -> st
         span = (compare.percent(size.min(), 1) if len(chosen) == 1 else
                 f"{compare.percent(size.min(), 1)} to {compare.percent(size.max(), 1)}")
         parts.append(f"significantly {word} in {len(chosen)} of {len(cells)} figures (by {span})")
-    tested = cells["test_result"].map(lambda t: t.tested)
     noise = int((tested & ~significant).sum())
     untested = int((~tested).sum())
     if noise:
         parts.append(f"within run-to-run noise in {noise} of {len(cells)} figures")
     if untested:
         parts.append(f"not tested in {untested} (fewer than two repetitions or no variation)")
-    sides = ", ".join(sorted({t.n_text for t in cells["test_result"]}))
     return f"{numerator} / {denominator}: " + ", ".join(parts) + f" (Welch's t-test, p < 0.05; {sides})"
 
 
