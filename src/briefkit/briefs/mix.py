@@ -383,6 +383,11 @@ MULTIPLE_ROWS = (("total_bw", "Throughput (MB/s)", 1.0, 0),
                  ("mbps_per_watt", "Power efficiency (MB/s per W)", 1.0, 1))
 
 
+def _keep_figures(text: str) -> str:
+    """"p = 0.41" and "n = 2 vs 2" stay on one line; the words between them may wrap."""
+    return re.sub(r"[pn] [=<] [\d.]+(?: vs \d+)?", lambda found: nowrap(found.group()), text)
+
+
 def multiples_table(summary_table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.DataFrame:
     """The brief's "Details": for each block size and metric, the leader's multiple at low and at
     high concurrency with its calculation, "(a / b) = ~N.Nx", and whether the lead is beyond
@@ -401,7 +406,7 @@ def multiples_table(summary_table: pd.DataFrame, read: int, configs: Sequence[st
                     have = (summary_table["metric"] == metric).any()
                     row[column] = "n/a" if have else "not measured"
                 else:
-                    row[column] = f"{m.leader}: {calc_cell(m.calculation)}{nowrap(m.noise_note)}"
+                    row[column] = f"{m.leader}: {calc_cell(m.calculation)}{_keep_figures(m.noise_note)}"
             rows.append(row)
     return pd.DataFrame(rows)
 
