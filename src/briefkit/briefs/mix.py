@@ -292,7 +292,7 @@ def _mean_ci(mean: float, low: float, high: float, n: float, decimals: int) -> s
     half = (high - low) / 2
     text = f"{fmt(mean, decimals)} {nowrap('± ' + fmt(half, decimals))}"   # may break before ±
     if mean and half >= TOO_WIDE * abs(mean):
-        text += " " + nowrap(f"(n = {int(n)}: interval too wide to compare)")
+        text += f" ({nowrap(f'n = {int(n)}')}: interval too wide to compare)"   # the words may wrap
     return text
 
 
