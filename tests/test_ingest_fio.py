@@ -548,12 +548,13 @@ def test_cpu_use_is_fios_own_usr_and_sys_figures(tmp_path):
         for figure in ("usr_cpu", "sys_cpu"):
             rows = table[(table["metric"] == figure)]
             assert job[figure] in list(rows["value"]) and set(rows["unit"]) == {"percent"}
-    summed = fio.parse(path)      # clones of one job are summed, as fio's group_reporting does
+    summed = fio.parse(path)      # clones of one job: total CPU time / total run time, as group_reporting
     per_name = {}
     for job in doc["jobs"]:
-        per_name.setdefault(job["jobname"], []).append(job["usr_cpu"])
+        per_name.setdefault(job["jobname"], []).append((job["usr_cpu"], job["job_runtime"]))
     got = summed[summed["metric"] == "usr_cpu"]
-    assert sorted(got["value"]) == pytest.approx(sorted(sum(v) for v in per_name.values()))
+    expected = [sum(c * t for c, t in v) / sum(t for _, t in v) for v in per_name.values()]
+    assert sorted(got["value"]) == pytest.approx(sorted(expected))
     doc["jobs"][0]["sys_cpu"] = "lots"
     path.write_text(json.dumps(doc))
     with pytest.raises(ParseError, match=r"cpu.json: jobs\[0\] \(job '.*'\)\.sys_cpu: expected a CPU percentage"):

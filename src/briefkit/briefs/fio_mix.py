@@ -196,8 +196,9 @@ figures below its efficiency and latency, each from the numbers it prints.""")
                     labels.append(out.table(mix.point_table(c["samples"], read, configs),
                                             f"{title}: each repetition's throughput, CPU use and steady state",
                                             note="Each repetition in order. CPU: fio's usr_cpu / sys_cpu, % of one "
-                                                 "CPU over the run, summed over the job's numjobs clones as fio's "
-                                                 "group_reporting does. Steady state: fio's steadystate check, per "
+                                                 "CPU per job over the run (with numjobs clones, their CPU time over "
+                                                 "their run time, as fio's group_reporting gives it). Steady state: "
+                                                 "fio's steadystate check, per "
                                                  "repetition; not asked when the campaign did not ask for it.",
                                             css_class="brief-table auto"))
                 out.figure(mix.figure(summary, read, configs, c["palette"]),

@@ -67,7 +67,8 @@ Metrics (``briefkit.core.samples`` vocabulary; units converted by ``samples.fram
     I/O, so that a 100/0 mix has a total like a 70/30 one); with ``unified_rw_reporting=mixed``
     fio's own ``mixed`` object gives ``total_bw``, ``total_iops``, ``total_clat_*``.
     ``usr_cpu`` and ``sys_cpu``: fio's user and system CPU time of the entry, in % of one CPU over
-    its run (fio's own figures; a sum of entries adds them, as fio's group_reporting does).
+    its run (fio's own figures; a sum of entries is total CPU time over total run time, the
+    job_runtime-weighted mean, as fio's group_reporting computes it).
 
 Provenance
     ``tool="fio"``, ``tool_version`` from ``"fio version"`` without the ``fio-`` prefix,
@@ -523,7 +524,8 @@ class _Unit:
     workload: str = ""
     #: a latency kind with data but without percentiles: kind -> why
     missing: dict[str, str] = field(default_factory=dict)
-    #: fio's usr_cpu / sys_cpu (% of one CPU over the run), summed over the entries of the unit
+    #: fio's usr_cpu / sys_cpu (% of one CPU over the run) and the entry's job_runtime (ms, the weight
+    #: when entries are summed)
     cpu: dict[str, float] = field(default_factory=dict)
 
 
@@ -711,6 +713,9 @@ def _entry_units(ctx: _Context, doc: dict) -> list[_Unit]:
                         or value < 0:
                     ctx.fail(f"{where}.{figure}", f"expected a CPU percentage (a number >= 0), found {value!r}")
                 cpu[figure] = float(value)
+        runtime = entry.get("job_runtime")
+        if cpu and isinstance(runtime, (int, float)) and not isinstance(runtime, bool) and runtime > 0:
+            cpu["job_runtime"] = float(runtime)
         units.append(_Unit(host=host, jobname=jobname, groupid=groupid, entries=(index,),
                            options=options, directions=directions,
                            error=error if isinstance(error, int) else 0, cpu=cpu))
@@ -736,6 +741,19 @@ def _fill_all_clients(units: list[_Unit]) -> None:
             if int(merged[1].sum()) == latency.n:
                 latency.arrays = merged
                 latency.percentile_list = next((tuple(p.printed) for p in parts if p.printed), None)
+
+
+def _summed_cpu(members: list[_Unit]) -> dict[str, float]:
+    """The CPU figures of entries summed as fio's group_reporting sums them: total CPU time over total
+    run time, i.e. the job_runtime-weighted mean (the plain mean where a runtime is missing)."""
+    weights = [m.cpu.get("job_runtime", 1.0) for m in members]
+    if not all("job_runtime" in m.cpu for m in members):
+        weights = [1.0] * len(members)
+    out = {}
+    for figure in ("usr_cpu", "sys_cpu"):
+        if all(figure in m.cpu for m in members):
+            out[figure] = sum(m.cpu[figure] * w for m, w in zip(members, weights)) / sum(weights)
+    return out
 
 
 def _sum_directions(parts: list[_Direction]) -> tuple[_Direction, dict[str, str]]:
@@ -800,8 +818,7 @@ def _units(path, per_job: bool = False, doc: dict | None = None) -> list[_Unit]:
                                options=first.options, directions=directions,
                                error=next((m.error for m in members if m.error), 0),
                                missing=missing,
-                               cpu={k: sum(m.cpu[k] for m in members) for k in ("usr_cpu", "sys_cpu")
-                                    if all(k in m.cpu for m in members)}))
+                               cpu=_summed_cpu(members)))
     for unit in found:
         for name, direction in unit.directions.items():
             latency = direction.latency.get("clat")
@@ -943,8 +960,9 @@ def _unit_rows(out: _Rows, unit: _Unit) -> None:
             out.add(unit, "total_bw", sum(d.bw for d in active), units.pop())
         out.add(unit, "total_iops", sum(d.iops for d in active), "IO/s")
     if unit.directions:
-        for key, value in unit.cpu.items():
-            out.add(unit, key, value, "percent")
+        for figure in ("usr_cpu", "sys_cpu"):
+            if figure in unit.cpu:
+                out.add(unit, figure, unit.cpu[figure], "percent")
     if unit.error:
         out.add(unit, "job_error", float(unit.error), "dimensionless")
 
