@@ -157,3 +157,13 @@ def test_compare_puts_two_campaigns_side_by_side(checkout):
     frames = BeautifulSoup(page, "html.parser").select("iframe[srcdoc]")
     assert len(frames) == 2 and all("bk-svg" in f["srcdoc"] for f in frames)
     assert "<script src=" not in page
+
+
+def test_compare_page_inlines_each_side_exactly():
+    from briefkit.report import compare as side_by_side
+    bodies = [("a&b", '<p class="x">it\'s <b>1 < 2</b></p>'), ("mine", "<html><body>&amp;</body></html>")]
+    page = BeautifulSoup(side_by_side.page("fio<6600>", bodies), "html.parser")
+    frames = page.select("iframe[srcdoc]")
+    assert [f["srcdoc"] for f in frames] == [body for _, body in bodies]
+    assert [h.get_text() for h in page.select("h1")] == ["Campaign a&b", "Campaign mine"]
+    assert page.title.get_text() == "fio<6600>: a&b against mine"

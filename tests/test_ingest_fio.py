@@ -535,3 +535,27 @@ def test_a_layout_that_cannot_be_read_names_the_fio_version(tmp_path):
     with pytest.raises(ParseError, match=r"old.json: jobs\[0\] \(job 'test'\)\.write\.runtime: expected a runtime, "
                                          r"found None \(the file comes from fio-2.2.10\)"):
         fio.parse(path)
+
+
+def test_cpu_use_is_fios_own_usr_and_sys_figures(tmp_path):
+    doc = raw("perjob.json")
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(doc))
+    table = fio.parse(path, per_job=True)
+    for index, job in enumerate(doc["jobs"]):
+        if not any(job[d]["io_bytes"] for d in ("read", "write", "trim") if d in job):
+            continue
+        for figure in ("usr_cpu", "sys_cpu"):
+            rows = table[(table["metric"] == figure)]
+            assert job[figure] in list(rows["value"]) and set(rows["unit"]) == {"percent"}
+    summed = fio.parse(path)      # clones of one job: total CPU time / total run time, as group_reporting
+    per_name = {}
+    for job in doc["jobs"]:
+        per_name.setdefault(job["jobname"], []).append((job["usr_cpu"], job["job_runtime"]))
+    got = summed[summed["metric"] == "usr_cpu"]
+    expected = [sum(c * t for c, t in v) / sum(t for _, t in v) for v in per_name.values()]
+    assert sorted(got["value"]) == pytest.approx(sorted(expected))
+    doc["jobs"][0]["sys_cpu"] = "lots"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ParseError, match=r"cpu.json: jobs\[0\] \(job '.*'\)\.sys_cpu: expected a CPU percentage"):
+        fio.parse(path)

@@ -187,9 +187,9 @@ def test_multiples_table_gives_low_and_high_concurrency_with_the_calculation(sum
     assert list(table["Block size"]) == ["256 KiB"] * 4 + ["4 MiB"] * 4
     throughput = table[(table["Block size"] == "4 MiB") & (table["Metric"] == "Throughput (MB/s)")].iloc[0]
     m = mix.multiple(summary, "30/70 4 MiB", "total_bw", 2.0, CONFIGS)
-    assert _plain(throughput["High concurrency (numjobs 2)"]) == (
-        f"{m.leader}: {m.calculation}" + (" (within noise)" if m.overlap else ""))
-    assert re.fullmatch(r"(xfs-loop|disk): \(\d[\d,]*\.\d\d / \d[\d,]*\.\d\d\) = ~[\d,.]+x( \(within noise\))?",
+    assert _plain(throughput["High concurrency (numjobs 2)"]) == f"{m.leader}: {m.calculation}{m.noise_note}"
+    assert re.fullmatch(r"(xfs-loop|disk): \(\d[\d,]*\.\d\d / \d[\d,]*\.\d\d\) = ~[\d,.]+x "
+                        r"\((Welch p [=<] [\d.]+|within noise: p = [\d.]+), n = 2 vs 2\)",
                         _plain(table.iloc[1]["Low concurrency (numjobs 1)"]))   # read latency, in ms
     efficiency = table[table["Metric"] == "Power efficiency (MB/s per W)"]
     assert (efficiency.iloc[:, 2:] == "not measured").all().all()
@@ -210,7 +210,9 @@ def test_throughput_table_has_every_numjobs_of_both_block_sizes(summary):
     assert list(table.columns) == ["Block size", "numjobs", "xfs-loop MB/s", "disk MB/s"]
     row = summary[(summary["metric"] == "total_bw") & (summary["workload"] == "70/30 4 MiB")
                   & (summary["load"] == 2) & (summary["config"] == "disk")].iloc[0]
-    assert _plain(table.loc[3, "disk MB/s"]) == f"{row['mean']:,.0f} ± {(row['ci_high'] - row['ci_low']) / 2:,.0f}"
+    half = (row["ci_high"] - row["ci_low"]) / 2
+    flag = " (n = 2: interval too wide to compare)" if half >= mix.TOO_WIDE * row["mean"] else ""
+    assert _plain(table.loc[3, "disk MB/s"]) == f"{row['mean']:,.0f} ± {half:,.0f}{flag}"
 
 
 def test_latency_table_is_in_ms(summary):
@@ -255,7 +257,9 @@ def test_with_watts_efficiency_tables_appear_and_follow_3_6_x(sweep):
     assert not (table.drop(columns=["Block size", "Concurrency"]) == "n/a").any().any()
     row = summary[(summary["metric"] == "tb_per_kwh") & (summary["workload"] == "30/70 256 KiB")
                   & (summary["load"] == 1) & (summary["config"] == "disk")].iloc[0]
-    assert _plain(table.loc[0, "disk TB/kWh"]) == f"{row['mean']:,.1f} ± {(row['ci_high'] - row['ci_low']) / 2:,.1f}"
+    half = (row["ci_high"] - row["ci_low"]) / 2
+    flag = " (n = 2: interval too wide to compare)" if half >= mix.TOO_WIDE * row["mean"] else ""
+    assert _plain(table.loc[0, "disk TB/kWh"]) == f"{row['mean']:,.1f} ± {half:,.1f}{flag}"
     multiples = mix.multiples_table(summary, 30, CONFIGS)
     efficiency = multiples[multiples["Metric"] == "Power efficiency (MB/s per W)"].iloc[0]
     m = mix.multiple(summary, "30/70 256 KiB", "mbps_per_watt", 1.0, CONFIGS, operand_decimals=1)
@@ -282,9 +286,9 @@ def test_findings_count_the_points_from_the_data(summary):
         own = sum(m.leader == config for m in leads)
         line = next(line for line in lines if line.startswith(f"**{config}**"))
         assert (f"at {own} of {len(leads)} points" in line) or (own == 0 and "at none of" in line)
-    clear = sum(not m.overlap for m in leads)
+    clear = sum(m.significant for m in leads)
     expected = f"At {clear} of {len(leads)} points" if clear else f"At none of the {len(leads)} points"
-    assert any(line.startswith(expected) for line in lines)
+    assert any(line.startswith(expected) and "Welch" in line and "n = 2 vs 2" in line for line in lines)
 
 
 def test_figure_has_a_column_per_block_size(summary):
@@ -373,8 +377,77 @@ def test_published_findings_summarise_the_check(pub):
 
 
 def test_findings_say_so_when_no_lead_is_outside_the_noise(summary):
-    wide_open = summary.assign(ci_low=0.0, ci_high=1e12)    # every interval covers every other
-    lines = mix.findings(wide_open, CONFIGS)
+    noisy = summary.assign(std=summary["mean"] * 10)    # repetitions spread far beyond every difference
+    lines = mix.findings(noisy, CONFIGS)
     points = len(mix.mixes(summary)) * len(summary["load"].unique())
     assert any(line.startswith(f"At none of the {points} points") and "within the run-to-run noise" in line
                for line in lines)
+    assert all("largest significant lead" not in line for line in lines)
+    assert any("none of its leads is a finding" in line and "no significant difference (p = " in line for line in lines)
+
+
+def test_lead_significance_is_welch_on_the_repetitions_as_fio_measured_them(sweep, summary):
+    """Each throughput lead's p is scipy's Welch test of the per-repetition MB/s read back from the fio JSON."""
+    beyond = {c: 0 for c in CONFIGS}
+    for mx in mix.mixes(summary):
+        for load in (1.0, 2.0):
+            m = mix.multiple(summary, mx.label, "total_bw", load, CONFIGS)
+            a, b = ([_total_mb_s(p) for p in _reps(c, mx.label, load)] for c in (m.leader, m.other))
+            expected = scipy_stats.ttest_ind(a, b, equal_var=False).pvalue
+            assert m.test.p == pytest.approx(expected) and (m.test.n_a, m.test.n_b) == (len(a), len(b))
+            assert m.significant == (expected < 0.05)
+            beyond[m.leader] += expected < 0.05
+            assert m.noise_note.startswith(" (Welch p" if expected < 0.05 else " (within noise: p = ")
+    lines = mix.findings(summary, CONFIGS)
+    for config in CONFIGS:
+        line = next(line for line in lines if line.startswith(f"**{config}**"))
+        if "leads in throughput at none" in line:
+            continue
+        assert f", {beyond[config]} of them beyond run-to-run noise" in line
+        assert ("largest significant lead" in line) == (beyond[config] > 0)
+
+
+def test_one_repetition_is_never_a_finding(sweep):
+    once = mix.summary(sweep[sweep["rep"] == sweep["rep"].min()])
+    m = mix.multiple(once, mix.mixes(once)[0].label, "total_bw", 1.0, CONFIGS)
+    assert not m.significant and m.noise_note == " (not tested: n = 1 vs 1)"
+    lines = mix.findings(once, CONFIGS)
+    assert any("could the throughput difference be tested (n = 1 vs 1)" in line for line in lines)
+    assert not any("largest significant lead" in line for line in lines)
+
+
+def test_an_interval_as_wide_as_half_its_mean_is_flagged(summary):
+    table = mix.throughput_table(summary, 30, CONFIGS)
+    rows = summary[(summary["metric"] == "total_bw") & summary["workload"].str.startswith("30/70")]
+    wide_rows = rows[(rows["ci_high"] - rows["ci_low"]) / 2 >= mix.TOO_WIDE * rows["mean"]]
+    cells = [_plain(c) for c in table.drop(columns=["Block size", "numjobs"]).to_numpy().ravel()]
+    flagged = [c for c in cells if c.endswith("(n = 2: interval too wide to compare)")]
+    assert len(flagged) == len(wide_rows)
+
+
+# ------------------------------------------------------------------ beside throughput: CPU, steady state
+
+def test_point_table_shows_fios_cpu_use_of_each_repetition(sweep):
+    table = mix.point_table(sweep, 30, CONFIGS)
+    assert len(table) == 2 * 2 * 2       # block sizes x numjobs x configurations
+    for row in table.itertuples(index=False):
+        bs = {"256 KiB": "256k", "4 MiB": "4m"}[row[0]]
+        paths = sorted(FIXTURES.glob(f"{row[2]}/rw=30-70_bs={bs}_numjobs={row[1]}/rep*.json"))
+        jobs = [_doc(p)["jobs"][0] for p in paths]
+        expected = "; ".join(f"{j['usr_cpu']:,.0f} / {j['sys_cpu']:,.0f}" for j in jobs)
+        assert row[5] == expected
+        assert row[6] == "not asked"          # the fixtures' campaign did not ask for steady state
+
+
+def test_steady_state_column_has_three_states(sweep):
+    point = sweep[(sweep["workload"] == "30/70 256 KiB") & (sweep["load"] == 1)]
+    reps = sorted(point["rep"].unique())
+    # TEST INPUT: steady_state samples as the steady-state ingest writes them (1.0 attained, 0.0 not);
+    # the fixtures' fio runs did not ask for steady state.
+    marks = point[point["metric"] == "total_bw"].assign(metric="steady_state", unit="dimensionless")
+    marks["value"] = [1.0 if (c == "disk" or r == reps[0]) else 0.0 for c, r in zip(marks["config"], marks["rep"])]
+    table = mix.point_table(samples.concat([sweep, marks]), 30, CONFIGS).set_index(["Block size", "numjobs", "Config"])
+    column = "Steady state"
+    assert table.loc[("256 KiB", "1", "disk"), column] == "; ".join(["yes"] * len(reps))
+    assert table.loc[("256 KiB", "1", "xfs-loop"), column] == "; ".join(["yes"] + ["no"] * (len(reps) - 1))
+    assert table.loc[("256 KiB", "2", "disk"), column] == "not asked"

@@ -92,3 +92,82 @@ def test_median():
     assert result.loc[2, "median"] == 3.0 and result.loc[2, "n"] == 2
     with pytest.raises(ValueError):
         stats.median(table({("a", 1): [1.0]}, metric="read_clat_p99", unit="us"))
+
+
+# ------------------------------------------------------------------ Welch's t-test of two points
+
+def test_welch_matches_scipy():
+    a, b = [101.0, 97.5, 103.2, 99.9], [95.1, 94.0, 98.8]
+    result = stats.welch(a, b)
+    expected = scipy_stats.ttest_ind(a, b, equal_var=False)
+    interval = expected.confidence_interval(0.95)
+    assert result.difference == pytest.approx(np.mean(a) - np.mean(b))
+    assert result.p == pytest.approx(expected.pvalue)
+    assert (result.low, result.high) == (pytest.approx(interval.low), pytest.approx(interval.high))
+    assert (result.n_a, result.n_b) == (4, 3) and result.tested
+
+
+def test_welch_by_hand_for_two_against_two():
+    # Welch: se = sqrt(s_a^2/n_a + s_b^2/n_b); with equal n and variances the degrees of freedom are 2(n - 1).
+    a, b = [10.0, 12.0], [14.0, 16.0]
+    s2 = np.var(a, ddof=1)
+    se = math.sqrt(s2 / 2 + s2 / 2)
+    t = (np.mean(a) - np.mean(b)) / se
+    df = 2 * (2 - 1)
+    p = 2 * scipy_stats.t.sf(abs(t), df)
+    half = scipy_stats.t.ppf(0.975, df) * se
+    result = stats.welch(a, b)
+    assert result.difference == np.mean(a) - np.mean(b)
+    assert result.p == pytest.approx(p)
+    assert result.low == pytest.approx(result.difference - half) and result.high == pytest.approx(result.difference + half)
+    assert result.significant == (p < 0.05)
+
+
+def test_far_apart_groups_are_significant_and_overlapping_ones_are_not():
+    rng = np.random.default_rng(7)
+    low, high = rng.normal(100, 1, 5), rng.normal(120, 1, 5)
+    assert stats.significant(high, low) and stats.welch(high, low).difference > 0
+    same = rng.normal(100, 10, 5), rng.normal(100, 10, 5)
+    result = stats.welch(*same)
+    assert result.p == pytest.approx(scipy_stats.ttest_ind(*same, equal_var=False).pvalue)
+    assert stats.significant(*same) == (result.p < 0.05)
+    assert "significant" in result.verdict() and f"n = {len(same[0])} vs {len(same[1])}" in result.verdict()
+
+
+def test_one_repetition_is_never_significant():
+    result = stats.welch([100.0], [1.0, 1.1, 0.9])
+    assert not result.tested and not result.significant and not stats.significant([100.0], [1.0, 1.1, 0.9])
+    assert math.isnan(result.p) and result.difference == pytest.approx(100.0 - 1.0)
+    assert result.verdict() == "not tested (n = 1 vs 3)"
+    assert result.p_text() == result.verdict()
+
+
+def test_no_variation_is_not_tested_and_bad_input_is_refused():
+    result = stats.welch([5.0, 5.0], [6.0, 6.0, float("nan")])
+    assert not result.tested and result.n_b == 2 and "no run-to-run variation" in result.verdict()
+    with pytest.raises(ValueError, match="both sides"):
+        stats.welch([], [1.0, 2.0])
+    with pytest.raises(ValueError, match="confidence"):
+        stats.welch([1.0, 2.0], [3.0, 4.0], confidence=95)
+
+
+def test_verdict_wording_follows_the_p_value():
+    a, b = [10.0, 12.0, 11.0], [10.5, 11.5, 12.5]
+    result = stats.welch(a, b)
+    assert result.p > 0.05
+    assert result.verdict() == f"no significant difference (p = {result.p:.2f}, n = 3 vs 3)"
+    far = stats.welch([10.0, 10.1, 9.9], [20.0, 20.2, 19.8])
+    assert far.p < 0.001 and far.verdict() == "significant (Welch p < 0.001, n = 3 vs 3)"
+
+
+def test_welch_from_a_summary_table_agrees_with_the_repetitions():
+    a, b = [101.0, 97.5, 103.2, 99.9], [95.1, 94.0, 98.8]
+    data = table({("a", 1): a, ("b", 1): b})
+    summary = stats.summarize(data).set_index("config")
+    from_table = stats.welch_from_stats(*(summary.loc[c, k] for c in "a" for k in ("mean", "std", "n")),
+                                        *(summary.loc[c, k] for c in "b" for k in ("mean", "std", "n")))
+    direct = stats.welch(a, b)
+    expected = scipy_stats.ttest_ind_from_stats(np.mean(a), np.std(a, ddof=1), 4, np.mean(b), np.std(b, ddof=1), 3,
+                                                equal_var=False)
+    assert from_table.p == pytest.approx(direct.p) == pytest.approx(expected.pvalue)
+    assert from_table.low == pytest.approx(direct.low) and from_table.high == pytest.approx(direct.high)

@@ -138,12 +138,33 @@ def test_ratio_differences_follow_the_briefs_convention(table):
 def test_ratio_summary_counts_every_figure(table):
     text = suite.ratio_summary(table, "tmpfs", "disk")
     cells = suite.ratio_cells(table, "tmpfs", "disk")
-    worse, better = int((cells["difference"] < 0).sum()), int((cells["difference"] > 0).sum())
+    significant = cells["test_result"].map(lambda t: t.significant)
+    worse = int(((cells["difference"] < 0) & significant).sum())
+    better = int(((cells["difference"] > 0) & significant).sum())
     assert text.startswith("tmpfs / disk: ")
-    if worse:
-        assert f"worse in {worse} of {len(cells)} figures" in text
-    if better:
-        assert f"better in {better} of {len(cells)} figures" in text
+    assert (f"significantly worse in {worse} of {len(cells)} figures" in text) == (worse > 0)
+    assert (f"significantly better in {better} of {len(cells)} figures" in text) == (better > 0)
+    noise = len(cells) - worse - better
+    assert (f"within run-to-run noise in {noise} of {len(cells)} figures" in text) == (noise > 0)
+    assert text.endswith("(Welch's t-test, p < 0.05; n = 2 vs 2)")
+
+
+def test_ratio_significance_is_welch_on_the_repetitions(table):
+    from scipy import stats as scipy_stats
+    cells = suite.ratio_cells(table, "tmpfs", "disk")
+    checked = 0
+    for cell in cells[cells["metric"] != "time"].itertuples():
+        reps = [table[(table["config"] == c) & (table["workload"] == cell.test) & (table["metric"] == cell.metric)]
+                .groupby("rep")["value"].mean().to_numpy() for c in ("tmpfs", "disk")]
+        expected = scipy_stats.ttest_ind(*reps, equal_var=False).pvalue
+        assert cell.test_result.p == pytest.approx(expected)
+        assert cell.test_result.significant == (expected < 0.05)
+        checked += 1
+    assert checked >= 5
+    ratios = suite.ratio_table(table, "tmpfs", "disk").set_index("Test")
+    for test, row in ratios.iterrows():
+        mine = cells[cells["test"] == test]
+        assert row["Significance"].count("n = 2 vs 2") == len(mine)
 
 
 def test_a_missing_configuration_or_test_is_named_not_invented(table):
@@ -206,3 +227,16 @@ def test_tests_table_and_scale_statement(table):
     assert "33.6 MB of key-value data" in text and "hold the whole database" in text   # 80,000 x 420 B
     assert "no O_DIRECT" in text
     assert "recorded no scale" in suite.scale_statement({}, None)
+
+
+def test_with_one_repetition_no_ratio_is_a_finding(table):
+    once = table[table["rep"] == table["rep"].min()]
+    cells = suite.ratio_cells(once, "tmpfs", "disk")
+    assert not cells["test_result"].map(lambda t: t.tested).any()
+    text = suite.ratio_summary(once, "tmpfs", "disk")
+    assert "significantly" not in text and text.endswith(
+        "none of it tested (n = 1 vs 1: run-to-run noise unknown, so no difference is established)")
+    worse = int((cells["difference"] < 0).sum())
+    assert (f"worse in {worse} of {len(cells)} figures" in text) == (worse > 0)
+    ratios = suite.ratio_table(once, "tmpfs", "disk")
+    assert set(ratios.loc[ratios["Calculation"] != "not measured", "Significance"]) == {"not tested: n = 1 vs 1"}

@@ -207,3 +207,90 @@ def test_a_campaign_no_longer_declared_is_shown_from_its_record():
 def test_a_single_thread_is_singular():
     assert sweep.at_load_text(1, "threads") == "1 thread"
     assert sweep.at_load_text(96, "threads") == "96 threads"
+
+
+# ------------------------------------------------------------------ significance of measured leads
+
+def test_tested_leads_are_welch_on_the_repetitions_read_back_from_db_bench(measured):
+    from scipy import stats as scipy_stats
+    configs = ["disk", "tmpfs"]
+    ops = sweep.wide(measured, "readrandom", "ops", configs)
+    leads = sweep.tested_leads(ops, sweep.rep_values(measured, "readrandom", "ops"), True)
+    assert leads and [t.lead.difference for t in leads] == sorted((t.lead.difference for t in leads), reverse=True)
+    for tested in leads:
+        a = [r["ops"] for r in raw(tested.lead.leader, "readrandom", int(tested.lead.load))]
+        b = [r["ops"] for r in raw(tested.lead.other, "readrandom", int(tested.lead.load))]
+        expected = scipy_stats.ttest_ind(a, b, equal_var=False).pvalue
+        assert tested.test.p == pytest.approx(expected) and (tested.test.n_a, tested.test.n_b) == (len(a), len(b))
+        assert tested.test.significant == (expected < 0.05 and len(a) >= 2 and len(b) >= 2)
+
+
+@pytest.mark.parametrize("workload", ["readrandom", "readwhilewriting", "readrandomwriterandom"])
+def test_a_lead_finding_says_significant_only_when_welch_says_so(measured, workload):
+    configs = ["disk", "tmpfs"]
+    for spec in (OPS, P99):
+        table = sweep.wide(measured, workload, spec.metric, configs)
+        reps = sweep.rep_values(measured, workload, spec.metric)
+        leads = sweep.tested_leads(table, reps, spec.higher_is_better)
+        text = sweep.lead_finding(table, spec, "threads", reps)
+        significant = [t for t in leads if t.test.significant]
+        if significant:
+            best = max(significant, key=lambda t: t.lead.difference)
+            assert text.startswith(f"{best.lead.leader}: up to **{fmt(100 * best.lead.difference)}%**")
+            assert f"Welch p = {best.test.p:.2f}" in text or "Welch p <" in text or f"Welch p = {best.test.p:.2g}" in text
+            assert f"n = {best.test.n_a} vs {best.test.n_b}" in text
+        else:
+            assert "no significant difference" in text and "**" not in text
+        row = sweep.lead_row(table, spec, "Threads", reps)
+        assert row["Significance"] == (best.test.verdict() if significant else leads[0].test.verdict())
+
+
+def test_one_repetition_per_point_is_never_a_finding(measured):
+    once = measured[measured["rep"] == measured["rep"].min()]
+    table = sweep.wide(once, "readrandom", "ops", ["disk", "tmpfs"])
+    reps = sweep.rep_values(once, "readrandom", "ops")
+    text = sweep.lead_finding(table, OPS, "threads", reps)
+    assert "**" not in text and "not tested (n = 1 vs 1)" in text and "run-to-run noise unknown" in text
+    row = sweep.max_difference_table({"ops": table}, [OPS, EFF], None, "Threads", {"ops": reps})
+    assert list(row.columns)[-1] == "Significance"
+    assert row.iloc[0]["Significance"] == "not tested (n = 1 vs 1)" and row.iloc[1]["Significance"] == ""
+
+
+@pytest.mark.parametrize("sudo", [True, False])
+def test_the_declared_host_cell_is_the_ssh_url_not_a_mapping(tmp_path, sudo):
+    from briefkit.briefs import sections
+    from briefkit.config import params
+    from briefkit.dataset.processed import CampaignRecord
+    key = tmp_path / "id_ed25519"
+    declared = params.SshOptions(ssh="ssh://bench@10.0.0.5:2223", known_hosts=str(tmp_path / "known_hosts"),
+                                 client_keys=[str(key)], sudo=sudo).model_dump(exclude_none=True, mode="json")
+    record = CampaignRecord.from_json({
+        "name": "remote", "workload": "dbbench", "tool": "db_bench", "hosts": [], "declared_host": declared,
+        "repetitions": 1, "configs": ["disk"], "config_specs": {}, "labels": {}, "matrix": {}, "settings": {},
+        "declaration_status": "as declared", "changed_keys": [],
+        "points": {"planned": 1, "done": 0, "skipped": 0, "failed": 0, "left": 1}, "measured": {}})
+    cell = sections.campaign_table(record).set_index("Item")["Value"]["Host as declared"]
+    assert cell == ("ssh://bench@10.0.0.5:2223 (with sudo)" if sudo else "ssh://bench@10.0.0.5:2223")
+    assert str(key) not in sections.hosts_text(record) and "{" not in sections.hosts_text(record)
+    assert sections.declared_host_text("local") == "local" and sections.declared_host_text(None) == "not reported"
+
+
+def test_repetition_table_beside_ops_says_what_db_bench_did_not_give(measured):
+    table = sweep.repetition_table(measured, "readrandom", [OPS], ["disk"], "Threads", beside=sweep.BESIDE)
+    assert list(table.columns)[-4:] == ["CPU usr / sys (%)", "Stall (%)",
+                                        "Write amp.", "Steady state"]
+    has = set(measured["metric"])
+    for column, metric in (("Stall (%)", "stall_pct"), ("Write amp.", "write_amp"),
+                           ("CPU usr / sys (%)", "usr_cpu")):
+        assert (set(table[column]) == {"not measured"}) == (metric not in has)
+    assert set(table["Steady state"]) == {"not asked"}
+    assert sweep.steady_state_text([1.0, 0.0, float("nan")]) == "yes; no" and sweep.steady_state_text([]) == "not asked"
+
+
+def test_columns_not_measured_anywhere_are_named_once(measured):
+    table = sweep.repetition_table(measured, "readrandom", [OPS], ["disk"], "Threads", beside=sweep.BESIDE)
+    kept, dropped = sweep.drop_unmeasured(table)
+    assert "Steady state" in kept.columns                 # its three states are always shown
+    for column in dropped:
+        assert (table[column] == "not measured").all() and column not in kept.columns
+    assert set(kept.columns) | set(dropped) == set(table.columns)

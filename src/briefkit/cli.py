@@ -87,49 +87,13 @@ def _build(args) -> int:
 
 
 def _compare(args) -> int:
-    """The same brief for two campaigns, side by side: the brief's notebook run once per campaign
-    (show=[campaign]) into reports/compare/, each rendered to HTML, then one page holding both.
-    The page is self-contained: each side is an iframe whose document is inlined (srcdoc)."""
-    import html
-
-    import papermill
-
-    from briefkit.dataset import processed
-    from briefkit.report import render
+    """The same brief for two campaigns, side by side (briefkit.report.compare)."""
+    from briefkit.report import compare
 
     base = project.root()
     brief = project.brief(args.brief, base)
-    paths = brief.paths(base)
-    processed_dir = base / "data" / "processed"
     names = [args.campaign_a, args.campaign_b]
-    processed.load(brief.slug, processed_dir).selected(names)   # an unknown campaign is named, with the known ones
-    meta = processed.read_brief(brief.slug, processed_dir)
-    folder = base / "reports" / "compare"
-    folder.mkdir(parents=True, exist_ok=True)
-    sides = []
-    for name in names:
-        executed = folder / f"{brief.slug}-{name}.ipynb"
-        parameters = {"brief": brief.slug, "processed_dir": str(processed_dir.resolve()), "show": [name],
-                      **meta["parameters"]}
-        papermill.execute_notebook(str(paths["notebook"]), str(executed), parameters=parameters,
-                                   cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
-                                   kernel_name="python3")
-        sides.append((name, render.to_html(executed, folder / f"{brief.slug}-{name}.html").read_text(encoding="utf-8")))
-    page = folder / f"{brief.slug}-{names[0]}-vs-{names[1]}.html"
-    frames = "".join(f'<section><h1>Campaign {html.escape(name)}</h1><iframe title="{html.escape(brief.slug)}, '
-                     f'campaign {html.escape(name)}" srcdoc="{html.escape(body, quote=True)}"></iframe></section>'
-                     for name, body in sides)
-    page.write_text(f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(brief.slug)}: {' against '.join(map(html.escape, names))}</title>
-<style>
-body {{ margin: 0; font-family: "Liberation Sans", Arial, sans-serif; }}
-main {{ display: flex; height: 100vh; }}
-section {{ flex: 1; display: flex; flex-direction: column; min-width: 0; border-left: 1px solid #ccd; }}
-h1 {{ font-size: 11pt; margin: 0; padding: 6px 10px; background: #1f4e9c; color: white; }}
-iframe {{ flex: 1; border: 0; width: 100%; }}
-</style></head>
-<body><main>{frames}</main></body></html>
-""", encoding="utf-8")
+    page = compare.side_by_side(base, brief.slug, brief.paths(base)["notebook"], names, quiet=args.quiet)
     print(f"{page.relative_to(base)}: {brief.slug} for campaigns {names[0]} and {names[1]}, side by side",
           file=sys.stderr)
     return 0

@@ -85,7 +85,7 @@ figures below its efficiency and latency, each from the numbers it prints.""")
                 out.table(mix.published_throughput_table(pub),
                           "Published throughput (MB/s) at the lowest and highest numjobs, and the "
                           f"{pub.subject} multiple recomputed from those numbers (published Figures 1, 4, 7, 10 and their "
-                          "text)"),
+                          "text)", note="Published, no repetitions: the multiples are not tested for significance."),
                 out.table(mix.published_efficiency_table(pub),
                           "Published power efficiency, with 3.6 x MB/s per W beside each TB/kWh "
                           "(published Figures 2, 5, 8, 11 and their text)",
@@ -158,9 +158,11 @@ figures below its efficiency and latency, each from the numbers it prints.""")
         reps = record.repetitions
         noise = (f"Repetitions are averaged and shown with the half-width of their 95 % confidence interval "
                  f"(Student t, {plural(reps - 1, 'degree')} of freedom: with few repetitions the intervals are "
-                 "wide). A lead whose intervals overlap is marked *within noise*." if reps > 1 else
+                 "wide; an interval at least half as wide as its mean is flagged *too wide to compare*). A lead is "
+                 "a finding only when Welch's t-test of the two points' repetitions gives p < 0.05 (p and n beside "
+                 "it); otherwise it is marked *within noise*." if reps > 1 else
                  "Each point ran once: there is no confidence interval, so no lead can be told apart from "
-                 "run-to-run noise (every lead is marked *within noise*).")
+                 "run-to-run noise (every lead is marked *not tested*).")
         return (f"Campaign **{record.name}** on {hosts_text(record)}: {plural(len(record.configs), 'configuration')}, "
                 f"{len(matrix.get('rw', []))} mixes x {len(matrix.get('bs', []))} block sizes x numjobs "
                 f"{', '.join(str(n) for n in matrix.get('numjobs', []))}, {plural(reps, 'repetition')} each. "
@@ -191,6 +193,14 @@ figures below its efficiency and latency, each from the numbers it prints.""")
                     if powered:
                         labels.append(out.table(mix.efficiency_table(summary, read, configs),
                                                 f"{title}: power efficiency (MB/s per W; TB/kWh = 3.6 x MB/s per W)"))
+                    labels.append(out.table(mix.point_table(c["samples"], read, configs),
+                                            f"{title}: each repetition's throughput, CPU use and steady state",
+                                            note="Each repetition in order. CPU: fio's usr_cpu / sys_cpu, % of one "
+                                                 "CPU per job over the run (with numjobs clones, their CPU time over "
+                                                 "their run time, as fio's group_reporting gives it). Steady state: "
+                                                 "fio's steadystate check, per "
+                                                 "repetition; not asked when the campaign did not ask for it.",
+                                            css_class="brief-table auto"))
                 out.figure(mix.figure(summary, read, configs, c["palette"]),
                            f"{title} ({read}/{100 - read} R/W): throughput (error bars: 95 % confidence interval) "
                            f"and mean completion latency against numjobs, measured; every point in {', '.join(labels)}.")

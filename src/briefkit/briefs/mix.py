@@ -29,7 +29,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from briefkit.briefs import plots
+from briefkit.briefs import plots, sweep
 from briefkit.core import compare, efficiency, sizes, stats
 from briefkit.core import samples as samples_mod
 from briefkit.core.numbers import fmt
@@ -206,8 +206,19 @@ class Multiple:
     other: str
     leader_value: float
     other_value: float
-    overlap: bool              # the two 95 % intervals overlap: the lead is within the noise
+    overlap: bool              # the two 95 % intervals overlap
     operand_decimals: int = 0
+    test: stats.Difference | None = None   # Welch's t-test of the two points' repetitions
+
+    @property
+    def significant(self) -> bool:
+        return self.test is not None and self.test.significant
+
+    @property
+    def noise_note(self) -> str:
+        """" (Welch p = 0.003, n = 3 vs 3)", " (within noise: p = 0.41, n = 2 vs 2)" or
+        " (not tested: n = 1 vs 1)": whether the lead is beyond run-to-run noise."""
+        return f" ({self.test.short})" if self.test is not None else " (not tested)"
 
     @property
     def value(self) -> float:
@@ -243,8 +254,12 @@ def multiple(summary_table: pd.DataFrame, workload: str, metric: str, load: floa
     else:
         overlap = bounds[0][0] <= bounds[1][1] and bounds[1][0] <= bounds[0][1]
     values = means.loc[load, leader] * scale, means.loc[load, other] * scale
+    spread = wide(summary_table, workload, metric, configs, "std")
+    count = wide(summary_table, workload, metric, configs, "n")
+    test = stats.welch_from_stats(*(x for c in (leader, other)
+                                    for x in (means.loc[load, c], spread.loc[load, c], count.loc[load, c])))
     return Multiple(workload, metric, load, leader, other, values[0], values[1], bool(overlap),
-                    operand_decimals)
+                    operand_decimals, test)
 
 
 # ---------------------------------------------------------------------------- display tables
@@ -265,12 +280,20 @@ def calc_cell(calculation: str) -> str:
 
 
 
+#: A 95 % half-width at least this fraction of the mean is flagged: such an interval cannot tell points apart.
+TOO_WIDE = 0.5
+
+
 def _mean_ci(mean: float, low: float, high: float, n: float, decimals: int) -> str:
     if pd.isna(mean):
         return "n/a"
     if pd.isna(low) or pd.isna(high):
         return nowrap(f"{fmt(mean, decimals)} (n = {int(n)})") if not pd.isna(n) else fmt(mean, decimals)
-    return f"{fmt(mean, decimals)} {nowrap('± ' + fmt((high - low) / 2, decimals))}"   # may break before ±
+    half = (high - low) / 2
+    text = f"{fmt(mean, decimals)} {nowrap('± ' + fmt(half, decimals))}"   # may break before ±
+    if mean and half >= TOO_WIDE * abs(mean):
+        text += f" ({nowrap(f'n = {int(n)}')}: interval too wide to compare)"   # the words may wrap
+    return text
 
 
 def _cells(summary_table, workload, metric, configs, scale) -> dict[str, pd.DataFrame]:
@@ -333,6 +356,26 @@ def efficiency_table(summary_table: pd.DataFrame, read: int, configs: Sequence[s
     return pd.DataFrame(rows)
 
 
+def point_table(table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.DataFrame:
+    """Each point of one mix as measured (``table``: the tidy samples): throughput of every repetition
+    in order, and beside it fio's CPU use (user / system, % of one CPU) and whether the point reached
+    steady state ("not asked" when the campaign did not ask)."""
+    rows = []
+    for mix in (m for m in mixes(table) if m.read == read):
+        mine = table[table["workload"] == mix.label]
+        for load in sorted(mine["load"].dropna().unique()):
+            for config in configs:
+                at = mine[(mine["load"] == load) & (mine["config"] == config)]
+                if at.empty:
+                    continue
+                bw = at[at["metric"] == "total_bw"].sort_values("rep")["value"]
+                rows.append({"Block size": mix.size, "numjobs": f"{load:g}", "Config": config,
+                             "Reps": int(at["rep"].nunique()),
+                             "MB/s, each rep": "; ".join(fmt(v, 0) for v in bw) if len(bw) else "not measured",
+                             **sweep.beside_cells(at, ("cpu", "steady_state"))})
+    return pd.DataFrame(rows)
+
+
 #: The rows of a multiples table: metric, its name, scale to the printed unit, decimals.
 MULTIPLE_ROWS = (("total_bw", "Throughput (MB/s)", 1.0, 0),
                  ("read_clat_mean", "Read latency (ms)", 1e-3, 2),
@@ -340,10 +383,15 @@ MULTIPLE_ROWS = (("total_bw", "Throughput (MB/s)", 1.0, 0),
                  ("mbps_per_watt", "Power efficiency (MB/s per W)", 1.0, 1))
 
 
+def _keep_figures(text: str) -> str:
+    """"p = 0.41" and "n = 2 vs 2" stay on one line; the words between them may wrap."""
+    return re.sub(r"[pn] [=<] [\d.]+(?: vs \d+)?", lambda found: nowrap(found.group()), text)
+
+
 def multiples_table(summary_table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.DataFrame:
     """The brief's "Details": for each block size and metric, the leader's multiple at low and at
-    high concurrency with its calculation, "(a / b) = ~N.Nx". A lead inside the run-to-run noise
-    (overlapping 95 % intervals) is marked; a metric without data says "not measured"."""
+    high concurrency with its calculation, "(a / b) = ~N.Nx", and whether the lead is beyond
+    run-to-run noise (Welch's t-test, ``Multiple.noise_note``); a metric without data says "not measured"."""
     rows = []
     for mix in (m for m in mixes(summary_table) if m.read == read):
         ends = concurrency_ends(summary_table, mix.label, configs)
@@ -358,7 +406,7 @@ def multiples_table(summary_table: pd.DataFrame, read: int, configs: Sequence[st
                     have = (summary_table["metric"] == metric).any()
                     row[column] = "n/a" if have else "not measured"
                 else:
-                    row[column] = f"{m.leader}: {calc_cell(m.calculation)}" + (" (within noise)" if m.overlap else "")
+                    row[column] = f"{m.leader}: {calc_cell(m.calculation)}{_keep_figures(m.noise_note)}"
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -707,18 +755,33 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
         if not own:
             lines.append(f"**{config}** leads in throughput at none of the {len(leads)} points.")
             continue
-        best = max(own, key=lambda m: m.value)
-        lines.append(f"**{config}** moves more MB/s at {len(own)} of {len(leads)} points; its largest "
-                     f"lead is at {best.workload}, {LOAD_KIND} {best.load:g}: {best.calculation}.")
-    clear = [m for m in leads if not m.overlap]
+        beyond = [m for m in own if m.significant]
+        text = (f"**{config}** moves more MB/s at {len(own)} of {len(leads)} points, {len(beyond)} of them beyond "
+                "run-to-run noise (Welch p < 0.05)")
+        if beyond:
+            best = max(beyond, key=lambda m: m.value)
+            text += (f"; its largest significant lead is at {best.workload}, {LOAD_KIND} {best.load:g}: "
+                     f"{best.calculation}{best.noise_note}.")
+        else:
+            best = max(own, key=lambda m: m.value)
+            verdict = best.test.verdict() if best.test is not None else "not tested"
+            text += (f": none of its leads is a finding (the largest, at {best.workload}, {LOAD_KIND} {best.load:g}: "
+                     f"{best.calculation}, {verdict}).")
+        lines.append(text)
+    clear = [m for m in leads if m.significant]
+    tested = [m for m in leads if m.test is not None and m.test.tested]
+    sides = ", ".join(sorted({m.test.n_text for m in leads if m.test is not None}))
     if clear:
-        lines.append(f"At {len(clear)} of {len(leads)} points the two configurations' 95 % confidence "
-                     f"intervals of throughput do not overlap; at the other {len(leads) - len(clear)} "
-                     "the difference is within the run-to-run noise.")
+        lines.append(f"At {len(clear)} of {len(leads)} points the throughput difference between the two configurations "
+                     f"is significant (Welch's t-test of the repetitions, p < 0.05; {sides}); at the other "
+                     f"{len(leads) - len(clear)} it is within the run-to-run noise.")
+    elif tested:
+        lines.append(f"At none of the {len(leads)} points is the throughput difference between the two configurations "
+                     f"significant (Welch's t-test of the repetitions, p < 0.05; {sides}): every throughput difference "
+                     "measured here is within the run-to-run noise.")
     else:
-        lines.append(f"At none of the {len(leads)} points do the two configurations' 95 % confidence "
-                     "intervals of throughput separate: every throughput difference measured here is within "
-                     "the run-to-run noise.")
+        lines.append(f"At none of the {len(leads)} points could the throughput difference be tested ({sides}): with "
+                     "one repetition per point the run-to-run noise is unknown, so no difference is a finding.")
     lat = []
     for direction in ("read", "write"):
         metric = f"{direction}_clat_mean"
@@ -729,8 +792,10 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
         ms = [m for m in ms if m is not None]
         if ms:
             counts = {c: sum(m.leader == c for m in ms) for c in configs[:2]}
+            beyond = {c: sum(m.leader == c and m.significant for m in ms) for c in configs[:2]}
             lat.append(f"{direction} latency is lower on " + " and ".join(
-                f"{c} for {counts[c]}" for c in configs[:2]) + f" of the {len(ms)} mix and block-size pairs")
+                f"{c} for {counts[c]} ({beyond[c]} significant)" for c in configs[:2])
+                + f" of the {len(ms)} mix and block-size pairs")
     if lat:
         lines.append("At the highest numjobs, mean " + "; ".join(lat) + ".")
     if not (summary_table["metric"] == "mbps_per_watt").any():
@@ -741,7 +806,7 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
 
 __all__ = ["Mix", "label", "parse", "times", "mixes", "read_shares", "has_power", "with_efficiency", "summary",
            "percentile_samples", "percentile_table", "wide", "concurrency_ends", "Multiple", "multiple",
-           "throughput_table", "latency_table", "efficiency_table", "multiples_table", "figure", "findings",
+           "throughput_table", "latency_table", "efficiency_table", "multiples_table", "figure", "findings", "point_table",
            "method_table", "configurations_table", "published_findings", "published_mapping_table",
            "published_throughput_table", "published_efficiency_table", "published_latency_table", "MIX_NAMES",
            "published_throughput_figure", "published_bars_figure"]

@@ -19,12 +19,27 @@ from briefkit.briefs.sections import (
     ordered,
     selection_text,
 )
-from briefkit.core import compare, ramp
+from briefkit.core import compare, ramp, stats
 from briefkit.core.numbers import fmt
 from briefkit.dataset import claims
 
 #: What HammerDB never reports (its time profile stops at the 99th percentile).
 HAMMERDB_MISSING = ("txn_lat_p99.9",)
+
+
+#: relative_table's Metric column -> the sample metric (workload "all") it compares.
+RELATIVE_METRICS = {"NOPM": "nopm", "Mean (ms)": "txn_lat_mean", "99.9% (ms)": "txn_lat_p99.9"}
+
+
+def step_difference(data: pd.DataFrame, config: str, clients: float, base: str, base_clients: float,
+                    metric: str) -> stats.Difference:
+    """Welch's t-test of ``metric`` (all transactions) over the repetitions of ``config`` at ``clients``
+    against ``base`` at ``base_clients``."""
+    def reps(c, load):
+        rows = data[(data["config"] == c) & (data["load"] == load) & (data["metric"] == metric)
+                    & (data["workload"] == "all")]
+        return rows.groupby("rep", dropna=False)["value"].mean().to_numpy()
+    return stats.welch(reps(config, clients), reps(base, base_clients))
 
 
 class OltpRamp(BriefBase):
@@ -72,7 +87,8 @@ published brief does.""")
          out) = self._vars()
         lines = []
         said = [c["text"].rstrip(".") for c in pub.claims if c.get("kind") == "relative" and c.get("text")]
-        lines.append("**Published**, as the brief says: " + "; ".join(said) + ".")
+        lines.append("**Published** (no repetitions, not tested for significance), as the brief says: "
+                     + "; ".join(said) + ".")
         lines.append(f"**Reproduction check**: of {len(checks)} comparisons, {verdicts[claims.MATCHES]} match, "
                      f"{verdicts[claims.ROUNDING]} agree within rounding, {verdicts[claims.NOT_CHECKABLE]} cannot be "
                      f"checked and {verdicts[claims.MISMATCH]} do not match. The NOPM figures agree only when "
@@ -88,9 +104,20 @@ published brief does.""")
                 r = rel[config]
                 mean = f"{fmt(abs(r.mean_lower_pct), 0)} % {'lower' if r.mean_lower_pct >= 0 else 'higher'}"
                 p999 = f"{fmt(abs(r.p999_lower_pct), 0)} % {'lower' if r.p999_lower_pct >= 0 else 'higher'}"
-                parts.append(f"*{config}* reached **{compare.multiple_text(r.nopm, rel[base].nopm)}** the NOPM of *{base}* "
-                             f"({r.clients} against {rel[base].clients} clients), with {mean} mean and {p999} 99.9th "
-                             "percentile transaction time")
+                tests = {metric: step_difference(self.measured[name], config, r.clients, base, rel[base].clients, metric)
+                         for metric in ("nopm", "txn_lat_mean", "txn_lat_p99.9")}
+                verdicts = {m: t.verdict() for m, t in tests.items()}
+                times = compare.multiple_text(r.nopm, rel[base].nopm)
+                if len(set(verdicts.values())) == 1 and not tests["nopm"].tested:
+                    parts.append(f"*{config}* reached {times} the NOPM of *{base}* ({r.clients} against "
+                                 f"{rel[base].clients} clients), with {mean} mean and {p999} 99.9th percentile "
+                                 f"transaction time ({tests['nopm'].short}, so run-to-run noise is unknown)")
+                else:
+                    times = f"**{times}**" if tests["nopm"].significant else times
+                    parts.append(f"*{config}* reached {times} the NOPM of *{base}* ({r.clients} against "
+                                 f"{rel[base].clients} clients; {verdicts['nopm']}), with {mean} mean "
+                                 f"({verdicts['txn_lat_mean']}) and {p999} 99.9th percentile transaction time "
+                                 f"({verdicts['txn_lat_p99.9']})")
             stops = [f"*{config}* at {found[config].point.clients} clients" if found[config].point else
                      f"*{config}*: no step qualifies" for config in m_configs[name] if config in found]
             wal = [s.wal_write_ms for r in found.values() for s in r.steps if s.wal_write_ms is not None]
@@ -230,6 +257,11 @@ transaction times as bars without values.""")
         for name, data in measured.items():
             found, base = ramps[name], bases[name]
             table = ramp.relative_table(found, base)
+            if not table.empty:
+                base_clients = found[base].point.clients
+                table["Significance"] = [
+                    step_difference(data, row.Config, found[row.Config].point.clients, base, base_clients,
+                                    RELATIVE_METRICS[row.Metric]).verdict() for row in table.itertuples()]
             out.md(f"### At the stop condition: relative to *{base}*")
             if table.empty:
                 out.md(f"*{base}* has no reported step (its first step already met a stop condition), so nothing is "
@@ -246,7 +278,8 @@ transaction times as bars without values.""")
                          note="NOPM as a multiple of the baseline's, (a / b). Transaction times as the brief writes them, "
                               "'% lower' = 1 - (value / baseline). Difference: the briefs' convention, (superior / inferior) - 1 "
                               "for NOPM and (inferior / superior) - 1 for the times (lower is better); negative: the baseline "
-                              "is better.", css_class="brief-table auto")
+                              "is better. Significance: Welch's t-test of the repetitions of the two steps (p < 0.05 "
+                              "counts); with one repetition a difference is not tested.", css_class="brief-table auto")
         return out.take()
 
     def per_transaction(self):

@@ -141,7 +141,9 @@ configuration over another for every test and metric, with the calculation of ea
                 out.table(suite.ratio_table(m["data"], pair.numerator, pair.denominator),
                           f"{pair.numerator} / {pair.denominator} ratios{published_as}",
                           note=suite.ratio_summary(m["data"], pair.numerator, pair.denominator) + ". Cells: the "
-                               "numerator's mean over its repetitions divided by the denominator's.",
+                               "numerator's mean over its repetitions divided by the denominator's. Significance: "
+                               "Welch's t-test of the two configurations' repetitions (p < 0.05 counts; with one "
+                               "repetition a ratio is not tested).",
                           css_class="brief-table auto")
         return out.take()
 

@@ -65,6 +65,8 @@ class RocksdbSweep(BriefBase):
             self.measured[name] = {
                 "data": data, "record": record, "configs": configs, "specs": specs, "workloads": workloads,
                 "tables": {w: sweep.measured_tables(data, w, configs, self.lat_factor) for w in workloads},
+                "reps": {w: {s.metric: sweep.rep_values(data, w, s.metric, self.lat_factor if s.metric == "read_lat_p99"
+                                                        else 1.0) for s in specs} for w in workloads},
                 "palette": plots.colours(configs)}
 
     def _suffix(self, name: str, fmt: str = ": {}") -> str:
@@ -94,7 +96,8 @@ class RocksdbSweep(BriefBase):
         for workload in self.pub_workloads:
             found = [sweep.finding(self.tables[workload][s.metric], self.subject, s, self.load_kind)
                      for s in self.specs if not self.tables[workload][s.metric].dropna(how="all").empty]
-            lines.append(f"**{pub.workloads[workload]['title']}**: the {self.subject} achieves " + "; ".join(found) + ".")
+            lines.append(f"**{pub.workloads[workload]['title']}** (published, no repetitions: not tested for "
+                         f"significance): the {self.subject} achieves " + "; ".join(found) + ".")
         mismatches = verdicts.get(claims.MISMATCH, 0)
         if len(pub.points):
             parts = [f"{verdicts.get(claims.MATCHES, 0)} match",
@@ -116,10 +119,12 @@ class RocksdbSweep(BriefBase):
                 " (see *Reproduction check*)."
         for name, m in self.measured.items():
             found = [f"*{sweep.workload_title(w, pub.workloads)}*: " + "; ".join(
-                sweep.lead_finding(m["tables"][w].get(s.metric), s, self.load_kind) for s in m["specs"]) + "."
+                sweep.lead_finding(m["tables"][w].get(s.metric), s, self.load_kind, m["reps"][w][s.metric])
+                for s in m["specs"]) + "."
                 for w in m["workloads"]]
             lines.append(f"**Measured** (campaign {name} on {hosts_text(m['record'])}: {', '.join(m['configs'])}; "
-                         "small scale, see *How we tested*):\n" + "\n".join(f"    - {f}" for f in found))
+                         "small scale, see *How we tested*; a difference is stated only where Welch's t-test of the "
+                         "repetitions gives p < 0.05):\n" + "\n".join(f"    - {f}" for f in found))
         self.out.md(bullets(lines))
         self._headline()
         return self.out.take()
@@ -164,7 +169,8 @@ class RocksdbSweep(BriefBase):
             out.table(sweep.max_difference_table(data, self.specs, self.subject, kind.capitalize()),
                       f"{title}: calculated maximum difference values",
                       note=f"Each row is taken at the thread count where the {self.subject} leads by the most, "
-                           "against the competitor it leads by the most.")
+                           "against the competitor it leads by the most. Published numbers, no repetitions: not "
+                           "tested for significance.")
         return out.take()
 
     def reproduction_check(self):
@@ -276,10 +282,13 @@ measured campaign can compare its own.""")
                     fig, ax = plots.figure(height=3.0)
                     plots.by_load(ax, data_w["ops_per_watt"], ylabel="ops/s per W", palette=pal, xlabel=kind)
                     out.figure(fig, f"{title}: operations per second per watt.")
-                out.table(sweep.max_difference_table(data_w, m["specs"], None, kind.capitalize()),
+                out.table(sweep.max_difference_table(data_w, m["specs"], None, kind.capitalize(), m["reps"][workload]),
                           f"{title}: calculated maximum difference values",
                           note=f"Each row is taken at the {kind} count where one configuration leads another by the "
-                               "most (Leads); the calculation is the briefs': (superior / inferior) - 1.",
+                               "most beyond run-to-run noise (Leads), else where the gap is largest; the calculation is "
+                               "the briefs': (superior / inferior) - 1. Significance: Welch's t-test of the two "
+                               "points' repetitions (p < 0.05 counts), n repetitions on each side; with one "
+                               "repetition a difference is not tested.",
                           css_class="brief-table auto")
         return out.take()
 
@@ -308,11 +317,20 @@ measured campaign can compare its own.""")
             self.out.md(f"### Repetitions as measured{self._suffix(name, ' (campaign {})')}")
             for workload in m["workloads"]:
                 reps = sweep.repetition_table(m["data"], workload, m["specs"][:2], m["configs"],
-                                              self.load_kind.capitalize(), scale={"read_lat_p99": self.lat_factor})
+                                              self.load_kind.capitalize(), scale={"read_lat_p99": self.lat_factor},
+                                              beside=sweep.BESIDE)
+                reps, unmeasured = sweep.drop_unmeasured(reps)
+                missing = (f" Not measured at any point of this campaign, so left out: {', '.join(unmeasured)}."
+                           if unmeasured else "")
                 self.out.table(reps, f"{sweep.workload_title(workload, self.pub.workloads)} (measured): "
                                      "each repetition, in order",
                                note="Spread: (largest - smallest) / the value the figures use (mean; median for "
-                                    "the 99% latency).", css_class="brief-table auto")
+                                    "the 99% latency). Beside ops/s, as RocksDB's benchmark.sh reports them, each repetition in "
+                                    "order: CPU use, user / system in % of one CPU (db_bench prints none of its own, "
+                                    "so not measured here); the write stall % of db_bench's DB stats (when it printed "
+                                    "them); write amplification (not measured: neither compaction statistics nor the "
+                                    "bytes the application wrote are recorded); whether the point reached steady state "
+                                    "(\"not asked\" when the campaign did not ask)." + missing, css_class="brief-table auto")
         return self.out.take()
 
     def how_tested(self):

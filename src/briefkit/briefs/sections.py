@@ -215,7 +215,7 @@ def selection_text(data: processed.BriefData, names: list[str], show) -> str:
 def hosts_text(record) -> str:
     hosts = list(record.hosts or [])
     if not hosts:
-        return f"host {record.declared_host or NOT_REPORTED} (declared; no point finished)"
+        return f"host {declared_host_text(record.declared_host)} (declared; no point finished)"
     return ("host " if len(hosts) == 1 else "hosts ") + ", ".join(f"`{h}`" for h in hosts)
 
 
@@ -245,12 +245,23 @@ def text(value) -> str:
     return str(value)
 
 
+def declared_host_text(declared) -> str:
+    """The host a campaign declared, as a reader wants it: ``local``, the ssh URL, plus "with sudo"
+    when set. A mapping's key file paths (known_hosts, client_keys) are the operator's, not the host's."""
+    if not declared:
+        return NOT_REPORTED
+    if isinstance(declared, dict):
+        url = declared.get("ssh") or NOT_REPORTED
+        return f"{url} (with sudo)" if declared.get("sudo") else str(url)
+    return str(declared)
+
+
 def campaign_table(record) -> pd.DataFrame:
     """What ran, from the record beside the raw data: hosts, repetitions, durations, points, versions."""
     points, measured = record.points or {}, record.measured or {}
     rows = [("Campaign", record.name), ("Tool", record.tool or record.workload),
             ("Host(s) the points ran on", ", ".join(record.hosts) if record.hosts else "none yet"),
-            ("Host as declared", record.declared_host or NOT_REPORTED),
+            ("Host as declared", declared_host_text(record.declared_host)),
             ("Repetitions", text(record.repetitions)),
             ("Configurations", ", ".join(record.configs)),
             ("Points", f"{points.get('done', 0)} done of {points.get('planned', 0)} planned"

@@ -15,13 +15,14 @@ Repetitions of a test are averaged (all suite metrics are rates, means or times)
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from briefkit.briefs.sweep import decimals_for
-from briefkit.core import compare
+from briefkit.core import compare, stats
 from briefkit.core.flash import FLASH_KEYS
 from briefkit.core.numbers import fmt
 
@@ -89,8 +90,9 @@ def values(samples: pd.DataFrame, configs: Sequence[str] | None = None) -> pd.Da
                 if series is None or series.dropna().empty:
                     continue
                 rows.append({"config": config, "test": test.id, "metric": metric,
-                             "value": float(series.mean()), "reps": int(series.notna().sum())})
-    return pd.DataFrame(rows, columns=["config", "test", "metric", "value", "reps"])
+                             "value": float(series.mean()), "reps": int(series.notna().sum()),
+                             "std": float(series.std(ddof=1)) if series.notna().sum() > 1 else math.nan})
+    return pd.DataFrame(rows, columns=["config", "test", "metric", "value", "reps", "std"])
 
 
 def _decimals_by_metric(table: pd.DataFrame) -> dict[str, int]:
@@ -123,45 +125,55 @@ def performance_table(samples: pd.DataFrame, config: str) -> pd.DataFrame:
 def ratio_cells(samples: pd.DataFrame, numerator: str, denominator: str) -> pd.DataFrame:
     """Every (test, metric) that both configurations have: their values, the ratio numerator /
     denominator, and ``difference``: how much better (> 0) or worse (< 0) the numerator is, by
-    the briefs' convention ((superior / inferior) - 1, signed)."""
+    the briefs' convention ((superior / inferior) - 1, signed); ``test``: Welch's t-test of the two
+    configurations' repetitions (``briefkit.core.stats.Difference``)."""
     table = values(samples, [numerator, denominator])
     for config in (numerator, denominator):
         if config not in set(table["config"]):
             raise SuiteDataError(f"no flash-suite samples for configuration {config!r} "
                                  f"(configurations with data: {', '.join(sorted(set(table['config'])))})")
-    wide = table.pivot_table(index=["test", "metric"], columns="config", values="value")
+    wide = table.pivot_table(index=["test", "metric"], columns="config", values=["value", "std", "reps"],
+                             dropna=False)
     rows = []
     for (test, metric), row in wide.iterrows():
-        a, b = row.get(numerator), row.get(denominator)
+        a, b = row.get(("value", numerator)), row.get(("value", denominator))
         if pd.isna(a) or pd.isna(b) or b == 0 or a == 0:
             continue
         higher = COLUMNS[metric].higher_is_better
         better = compare.difference(a, b, higher)
         worse = compare.difference(b, a, higher)
+        tested = stats.welch_from_stats(a, row.get(("std", numerator)), row.get(("reps", numerator)),
+                                        b, row.get(("std", denominator)), row.get(("reps", denominator)))
         rows.append({"test": test, "metric": metric, "numerator": a, "denominator": b, "ratio": a / b,
-                     "difference": better if better >= 0 else -worse})
-    return pd.DataFrame(rows, columns=["test", "metric", "numerator", "denominator", "ratio", "difference"])
+                     "difference": better if better >= 0 else -worse, "test_result": tested})
+    return pd.DataFrame(rows, columns=["test", "metric", "numerator", "denominator", "ratio", "difference",
+                                       "test_result"])
 
 
 def ratio_table(samples: pd.DataFrame, numerator: str, denominator: str, ratio_decimals: int = 3) -> pd.DataFrame:
     """The brief's tables 4, 6 and 7: numerator / denominator for every test and metric, with the
-    calculation of each cell."""
+    calculation of each cell and whether each ratio is beyond run-to-run noise (Welch, p and n)."""
     cells = ratio_cells(samples, numerator, denominator)
     places = _decimals_by_metric(values(samples, [numerator, denominator]))
     rows = []
     for test in TESTS.values():
         mine = cells[cells["test"] == test.id].set_index("metric")
         row = {"Test": test.id}     # the titles are in the tests and per-configuration tables
-        calculations = []
+        calculations, tests = [], []
         for metric, column in COLUMNS.items():
             if metric in test.metrics and metric in mine.index:
                 cell = mine.loc[metric]
                 row[column.label] = fmt(cell["ratio"], ratio_decimals)
                 calculations.append(f"{column.label}: {fmt(cell['numerator'], places[metric])} / "
                                     f"{fmt(cell['denominator'], places[metric])} = {fmt(cell['ratio'], ratio_decimals)}")
+                tests.append(f"{column.label}: {cell['test_result'].short}")
             else:
                 row[column.label] = ""
         row["Calculation"] = "; ".join(calculations) if calculations else "not measured"
+        untested = [c.test_result for c in mine.itertuples() if not c.test_result.tested]
+        if tests and len(untested) == len(tests) and len({t.short for t in untested}) == 1:
+            tests = [untested[0].short]        # one repetition: said once for the row
+        row["Significance"] = "; ".join(tests)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -173,17 +185,33 @@ def ratio_summary(samples: pd.DataFrame, numerator: str, denominator: str) -> st
     if cells.empty:
         return f"{numerator} and {denominator} have no test in common"
     parts = []
-    for word, chosen in (("worse", cells[cells["difference"] < 0]), ("better", cells[cells["difference"] > 0])):
+    tested = cells["test_result"].map(lambda t: t.tested)
+    sides = ", ".join(sorted({t.n_text for t in cells["test_result"]}))
+    if not tested.any():     # the direction of each ratio, said to be untested
+        for word, chosen in (("worse", cells[cells["difference"] < 0]), ("better", cells[cells["difference"] > 0])):
+            if len(chosen):
+                size = chosen["difference"].abs()
+                span = (compare.percent(size.min(), 1) if len(chosen) == 1 else
+                        f"{compare.percent(size.min(), 1)} to {compare.percent(size.max(), 1)}")
+                parts.append(f"{word} in {len(chosen)} of {len(cells)} figures (by {span})")
+        return (f"{numerator} / {denominator}: " + ", ".join(parts) + f", none of it tested ({sides}: run-to-run "
+                "noise unknown, so no difference is established)")
+    significant = cells["test_result"].map(lambda t: t.significant)
+    for word, chosen in (("worse", cells[(cells["difference"] < 0) & significant]),
+                         ("better", cells[(cells["difference"] > 0) & significant])):
         if chosen.empty:
             continue
         size = chosen["difference"].abs()
         span = (compare.percent(size.min(), 1) if len(chosen) == 1 else
                 f"{compare.percent(size.min(), 1)} to {compare.percent(size.max(), 1)}")
-        parts.append(f"{word} in {len(chosen)} of {len(cells)} figures (by {span})")
-    same = int((cells["difference"] == 0).sum())
-    if same:
-        parts.append(f"equal in {same}")
-    return f"{numerator} / {denominator}: " + ", ".join(parts)
+        parts.append(f"significantly {word} in {len(chosen)} of {len(cells)} figures (by {span})")
+    noise = int((tested & ~significant).sum())
+    untested = int((~tested).sum())
+    if noise:
+        parts.append(f"within run-to-run noise in {noise} of {len(cells)} figures")
+    if untested:
+        parts.append(f"not tested in {untested} (fewer than two repetitions or no variation)")
+    return f"{numerator} / {denominator}: " + ", ".join(parts) + f" (Welch's t-test, p < 0.05; {sides})"
 
 
 def fraction(scale: float) -> str:

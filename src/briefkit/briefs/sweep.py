@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from briefkit.core import compare, sizes, stats
@@ -84,13 +85,65 @@ def lead(wide: pd.DataFrame, higher_is_better: bool) -> Lead | None:
     return best
 
 
-def lead_row(wide: pd.DataFrame, spec: MetricSpec, load_label: str) -> dict:
+#: The repetitions of each point of one metric: (configuration, load) -> values in rep order.
+Repetitions = dict[tuple[str, float], np.ndarray]
+
+
+def rep_values(samples: pd.DataFrame, workload: str, metric: str, factor: float = 1.0) -> Repetitions:
+    """Each repetition's value of ``metric`` at every (configuration, load) of ``workload``, times
+    ``factor``. ``ops_per_watt`` is each repetition's ops/s over its own watts."""
+    mine = samples[samples["workload"] == workload]
+    if metric == "ops_per_watt":
+        both = mine[mine["metric"].isin(["ops", "watts"])].pivot_table(
+            index=["config", "load", "rep"], columns="metric", values="value", aggfunc="mean")
+        if not {"ops", "watts"} <= set(both.columns):
+            return {}
+        ratio = (both["ops"] / both["watts"]).dropna()
+        return {key: group.to_numpy() * factor for key, group in ratio.groupby(level=["config", "load"])}
+    rows = mine[mine["metric"] == metric].sort_values("rep")
+    return {key: group["value"].to_numpy(dtype=float) * factor for key, group in rows.groupby(["config", "load"])}
+
+
+@dataclass(frozen=True)
+class TestedLead:
+    """A lead of one configuration over another at one load, with Welch's test of its repetitions."""
+
+    lead: Lead
+    test: stats.Difference
+
+
+def tested_leads(wide: pd.DataFrame, reps: Repetitions, higher_is_better: bool) -> list[TestedLead]:
+    """Every positive lead of the wide table (point values), largest first, each tested on the
+    repetitions behind its two points."""
+    found = []
+    for subject in wide.columns:
+        for row in compare.differences(wide, subject, higher_is_better).itertuples():
+            a, b = reps.get((subject, row.load)), reps.get((row.other, row.load))
+            if row.difference <= 0 or a is None or b is None or not len(a) or not len(b):
+                continue
+            found.append(TestedLead(Lead(subject, row.other, row.load, row.subject_value, row.other_value,
+                                         row.difference), stats.welch(a, b)))
+    return sorted(found, key=lambda t: -t.lead.difference)
+
+
+def significant_lead(wide: pd.DataFrame, reps: Repetitions, higher_is_better: bool) -> TestedLead | None:
+    """The largest lead that is beyond run-to-run noise (Welch, ``stats.significant``), else the
+    largest lead, untested or not significant (its ``test`` says which); None without two configurations."""
+    leads = tested_leads(wide, reps, higher_is_better)
+    return next((t for t in leads if t.test.significant), leads[0] if leads else None)
+
+
+def lead_row(wide: pd.DataFrame, spec: MetricSpec, load_label: str, reps: Repetitions | None = None) -> dict:
     """A maximum-difference row between measured configurations: values at the load of the
-    largest gap, who leads, and the calculation. One configuration alone cannot be compared."""
-    best = lead(wide, spec.higher_is_better)
+    largest gap, who leads, and the calculation. One configuration alone cannot be compared.
+    With the repetitions (``reps``) the row is the largest lead beyond noise, and a Significance
+    column gives Welch's p and n (or why there is none)."""
+    tested = significant_lead(wide, reps, spec.higher_is_better) if reps is not None else None
+    best = tested.lead if tested is not None else lead(wide, spec.higher_is_better)
     if best is None:
-        return {"": spec.label, load_label: "", "Leads": "",
-                "Calculation": "n/a: one configuration has data at each load"}
+        row = {"": spec.label, load_label: "", "Leads": "",
+               "Calculation": "n/a: one configuration has data at each load"}
+        return {**row, "Significance": ""} if reps is not None else row
     row = {"": spec.label, load_label: f"{best.load:g}"}
     for config in wide.columns:
         value = wide.loc[best.load, config]
@@ -98,26 +151,31 @@ def lead_row(wide: pd.DataFrame, spec: MetricSpec, load_label: str) -> dict:
     row["Leads"] = best.leader
     row["Calculation"] = compare.calculation(best.leader_value, best.other_value, spec.higher_is_better,
                                              operand_decimals=spec.decimals, up_to=True)
+    if tested is not None:
+        row["Significance"] = tested.test.verdict()
     return row
 
 
 def max_difference_table(tables: dict[str, pd.DataFrame], specs: list[MetricSpec], subject: str | None,
-                         load_label: str) -> pd.DataFrame:
+                         load_label: str, reps: dict[str, Repetitions] | None = None) -> pd.DataFrame:
     """Rows for each metric that has data; a metric with no data (e.g. no power measured) gets a
-    row that says so instead of numbers. ``subject=None``: measured configurations, see ``lead``."""
+    row that says so instead of numbers. ``subject=None``: measured configurations, see ``lead``;
+    with ``reps`` (metric -> repetitions) each row is tested (``lead_row``)."""
     rows = []
     for spec in specs:
         wide = tables.get(spec.metric)
         if wide is None or wide.dropna(how="all").empty:
             rows.append(_not_measured(spec, load_label))
         elif subject is None:
-            rows.append(lead_row(wide, spec, load_label))
+            rows.append(lead_row(wide, spec, load_label, None if reps is None else reps.get(spec.metric, {})))
         else:
             rows.append(max_difference_row(wide, subject, spec, load_label))
     table = pd.DataFrame(rows)
-    configs = [c for c in table.columns if c not in ("", load_label, "Leads", "Calculation")]
+    tail = ("", load_label, "Leads", "Calculation", "Significance")
+    configs = [c for c in table.columns if c not in tail]
     leads = ["Leads"] if subject is None else []      # a published table has its subject, no Leads column
-    return table[["", load_label, *configs, *leads, "Calculation"]]
+    tested = ["Significance"] if "Significance" in table.columns else []
+    return table[["", load_label, *configs, *leads, "Calculation", *tested]].fillna({"Significance": ""})
 
 
 def _better(spec: MetricSpec) -> str:
@@ -137,15 +195,33 @@ def finding(wide: pd.DataFrame, subject: str, spec: MetricSpec, load_label: str)
             f"(at {at_load_text(best.load, load_label)})")
 
 
-def lead_finding(wide: pd.DataFrame, spec: MetricSpec, load_label: str) -> str:
-    """"tmpfs: up to **25%** more operations per second than disk (at 4 threads)", or why not."""
+def lead_finding(wide: pd.DataFrame, spec: MetricSpec, load_label: str, reps: Repetitions | None = None) -> str:
+    """"tmpfs: up to **25%** more operations per second than disk (at 4 threads)", or why not.
+
+    With the repetitions (``reps``) only a lead beyond run-to-run noise is stated as a finding, with
+    its Welch p and n: "tmpfs: up to **25%** ... (at 4 threads; Welch p = 0.003, n = 3 vs 3)";
+    otherwise "no significant difference" or "not tested" says so, beside the largest gap seen."""
     if wide is None or wide.dropna(how="all").empty:
         return f"{spec.label.lower()}: not measured"
-    best = lead(wide, spec.higher_is_better)
-    if best is None:
+    if reps is None:
+        best = lead(wide, spec.higher_is_better)
+        if best is None:
+            return f"{spec.label.lower()}: only one configuration measured"
+        return (f"{best.leader}: up to **{compare.percent(best.difference)}** {_better(spec)} than {best.other} "
+                f"(at {at_load_text(best.load, load_label)})")
+    tested = significant_lead(wide, reps, spec.higher_is_better)
+    if tested is None:
         return f"{spec.label.lower()}: only one configuration measured"
-    return (f"{best.leader}: up to **{compare.percent(best.difference)}** {_better(spec)} than {best.other} "
-            f"(at {at_load_text(best.load, load_label)})")
+    best, test = tested.lead, tested.test
+    gap = (f"{best.leader} {compare.percent(best.difference)} {_better(spec)} than {best.other} "
+           f"at {at_load_text(best.load, load_label)}")
+    if test.significant:
+        return (f"{best.leader}: up to **{compare.percent(best.difference)}** {_better(spec)} than {best.other} "
+                f"(at {at_load_text(best.load, load_label)}, {test.p_text()})")
+    if test.tested:
+        return (f"{spec.label.lower()}: no significant difference between the configurations (largest gap: {gap}, "
+                f"{test.verdict().removeprefix('no significant difference (')}")
+    return f"{spec.label.lower()}: largest gap {gap}, {test.verdict()}: run-to-run noise unknown"
 
 
 def _aggregate(metric: str) -> str:
@@ -211,12 +287,60 @@ def decimals_for(values, significant: int = 3) -> int:
     return max(0, significant - 1 - math.floor(math.log10(min(finite))))
 
 
+NOT_MEASURED = "not measured"
+
+#: The figures ``beside_cells`` can show next to throughput, by name.
+BESIDE = ("cpu", "stall", "write_amp", "steady_state")
+
+
+def steady_state_text(values) -> str:
+    """The ``steady_state`` samples of one point's repetitions (1.0 attained, 0.0 not), in rep order:
+    "yes; no", or "not asked" when the campaign did not ask for steady state (no samples)."""
+    values = [v for v in values if pd.notna(v)]
+    if not values:
+        return "not asked"
+    return "; ".join("yes" if v >= 0.5 else "no" for v in values)
+
+
+def beside_cells(at: pd.DataFrame, figures=BESIDE) -> dict[str, str]:
+    """What a repetition table shows beside throughput for one point (``at``: its samples, every
+    repetition): CPU use (user / system, % of one CPU), db_bench's write stall %, write
+    amplification and whether steady state was reached, each repetition in order; a figure the
+    tool did not give says "not measured" ("not asked" for steady state)."""
+    def each(metric: str) -> pd.Series:
+        return at[at["metric"] == metric].sort_values("rep").set_index("rep")["value"]
+    cells = {}
+    if "cpu" in figures:
+        usr, sys_ = each("usr_cpu"), each("sys_cpu")
+        both = [(usr[r], sys_[r]) for r in usr.index if r in sys_.index]
+        cells["CPU usr / sys (%)"] = (
+            "; ".join(f"{fmt(u, 0)} / {fmt(s, 0)}" for u, s in both) if both else NOT_MEASURED)
+    if "stall" in figures:
+        stall = each("stall_pct")
+        cells["Stall (%)"] = "; ".join(fmt(v, 1) for v in stall) if len(stall) else NOT_MEASURED
+    if "write_amp" in figures:
+        amp = each("write_amp")
+        cells["Write amp."] = "; ".join(fmt(v, 2) for v in amp) if len(amp) else NOT_MEASURED
+    if "steady_state" in figures:
+        cells["Steady state"] = steady_state_text(each("steady_state"))
+    return cells
+
+
+def drop_unmeasured(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The table without the ``beside_cells`` columns that say "not measured" in every row, and
+    their names, for a note that says so once instead of in every cell."""
+    beside = ("CPU usr / sys (%)", "Stall (%)", "Write amp.")
+    empty = [c for c in beside if c in table.columns and len(table) and (table[c] == NOT_MEASURED).all()]
+    return table.drop(columns=empty), empty
+
+
 def repetition_table(samples: pd.DataFrame, workload: str, specs: list[MetricSpec], configs: list[str],
-                     load_label: str, scale: dict[str, float] | None = None) -> pd.DataFrame:
+                     load_label: str, scale: dict[str, float] | None = None, beside=()) -> pd.DataFrame:
     """Every repetition as measured: one row per configuration and load, for each metric the
     values of the repetitions in order, the point value the figures use (mean, or median for a
     percentile) and the spread (max - min) / point value. ``scale`` multiplies a metric's values
-    (e.g. us -> ms)."""
+    (e.g. us -> ms). ``beside``: figures of ``beside_cells`` to add (CPU, stall, write amplification,
+    steady state)."""
     scale = scale or {}
     rows = []
     mine = samples[samples["workload"] == workload]
@@ -234,6 +358,7 @@ def repetition_table(samples: pd.DataFrame, workload: str, specs: list[MetricSpe
                 row[each] = "; ".join(fmt(v, spec.decimals) for v in values)   # "," is the thousands mark
                 row[spread] = (f"{fmt(100 * (values.max() - values.min()) / point, 0)}%"
                                if len(values) > 1 and point else "one rep")
+            row.update(beside_cells(at, beside) if beside else {})
             rows.append(row)
     return pd.DataFrame(rows)
 

@@ -58,6 +58,9 @@ _ALL = [
     # ingest: a failed job kept on purpose (briefkit ingest --keep-failed), a tool's own health figures
     Metric("job_error", "dimensionless", "lower", "Error code of a failed job (kept and marked)"),
     Metric("stall_pct", "percent", "lower", "Write stall time, % of the run"),
+    Metric("usr_cpu", "percent", "lower", "User CPU time, % of one CPU"),
+    Metric("sys_cpu", "percent", "lower", "System CPU time, % of one CPU"),
+    Metric("write_amp", "dimensionless", "lower", "Write amplification"),
     _latency("op_lat", "Operation latency (db_bench histogram of the test's operations)"),
     # steady state of a point (briefkit.core.steady, briefkit.tools.steady): fio's own verdict, or fio's rule
     # applied to db_bench's and pgbench's interval series

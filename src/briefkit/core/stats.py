@@ -13,6 +13,7 @@ merged bins instead (``briefkit.tools.fio.parse.merged_samples`` for fio json+).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -94,3 +95,114 @@ def median(table: pd.DataFrame, percentiles: Percentiles = "raise") -> pd.DataFr
         POINT_COLUMNS, dropna=False, sort=False)["value"]
     result = grouped.agg(median="median", n="count").reset_index()
     return result[[*POINT_COLUMNS, "median", "n"]]
+
+
+# ------------------------------------------------------------------ differences between two points
+
+#: Below this Welch p-value a difference between two groups of repetitions counts as significant.
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Welch's t-test of two groups of repetitions: ``difference`` = mean(a) - mean(b), its
+    confidence interval (``low``, ``high``), the two-sided ``p`` value and the size of each side.
+    With fewer than two values on a side, or no run-to-run variation at all, nothing is tested:
+    ``p``, ``low`` and ``high`` are NaN."""
+
+    difference: float
+    low: float
+    high: float
+    p: float
+    n_a: int
+    n_b: int
+    confidence: float = 0.95
+
+    @property
+    def tested(self) -> bool:
+        return self.n_a >= 2 and self.n_b >= 2 and math.isfinite(self.p)
+
+    @property
+    def significant(self) -> bool:
+        return self.tested and self.p < ALPHA
+
+    @property
+    def n_text(self) -> str:
+        return f"n = {self.n_a} vs {self.n_b}"
+
+    @property
+    def why_untested(self) -> str:
+        if self.n_a < 2 or self.n_b < 2:
+            return f"not tested ({self.n_text})"
+        return f"not tested (no run-to-run variation; {self.n_text})"
+
+    def p_text(self) -> str:
+        """"Welch p = 0.003, n = 3 vs 3", or why the difference was not tested."""
+        if not self.tested:
+            return self.why_untested
+        return f"Welch {p_value_text(self.p)}, {self.n_text}"
+
+    @property
+    def short(self) -> str:
+        """For a table cell: "Welch p = 0.003, n = 3 vs 3", "within noise: p = 0.41, n = 2 vs 2" or
+        "not tested: n = 1 vs 1"."""
+        if not self.tested:
+            return self.why_untested.replace("not tested (", "not tested: ").removesuffix(")")
+        if self.significant:
+            return self.p_text()
+        return f"within noise: {p_value_text(self.p)}, {self.n_text}"
+
+    def verdict(self) -> str:
+        """"significant (Welch p = 0.003, n = 3 vs 3)", "no significant difference (p = 0.41, n = 2 vs 2)",
+        or "not tested (n = 1 vs 2)"."""
+        if not self.tested:
+            return self.why_untested
+        if self.significant:
+            return f"significant ({self.p_text()})"
+        return f"no significant difference ({p_value_text(self.p)}, {self.n_text})"
+
+
+def p_value_text(p: float) -> str:
+    """"p = 0.41", "p = 0.0031" (two significant digits), "p < 0.001"."""
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p = {p:.2g}" if p < 0.01 else f"p = {p:.2f}"
+
+
+def _finite(values) -> np.ndarray:
+    data = np.asarray(values, dtype=float)
+    return data[np.isfinite(data)]
+
+
+def welch(a, b, confidence: float = 0.95) -> Difference:
+    """Welch's unequal-variances t-test of the repetitions ``a`` against ``b`` (NaN values ignored)."""
+    a, b = _finite(a), _finite(b)
+    if a.size == 0 or b.size == 0:
+        raise ValueError(f"a difference needs values on both sides (n = {a.size} vs {b.size})")
+    std = [float(x.std(ddof=1)) if x.size > 1 else math.nan for x in (a, b)]
+    return welch_from_stats(float(a.mean()), std[0], int(a.size), float(b.mean()), std[1], int(b.size), confidence)
+
+
+def welch_from_stats(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: float, n_b: int,
+                     confidence: float = 0.95) -> Difference:
+    """``welch`` from each side's mean, sample standard deviation (ddof 1) and n, as a summary
+    table (``summarize``) holds them. Welch-Satterthwaite degrees of freedom."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, not {confidence!r}")
+    n_a, n_b = int(n_a), int(n_b)
+    difference = float(mean_a - mean_b)
+    if n_a < 2 or n_b < 2 or not (math.isfinite(std_a) and math.isfinite(std_b)) or std_a == std_b == 0:
+        return Difference(difference, math.nan, math.nan, math.nan, n_a, n_b, confidence)
+    var_a, var_b = std_a ** 2 / n_a, std_b ** 2 / n_b
+    se = math.sqrt(var_a + var_b)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / (n_a - 1) + var_b ** 2 / (n_b - 1))
+    p = float(2 * scipy_stats.t.sf(abs(difference) / se, df))
+    half = float(scipy_stats.t.ppf((1 + confidence) / 2, df) * se)
+    return Difference(difference, difference - half, difference + half, p, n_a, n_b, confidence)
+
+
+def significant(a, b, alpha: float = ALPHA) -> bool:
+    """Whether ``a`` and ``b`` differ beyond run-to-run noise: Welch p < ``alpha`` with at least two
+    repetitions on each side. With one repetition on either side a difference is never significant."""
+    result = welch(a, b)
+    return result.tested and result.p < alpha

@@ -66,6 +66,9 @@ Metrics (``briefkit.core.samples`` vocabulary; units converted by ``samples.fram
     ``total_bw`` / ``total_iops`` are the sums over the directions with I/O (for every unit with
     I/O, so that a 100/0 mix has a total like a 70/30 one); with ``unified_rw_reporting=mixed``
     fio's own ``mixed`` object gives ``total_bw``, ``total_iops``, ``total_clat_*``.
+    ``usr_cpu`` and ``sys_cpu``: fio's user and system CPU time of the entry, in % of one CPU over
+    its run (fio's own figures; a sum of entries is total CPU time over total run time, the
+    job_runtime-weighted mean, as fio's group_reporting computes it).
 
     With ``--steadystate`` (fio's ``steadystate`` block per entry): ``steady_state`` (1.0 attained,
     0.0 not), ``steady_state_criterion`` and ``steady_state_limit`` (percent of the window's mean;
@@ -579,6 +582,9 @@ class _Unit:
     missing: dict[str, str] = field(default_factory=dict)
     #: fio's ``steadystate`` blocks of the entries (one per entry that has one)
     steady: tuple[_Steady, ...] = ()
+    #: fio's usr_cpu / sys_cpu (% of one CPU over the run) and the entry's job_runtime (ms, the weight
+    #: when entries are summed)
+    cpu: dict[str, float] = field(default_factory=dict)
 
 
 class HistKey(NamedTuple):
@@ -758,9 +764,20 @@ def _entry_units(ctx: _Context, doc: dict) -> list[_Unit]:
                    **{k: str(v) for k, v in job_options.items()}}
         error = entry.get("error", 0)
         found = _steady(ctx, entry.get("steadystate"), where)
+        cpu = {}
+        for figure in ("usr_cpu", "sys_cpu"):
+            if figure in entry:
+                value = entry[figure]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                        or value < 0:
+                    ctx.fail(f"{where}.{figure}", f"expected a CPU percentage (a number >= 0), found {value!r}")
+                cpu[figure] = float(value)
+        runtime = entry.get("job_runtime")
+        if cpu and isinstance(runtime, (int, float)) and not isinstance(runtime, bool) and runtime > 0:
+            cpu["job_runtime"] = float(runtime)
         units.append(_Unit(host=host, jobname=jobname, groupid=groupid, entries=(index,),
                            options=options, directions=directions,
-                           error=error if isinstance(error, int) else 0, steady=(found,) if found else ()))
+                           error=error if isinstance(error, int) else 0, steady=(found,) if found else (), cpu=cpu))
     _fill_all_clients(units)
     return units
 
@@ -783,6 +800,19 @@ def _fill_all_clients(units: list[_Unit]) -> None:
             if int(merged[1].sum()) == latency.n:
                 latency.arrays = merged
                 latency.percentile_list = next((tuple(p.printed) for p in parts if p.printed), None)
+
+
+def _summed_cpu(members: list[_Unit]) -> dict[str, float]:
+    """The CPU figures of entries summed as fio's group_reporting sums them: total CPU time over total
+    run time, i.e. the job_runtime-weighted mean (the plain mean where a runtime is missing)."""
+    weights = [m.cpu.get("job_runtime", 1.0) for m in members]
+    if not all("job_runtime" in m.cpu for m in members):
+        weights = [1.0] * len(members)
+    out = {}
+    for figure in ("usr_cpu", "sys_cpu"):
+        if all(figure in m.cpu for m in members):
+            out[figure] = sum(m.cpu[figure] * w for m, w in zip(members, weights)) / sum(weights)
+    return out
 
 
 def _sum_directions(parts: list[_Direction]) -> tuple[_Direction, dict[str, str]]:
@@ -846,7 +876,8 @@ def _units(path, per_job: bool = False, doc: dict | None = None) -> list[_Unit]:
                                entries=tuple(i for m in members for i in m.entries),
                                options=first.options, directions=directions,
                                error=next((m.error for m in members if m.error), 0),
-                               missing=missing, steady=tuple(b for m in members for b in m.steady)))
+                               missing=missing, steady=tuple(b for m in members for b in m.steady),
+                               cpu=_summed_cpu(members)))
     for unit in found:
         for name, direction in unit.directions.items():
             latency = direction.latency.get("clat")
@@ -991,6 +1022,10 @@ def _unit_rows(out: _Rows, unit: _Unit) -> None:
         out.add(unit, "total_iops", sum(d.iops for d in active), "IO/s")
     if unit.steady and unit.directions:
         _steady_rows(out, unit)
+    if unit.directions:
+        for figure in ("usr_cpu", "sys_cpu"):
+            if figure in unit.cpu:
+                out.add(unit, figure, unit.cpu[figure], "percent")
     if unit.error:
         out.add(unit, "job_error", float(unit.error), "dimensionless")
 
