@@ -3,6 +3,7 @@
     briefs.<brief>.campaigns.<name>:
       workload: fio | dbbench | oltp        briefkit.tools.REGISTRY
       host: local | ssh://user@host:port    or a mapping {ssh: ..., known_hosts: ..., client_keys: [...]}
+      hosts: [host, ...]                    a fleet instead (briefkit.measure.fleet): each host runs the plan
       workdir: /var/tmp/briefkit            on the host: storage and run folders live under it
       repetitions: 1
       power: {kind: none}                   briefkit.target.power.from_config
@@ -40,7 +41,7 @@ import pandas as pd
 
 from briefkit import tools as workloads
 from briefkit.config import project
-from briefkit.config.params import CampaignSpec, HostSpec, parse_ssh_url
+from briefkit.config.params import CampaignSpec, HostSpec, host_slug, parse_ssh_url
 from briefkit.core.errors import BriefkitError, CampaignError
 from briefkit.core.validation import check, check_name
 from briefkit.raw import records
@@ -73,6 +74,11 @@ class Campaign:
     matrix: dict[str, list]
     settings: dict[str, Any]
     raw_dir: Path
+    #: a fleet campaign's hosts by folder name (briefkit.config.params.host_slug); None: one host
+    hosts: dict[str, Any] | None = None
+    max_parallel_hosts: int | None = None
+    fio_server: bool = False
+    fio_server_port: int = 0
 
     def plan(self) -> list[Point]:
         return self.workload.plan(list(self.configs), self.matrix, self.repetitions)
@@ -125,10 +131,12 @@ def load(slug: str, name: str, base: Path | None = None) -> Campaign:
                for cname, cspec in model.configs.items()}
     matrix, settings = workload.validate(dict(model.matrix), dict(model.settings), where)
     power = spec.get("power") or {"kind": "none"}
+    hosts = {host_slug(h): h for h in model.hosts} if model.hosts is not None else None
     return Campaign(slug, name, workload, model.host, model.workdir, model.repetitions, power, configs,
                     {k: dict(v) for k, v in spec["configs"].items()},
                     {k: str(model.labels.get(k, k)) for k in configs}, matrix, settings,
-                    base / "data" / "raw" / slug / name)
+                    base / "data" / "raw" / slug / name, hosts=hosts, max_parallel_hosts=model.max_parallel_hosts,
+                    fio_server=model.fio_server, fio_server_port=model.fio_server_port)
 
 
 def connect(spec: Any, where: str = "host") -> Host:
@@ -285,7 +293,13 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
     """Run, or resume, the campaign ``name`` of brief ``slug``. Only unfinished points run; the
     campaign is locked for the whole run (on this machine and on the target, briefkit.raw.lock)."""
     camp = load(slug, name, base)
+    if camp.hosts is not None and host is not None:
+        raise CampaignError(f"{slug}/{name}: a fleet campaign runs on the hosts params.yaml names "
+                            f"(briefs.{slug}.campaigns.{name}.hosts); no other host can be given")
     with CampaignLock(camp.raw_dir, f"{slug}/{name}") as lock:
+        if camp.hosts is not None:
+            from briefkit.measure import fleet     # fleet builds on this module
+            return fleet.run_fleet(camp, lock, progress)
         return _run_locked(camp, lock, host, progress)
 
 

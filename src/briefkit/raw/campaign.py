@@ -28,11 +28,29 @@ STATUS_COLUMNS = ["campaign", "config", "label", "points", DONE, SKIPPED, FAILED
 
 
 def folders(brief_dir: Path) -> list[Path]:
-    """The campaign folders of data/raw/<brief>/ (those holding a campaign.json), by name."""
+    """The campaign folders of data/raw/<brief>/ (those holding a campaign.json), by name; a fleet
+    campaign (fleet.json) counts as the folders of its hosts, in the order fleet.json names them."""
     brief_dir = Path(brief_dir)
     if not brief_dir.is_dir():
         return []
-    return sorted(p for p in brief_dir.iterdir() if p.is_dir() and (p / records.CAMPAIGN).is_file())
+    found = []
+    for folder in sorted(p for p in brief_dir.iterdir() if p.is_dir()):
+        if (folder / records.CAMPAIGN).is_file():
+            found.append(folder)
+        elif (folder / records.FLEET).is_file():
+            found += member_folders(folder)
+    return found
+
+
+def member_folders(fleet_dir: Path) -> list[Path]:
+    """The host folders of a fleet campaign that have started (hold a campaign.json)."""
+    fleet = records.read_fleet(fleet_dir) or {"hosts": {}}
+    return [fleet_dir / name for name in fleet["hosts"]
+            if _safe_member(name) and (fleet_dir / name / records.CAMPAIGN).is_file()]
+
+
+def _safe_member(name: str) -> bool:
+    return isinstance(name, str) and "/" not in name and name not in ("", ".", "..")
 
 
 @dataclass
@@ -48,6 +66,8 @@ class RecordedCampaign:
     labels: dict[str, str]
     matrix: dict[str, list]
     settings: dict[str, Any]
+    #: the host's folder name when this is one host of a fleet campaign
+    fleet_host: str | None = None
 
     @property
     def declared_host(self) -> Any:
@@ -170,8 +190,11 @@ def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
     order = record.get("configs_order") or _first_seen(raw_dir, specs)
     configs = [c for c in order if c in specs] + sorted(c for c in specs if c not in order)
     labels = record.get("labels") or {}
+    fleet = (raw_dir.parent / records.FLEET).is_file()
+    campaign_dir = raw_dir.parent if fleet else raw_dir
     return RecordedCampaign(
-        brief=brief or record.get("brief") or raw_dir.parent.name, name=raw_dir.name, raw_dir=raw_dir,
+        brief=brief or record.get("brief") or campaign_dir.parent.name, name=campaign_dir.name, raw_dir=raw_dir,
+        fleet_host=raw_dir.name if fleet else None,
         record=record, workload=workload, repetitions=repetitions, configs=configs,
         config_specs={c: dict(specs[c]) for c in configs}, labels={c: str(labels.get(c, c)) for c in configs},
         matrix={a: list(matrix[a]) for a in axes}, settings=dict(declaration["settings"]))
