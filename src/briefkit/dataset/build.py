@@ -160,7 +160,8 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
     counts = {k: int(status[k].sum()) for k in (DONE, SKIPPED, FAILED, "left")}
     declaration_status, changed = compare_declaration(camp, declared)
     return {
-        "name": camp.name, "fleet_host": camp.fleet_host, "workload": camp.workload.name, "tool": camp.workload.tool or camp.workload.name,
+        "name": camp.name, "fleet_host": camp.fleet_host,
+        "workload": camp.workload.name, "tool": camp.workload.tool or camp.workload.name,
         "hosts": camp.hosts(), "declared_host": camp.declared_host, "repetitions": camp.repetitions,
         "configs": list(camp.configs), "config_specs": camp.config_specs, "labels": camp.labels,
         "matrix": camp.matrix, "settings": camp.settings,

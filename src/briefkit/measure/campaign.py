@@ -297,8 +297,11 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
         raise CampaignError(f"{slug}/{name}: a fleet campaign runs on the hosts params.yaml names "
                             f"(briefs.{slug}.campaigns.{name}.hosts); no other host can be given")
     with CampaignLock(camp.raw_dir, f"{slug}/{name}") as lock:
+        if camp.fio_server:
+            from briefkit.measure import fio_clients  # both build on this module
+            return fio_clients.run_clients(camp, lock, progress)
         if camp.hosts is not None:
-            from briefkit.measure import fleet     # fleet builds on this module
+            from briefkit.measure import fleet
             return fleet.run_fleet(camp, lock, progress)
         return _run_locked(camp, lock, host, progress)
 
