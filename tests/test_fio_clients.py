@@ -15,6 +15,7 @@ import yaml
 
 from briefkit.config.params import FIO_SERVER_PORTS
 from briefkit.dataset import build as dataset
+from briefkit.dataset import processed
 from briefkit.measure import campaign
 from briefkit.raw import campaign as raw_campaign
 from briefkit.target.hosts.base import CommandError
@@ -122,6 +123,7 @@ def test_client_server_campaign_sums_servers_and_merges_percentiles(root, sshd_f
         assert len(rows) == 1, (host, metric)
         return float(rows["value"].iloc[0])
 
+    computed: dict[str, dict[float, int]] = {}
     for direction in ("read", "write"):
         # fio's aggregate: every server's bytes over the longest runtime, as fio sums threads
         io_bytes = sum(e[direction]["io_bytes"] for e in entries)
@@ -143,7 +145,7 @@ def test_client_server_campaign_sums_servers_and_merges_percentiles(root, sshd_f
                 merged[k] = merged.get(k, 0) + v
         n = total[direction]["clat_ns"]["N"]
         assert sum(merged.values()) == n
-        expected = percentiles_from_bins(merged, n)
+        expected = computed[direction] = percentiles_from_bins(merged, n)
         for p, ns in expected.items():
             assert value(ALL_CLIENTS, f"{direction}_clat_p{p:g}") == pytest.approx(ns / 1000, rel=1e-12)
         assert value(ALL_CLIENTS, f"{direction}_clat_mean") == \
@@ -153,6 +155,10 @@ def test_client_server_campaign_sums_servers_and_merges_percentiles(root, sshd_f
     dataset.build(BRIEF, root)
     record = json.loads((root / "data/processed" / BRIEF / "campaigns.json").read_text())["campaigns"]["cs"]
     assert record["points"]["done"] == 1
+    merged = processed.load(BRIEF, root / "data/processed").percentiles
+    for direction, expected in computed.items():
+        rows = merged[(merged["host"] == ALL_CLIENTS) & (merged["family"] == f"{direction}_clat")]
+        assert dict(zip(rows["percentile"], rows["value"])) == pytest.approx({p: ns / 1000 for p, ns in expected.items()})
     inventory = json.loads((camp.raw_dir / "inventory.json").read_text())
     assert len(inventory["fleet"]) == 2
 

@@ -14,7 +14,9 @@ import yaml
 
 from briefkit.config.params import host_slug, validate_params
 from briefkit.core.errors import CampaignError, ParamsError
+from briefkit.briefs import mix
 from briefkit.dataset import build as dataset
+from briefkit.dataset import processed
 from briefkit.measure import campaign
 from briefkit.raw import campaign as raw_campaign
 from briefkit.raw.manifest import Manifest
@@ -124,6 +126,14 @@ def test_fleet_points_run_concurrently_and_samples_keep_their_host(root, sshd_fa
     dataset.build(BRIEF, root)
     record = json.loads((root / "data/processed" / BRIEF / "campaigns.json").read_text())["campaigns"]["fleet"]
     assert record["hosts"] == hosts and record["points"]["done"] == 4
+    # the fio brief compares the configuration per host: hosts as configurations in its tables
+    data = processed.load(BRIEF, root / "data/processed")
+    samples = data.samples[data.samples["campaign"] == "fleet"]
+    samples, percentiles, configs = mix.hosts_as_configs(samples, data.percentiles, ["ram"])
+    assert configs == [f"ram @ {h}" for h in table["host"].drop_duplicates()]
+    assert set(percentiles["config"]) == set(configs)
+    throughput = mix.throughput_table(mix.summary(samples), 70, configs)
+    assert all(any(c in str(col) for col in throughput.columns) for c in configs), throughput.columns
 
 
 def test_a_killed_host_fails_only_its_points_and_a_rerun_finishes_them(root, sshd_factory):

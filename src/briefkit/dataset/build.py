@@ -233,19 +233,23 @@ def resolved(spec: Mapping, where: str) -> dict:
 # --- merged percentiles --------------------------------------------------------------------------
 
 def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> pd.DataFrame:
-    """Completion-latency percentiles of each point (campaign, config, workload, load) read from the
+    """Completion-latency percentiles of each point (campaign, config, host, workload, load) read from the
     json+ bins of all its repetitions merged (fio's bin merging; never an average of percentiles).
     The fio files are the ``source`` of the point's fio samples."""
     if not len(table):
         return empty_percentiles()
     work = table[(table["tool"] == "fio") & table["source"].notna()]
     rows = []
-    keys = ["campaign", "config", "workload", "load_kind", "load"]
+    # per host: a fleet's hosts are compared, never merged; a client/server file holds every server and
+    # "All clients", each its own host (a stand-alone file's units have none: they are the point's host)
+    keys = ["campaign", "config", "host", "workload", "load_kind", "load"]
     for key, group in work.groupby(keys, sort=True, dropna=False):
         paths = [_locate(p, base) for p in sorted(set(group["source"]))]
         merged: dict[tuple[str, str], Any] = {}
         try:
             for hist_key, bins in fio_parse.merged_histograms(paths, "clat").items():
+                if hist_key.host is not None and hist_key.host != key[2]:
+                    continue
                 family = f"{hist_key.direction}_clat"
                 merged[family] = fio_parse.merge_bins(merged.get(family, {}), bins)
         except (ParseError, FileNotFoundError):

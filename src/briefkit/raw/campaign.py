@@ -115,7 +115,8 @@ class RecordedCampaign:
             points = [p for p in plan if p.config == config]
             counts = {state: sum(self.events.get(p.id, {}).get("event") == state for p in points)
                       for state in (DONE, SKIPPED, FAILED)}
-            rows.append({"campaign": self.name, "config": config, "label": self.labels.get(config, config),
+            rows.append({"campaign": self.name if self.fleet_host is None else f"{self.name} @ {self.fleet_host}",
+                         "config": config, "label": self.labels.get(config, config),
                          "points": len(points), **counts, "left": len(points) - counts[DONE] - counts[SKIPPED]})
         return pd.DataFrame(rows, columns=STATUS_COLUMNS)
 
