@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from briefkit.briefs import mix
 from briefkit.config.params import host_slug, validate_params
 from briefkit.core.errors import CampaignError, ParamsError
-from briefkit.briefs import mix
 from briefkit.dataset import build as dataset
 from briefkit.dataset import processed
 from briefkit.measure import campaign
