@@ -7,7 +7,11 @@ on each server's own printed percentiles first). Every server is stopped afterwa
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -180,4 +184,32 @@ def test_servers_are_stopped_when_a_point_fails(root, sshd_factory):
     with pytest.raises(CommandError, match="No space left on device"):
         campaign.run(BRIEF, "cs", progress=progress)
     assert running == [[first, first + 1]]       # both were up for the point
+    assert servers_running(first, 2) == []
+
+
+def test_a_killed_run_leaves_servers_that_the_next_run_stops(root, sshd_factory):
+    hosts = [sshd_factory(), sshd_factory()]
+    first = free_ports(2)
+    declare(root, hosts, first)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["briefs"][BRIEF]["campaigns"]["cs"]["settings"]["runtime_s"] = 3
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    briefkit = str(Path(sys.executable).parent / "briefkit")
+    run = subprocess.Popen([briefkit, "measure", BRIEF, "--campaign", "cs"], stderr=subprocess.PIPE, text=True,
+                           env={**os.environ})
+    try:
+        for line in run.stderr:
+            if "fio servers listening" in line:
+                break
+        run.send_signal(signal.SIGKILL)     # no finally runs: the servers stay up
+        run.wait(10)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert servers_running(first, 2) == [first, first + 1]
+    lines: list[str] = []
+    summary = campaign.run(BRIEF, "cs", progress=lines.append)
+    assert summary.ran == 1
+    assert any("stopping job fio-server" in line for line in lines), lines
     assert servers_running(first, 2) == []

@@ -31,7 +31,10 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
     table = table.copy()
     table["brief"], table["config"], table["rep"], table["campaign"] = brief, point.config, point.rep, campaign
     # fio client/server output names its servers (and "All clients"): only the rest is the point's host
-    table["host"] = table["host"].fillna(record["host"]) if "host" in table else record["host"]
+    if "host" in table and table["host"].notna().any():
+        table["host"] = table["host"].astype(object).where(table["host"].notna(), record["host"])
+    else:
+        table["host"] = record["host"]
     table["started_at"], table["ended_at"] = record["started_at"], record["ended_at"]
     base = checkout(raw_dir)
     table["source"] = table["source"].map(lambda s: _relative(s, base), na_action="ignore")
