@@ -6,7 +6,7 @@
                                            "All clients" sum; inventory.json: the first host, every
                                            host under ``fleet``
     <workdir>/<host>/ on each host         storage, the data file (laid out by FioWorkload.prepare), the
-                                           server job (<run folder>/<config>/server/fio-server.*) and
+                                           server job (<run folder>/<config>/server/attempt-<n>/fio-server.*) and
                                            the target lock
     <workdir>/_controller/ on this machine the attempt folders of ``fio --client`` (job files per host)
 
@@ -121,8 +121,7 @@ def _run_config(client: Campaign, targets: dict[str, Campaign], hosts: dict[str,
         for index, (host_name, target) in enumerate(targets.items()):
             server = Server(host_name, address_of(target.host), client.fio_server_port + index,
                             states[host_name].get("target") or target.workload.target(prepared[host_name]))
-            folder = f"{target.remote_root()}/{config}/server"
-            hosts[host_name].mkdir(folder)
+            folder = _server_folder(hosts[host_name], f"{target.remote_root()}/{config}/server")
             servers[host_name] = hosts[host_name].start(server_command(server, settings["fio"]), folder, "fio-server")
             found.append(server)
         for server in found:
@@ -142,6 +141,15 @@ def _run_config(client: Campaign, targets: dict[str, Campaign], hosts: dict[str,
                 targets[host_name].workload.finish(hosts[host_name], ready, settings, states.get(host_name, {}))
             finally:
                 targets[host_name].configs[config].teardown(hosts[host_name], ready)
+
+
+def _server_folder(host: Host, parent: str) -> str:
+    """A new ``attempt-<n>`` folder for this run's server (a killed run's folder, and its job record,
+    are kept as they are)."""
+    numbers = executor._attempts(host.listdir(parent)) if host.exists(parent) else []
+    folder = f"{parent}/attempt-{max(numbers, default=0) + 1}"
+    host.mkdir(folder)
+    return folder
 
 
 def stop_servers(servers: dict[str, Job], progress: Progress) -> None:
