@@ -5,7 +5,12 @@ them without running the other host's points again. Real fio on a tmpfs per host
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -165,3 +170,58 @@ def test_a_killed_host_fails_only_its_points_and_a_rerun_finishes_them(root, ssh
     assert events(root, steady) == steady_events        # nothing run again, nothing appended
     assert sum(e["event"] == "done" for e in events(root, dropped)) == 3
     assert summary.total == 6
+
+
+def test_a_campaign_folder_keeps_its_layout(root):
+    """A one-host campaign's folder is not resumed as a fleet, nor a fleet's as one host."""
+    spec = {"workload": "fio", "hosts": ["local"], "workdir": str(root / "target"),
+            "configs": {"d": {"kind": "dir", "path": str(root / "target" / "d")}}}
+    (root / "params.yaml").write_text(yaml.safe_dump({"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"c": spec}}}}))
+    folder = root / "data/raw" / BRIEF / "c"
+    folder.mkdir(parents=True)
+    (folder / "campaign.json").write_text("{}")
+    with pytest.raises(CampaignError, match="declare a new campaign name for the fleet"):
+        campaign.run(BRIEF, "c", progress=lambda _: None)
+    (folder / "campaign.json").rename(folder / "fleet.json")
+    spec["host"] = spec.pop("hosts")[0]
+    (root / "params.yaml").write_text(yaml.safe_dump({"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"c": spec}}}}))
+    with pytest.raises(CampaignError, match="measured as a fleet"):
+        campaign.run(BRIEF, "c", progress=lambda _: None)
+
+
+def test_an_interrupt_stops_the_running_point_on_every_host(root, sshd_factory):
+    """Ctrl-C reaches the controller's main thread only: every host's running fio must still stop."""
+    servers = [sshd_factory(), sshd_factory()]
+    spec = declare(root, servers, numjobs=(1,))
+    spec["settings"]["runtime_s"] = 30
+    (root / "params.yaml").write_text(yaml.safe_dump(
+        {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"fleet": spec}}}}, sort_keys=False))
+    briefkit = str(Path(sys.executable).parent / "briefkit")
+    run = subprocess.Popen([briefkit, "measure", BRIEF, "--campaign", "fleet"], stderr=subprocess.PIPE, text=True,
+                           env={**os.environ}, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    pid_files: list[Path] = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            pid_files = sorted((root / "target").glob("127.0.0.1-*/runs/**/attempt-1/fio.pid"))
+            if len(pid_files) == 2 and all(_running(p) for p in pid_files):
+                break
+            time.sleep(0.1)
+        assert len(pid_files) == 2, "fio did not start on both hosts"
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode != 0
+    assert not [p for p in pid_files if _running(p)], err[-2000:]
+    for server in servers:
+        assert any(e["event"] == "failed" for e in events(root, server))
+
+
+def _running(pid_file: Path) -> bool:
+    """Whether the fio job whose pid file this is still has a fio process (its process group)."""
+    group = int(pid_file.read_text() or 0)
+    ps = subprocess.run(["ps", "-o", "stat=,comm=", "-g", str(group)], capture_output=True, text=True).stdout
+    return any(line.split()[1] == "fio" and not line.startswith("Z") for line in ps.splitlines() if line.split())

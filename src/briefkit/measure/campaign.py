@@ -303,6 +303,9 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
         if camp.hosts is not None:
             from briefkit.measure import fleet
             return fleet.run_fleet(camp, lock, progress)
+        if (camp.raw_dir / records.FLEET).exists():
+            raise CampaignError(f"{camp.raw_dir}: measured as a fleet (hosts: [...]); one host's points are in "
+                                f"{camp.raw_dir}/<host>/: declare hosts again, or a new campaign name")
         return _run_locked(camp, lock, host, progress)
 
 

@@ -59,6 +59,9 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
     started = time.monotonic()
     if not todo:
         return Summary(len(plan), finished, 0, 0, 0.0)
+    if (camp.raw_dir / records.FLEET).exists():
+        raise CampaignError(f"{camp.raw_dir}: measured as a fleet (each host its own points), not fio client/server; "
+                            f"declare a new campaign name for client/server runs")
     controller = LocalHost()
     client = dataclasses.replace(camp, workload=FioClients(), host="local", hosts=None,
                                  workdir=f"{camp.workdir.rstrip('/')}/{CONTROLLER}")
@@ -70,7 +73,11 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
         for host_name, target in targets.items():
             host = hosts[host_name] = executor.connect(target.host, f"params.yaml: briefs.{slug}.campaigns.{name}.hosts")
             target_lock = TargetLock(host, target.remote_root(), lock, f"{slug}/{name}", progress)
-            target_lock.acquire()
+            try:
+                target_lock.acquire()
+            except CampaignError as exc:
+                exc._recorded = True        # refused: another run owns this campaign, and nothing failed
+                raise
             locks.append(target_lock)
             executor._check_tool(target, host)
             executor._stop_orphans(host, target.remote_root(), progress)   # a killed run's fio servers too
@@ -136,11 +143,23 @@ def _run_config(client: Campaign, targets: dict[str, Campaign], hosts: dict[str,
             progress(tally.line(point, frame.attrs["seconds"]))
     finally:
         stop_servers(servers, progress)
-        for host_name, ready in prepared.items():
+        _teardown(targets, hosts, config, prepared, states, settings)
+
+
+def _teardown(targets, hosts, config: str, prepared: dict, states: dict, settings) -> None:
+    """finish and teardown on every host that was set up, each whatever the others did; the first
+    error is raised after all have been tried."""
+    errors = []
+    for host_name, ready in prepared.items():
+        for step in (lambda: targets[host_name].workload.finish(hosts[host_name], ready, settings,
+                                                                states.get(host_name, {})),
+                     lambda: targets[host_name].configs[config].teardown(hosts[host_name], ready)):
             try:
-                targets[host_name].workload.finish(hosts[host_name], ready, settings, states.get(host_name, {}))
-            finally:
-                targets[host_name].configs[config].teardown(hosts[host_name], ready)
+                step()
+            except Exception as exc:
+                errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 def _server_folder(host: Host, parent: str) -> str:

@@ -63,6 +63,9 @@ def run_fleet(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summary
     """Run every host's member campaign, hosts in parallel; raise after all have ended when any
     failed, naming each failed host."""
     started = time.monotonic()
+    if (camp.raw_dir / records.CAMPAIGN).exists():
+        raise CampaignError(f"{camp.raw_dir}: measured as one campaign on one host (or fio client/server); a fleet "
+                            f"keeps each host's points apart: declare a new campaign name for the fleet")
     record_fleet(camp)
     members = {name: member(camp, name, spec) for name, spec in camp.hosts.items()}
     width = min(camp.max_parallel_hosts or len(members), len(members))

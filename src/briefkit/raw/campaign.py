@@ -157,6 +157,9 @@ class RecordedCampaign:
                 "point_seconds": _spread(point), "window_seconds": _spread(window), "tool_versions": versions}
 
     def hosts(self) -> list[str]:
+        declared = self.record.get("declared_host")
+        if isinstance(declared, list):      # fio client/server: the servers ran the points, driven from here
+            return [str(d.get("ssh")) if isinstance(d, Mapping) else str(d) for d in declared]
         return sorted({r["host"] for _, r in self.point_records() if r.get("host")})
 
     def inventory(self) -> dict | None:
