@@ -209,7 +209,9 @@ def test_an_interrupt_stops_the_running_point_on_every_host(root, sshd_factory):
             time.sleep(0.1)
         assert len(pid_files) == 2, "fio did not start on both hosts"
         run.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
         _, err = run.communicate(timeout=60)
+        assert time.monotonic() - interrupted < 20, "the points ran on instead of stopping (30 s each)"
     finally:
         if run.poll() is None:
             run.kill()
