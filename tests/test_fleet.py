@@ -227,3 +227,13 @@ def _running(pid_file: Path) -> bool:
     group = int(pid_file.read_text() or 0)
     ps = subprocess.run(["ps", "-o", "stat=,comm=", "-g", str(group)], capture_output=True, text=True).stdout
     return any(line.split()[1] == "fio" and not line.startswith("Z") for line in ps.splitlines() if line.split())
+
+
+def test_max_parallel_hosts_caps_the_hosts_measured_at_once(root, sshd_factory):
+    servers = [sshd_factory(), sshd_factory()]
+    declare(root, servers, numjobs=(1,), max_parallel_hosts=1)
+    lines: list[str] = []
+    assert campaign.run(BRIEF, "fleet", progress=lines.append).ran == 2
+    assert any("a fleet of 2 hosts" in line and "1 at a time" in line for line in lines), lines
+    (a0, a1), (b0, b1) = sorted(w for s in servers for w in windows(root, s))
+    assert a1 <= b0
