@@ -1,7 +1,9 @@
 """Shared fixtures: a real OpenSSH sshd on a loopback port (``sshd``) and this machine (``local_host``).
 
 Tests that run fio, db_bench or pgbench over SSH take ``sshd`` and use ``sshd.host`` (a connected
-SshHost), or ``sshd.new_host()`` for a connection of their own. The attributes hostname, port,
+SshHost), or ``sshd.new_host()`` for a connection of their own. ``sshd_factory()`` starts one more
+sshd (its own keys, port and folder) per call, for tests that need several distinct hosts; each is
+stopped at the end of the test. The attributes hostname, port,
 username, client_key and known_hosts are there for tools that need them (e.g. an ssh command line).
 """
 from __future__ import annotations
@@ -27,6 +29,25 @@ def sshd(tmp_path_factory):
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def sshd_factory(tmp_path_factory):
+    """``sshd_factory()`` -> a started LoopbackSshd on a port of its own; all stopped after the test."""
+    if not os.access(SSHD, os.X_OK):
+        pytest.fail(f"{SSHD} is missing: install openssh-server (apt-get install openssh-server)", pytrace=False)
+    servers: list[LoopbackSshd] = []
+
+    def start() -> LoopbackSshd:
+        server = LoopbackSshd(tmp_path_factory.mktemp("sshd"))
+        servers.append(server)
+        return server.start()
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.stop()
 
 
 @pytest.fixture

@@ -191,6 +191,9 @@ def _measure_host(args, campaign, name: str, base: Path):
     with --sudo applied; None leaves it to the campaign's declaration."""
     if not args.host and not args.sudo:
         return None
+    if campaign.load(args.brief, name, base).hosts is not None:
+        raise SystemExit(f"briefs.{args.brief}.campaigns.{name} is a fleet campaign: its hosts (and sudo: true "
+                         f"for each) are declared in params.yaml under hosts; --host and --sudo do not apply")
     if args.host and args.host != "local":
         from briefkit.target.hosts.ssh import parse_ssh_url
 
@@ -211,21 +214,29 @@ def _dry_run(slug: str, names: list[str], base: Path) -> int:
     summary, total, unknown = [], 0.0, False
     for name in names:
         camp = campaign.load(slug, name, base)
-        plan = camp.plan()
-        status = Manifest(camp.raw_dir / "manifest.jsonl").status()
-        todo = [p for p in plan if status.get(p.id, {}).get("event") not in FINAL]
-        for point in plan:
-            print(f"{name}\t{point.id}")
+        # a fleet runs the plan on every host (each its own raw folder); fio client/server runs it once
+        members = {"": camp.raw_dir} if camp.hosts is None or camp.fio_server else \
+            {f"{host}/": camp.raw_dir / host for host in camp.hosts}
+        plan, todo = [], []
+        for prefix, raw_dir in members.items():
+            status = Manifest(raw_dir / "manifest.jsonl").status()
+            for point in camp.plan():
+                print(f"{name}\t{prefix}{point.id}")
+                plan.append(point)
+                if status.get(point.id, {}).get("event") not in FINAL:
+                    todo.append(point)
         guesses = [camp.workload.expected_seconds(p, camp.settings) for p in todo]
         if any(g is None for g in guesses):
             unknown = True
             estimate = (f"estimated duration unknown ({camp.workload.name} gives no time estimate for "
                         f"{sum(g is None for g in guesses)} of these points)")
         else:
-            total += sum(guesses)
-            estimate = f"estimated duration {_duration(sum(guesses))}"
+            # hosts of a fleet run side by side: the longest host's share, about the sum over the width
+            width = min(camp.max_parallel_hosts or len(members), len(members))
+            total += sum(guesses) / width
+            estimate = f"estimated duration {_duration(sum(guesses) / width)}"
         summary.append(f"# {slug}/{name}: {len(plan)} points, {len(plan) - len(todo)} already done, "
-                       f"{len(todo)} to run; {estimate}, host {_host_text(camp.host)}")
+                       f"{len(todo)} to run; {estimate}, {_hosts_text(camp)}")
     for line in summary:
         print(line)
     if len(names) > 1:
@@ -241,6 +252,14 @@ def _duration(seconds: float) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
+
+
+def _hosts_text(camp) -> str:
+    if camp.hosts is None:
+        return f"host {_host_text(camp.host)}"
+    mode = "fio client/server" if camp.fio_server else \
+        f"{min(camp.max_parallel_hosts or len(camp.hosts), len(camp.hosts))} at a time"
+    return f"hosts {', '.join(_host_text(h) for h in camp.hosts.values())} ({mode})"
 
 
 def _host_text(spec) -> str:

@@ -19,9 +19,10 @@ class FioMix(BriefBase):
             record = self.records[name]
             samples = self.campaign_samples(name)
             configs = [c for c in record.configs if (samples["config"] == c).any()] or list(record.configs)
-            summary = mix.summary(samples) if len(samples) else None
             pct = self.data.percentiles
             pct = pct[pct["campaign"] == name] if len(pct) else pct
+            samples, pct, configs = mix.hosts_as_configs(samples, pct, configs)
+            summary = mix.summary(samples) if len(samples) else None
             self.campaigns[name] = {"record": record, "samples": samples, "configs": configs, "summary": summary,
                                     "percentiles": mix.percentile_samples(pct), "palette": plots.colours(configs)}
 

@@ -149,6 +149,28 @@ def summary(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return stats.summarize(chosen, confidence)
 
 
+def hosts_as_configs(samples: pd.DataFrame, percentiles: pd.DataFrame, configs: Sequence[str]
+                     ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """A campaign measured on several hosts (a fleet, or the servers and "All clients" of a fio
+    client/server run) compares each configuration per host: ``config`` becomes ``"<config> @ <host>"``
+    in the samples and the merged percentiles, configurations first, then hosts in order. One host:
+    all unchanged."""
+    hosts = list(dict.fromkeys(samples["host"].dropna())) if "host" in samples else []
+    if len(hosts) < 2:
+        return samples, percentiles, list(configs)
+
+    def relabel(table: pd.DataFrame) -> pd.DataFrame:
+        if table is None or table.empty or "host" not in table:
+            return table
+        table = table.copy()
+        table["config"] = [f"{c} @ {h}" if isinstance(h, str) else c for c, h in zip(table["config"], table["host"])]
+        return table
+
+    samples, percentiles = relabel(samples), relabel(percentiles)
+    ordered = [f"{c} @ {h}" for c in configs for h in hosts if ((samples["config"] == f"{c} @ {h}")).any()]
+    return samples, percentiles, ordered
+
+
 def percentile_samples(percentiles: pd.DataFrame) -> pd.DataFrame:
     """The merged percentiles of ``data/processed/<brief>/percentiles.parquet`` (bins of all
     repetitions of a point merged by ``briefkit dataset``) as tidy rows: metric

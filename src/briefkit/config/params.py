@@ -10,6 +10,10 @@
           <campaign>:               a Name
             workload: fio           briefkit.tools.REGISTRY
             host: local | ssh://[user@]host[:port] | {ssh: ..., known_hosts: ..., client_keys: [...], sudo: false}
+            hosts: [<host>, ...]        a fleet instead of ``host`` (never both): every host runs the plan
+            max_parallel_hosts: 16      a fleet's hosts measured at once (default: all)
+            fio_server: false           fio only, with hosts: one fio --client run from this machine
+            fio_server_port: 8765       against ``fio --server`` on each host (port, port+1, ...)
             workdir: /var/tmp/briefkit
             repetitions: 1                or adaptive: {min: 2, max: 6, half_width: 5%} (AdaptiveRepetitions)
             power: {kind: none}     briefkit.target.power.config.PowerSpec (a union on kind)
@@ -83,9 +87,50 @@ def _host(value: Any) -> Any:
                      f"sudo: false}}, got {value!r}")
 
 
-HostSpec = Annotated[Any, PlainValidator(_host), WithJsonSchema({
-    "anyOf": [{"const": "local"}, {"type": "string", "pattern": _SSH_URL.pattern},
-              SshOptions.model_json_schema()]})]
+_HOST_SCHEMA = {"anyOf": [{"const": "local"}, {"type": "string", "pattern": _SSH_URL.pattern},
+                          SshOptions.model_json_schema()]}
+HostSpec = Annotated[Any, PlainValidator(_host), WithJsonSchema(_HOST_SCHEMA)]
+
+
+#: fio servers listen on ports of this range (first host: fio_server_port, then +1, ...)
+FIO_SERVER_PORTS = range(8765, 8965)
+_HOST_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+
+
+def host_slug(spec: Any) -> str:
+    """The folder name of a fleet host: ``local``, or the address with a port other than 22
+    (``ssh://root@10.0.0.5:2222`` -> ``10.0.0.5-2222``); the user never counts. Checked to be one
+    path component that cannot leave its folder (no ``/``, no ``..``)."""
+    if spec == "local":
+        return "local"
+    url = parse_ssh_url(spec["ssh"] if isinstance(spec, Mapping) else spec)
+    text = url["hostname"].lower() + (f"-{url['port']}" if url["port"] != 22 else "")
+    text = re.sub(r"[^a-z0-9._-]+", "-", text).strip("-.")
+    if not _HOST_SLUG.match(text) or ".." in text:
+        raise ValueError(f"{spec!r}: no safe folder name can be made from this address")
+    return text
+
+
+def _hosts(value: Any) -> list:
+    if not isinstance(value, list) or not value:
+        raise ValueError("expected a list of hosts (local, ssh://[user@]host[:port] or {ssh: ...}), at least one")
+    hosts, seen = [], {}
+    for index, item in enumerate(value):
+        try:
+            spec = _host(item)
+            name = host_slug(spec)
+        except ValueError as exc:
+            raise ValueError(f"[{index}]: {exc}") from None
+        if name in seen:
+            raise ValueError(f"[{index}]: {item!r} is the same host as [{seen[name]}] (both are {name!r}); "
+                             f"each host may be named once")
+        seen[name] = index
+        hosts.append(spec)
+    return hosts
+
+
+HostList = Annotated[Any, PlainValidator(_hosts), WithJsonSchema({
+    "type": "array", "minItems": 1, "items": _HOST_SCHEMA})]
 
 
 def _workload(value: str) -> str:
@@ -149,6 +194,10 @@ class CampaignSpec(Model):
 
     workload: Annotated[str, AfterValidator(_workload)]
     host: HostSpec = "local"
+    hosts: HostList | None = None
+    max_parallel_hosts: Annotated[int, Field(ge=1, le=1024)] | None = None
+    fio_server: Bool = False
+    fio_server_port: Annotated[int, Field(ge=FIO_SERVER_PORTS.start, lt=FIO_SERVER_PORTS.stop)] = FIO_SERVER_PORTS.start
     workdir: AbsPath = DEFAULT_WORKDIR
     repetitions: RepetitionsSpec = 1
     power: PowerSpec | None = None
@@ -162,6 +211,25 @@ class CampaignSpec(Model):
         unknown = [k for k in self.labels if k not in self.configs]
         if unknown:
             raise ValueError(f"labels: {unknown} are not configurations of this campaign ({', '.join(self.configs)})")
+        return self
+
+    @model_validator(mode="after")
+    def _fleet(self):
+        given = self.model_fields_set
+        if self.hosts is not None and "host" in given:
+            raise ValueError("host: give either host (one host) or hosts (a fleet), not both")
+        if self.hosts is None:
+            for key in ("max_parallel_hosts", "fio_server", "fio_server_port"):
+                if key in given:
+                    raise ValueError(f"{key}: only for a fleet campaign (declare hosts: [...] instead of host)")
+        if "fio_server_port" in given and not self.fio_server:
+            raise ValueError("fio_server_port: only with fio_server: true")
+        if self.fio_server:
+            if self.workload != "fio":
+                raise ValueError(f"fio_server: only for workload fio, not {self.workload}")
+            if self.fio_server_port + len(self.hosts) > FIO_SERVER_PORTS.stop:
+                raise ValueError(f"fio_server_port: {self.fio_server_port} + {len(self.hosts)} hosts leaves the "
+                                 f"allowed ports {FIO_SERVER_PORTS.start}-{FIO_SERVER_PORTS.stop - 1}")
         return self
 
 

@@ -54,7 +54,8 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         camp = raw_campaign.read(folder, slug)
         table = camp.samples()
         tables.append(table)
-        campaigns[camp.name] = campaign_record(camp, today.get(camp.name) if isinstance(today, Mapping) else None)
+        found = campaign_record(camp, today.get(camp.name) if isinstance(today, Mapping) else None)
+        campaigns[camp.name] = fleet_record(campaigns[camp.name], found) if camp.name in campaigns else found
         percentiles.append(merged_percentiles(table, base))
     meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
             "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug)}
@@ -159,7 +160,8 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
     counts = {k: int(status[k].sum()) for k in (DONE, SKIPPED, FAILED, "left")}
     declaration_status, changed = compare_declaration(camp, declared)
     return {
-        "name": camp.name, "workload": camp.workload.name, "tool": camp.workload.tool or camp.workload.name,
+        "name": camp.name, "fleet_host": camp.fleet_host,
+        "workload": camp.workload.name, "tool": camp.workload.tool or camp.workload.name,
         "hosts": camp.hosts(), "declared_host": camp.declared_host, "repetitions": camp.repetitions,
         "configs": list(camp.configs), "config_specs": camp.config_specs, "labels": camp.labels,
         "matrix": camp.matrix, "settings": camp.settings,
@@ -171,6 +173,36 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
         "failures": camp.failures(), "skipped": camp.skipped(), "measured": camp.measured(),
         "inventory": camp.inventory(), "prepare": camp.prepare(),
     }
+
+
+def fleet_record(merged: dict, host: dict) -> dict:
+    """The campaigns.json record of a fleet campaign, one host's record at a time: points, status
+    rows, failures and hosts added up (status rows and failures carry their host); the first
+    host's inventory and prepare records stay, every host's are under ``fleet``."""
+    if "fleet" not in merged:
+        first = dict(merged)
+        merged = {**first, "status": [{**row, "host": _one_host(first)} for row in first["status"]],
+                  "failures": [{**f, "host": _one_host(first)} for f in first["failures"]],
+                  "fleet": {_one_host(first): _fleet_part(first)}}
+    merged["hosts"] = sorted(set(merged["hosts"]) | set(host["hosts"]))
+    merged["points"] = {k: merged["points"][k] + host["points"][k] for k in merged["points"]}
+    merged["status"] += [{**row, "host": _one_host(host)} for row in host["status"]]
+    merged["failures"] += [{**f, "host": _one_host(host)} for f in host["failures"]]
+    merged["fleet"][_one_host(host)] = _fleet_part(host)
+    times = [m for m in (merged["measured"], host["measured"]) if m.get("started_at")]
+    merged["measured"] = {**merged["measured"], "started_at": min((m["started_at"] for m in times), default=None),
+                          "ended_at": max((m["ended_at"] for m in times), default=None),
+                          "tool_versions": sorted(set(merged["measured"]["tool_versions"])
+                                                  | set(host["measured"]["tool_versions"]))}
+    return merged
+
+
+def _one_host(record: dict) -> str:
+    return record.get("fleet_host") or ", ".join(record["hosts"]) or str(record["declared_host"])
+
+
+def _fleet_part(record: dict) -> dict:
+    return {k: record[k] for k in ("hosts", "declared_host", "points", "inventory", "measured", "failures")}
 
 
 def compare_declaration(camp: RecordedCampaign, declared: Mapping | None) -> tuple[str, list[str]]:
@@ -202,19 +234,23 @@ def resolved(spec: Mapping, where: str) -> dict:
 # --- merged percentiles --------------------------------------------------------------------------
 
 def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> pd.DataFrame:
-    """Completion-latency percentiles of each point (campaign, config, workload, load) read from the
+    """Completion-latency percentiles of each point (campaign, config, host, workload, load) read from the
     json+ bins of all its repetitions merged (fio's bin merging; never an average of percentiles).
     The fio files are the ``source`` of the point's fio samples."""
     if not len(table):
         return empty_percentiles()
     work = table[(table["tool"] == "fio") & table["source"].notna()]
     rows = []
-    keys = ["campaign", "config", "workload", "load_kind", "load"]
+    # per host: a fleet's hosts are compared, never merged; a client/server file holds every server and
+    # "All clients", each its own host (a stand-alone file's units have none: they are the point's host)
+    keys = ["campaign", "config", "host", "workload", "load_kind", "load"]
     for key, group in work.groupby(keys, sort=True, dropna=False):
         paths = [_locate(p, base) for p in sorted(set(group["source"]))]
         merged: dict[tuple[str, str], Any] = {}
         try:
             for hist_key, bins in fio_parse.merged_histograms(paths, "clat").items():
+                if hist_key.host is not None and hist_key.host != key[2]:
+                    continue
                 family = f"{hist_key.direction}_clat"
                 merged[family] = fio_parse.merge_bins(merged.get(family, {}), bins)
         except (ParseError, FileNotFoundError):
@@ -236,4 +272,7 @@ def _locate(source: str, base: Path) -> Path:
 def campaign_samples(slug: str, name: str, base: Path | None = None) -> pd.DataFrame:
     """Tidy samples of every finished point of data/raw/<slug>/<name> (read through its record)."""
     base = Path(base or project.root())
-    return raw_campaign.read(base / "data" / "raw" / slug / name, slug).samples()
+    folder = base / "data" / "raw" / slug / name
+    if (folder / records.FLEET).is_file():
+        return tidy.concat([raw_campaign.read(f, slug).samples() for f in raw_campaign.member_folders(folder)])
+    return raw_campaign.read(folder, slug).samples()

@@ -23,7 +23,7 @@ from briefkit.core.errors import BriefkitError
 
 SCHEMA_VERSION = 1
 FILES = ("brief.json", "campaigns.json", "samples.parquet", "percentiles.parquet")
-PERCENTILE_COLUMNS = ["campaign", "config", "workload", "load_kind", "load", "family", "percentile", "value",
+PERCENTILE_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "percentile", "value",
                       "unit", "files"]
 STATUS_COLUMNS = ["config", "label", "points", "done", "skipped", "failed", "left"]
 PUBLISHED = "published"

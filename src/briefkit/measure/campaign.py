@@ -3,6 +3,7 @@
     briefs.<brief>.campaigns.<name>:
       workload: fio | dbbench | oltp        briefkit.tools.REGISTRY
       host: local | ssh://user@host:port    or a mapping {ssh: ..., known_hosts: ..., client_keys: [...]}
+      hosts: [host, ...]                    a fleet instead (briefkit.measure.fleet): each host runs the plan
       workdir: /var/tmp/briefkit            on the host: storage and run folders live under it
       repetitions: 1                        or {min: 2, max: 6, half_width: 5%} (briefkit.measure.repetitions)
       power: {kind: none}                   briefkit.target.power.from_config
@@ -40,7 +41,7 @@ import pandas as pd
 
 from briefkit import tools as workloads
 from briefkit.config import project
-from briefkit.config.params import CampaignSpec, HostSpec, max_repetitions, parse_ssh_url
+from briefkit.config.params import CampaignSpec, HostSpec, host_slug, max_repetitions, parse_ssh_url
 from briefkit.core.errors import BriefkitError, CampaignError
 from briefkit.core.validation import check, check_name
 from briefkit.measure import repetitions as adaptive_repetitions
@@ -75,6 +76,11 @@ class Campaign:
     matrix: dict[str, list]
     settings: dict[str, Any]
     raw_dir: Path
+    #: a fleet campaign's hosts by folder name (briefkit.config.params.host_slug); None: one host
+    hosts: dict[str, Any] | None = None
+    max_parallel_hosts: int | None = None
+    fio_server: bool = False
+    fio_server_port: int = 0
 
     def plan(self) -> list[Point]:
         return self.workload.plan(list(self.configs), self.matrix, max_repetitions(self.repetitions))
@@ -127,10 +133,12 @@ def load(slug: str, name: str, base: Path | None = None) -> Campaign:
                for cname, cspec in model.configs.items()}
     matrix, settings = workload.validate(dict(model.matrix), dict(model.settings), where)
     power = spec.get("power") or {"kind": "none"}
+    hosts = {host_slug(h): h for h in model.hosts} if model.hosts is not None else None
     return Campaign(slug, name, workload, model.host, model.workdir, model.repetitions, power, configs,
                     {k: dict(v) for k, v in spec["configs"].items()},
                     {k: str(model.labels.get(k, k)) for k in configs}, matrix, settings,
-                    base / "data" / "raw" / slug / name)
+                    base / "data" / "raw" / slug / name, hosts=hosts, max_parallel_hosts=model.max_parallel_hosts,
+                    fio_server=model.fio_server, fio_server_port=model.fio_server_port)
 
 
 def connect(spec: Any, where: str = "host") -> Host:
@@ -294,7 +302,19 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
     """Run, or resume, the campaign ``name`` of brief ``slug``. Only unfinished points run; the
     campaign is locked for the whole run (on this machine and on the target, briefkit.raw.lock)."""
     camp = load(slug, name, base)
+    if camp.hosts is not None and host is not None:
+        raise CampaignError(f"{slug}/{name}: a fleet campaign runs on the hosts params.yaml names "
+                            f"(briefs.{slug}.campaigns.{name}.hosts); no other host can be given")
     with CampaignLock(camp.raw_dir, f"{slug}/{name}") as lock:
+        if camp.fio_server:
+            from briefkit.measure import fio_clients  # both build on this module
+            return fio_clients.run_clients(camp, lock, progress)
+        if camp.hosts is not None:
+            from briefkit.measure import fleet
+            return fleet.run_fleet(camp, lock, progress)
+        if (camp.raw_dir / records.FLEET).exists():
+            raise CampaignError(f"{camp.raw_dir}: measured as a fleet (hosts: [...]); one host's points are in "
+                                f"{camp.raw_dir}/<host>/: declare hosts again, or a new campaign name")
         return _run_locked(camp, lock, host, progress)
 
 

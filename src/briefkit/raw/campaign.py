@@ -30,11 +30,29 @@ STATUS_COLUMNS = ["campaign", "config", "label", "points", DONE, SKIPPED, FAILED
 
 
 def folders(brief_dir: Path) -> list[Path]:
-    """The campaign folders of data/raw/<brief>/ (those holding a campaign.json), by name."""
+    """The campaign folders of data/raw/<brief>/ (those holding a campaign.json), by name; a fleet
+    campaign (fleet.json) counts as the folders of its hosts, in the order fleet.json names them."""
     brief_dir = Path(brief_dir)
     if not brief_dir.is_dir():
         return []
-    return sorted(p for p in brief_dir.iterdir() if p.is_dir() and (p / records.CAMPAIGN).is_file())
+    found = []
+    for folder in sorted(p for p in brief_dir.iterdir() if p.is_dir()):
+        if (folder / records.CAMPAIGN).is_file():
+            found.append(folder)
+        elif (folder / records.FLEET).is_file():
+            found += member_folders(folder)
+    return found
+
+
+def member_folders(fleet_dir: Path) -> list[Path]:
+    """The host folders of a fleet campaign that have started (hold a campaign.json)."""
+    fleet = records.read_fleet(fleet_dir) or {"hosts": {}}
+    return [fleet_dir / name for name in fleet["hosts"]
+            if _safe_member(name) and (fleet_dir / name / records.CAMPAIGN).is_file()]
+
+
+def _safe_member(name: str) -> bool:
+    return isinstance(name, str) and "/" not in name and name not in ("", ".", "..")
 
 
 @dataclass
@@ -51,6 +69,8 @@ class RecordedCampaign:
     matrix: dict[str, list]
     settings: dict[str, Any]
     adaptive: dict[str, Any] | None = None      # {min, max, half_width} of adaptive repetitions
+    #: the host's folder name when this is one host of a fleet campaign
+    fleet_host: str | None = None
 
     @property
     def declared_host(self) -> Any:
@@ -98,7 +118,8 @@ class RecordedCampaign:
             points = [p for p in plan if p.config == config]
             counts = {state: sum(self.events.get(p.id, {}).get("event") == state for p in points)
                       for state in (DONE, SKIPPED, FAILED)}
-            rows.append({"campaign": self.name, "config": config, "label": self.labels.get(config, config),
+            rows.append({"campaign": self.name if self.fleet_host is None else f"{self.name} @ {self.fleet_host}",
+                         "config": config, "label": self.labels.get(config, config),
                          "points": len(points), **counts, "left": len(points) - counts[DONE] - counts[SKIPPED]})
         return pd.DataFrame(rows, columns=STATUS_COLUMNS)
 
@@ -148,6 +169,9 @@ class RecordedCampaign:
         return list(last.values())
 
     def hosts(self) -> list[str]:
+        declared = self.record.get("declared_host")
+        if isinstance(declared, list):      # fio client/server: the servers ran the points, driven from here
+            return [str(d.get("ssh")) if isinstance(d, Mapping) else str(d) for d in declared]
         return sorted({r["host"] for _, r in self.point_records() if r.get("host")})
 
     def inventory(self) -> dict | None:
@@ -182,8 +206,11 @@ def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
     order = record.get("configs_order") or _first_seen(raw_dir, specs)
     configs = [c for c in order if c in specs] + sorted(c for c in specs if c not in order)
     labels = record.get("labels") or {}
+    fleet = (raw_dir.parent / records.FLEET).is_file()
+    campaign_dir = raw_dir.parent if fleet else raw_dir
     return RecordedCampaign(
-        brief=brief or record.get("brief") or raw_dir.parent.name, name=raw_dir.name, raw_dir=raw_dir,
+        brief=brief or record.get("brief") or campaign_dir.parent.name, name=campaign_dir.name, raw_dir=raw_dir,
+        fleet_host=raw_dir.name if fleet else None,
         record=record, workload=workload, repetitions=repetitions,
         adaptive=dict(declared_reps) if isinstance(declared_reps, Mapping) else None, configs=configs,
         config_specs={c: dict(specs[c]) for c in configs}, labels={c: str(labels.get(c, c)) for c in configs},

@@ -30,12 +30,24 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
                                                load=point.values.get(workload.load_axis), tool="power")])
     table = table.copy()
     table["brief"], table["config"], table["rep"], table["campaign"] = brief, point.config, point.rep, campaign
-    table["host"] = record["host"]
+    # fio client/server output names its servers (and "All clients"): only the rest is the point's host
+    if "host" in table and table["host"].notna().any():
+        table["host"] = table["host"].astype(object).where(table["host"].notna(), record["host"])
+    else:
+        table["host"] = record["host"]
     table["started_at"], table["ended_at"] = record["started_at"], record["ended_at"]
-    base = raw_dir.parents[3]      # the checkout: <base>/data/raw/<brief>/<campaign>
+    base = checkout(raw_dir)
     table["source"] = table["source"].map(lambda s: _relative(s, base), na_action="ignore")
     table["source"] = table["source"].fillna(str(folder.relative_to(base)))
     return table
+
+
+def checkout(raw_dir: Path) -> Path:
+    """The checkout of a campaign folder: <base>/data/raw/<brief>/<campaign>[/<fleet host>]."""
+    for folder in raw_dir.parents:
+        if folder.name == "raw" and folder.parent.name == "data":
+            return folder.parent.parent
+    return raw_dir.parents[3]
 
 
 def _relative(source: str, base: Path) -> str:

@@ -21,6 +21,8 @@ SCHEMA_VERSION = 1
 CAMPAIGN = "campaign.json"
 POINT = "point.json"
 INVENTORY = "inventory.json"
+#: a fleet campaign's folder holds this instead of campaign.json: its hosts, each a campaign folder
+FLEET = "fleet.json"
 #: the keys of the recorded declaration; a resume with other values is refused
 DECLARATION_KEYS = ("workload", "repetitions", "configs", "matrix", "settings")
 
@@ -114,3 +116,14 @@ def read_point(folder: Path) -> dict:
 def read_inventory(folder: Path) -> dict | None:
     path = Path(folder) / INVENTORY
     return read(path) if path.exists() else None
+
+
+def read_fleet(folder: Path) -> dict | None:
+    """fleet.json of a fleet campaign's folder (None for a one-host campaign)."""
+    path = Path(folder) / FLEET
+    if not path.exists():
+        return None
+    found = read(path)
+    if not isinstance(found.get("hosts"), dict):
+        raise CampaignError(f"{path}: no 'hosts' object")
+    return found

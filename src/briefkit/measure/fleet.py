@@ -1,0 +1,121 @@
+"""Fleet campaigns: the same plan on several hosts at once (``hosts: [...]`` in params.yaml).
+
+Each host is a member campaign that the one-host executor (briefkit.measure.campaign._run_locked)
+runs unchanged, in a thread of its own and with its own Host object:
+
+    data/raw/<brief>/<campaign>/.lock            the controller's lock, held once for the whole fleet
+    data/raw/<brief>/<campaign>/fleet.json       the hosts by folder name (briefkit.raw.records.FLEET)
+    data/raw/<brief>/<campaign>/<host>/          a complete campaign folder per host: campaign.json,
+                                                 manifest.jsonl, inventory.json, point folders
+    <workdir>/<host>/...                         on each host: storage, run folders and the target lock
+
+One point per host at a time (a host never disturbs its own measurement); hosts run side by side, at
+most ``max_parallel_hosts`` at once. A host that fails (unreachable, its disk full, a point that
+fails) stops only its own member campaign: its failure is in its own manifest, the others go on,
+and a re-run resumes it alone (the finished members have nothing left to run). The work folder of
+a host is ``<workdir>/<host>`` so that two entries reaching the same machine (two ports, as in the
+tests) never share storage, locks or run folders.
+"""
+from __future__ import annotations
+
+import copy
+import ctypes
+import dataclasses
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from briefkit.core.errors import CampaignError
+from briefkit.measure import campaign as executor
+from briefkit.measure.campaign import Campaign, Progress, Summary
+from briefkit.raw import records
+from briefkit.raw.lock import CampaignLock
+
+
+def member(camp: Campaign, name: str, spec: Any) -> Campaign:
+    """The one-host campaign of fleet host ``name``: its own raw folder, workdir and workload object
+    (workloads keep per-run caches, which threads must not share)."""
+    return dataclasses.replace(camp, host=spec, hosts=None, raw_dir=camp.raw_dir / name,
+                               workdir=f"{camp.workdir.rstrip('/')}/{name}", workload=copy.deepcopy(camp.workload))
+
+
+def prefixed(progress: Progress, name: str, lock: threading.Lock) -> Progress:
+    """Progress lines of one host, each starting with ``[host]`` (one line at a time)."""
+    def say(text: str) -> None:
+        with lock:
+            progress(f"[{name}] {text}")
+    return say
+
+
+def record_fleet(camp: Campaign) -> None:
+    """fleet.json: the hosts ever declared for this campaign (a host dropped from params.yaml keeps
+    its folder and its measured points)."""
+    path = camp.raw_dir / records.FLEET
+    known = records.read_fleet(camp.raw_dir) or {}
+    hosts = {**known.get("hosts", {}), **{name: records.normalized(spec) for name, spec in camp.hosts.items()}}
+    if known.get("hosts") != hosts:
+        records.write_atomic(path, {"schema_version": records.SCHEMA_VERSION, "brief": camp.brief,
+                                    "campaign": camp.name, "hosts": hosts})
+
+
+def run_fleet(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summary:
+    """Run every host's member campaign, hosts in parallel; raise after all have ended when any
+    failed, naming each failed host."""
+    started = time.monotonic()
+    if (camp.raw_dir / records.CAMPAIGN).exists():
+        raise CampaignError(f"{camp.raw_dir}: measured as one campaign on one host (or fio client/server); a fleet "
+                            f"keeps each host's points apart: declare a new campaign name for the fleet")
+    record_fleet(camp)
+    members = {name: member(camp, name, spec) for name, spec in camp.hosts.items()}
+    width = min(camp.max_parallel_hosts or len(members), len(members))
+    progress(f"{camp.brief}/{camp.name}: a fleet of {len(members)} hosts ({', '.join(members)}), "
+             f"{width} at a time")
+    say_lock = threading.Lock()
+    results: dict[str, Summary] = {}
+    failures: dict[str, BaseException] = {}
+    threads: dict[Future, tuple[str, list]] = {}
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="briefkit-host")
+    try:
+        for name, one in members.items():
+            ident: list = []
+            threads[pool.submit(_run_member, one, lock, prefixed(progress, name, say_lock), ident)] = (name, ident)
+        pending = set(threads)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                name = threads[future][0]
+                error = future.exception()
+                if error is None:
+                    results[name] = future.result()
+                else:
+                    failures[name] = error
+                    progress(f"[{name}] failed: {executor._line(error)}")
+    except BaseException as exc:
+        # Ctrl-C / SIGTERM reach the main thread only: hand them to every host still running, whose
+        # executor then stops its job on the host as in a one-host campaign
+        for future, (_, ident) in threads.items():
+            if not future.done() and ident:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident[0]), ctypes.py_object(type(exc)))
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    summary = Summary(total=sum(s.total for s in results.values()), done=sum(s.done for s in results.values()),
+                      skipped=sum(s.skipped for s in results.values()), ran=sum(s.ran for s in results.values()),
+                      seconds=time.monotonic() - started)
+    if failures:
+        said = "; ".join(f"{name}: {executor._line(exc)}" for name, exc in failures.items())
+        error = CampaignError(f"{camp.brief}/{camp.name}: {len(failures)} of {len(members)} hosts failed ({said}); "
+                              f"the other hosts' points are kept; run the same command again to resume the "
+                              f"failed hosts")
+        error.summary = summary
+        error.failed_hosts = sorted(failures)
+        raise error
+    progress(f"{camp.brief}/{camp.name}: fleet finished: {summary.ran} points run on {len(members)} hosts in "
+             f"{executor._duration(summary.seconds)}")
+    return summary
+
+
+def _run_member(one: Campaign, lock: CampaignLock, say: Progress, ident: list) -> Summary:
+    ident.append(threading.get_ident())
+    return executor._run_locked(one, lock, None, say)
