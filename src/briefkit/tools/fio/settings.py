@@ -42,7 +42,7 @@ OPTIONS: dict[str, str] = {
     "sqthread_poll": _BOOL, "hipri": _BOOL, "nonvectored": _BOOL, "uncached": _BOOL, "stonewall": _BOOL,
     "loops": _INT, "startdelay": _TIME, "verify": r"0|md5|crc32c|crc32|crc64|sha1|sha256|xxhash|pattern|null",
     "verify_fatal": _BOOL, "do_verify": _BOOL, "unified_rw_reporting": r"[01]|none|mixed|both",
-    "log_avg_msec": _INT, "log_max_value": _BOOL, "significant_figures": r"[0-9]{1,2}", "gtod_reduce": _BOOL,
+    "log_avg_msec": _INT, "log_hist_msec": _INT, "log_max_value": _BOOL, "significant_figures": r"[0-9]{1,2}", "gtod_reduce": _BOOL,
     "ramp_size": _SIZE, "max_latency": _TIME, "latency_target": _TIME, "latency_window": _TIME,
     "latency_percentile": r"[0-9.]{1,6}", "create_on_open": _BOOL, "pre_read": _BOOL, "overwrite": _BOOL,
     "fallocate": r"none|native|posix|keep|truncate|0|1", "unlink": _BOOL, "allow_file_create": _BOOL,
