@@ -182,8 +182,18 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
         "status": [{k: (int(v) if k not in ("config", "label") else v) for k, v in row.items()}
                    for row in status_rows],
         "failures": camp.failures(), "skipped": camp.skipped(), "measured": camp.measured(),
-        "inventory": camp.inventory(), "prepare": camp.prepare(),
+        "inventory": camp.inventory(), "prepare": camp.prepare(), "ramp_s": _ramp_seconds(camp),
     }
+
+
+def _ramp_seconds(camp: RecordedCampaign) -> float:
+    """Seconds at the start of each point that are not measured (the workload's ``ramp_seconds``), which
+    the stability figures shade."""
+    plan = camp.plan()
+    try:
+        return float(camp.workload.ramp_seconds(plan[0], camp.settings)) if plan else 0.0
+    except (KeyError, TypeError, ValueError):
+        return 0.0
 
 
 def compare_declaration(camp: RecordedCampaign, declared: Mapping | None) -> tuple[str, list[str]]:

@@ -66,6 +66,7 @@ class CampaignRecord:
     measured: dict[str, Any] = field(default_factory=dict)
     inventory: dict | None = None
     prepare: list[dict] = field(default_factory=list)
+    ramp_s: float = 0.0                   # seconds at each point's start that are not measured
 
     @classmethod
     def from_json(cls, data: dict) -> CampaignRecord:
