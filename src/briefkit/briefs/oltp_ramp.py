@@ -203,6 +203,10 @@ transaction times as bars without values.""")
                             f"figures 4 and 5 do. Every step: {label}.")
             reasons = [f"*{c}*: {found[c].reason}" for c in shown]
             out.md("Where each ramp stopped:\n\n" + bullets(reasons))
+            with out.appendix():
+                out.md(f"### Stability within the steps (campaign {name})")
+                self.stability(name, "tpm", ["all"], palette, load_label="clients", each=True,
+                               why_missing="its steps kept no pgbench --progress output")
         return out.take()
 
     def wal(self):

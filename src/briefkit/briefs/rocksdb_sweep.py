@@ -313,6 +313,8 @@ measured campaign can compare its own.""")
                                      "each repetition, in order",
                                note="Spread: (largest - smallest) / the value the figures use (mean; median for "
                                     "the 99% latency).", css_class="brief-table auto")
+            self.stability(name, "total_ops", m["workloads"], m["palette"], load_label=self.load_kind,
+                           why_missing="its points kept no db_bench --report_file interval CSV")
         return self.out.take()
 
     def how_tested(self):

@@ -187,18 +187,20 @@ class BriefBase:
         return label
 
     def stability(self, name: str, metric: str, workloads, palette: dict[str, str], load_label: str = "load",
-                  why_missing: str = "the points of this campaign kept no interval output") -> str | None:
+                  why_missing: str = "the points of this campaign kept no interval output", each: bool = False
+                  ) -> str | None:
         """The stability figure of campaign ``name`` (``metric`` over time at each workload's top load,
         briefkit.briefs.stability), or one line saying it was not measured. Returns the figure's label."""
         series = self.data.series
         series = series[series["campaign"] == name] if len(series) else series
         record = self.records[name]
-        fig = stability.stability_figure(series, metric, list(workloads), palette, float(record.ramp_s or 0.0),
-                                         load_label) if len(series) else None
+        ramp_s = float(record.ramp_s or 0.0)
+        fig = stability.stability_figure(series, metric, list(workloads), palette, ramp_s, load_label,
+                                         each=each) if len(series) else None
         if fig is None:
             self.out.md(stability.not_measured(f"{metrics.label(metric)} over time (campaign {name})", why_missing))
             return None
-        return self.out.figure(fig, stability.stability_caption(metric, load_label, float(record.ramp_s or 0.0)))
+        return self.out.figure(fig, stability.stability_caption(metric, load_label, ramp_s, each))
 
     def latency_distribution(self, name: str, workloads, palette: dict[str, str], load_label: str = "load") -> str | None:
         """The exceedance figure of campaign ``name`` from its merged latency bins, or one line saying it

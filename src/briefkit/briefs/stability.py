@@ -26,22 +26,24 @@ def top_load(table: pd.DataFrame) -> float | None:
     return float(loads.max()) if len(loads) else None
 
 
-def stability_table(series: pd.DataFrame, metric: str, workload: str) -> pd.DataFrame:
-    """``config, rep, t_s, value`` of ``metric`` for ``workload`` at its highest load (empty if none)."""
+def stability_table(series: pd.DataFrame, metric: str, workload: str, each: bool = False) -> pd.DataFrame:
+    """``config, rep, t_s, value`` of ``metric`` for ``workload`` at its highest load (empty if none);
+    ``each``: at each configuration's own highest load (a ramp stops at different loads)."""
     rows = series[(series["metric"] == metric) & (series["workload"] == workload)]
     if not len(rows):
         return pd.DataFrame(columns=["config", "rep", "t_s", "value", "load", "unit"])
-    top = top_load(rows)
-    rows = rows[pd.to_numeric(rows["load"], errors="coerce") == top]
+    loads = pd.to_numeric(rows["load"], errors="coerce")
+    tops = loads.groupby(rows["config"]).transform("max") if each else loads.max()
+    rows = rows[loads == tops]
     return rows[["config", "rep", "t_s", "value", "load", "unit"]].sort_values(["config", "rep", "t_s"])
 
 
 def stability_figure(series: pd.DataFrame, metric: str, workloads: Sequence[str], palette: dict[str, str],
-                     ramp_s: float = 0.0, load_label: str = "load", ncols: int = 4):
-    """One panel per workload: ``metric`` over time at the workload's top load, one line per
-    configuration and repetition (same colour per configuration), the ramp shaded. None when no
-    workload has a reading."""
-    tables = {w: stability_table(series, metric, w) for w in workloads}
+                     ramp_s: float = 0.0, load_label: str = "load", ncols: int = 4, each: bool = False):
+    """One panel per workload: ``metric`` over time at the workload's top load (``each``: each
+    configuration's own), one line per configuration and repetition (same colour per configuration),
+    the ramp shaded. None when no workload has a reading."""
+    tables = {w: stability_table(series, metric, w, each) for w in workloads}
     tables = {w: t for w, t in tables.items() if len(t)}
     if not tables:
         return None
@@ -55,10 +57,13 @@ def stability_figure(series: pd.DataFrame, metric: str, workloads: Sequence[str]
             ax.annotate("ramp", xy=(ramp_s / 2, 1), xycoords=("data", "axes fraction"), ha="center", va="top",
                         fontsize=7, color="#666666")
         for (config, rep), line in table.groupby(["config", "rep"], sort=False):
-            label = config if rep == table.loc[table["config"] == config, "rep"].min() else "_" + f"{config} rep {rep}"
+            first = rep == table.loc[table["config"] == config, "rep"].min()
+            name = f"{config} ({load_label} {float(line['load'].iloc[0]):g})" if each else config
+            label = name if first else f"_{config} rep {rep}"
             ax.plot(line["t_s"], line["value"], marker=".", markersize=3, linewidth=1.2, color=palette.get(config),
                     label=label, alpha=0.9)
-        ax.set_title(f"{workload}, {load_label} {float(table['load'].iloc[0]):g}", fontsize=7)
+        top = f"highest {load_label} of each configuration" if each else f"{load_label} {float(table['load'].iloc[0]):g}"
+        ax.set_title(f"{workload}, {top}", fontsize=7)
         ax.set_xlabel("time in the point (s)", fontsize=7)
         ax.set_ylabel(f"{metrics.label(metric)} ({unit})", fontsize=7)
         ax.set_ylim(bottom=0)
@@ -134,9 +139,10 @@ def distribution_figure(bins: pd.DataFrame, workloads: Sequence[str], palette: d
     return fig
 
 
-def stability_caption(metric: str, load_label: str, ramp_s: float) -> str:
+def stability_caption(metric: str, load_label: str, ramp_s: float, each: bool = False) -> str:
     ramp = f" The shaded start is the ramp ({ramp_s:g} s), which is not measured." if ramp_s > 0 else ""
-    return (f"{metrics.label(metric)} over time within each point at the highest {load_label}, one line per "
+    top = f"each configuration's highest {load_label}" if each else f"the highest {load_label}"
+    return (f"{metrics.label(metric)} over time within each point at {top}, one line per "
             f"configuration and repetition, read from the tool's interval output.{ramp}")
 
 
