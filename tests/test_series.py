@@ -272,3 +272,17 @@ def test_figures_are_drawn_only_from_data():
     assert stability.stability_figure(table, "total_bw", ["70/30 4 KiB"], {"xfs": "#000000"}, ramp_s=1.0) is not None
     top = stability.stability_table(pd.concat([table, table.assign(load=1.0, value=0.0)]), "total_bw", "70/30 4 KiB")
     assert set(top["load"]) == {2.0} and (top["value"] > 0).all()
+
+
+# ------------------------------------------------------------------------------------------ cli
+
+def test_ingest_series_writes_readings_as_csv(capsys, tmp_path):
+    from briefkit import cli
+    assert cli.main(["ingest", "fio", "--series", str(FIO_LOGS)]) == 0
+    table = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert list(table.columns) == [*tidy_series.COLUMNS, "source"]
+    expected = fio_logs.series(FIO_LOGS)
+    assert len(table) == len(expected) and np.allclose(table["value"], expected["value"])
+    bad = _corrupt(FIO_LOGS / "fio_bw.1.log", tmp_path / "fio_bw.1.log", 2, "x")
+    assert cli.main(["ingest", "fio", "--series", str(bad)]) == 1
+    assert f"{bad}:2:" in capsys.readouterr().err

@@ -76,7 +76,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from briefkit.core import samples, series
+from briefkit.core import samples
+from briefkit.core import series as tidy_series
 from briefkit.core.errors import ParseError
 
 TOOL = "db_bench"
@@ -727,4 +728,9 @@ def report_series(path) -> pd.DataFrame:
     the interval) at ``t_s`` = the interval's end, db_bench's ``secs_elapsed``. A bad line is an error
     naming the file and line."""
     table = read_report(path)
-    return series.from_arrays(table["secs_elapsed"], "total_ops", table["ops_per_sec"], "ops/s")
+    return tidy_series.from_arrays(table["secs_elapsed"], "total_ops", table["ops_per_sec"], "ops/s")
+
+
+def series(path, **_options) -> pd.DataFrame:
+    """Series rows of a db_bench ``--report_file`` CSV (``report_series``)."""
+    return report_series(path)

@@ -59,6 +59,12 @@ def plat_idx_to_val(index: np.ndarray) -> np.ndarray:
     return np.where(index < (PLAT_VAL << 1), index, value)
 
 
+def log_name(name: str) -> str | None:
+    """The prefix of a fio log file name (``fio_bw.2.log`` -> ``fio``), or None."""
+    match = _NAME.match(name)
+    return match["prefix"] if match else None
+
+
 def log_files(folder: Path, prefix: str | None = None) -> dict[str, list[tuple[int, Path]]]:
     """The fio logs in ``folder`` by kind (``bw``, ``iops``, ``lat``, ``clat``, ``slat``, ``clat_hist``),
     each a list of (job number, path) sorted by job; ``prefix`` keeps one log prefix only."""

@@ -43,7 +43,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from briefkit.core import samples, series
+from briefkit.core import samples
+from briefkit.core import series as tidy_series
 from briefkit.core.errors import ParseError
 
 #: metrics a TPC-C brief wants that HammerDB output cannot give
@@ -307,4 +308,9 @@ def transaction_counter_series(path, interval_s: float | None = None, run: int |
         t_s = [i * float(interval_s) for i in range(len(table))]
     else:
         raise ParseError(path, "readings without time stamps: give the counter's refresh interval (interval_s)")
-    return series.from_arrays(t_s, "tpm", table["value"].to_numpy(dtype=float), "1/min")
+    return tidy_series.from_arrays(t_s, "tpm", table["value"].to_numpy(dtype=float), "1/min")
+
+
+def series(path, interval_s: float | None = None, **_options) -> pd.DataFrame:
+    """Series rows of a transaction counter log (``transaction_counter_series``)."""
+    return transaction_counter_series(path, interval_s=interval_s)

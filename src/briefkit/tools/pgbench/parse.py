@@ -58,7 +58,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from briefkit.core import samples, series
+from briefkit.core import samples
+from briefkit.core import series as tidy_series
 from briefkit.core.errors import ParseError
 
 #: the percentiles reported besides the mean and the maximum
@@ -795,9 +796,9 @@ def progress_series(path: str | Path) -> pd.DataFrame:
     time stamp (seconds since its start, the interval's end). No progress line: an empty table."""
     table = read_progress(path)
     stddev = table.dropna(subset=["stddev_ms"])
-    return series.concat([series.from_arrays(table["time_s"], "tpm", table["tps"], "1/s"),
-                          series.from_arrays(table["time_s"], "txn_lat_mean", table["lat_ms"], "ms"),
-                          series.from_arrays(stddev["time_s"], "txn_lat_stddev", stddev["stddev_ms"], "ms")])
+    return tidy_series.concat([tidy_series.from_arrays(table["time_s"], "tpm", table["tps"], "1/s"),
+                          tidy_series.from_arrays(table["time_s"], "txn_lat_mean", table["lat_ms"], "ms"),
+                          tidy_series.from_arrays(stddev["time_s"], "txn_lat_stddev", stddev["stddev_ms"], "ms")])
 
 
 def aggregate_series(path: str | Path, interval_s: float | None = None, start_epoch: float | None = None
@@ -817,7 +818,24 @@ def aggregate_series(path: str | Path, interval_s: float | None = None, start_ep
     t_s = table["interval_start"] - start + interval_s
     busy = table[table["num_transactions"] > 0]
     busy_t = busy["interval_start"] - start + interval_s
-    return series.concat([
-        series.from_arrays(t_s, "tpm", table["num_transactions"] / interval_s, "1/s"),
-        series.from_arrays(busy_t, "txn_lat_mean", busy["sum_latency"] / busy["num_transactions"], "us"),
-        series.from_arrays(busy_t, "txn_lat_max", busy["max_latency"], "us")])
+    return tidy_series.concat([
+        tidy_series.from_arrays(t_s, "tpm", table["num_transactions"] / interval_s, "1/s"),
+        tidy_series.from_arrays(busy_t, "txn_lat_mean", busy["sum_latency"] / busy["num_transactions"], "us"),
+        tidy_series.from_arrays(busy_t, "txn_lat_max", busy["max_latency"], "us")])
+
+
+def series(path: str | Path, interval_s: float | None = None, **_options) -> pd.DataFrame:
+    """Series rows of pgbench output: an ``--aggregate-interval`` log (``aggregate_series``) or a file
+    holding ``--progress`` lines (``progress_series``). A per-transaction log is refused: aggregate it
+    with pgbench's ``--aggregate-interval`` instead."""
+    path = Path(path)
+    kind = _kind(path)
+    if kind == "aggregate":
+        return aggregate_series(path, interval_s=interval_s)
+    if kind == "log":
+        raise ParseError(path, "a per-transaction log has no intervals; give an --aggregate-interval log or the "
+                         "output holding pgbench's --progress lines")
+    found = progress_series(path)
+    if found.empty:
+        raise ParseError(path, "no '--progress' line ('progress: <s> s, <tps> tps, lat <ms> ms ...') in this file")
+    return found
