@@ -150,6 +150,11 @@ def test_dataset_writes_series_beside_the_samples(tmp_path):
     assert len(joined) == len(means)
     assert np.allclose(joined["series"], joined["sample"], rtol=1e-9)
     assert data.campaigns["local"].ramp_s == 0.0
+    # a processed folder written before series existed reads as "no series", not as an error
+    (folder / "series.parquet").unlink()
+    (folder / "latency_bins.parquet").unlink()
+    older = processed.load("rocksdb-7600", tmp_path)
+    assert older.series.empty and list(older.series.columns) == tidy_series.TABLE_COLUMNS and older.latency_bins.empty
 
 
 # ---------------------------------------------------------------------------------------- pgbench

@@ -60,6 +60,7 @@ from briefkit.tools.base import Point, PointRun, Workload
 from briefkit.tools.fio import logs as fio_logs
 from briefkit.tools.fio import parse as fio_output
 from briefkit.tools.fio.job import RW_MODES, FioJob, command, job_file, parse_size
+from briefkit.tools.fio.job import _seconds as seconds
 from briefkit.tools.fio.settings import _MIX, BRIEF_MIXES, FioMatrix, FioSettings  # noqa: F401 (BRIEF_MIXES: re-exported)
 
 if TYPE_CHECKING:
@@ -171,7 +172,7 @@ class FioWorkload(Workload):
         return float(settings["ramp_s"]) + float(settings["runtime_s"])
 
     def ramp_seconds(self, point: Point, settings: Mapping[str, Any]) -> float:
-        return float(settings["ramp_s"])
+        return float(seconds(settings["ramp_s"], "ramp_s"))
 
     def writes_to_device(self, point: Point, settings: Mapping[str, Any]) -> bool:
         mode, read = parse_mix(point.values["rw"])
