@@ -190,9 +190,10 @@ class BriefBase:
                   why_missing: str = "the points of this campaign kept no interval output", each: bool = False
                   ) -> str | None:
         """The stability figure of campaign ``name`` (``metric`` over time at each workload's top load,
-        briefkit.briefs.stability), or one line saying it was not measured. Returns the figure's label."""
+        briefkit.briefs.stability) for the configurations of ``palette``, or one line saying it was not
+        measured. Returns the figure's label."""
         series = self.data.series
-        series = series[series["campaign"] == name] if len(series) else series
+        series = series[(series["campaign"] == name) & series["config"].isin(list(palette))] if len(series) else series
         record = self.records[name]
         ramp_s = float(record.ramp_s or 0.0)
         fig = stability.stability_figure(series, metric, list(workloads), palette, ramp_s, load_label,
@@ -206,7 +207,7 @@ class BriefBase:
         """The exceedance figure of campaign ``name`` from its merged latency bins, or one line saying it
         was not measured. Returns the figure's label."""
         bins = self.data.latency_bins
-        bins = bins[bins["campaign"] == name] if len(bins) else bins
+        bins = bins[(bins["campaign"] == name) & bins["config"].isin(list(palette))] if len(bins) else bins
         fig = stability.distribution_figure(bins, list(workloads), palette, load_label) if len(bins) else None
         if fig is None:
             self.out.md(stability.not_measured(f"Latency distribution (campaign {name})",
