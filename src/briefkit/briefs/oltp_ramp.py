@@ -203,10 +203,6 @@ transaction times as bars without values.""")
                             f"figures 4 and 5 do. Every step: {label}.")
             reasons = [f"*{c}*: {found[c].reason}" for c in shown]
             out.md("Where each ramp stopped:\n\n" + bullets(reasons))
-            with out.appendix():
-                out.md(f"### Stability within the steps (campaign {name})")
-                self.stability(name, "tpm", ["all"], palette, load_label="clients", each=True,
-                               why_missing="its steps kept no pgbench --progress output")
         return out.take()
 
     def wal(self):
@@ -335,6 +331,11 @@ extrapolates it. The runs above use pgbench's per-transaction log, which gives i
     def how_tested(self):
         with self.out.appendix():
             self._how_tested()
+            # last: appendix figures are numbered after every body figure
+            for name in self.measured:
+                self.out.md(f"### Stability within the steps (campaign {name})")
+                self.stability(name, "tpm", ["all"], plots.colours(self.m_configs[name]), load_label="clients",
+                               each=True, why_missing="its steps kept no pgbench --progress output")
         return self.out.take()
 
     def _how_tested(self):
