@@ -219,16 +219,12 @@ figures below its efficiency and latency, each from the numbers it prints.""")
             if c["summary"] is None or not len(c["summary"]):
                 continue
             workloads = list(dict.fromkeys(c["summary"]["workload"]))
-            with out.appendix():   # a panel per workload: too tall for the six body pages
+            # a panel per workload: too tall for the six body pages, which the measured mixes fill
+            with out.appendix():
                 out.md("### Latency distribution and stability" + ("" if len(self.names) == 1 else f" (campaign {name})"))
-                shown = [self.latency_distribution(name, workloads, c["palette"], load_label=mix.LOAD_KIND),
-                         self.stability(name, "total_bw", workloads, c["palette"], load_label=mix.LOAD_KIND,
-                                        why_missing="its points were measured without fio's bandwidth logs")]
-            what = [f"the latency distribution at the highest numjobs ({shown[0]})" if shown[0] else None,
-                    f"throughput over time within the points ({shown[1]})" if shown[1] else None]
-            what = [w for w in what if w]
-            missing = "" if shown[1] else " Throughput over time: not measured (no fio bandwidth logs in these points)."
-            out.md(("The appendix draws " + " and ".join(what) + "." if what else "") + missing)
+                self.latency_distribution(name, workloads, c["palette"], load_label=mix.LOAD_KIND)
+                self.stability(name, "total_bw", workloads, c["palette"], load_label=mix.LOAD_KIND,
+                               why_missing="its points were measured without fio's bandwidth logs")
         return out.take()
 
     def how_tested(self):
