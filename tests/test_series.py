@@ -291,3 +291,14 @@ def test_ingest_series_writes_readings_as_csv(capsys, tmp_path):
     bad = _corrupt(FIO_LOGS / "fio_bw.1.log", tmp_path / "fio_bw.1.log", 2, "x")
     assert cli.main(["ingest", "fio", "--series", str(bad)]) == 1
     assert f"{bad}:2:" in capsys.readouterr().err
+
+
+def test_figures_wait_for_their_block():
+    """A figure kept for the appendix is not left open for the notebook to show at the end of its cell."""
+    import matplotlib.pyplot as plt
+    rows = fio_logs.series(FIO_LOGS, offset_s=1.0).assign(
+        brief="b", campaign="c", config="xfs", workload="w", load_kind="numjobs", load=2.0, rep=1, host="h")
+    fig = stability.stability_figure(rows, "total_bw", ["w"], {"xfs": "#000000"})
+    assert fig is not None and fig.number not in plt.get_fignums()
+    assert b"<svg" in __import__("io").BytesIO(fig.savefig(buf := __import__("io").BytesIO(), format="svg")
+                                               or buf.getvalue()).getvalue()

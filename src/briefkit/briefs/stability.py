@@ -72,6 +72,7 @@ def stability_figure(series: pd.DataFrame, metric: str, workloads: Sequence[str]
             ax.legend(frameon=False, fontsize=6)
     for ax in list(axes.flat)[len(tables):]:
         ax.set_visible(False)
+    plt.close(fig)   # shown where its block is emitted (maybe the appendix), never by the notebook's cell end
     return fig
 
 
@@ -136,6 +137,7 @@ def distribution_figure(bins: pd.DataFrame, workloads: Sequence[str], palette: d
             ax.legend(frameon=False, fontsize=5)
     for ax in list(axes.flat)[len(tables):]:
         ax.set_visible(False)
+    plt.close(fig)   # shown where its block is emitted (maybe the appendix), never by the notebook's cell end
     return fig
 
 
