@@ -7,7 +7,7 @@
     briefkit build BRIEF              dataset, execute and render in one go (what dvc repro does)
     briefkit check BRIEF              the reproduction check of a published brief, as CSV
     briefkit compare BRIEF A B        the brief for campaigns A and B side by side -> reports/compare/
-    briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout
+    briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout (--series: over time)
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
     briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
     briefkit status BRIEF             points done, skipped, failed and left per campaign
@@ -122,6 +122,10 @@ def _ingest(args) -> int:
     from briefkit.core.errors import BriefkitError
 
     module = tools.parser(args.tool)
+    if args.series:
+        return _ingest_series(module, args)
+    if args.interval_s is not None:
+        raise SystemExit("briefkit: error: --interval-s applies to --series only")
     accepted = inspect.signature(module.parse).parameters
     options = {}
     for flag, key, value in (("--keep-failed", "keep_failed", args.keep_failed or None),
@@ -147,6 +151,33 @@ def _ingest(args) -> int:
     samples.to_csv(samples.concat(tables), sys.stdout)
     if empty:
         print(f"briefkit: {len(empty)} of {len(args.files)} file(s) yielded no samples: {', '.join(empty)}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _ingest_series(module, args) -> int:
+    """``briefkit ingest TOOL --series FILE...``: readings over time (t_s, metric, value, unit, source) as CSV."""
+    from briefkit.core import series
+    from briefkit.core.errors import BriefkitError
+
+    tables, empty = [], []
+    for path in args.files:
+        try:
+            table = module.series(Path(path), **({"interval_s": args.interval_s} if args.interval_s else {}))
+        except BriefkitError as exc:
+            print(f"briefkit: error: {exc}", file=sys.stderr)
+            empty.append(path)
+            continue
+        if table.empty:
+            print(f"briefkit: error: {path}: no readings over time in this file", file=sys.stderr)
+            empty.append(path)
+            continue
+        tables.append(table.assign(source=path))
+    columns = [*series.COLUMNS, "source"]
+    series.concat(tables, columns).to_csv(sys.stdout, index=False, columns=columns)
+    if empty:
+        print(f"briefkit: {len(empty)} of {len(args.files)} file(s) yielded no readings: {', '.join(empty)}",
               file=sys.stderr)
         return 1
     return 0
@@ -372,7 +403,8 @@ HELP: dict[str, tuple[str, str, str]] = {
     "ingest": ("tidy samples of raw tool output, as CSV on stdout",
                "Parse raw tool output (fio JSON, db_bench logs, pgbench logs, ...) into tidy samples; CSV on "
                "stdout.",
-               "briefkit ingest fio data/raw/fio-6600ion/local/<point>/fio.json | head"),
+               "briefkit ingest fio data/raw/fio-6600ion/local/<point>/fio.json | head\n"
+               "briefkit ingest fio --series data/raw/fio-6600ion/local/<point>/   # fio's logs over time"),
 }
 
 _EPILOG = """examples:
@@ -442,6 +474,13 @@ def parser() -> argparse.ArgumentParser:
     ingest_cmd.add_argument("--scripts", metavar="NAME,NAME",
                             help="pgbench: the transaction type of each script, in the order of the -f/-b "
                                  "options (default: from the pgbench summary beside the log)")
+    ingest_cmd.add_argument("--series", action="store_true",
+                            help="readings over time instead of samples (t_s, metric, value, unit, source): fio "
+                                 "logs (a folder or one of its logs), db_bench --report_file CSV, pgbench "
+                                 "--progress output or --aggregate-interval log, HammerDB counter log")
+    ingest_cmd.add_argument("--interval-s", type=float, metavar="S",
+                            help="with --series: the interval of readings that carry no time (HammerDB counter "
+                                 "log without time stamps; pgbench aggregate log of one line)")
     return top
 
 

@@ -226,6 +226,16 @@ figures below its efficiency and latency, each from the numbers it prints.""")
                    "percentiles; percentiles are never averaged.")
             out.table(mix.percentile_table(c["percentiles"], c["configs"]),
                       "99th percentile completion latency (ms) at the highest numjobs, repetitions merged")
+        for name, c in self.campaigns.items():
+            if c["summary"] is None or not len(c["summary"]):
+                continue
+            workloads = list(dict.fromkeys(c["summary"]["workload"]))
+            # a panel per workload: too tall for the six body pages, which the measured mixes fill
+            with out.appendix():
+                out.md("### Latency distribution and stability" + ("" if len(self.names) == 1 else f" (campaign {name})"))
+                self.latency_distribution(name, workloads, c["palette"], load_label=mix.LOAD_KIND)
+                self.stability(name, "total_bw", workloads, c["palette"], load_label=mix.LOAD_KIND,
+                               why_missing="its points were measured without fio's bandwidth logs")
         return out.take()
 
     def how_tested(self):

@@ -364,6 +364,11 @@ extrapolates it. The runs above use pgbench's per-transaction log, which gives i
     def how_tested(self):
         with self.out.appendix():
             self._how_tested()
+            # last: appendix figures are numbered after every body figure
+            for name in self.measured:
+                self.out.md(f"### Stability within the steps (campaign {name})")
+                self.stability(name, "tpm", ["all"], plots.colours(self.m_configs[name]), load_label="clients",
+                               each=True, why_missing="its steps kept no pgbench --progress output")
         return self.out.take()
 
     def _how_tested(self):

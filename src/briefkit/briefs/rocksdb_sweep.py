@@ -331,6 +331,8 @@ measured campaign can compare its own.""")
                                     "them); write amplification (not measured: neither compaction statistics nor the "
                                     "bytes the application wrote are recorded); whether the point reached steady state "
                                     "(\"not asked\" when the campaign did not ask)." + missing, css_class="brief-table auto")
+            self.stability(name, "total_ops", m["workloads"], m["palette"], load_label=self.load_kind,
+                           why_missing="its points kept no db_bench --report_file interval CSV")
         return self.out.take()
 
     def how_tested(self):

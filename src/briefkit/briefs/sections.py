@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from briefkit.core import sizes
+from briefkit.briefs import stability
+from briefkit.core import metrics, sizes
 from briefkit.core.numbers import fmt
 from briefkit.dataset import claims, processed, published
 
@@ -184,6 +185,35 @@ class BriefBase:
             self.out.md(line)
         progress(self.out, record)
         return label
+
+    def stability(self, name: str, metric: str, workloads, palette: dict[str, str], load_label: str = "load",
+                  why_missing: str = "the points of this campaign kept no interval output", each: bool = False
+                  ) -> str | None:
+        """The stability figure of campaign ``name`` (``metric`` over time at each workload's top load,
+        briefkit.briefs.stability) for the configurations of ``palette``, or one line saying it was not
+        measured. Returns the figure's label."""
+        series = self.data.series
+        series = series[(series["campaign"] == name) & series["config"].isin(list(palette))] if len(series) else series
+        record = self.records[name]
+        ramp_s = float(record.ramp_s or 0.0)
+        fig = stability.stability_figure(series, metric, list(workloads), palette, ramp_s, load_label,
+                                         each=each) if len(series) else None
+        if fig is None:
+            self.out.md(stability.not_measured(f"{metrics.label(metric)} over time (campaign {name})", why_missing))
+            return None
+        return self.out.figure(fig, stability.stability_caption(metric, load_label, ramp_s, each))
+
+    def latency_distribution(self, name: str, workloads, palette: dict[str, str], load_label: str = "load") -> str | None:
+        """The exceedance figure of campaign ``name`` from its merged latency bins, or one line saying it
+        was not measured. Returns the figure's label."""
+        bins = self.data.latency_bins
+        bins = bins[(bins["campaign"] == name) & bins["config"].isin(list(palette))] if len(bins) else bins
+        fig = stability.distribution_figure(bins, list(workloads), palette, load_label) if len(bins) else None
+        if fig is None:
+            self.out.md(stability.not_measured(f"Latency distribution (campaign {name})",
+                                               "no merged latency histogram bins in the processed data"))
+            return None
+        return self.out.figure(fig, stability.distribution_caption(stability.top_rows(bins), load_label))
 
     def inventory(self, name: str) -> None:
         record = self.records[name]

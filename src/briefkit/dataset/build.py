@@ -23,9 +23,17 @@ import pandas as pd
 from briefkit import tools
 from briefkit.config import project
 from briefkit.core import samples as tidy
+from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError, ParseError
 from briefkit.dataset import published as published_mod
-from briefkit.dataset.processed import PERCENTILE_COLUMNS, PUBLISHED, SCHEMA_VERSION, empty_percentiles
+from briefkit.dataset.processed import (
+    BIN_COLUMNS,
+    PERCENTILE_COLUMNS,
+    PUBLISHED,
+    SCHEMA_VERSION,
+    empty_bins,
+    empty_percentiles,
+)
 from briefkit.raw import campaign as raw_campaign
 from briefkit.raw import records
 from briefkit.raw.campaign import RecordedCampaign
@@ -48,21 +56,27 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
     if tables:
         tables[0] = tables[0].assign(campaign=PUBLISHED)
     campaigns: dict[str, dict] = {}
-    percentiles = []
+    percentiles, bins, series = [], [], []
     today = spec.get("campaigns") or {}
     for folder in raw_campaign.folders(base / "data" / "raw" / slug):
         camp = raw_campaign.read(folder, slug)
-        table = camp.samples()
+        table, point_series = camp.samples_and_series()
         tables.append(table)
+        series.append(point_series)
         found = campaign_record(camp, today.get(camp.name) if isinstance(today, Mapping) else None)
         campaigns[camp.name] = fleet_record(campaigns[camp.name], found) if camp.name in campaigns else found
-        percentiles.append(merged_percentiles(table, base))
+        found_percentiles, found_bins = merged_latency(table, base)
+        percentiles.append(found_percentiles)
+        bins.append(found_bins)
     meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
             "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug)}
     files = {
         "samples.parquet": tidy.concat(tables),
         "percentiles.parquet": pd.concat([p for p in percentiles if len(p)], ignore_index=True)
         if any(len(p) for p in percentiles) else empty_percentiles(),
+        "latency_bins.parquet": pd.concat([b for b in bins if len(b)], ignore_index=True)
+        if any(len(b) for b in bins) else empty_bins(),
+        "series.parquet": _series_table(series),
         "brief.json": meta,
         "campaigns.json": {"schema_version": SCHEMA_VERSION, "brief": slug, "campaigns": campaigns},
     }
@@ -171,7 +185,7 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
                    for row in status_rows],
         "adaptive_repetitions": camp.adaptive, "repetition_groups": camp.repetition_groups(),
         "failures": camp.failures(), "skipped": camp.skipped(), "measured": camp.measured(),
-        "inventory": camp.inventory(), "prepare": camp.prepare(),
+        "inventory": camp.inventory(), "prepare": camp.prepare(), "ramp_s": _ramp_seconds(camp),
     }
 
 
@@ -205,6 +219,16 @@ def _fleet_part(record: dict) -> dict:
     return {k: record[k] for k in ("hosts", "declared_host", "points", "inventory", "measured", "failures")}
 
 
+def _ramp_seconds(camp: RecordedCampaign) -> float:
+    """Seconds at the start of each point that are not measured (the workload's ``ramp_seconds``), which
+    the stability figures shade."""
+    plan = camp.plan()
+    try:
+        return float(camp.workload.ramp_seconds(plan[0], camp.settings)) if plan else 0.0
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+
+
 def compare_declaration(camp: RecordedCampaign, declared: Mapping | None) -> tuple[str, list[str]]:
     """How today's params.yaml declaration of the campaign compares with the recorded one."""
     if declared is None:
@@ -233,14 +257,33 @@ def resolved(spec: Mapping, where: str) -> dict:
 
 # --- merged percentiles --------------------------------------------------------------------------
 
+def _series_table(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """series.parquet: every campaign's series, typed so that an empty table has the same schema."""
+    table = tidy_series.concat(tables, tidy_series.TABLE_COLUMNS)
+    if not len(table):
+        return tidy_series.empty_table()
+    table["t_s"] = table["t_s"].astype(float)
+    table["value"] = table["value"].astype(float)
+    table["rep"] = table["rep"].astype("int64")
+    table["load"] = table["load"].astype(float)
+    return table.reset_index(drop=True)
+
+
 def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> pd.DataFrame:
     """Completion-latency percentiles of each point (campaign, config, host, workload, load) read from the
     json+ bins of all its repetitions merged (fio's bin merging; never an average of percentiles).
     The fio files are the ``source`` of the point's fio samples."""
+    return merged_latency(table, base, percentiles)[0]
+
+
+def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``merged_percentiles`` and the merged bins they are read from (latency_bins.parquet: per point
+    and family, each bucket's value in us and its count over all repetitions), for exact distributions."""
     if not len(table):
-        return empty_percentiles()
+        return empty_percentiles(), empty_bins()
     work = table[(table["tool"] == "fio") & table["source"].notna()]
-    rows = []
+    rows: list[dict] = []
+    bin_rows: list[pd.DataFrame] = []
     # per host: a fleet's hosts are compared, never merged; a client/server file holds every server and
     # "All clients", each its own host (a stand-alone file's units have none: they are the point's host)
     keys = ["campaign", "config", "host", "workload", "load_kind", "load"]
@@ -261,7 +304,12 @@ def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES)
             for p, ns in fio_parse.percentiles_from_bins(bins, percentiles).items():
                 rows.append({**dict(zip(keys, key)), "family": family, "percentile": float(p),
                              "value": float(ns) / 1000.0, "unit": "us", "files": len(paths)})
-    return pd.DataFrame(rows, columns=PERCENTILE_COLUMNS) if rows else empty_percentiles()
+            values = sorted(v for v, c in bins.items() if c)
+            bin_rows.append(pd.DataFrame({**dict(zip(keys, key)), "family": family,
+                                          "value": [v / 1000.0 for v in values], "count": [int(bins[v]) for v in values],
+                                          "unit": "us", "files": len(paths)}, columns=BIN_COLUMNS))
+    found = pd.DataFrame(rows, columns=PERCENTILE_COLUMNS) if rows else empty_percentiles()
+    return found, (pd.concat(bin_rows, ignore_index=True) if bin_rows else empty_bins())
 
 
 def _locate(source: str, base: Path) -> Path:

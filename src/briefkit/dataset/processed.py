@@ -3,6 +3,11 @@
     samples.parquet       tidy samples: the published brief's (campaign "published") and every measured
                           campaign's, read through the declaration recorded with its raw data
     percentiles.parquet   latency percentiles of merged fio json+ bins (all repetitions of a point)
+    latency_bins.parquet  those merged bins themselves: per point and family each bucket's value (us) and
+                          count, for exact latency distributions (exceedance figures)
+    series.parquet        readings over time within each point (briefkit.core.series): t_s, metric, value,
+                          unit and the point's keys brief, campaign, config, workload, load_kind, load,
+                          rep, host; SI units as in the samples
     brief.json            the brief: notebook, published folder, notebook parameters, campaigns to show
     campaigns.json        one record per measured campaign: what was declared (as recorded), what ran
                           (hosts, durations, tool versions, counts), and how today's params.yaml compares
@@ -19,12 +24,16 @@ from typing import Any
 import pandas as pd
 
 from briefkit.core import samples as tidy
+from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError
 
 SCHEMA_VERSION = 1
 FILES = ("brief.json", "campaigns.json", "samples.parquet", "percentiles.parquet")
+#: files of later versions of the folder: an older folder without them reads as "not measured"
+OPTIONAL_FILES = ("series.parquet", "latency_bins.parquet")
 PERCENTILE_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "percentile", "value",
                       "unit", "files"]
+BIN_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "value", "count", "unit", "files"]
 STATUS_COLUMNS = ["config", "label", "points", "done", "skipped", "failed", "left"]
 PUBLISHED = "published"
 
@@ -62,6 +71,7 @@ class CampaignRecord:
     #: why each point of adaptive repetitions stopped: group, config, values, metric, n, mean,
     #: half_width_pct, target_pct, stopped ("target" | "max") (briefkit.measure.repetitions)
     repetition_groups: list[dict] = field(default_factory=list)
+    ramp_s: float = 0.0                   # seconds at each point's start that are not measured
 
     @classmethod
     def from_json(cls, data: dict) -> CampaignRecord:
@@ -85,6 +95,13 @@ class BriefData:
     samples: pd.DataFrame
     percentiles: pd.DataFrame
     campaigns: dict[str, CampaignRecord]
+    series: pd.DataFrame = field(default_factory=tidy_series.empty_table)
+    latency_bins: pd.DataFrame = field(default_factory=lambda: empty_bins())
+
+    def measured_series(self, show: list[str] | str | None = None) -> pd.DataFrame:
+        """Series of the selected campaigns only."""
+        names = self.selected(show)
+        return self.series[self.series["campaign"].isin(names)].reset_index(drop=True)
 
     def selected(self, show: list[str] | str | None = None) -> list[str]:
         """The campaigns to show: ``show`` (else brief.json's), a name or a list of names; None or
@@ -113,6 +130,10 @@ def empty_percentiles() -> pd.DataFrame:
     return pd.DataFrame(columns=PERCENTILE_COLUMNS)
 
 
+def empty_bins() -> pd.DataFrame:
+    return pd.DataFrame(columns=BIN_COLUMNS)
+
+
 def read_brief(brief: str, processed_dir: str | Path) -> dict:
     """brief.json alone: notebook, published folder, parameters and the campaigns to show."""
     path = Path(processed_dir) / brief / "brief.json"
@@ -138,9 +159,13 @@ def load(brief: str, processed_dir: str | Path) -> BriefData:
     samples = samples.reindex(columns=tidy.COLUMNS)
     percentiles = pd.read_parquet(folder / "percentiles.parquet").reindex(columns=PERCENTILE_COLUMNS)
     campaigns = {name: CampaignRecord.from_json(record) for name, record in found.get("campaigns", {}).items()}
+    series = pd.read_parquet(folder / "series.parquet").reindex(columns=tidy_series.TABLE_COLUMNS) \
+        if (folder / "series.parquet").is_file() else tidy_series.empty_table()
+    bins = pd.read_parquet(folder / "latency_bins.parquet").reindex(columns=BIN_COLUMNS) \
+        if (folder / "latency_bins.parquet").is_file() else empty_bins()
     return BriefData(brief=meta.get("brief", brief), notebook=meta.get("notebook"), published=meta.get("published"),
                      parameters=meta.get("parameters") or {}, show=meta.get("show"), samples=samples,
-                     percentiles=percentiles, campaigns=campaigns)
+                     percentiles=percentiles, campaigns=campaigns, series=series, latency_bins=bins)
 
 
 def _json(path: Path) -> dict:

@@ -19,11 +19,12 @@ import pandas as pd
 from briefkit import tools
 from briefkit.config.params import RepetitionsSpec, max_repetitions
 from briefkit.core import samples as tidy
+from briefkit.core import series as tidy_series
 from briefkit.core.errors import CampaignError
 from briefkit.core.validation import check
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, Manifest
-from briefkit.raw.points import point_samples
+from briefkit.raw.points import point_samples, point_series
 from briefkit.tools.base import Point, Workload, slug
 
 STATUS_COLUMNS = ["campaign", "config", "label", "points", DONE, SKIPPED, FAILED, "left"]
@@ -109,6 +110,18 @@ class RecordedCampaign:
         """Tidy samples of every finished point (an empty table before the first)."""
         return tidy.concat([point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings,
                                           p, e, with_power=with_power) for p, e in self.done()])
+
+    def samples_and_series(self, with_power: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Tidy samples (as ``samples``) and series (briefkit.core.series.TABLE_COLUMNS) of every finished
+        point, each point folder read once."""
+        sample_tables, series_tables = [], []
+        for point, entry in self.done():
+            table = point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings, point, entry,
+                                  with_power=with_power)
+            sample_tables.append(table)
+            series_tables.append(point_series(self.raw_dir, self.brief, self.name, self.workload, self.settings,
+                                              point, entry, table))
+        return tidy.concat(sample_tables), tidy_series.concat(series_tables, tidy_series.TABLE_COLUMNS)
 
     def status(self) -> pd.DataFrame:
         """Points done, skipped, failed and left per configuration."""

@@ -1,15 +1,18 @@
 """Tidy samples of one finished point folder: the workload's parser, the point's provenance
 (brief, campaign, config, rep, host and times from point.json) and the power over its measured
-window (power.csv beside it, or an external meter's log)."""
+window (power.csv beside it, or an external meter's log). ``point_series``: the same point's readings
+over time (the workload's ``series`` and the power samples), with the point's keys."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from briefkit.core import samples as tidy
+from briefkit.core import series as tidy_series
 from briefkit.raw import records
 from briefkit.target import power
 from briefkit.tools.base import Point, Workload
@@ -68,3 +71,40 @@ def power_rows(folder: Path, record: Mapping) -> list[dict]:
         readings = power.from_config(record["power"], None).load()
     window = power.window_power(readings, start, end)
     return window.rows() if window.measured else []
+
+
+def point_series(raw_dir: Path, brief: str, campaign: str, workload: Workload, settings: Mapping[str, Any],
+                 point: Point, entry: Mapping, point_samples_table: pd.DataFrame) -> pd.DataFrame:
+    """The series of a done point (briefkit.core.series.TABLE_COLUMNS): the workload's ``series`` and
+    the watts of power.csv, ``t_s`` since the point's ``started_at``. ``workload``, ``load_kind`` and
+    ``load`` are those of the point's samples (``point_samples_table``), so series and samples join."""
+    folder = Path(raw_dir).resolve() / entry["dir"]
+    record = records.read_point(folder)
+    table = workload.series(folder, point, settings)
+    if (folder / "power.csv").exists():
+        start = datetime.fromisoformat(record["started_at"]).timestamp()
+        table = tidy_series.concat([table, power_series(folder / "power.csv", start)],
+                                   columns=[*tidy_series.COLUMNS, "workload"] if "workload" in table else tidy_series.COLUMNS)
+    if not len(table):
+        return tidy_series.empty_table()
+    own = point_samples_table[point_samples_table["tool"] != "power"] if "tool" in point_samples_table else point_samples_table
+    labels = own["workload"].dropna()
+    label = "all" if "all" in set(labels) else (labels.iloc[0] if len(labels) else None)
+    first = own.iloc[0] if len(own) else None
+    table = table.copy()
+    table["workload"] = table["workload"].fillna(label) if "workload" in table else label
+    table["brief"], table["campaign"], table["config"], table["rep"] = brief, campaign, point.config, point.rep
+    table["load_kind"] = first["load_kind"] if first is not None else workload.load_axis
+    table["load"] = first["load"] if first is not None else point.values.get(workload.load_axis)
+    table["host"] = record["host"]
+    return table[tidy_series.TABLE_COLUMNS]
+
+
+def power_series(path: Path, start_epoch: float) -> pd.DataFrame:
+    """``watts`` of a recorder's power.csv over time (``t_s`` since ``start_epoch``). Several series
+    (domains or sensors) in one file: the first by name only, as the point's power samples read one."""
+    groups = power.series(power.read_power_log(path))
+    if not groups:
+        return tidy_series.empty()
+    readings = groups[sorted(groups)[0]]
+    return tidy_series.from_arrays([r.t - start_epoch for r in readings], "watts", [r.watts for r in readings], "W")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError
 from briefkit.core.validation import check
 from briefkit.tools import steady
@@ -210,3 +211,10 @@ class Workload:
         campaign, host, started_at, ended_at; the workload sets workload, load_kind, load,
         metric, value, unit, tool, tool_version and source."""
         raise NotImplementedError
+
+    def series(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
+        """Readings over time of one fetched point folder: columns ``t_s, metric, value, unit``
+        (briefkit.core.series; ``t_s`` = seconds since the point started). A workload may add a
+        ``workload`` column where one point holds several. The dataset adds the point's keys;
+        power readings (power.csv) are added there too, for every workload. Default: none."""
+        return series_table.empty()

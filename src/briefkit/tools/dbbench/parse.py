@@ -77,6 +77,7 @@ from pathlib import Path
 import pandas as pd
 
 from briefkit.core import samples
+from briefkit.core import series as tidy_series
 from briefkit.core.errors import ParseError
 
 TOOL = "db_bench"
@@ -720,3 +721,16 @@ def parse_benchmark_report(path, **provenance) -> pd.DataFrame:
         if "tool_version" in provenance:
             row.pop("tool_version", None)
     return samples.frame(rows, **common)
+
+
+def report_series(path) -> pd.DataFrame:
+    """Series rows of a ``--report_file`` CSV (``read_report``): ``total_ops`` (every thread's ops/s over
+    the interval) at ``t_s`` = the interval's end, db_bench's ``secs_elapsed``. A bad line is an error
+    naming the file and line."""
+    table = read_report(path)
+    return tidy_series.from_arrays(table["secs_elapsed"], "total_ops", table["ops_per_sec"], "ops/s")
+
+
+def series(path, **_options) -> pd.DataFrame:
+    """Series rows of a db_bench ``--report_file`` CSV (``report_series``)."""
+    return report_series(path)

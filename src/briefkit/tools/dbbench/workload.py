@@ -82,6 +82,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from briefkit.core import samples as tidy
+from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.validation import check
 from briefkit.tools import diskstats, steady
@@ -311,6 +312,17 @@ class DbBenchWorkload(Workload):
             rates, spec, float(settings["report_interval_s"]), table,
             f"{_prefix(Path(point_dir))}/{report.name}#steady_state")])
 
+    def series(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
+        """``total_ops`` over time from the measured step's interval CSV (``--report_file``, every
+        ``report_interval_s``); ``t_s`` is db_bench's ``secs_elapsed``. No CSV: an empty table."""
+        point_dir = Path(point_dir)
+        found = sorted(point_dir.glob("*.report.csv"))
+        if not found:
+            return series_table.empty()
+        main = _measured_step(point_dir)
+        found = [p for p in found if p.name in (f"{main.split('-')[0]}.report.csv", "dbbench.report.csv")]
+        return parser.report_series(found[0]) if found else series_table.empty()
+
 
 def _prefix(point_dir: Path) -> str:
     """How sources name the folder: from ``raw/`` on (``raw/<brief>/<campaign>/<point>/attempt-1``),
@@ -319,6 +331,18 @@ def _prefix(point_dir: Path) -> str:
     if "raw" in parts:
         return "/".join(parts[len(parts) - 1 - parts[::-1].index("raw"):])
     return str(point_dir)
+
+
+def _measured_step(point_dir: Path) -> str:
+    meta_path = point_dir / META
+    try:
+        steps = json.loads(meta_path.read_text())["steps"]
+        measured = [st["name"] for st in steps if st.get("measured")]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CampaignError(f"{meta_path}: not a db_bench point record ({type(exc).__name__}: {exc})") from None
+    if len(measured) != 1:
+        raise CampaignError(f"{meta_path}: expected exactly one measured step, got {measured}")
+    return measured[0]
 
 
 def point_samples(point_dir) -> pd.DataFrame:

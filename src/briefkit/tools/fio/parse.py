@@ -1152,3 +1152,17 @@ def merged_samples(paths: Sequence, kind: str = "clat",
                 row["host"] = key.host
             rows.append({**row, **provenance})
     return samples.frame(rows, tool="fio", source=";".join(str(p) for p in paths))
+
+
+def series(path, **options) -> pd.DataFrame:
+    """Series rows of fio's per-interval logs (briefkit.tools.fio.logs): ``path`` is a folder, or one log
+    of it whose prefix chooses the logs read together (every job's and kind's)."""
+    from briefkit.tools.fio import logs
+
+    path = Path(path)
+    if path.is_dir():
+        return logs.series(path, **options)
+    match = logs.log_name(path.name)
+    if match is None:
+        raise ParseError(path, "not a fio log name '<prefix>_<bw|iops|lat|clat|clat_hist>[.<job>].log'")
+    return logs.series(path.parent, prefix=match, **options)

@@ -36,7 +36,9 @@ Target
     has passed, before the preconditioning write and before every point that writes.
 
 Each point's folder holds ``fio.job`` (the job file), ``fio.json`` (json+, written by fio before
-anything parses it), ``fio.stdout`` / ``fio.stderr`` and the job wrapper's files.
+anything parses it), ``fio.stdout`` / ``fio.stderr``, the job wrapper's files and fio's per-interval
+logs (``fio_bw.<job>.log``, ``fio_iops``, ``fio_lat``, ``fio_clat``, ``fio_slat``; ``fio_clat_hist`` when
+``options.log_hist_msec`` is set: see ``log_options``), read into the point's series (``series``).
 
 Workload label (the ``workload`` column): ``"<read>/<write> <bs>"``, e.g. ``"70/30 256 KiB"``,
 the same labels as the published points of data/published/fio-6600ion; a plain mode gives
@@ -58,8 +60,10 @@ from briefkit.target.hosts.base import CommandError, stderr_tail
 from briefkit.target.safety import UnsafeTargetError, check_prepared
 from briefkit.tools import steady
 from briefkit.tools.base import Point, PointRun, Workload
+from briefkit.tools.fio import logs as fio_logs
 from briefkit.tools.fio import parse as fio_output
 from briefkit.tools.fio.job import RW_MODES, FioJob, command, job_file, parse_size
+from briefkit.tools.fio.job import _seconds as seconds
 from briefkit.tools.fio.settings import _MIX, BRIEF_MIXES, FioMatrix, FioSettings  # noqa: F401 (BRIEF_MIXES: re-exported)
 
 if TYPE_CHECKING:
@@ -70,6 +74,8 @@ if TYPE_CHECKING:
 DATA_FILE = "briefkit-fio.data"
 #: file names in a point's folder
 JOB_FILE, OUTPUT_FILE, JOB_NAME = "fio.job", "fio.json", "fio"
+#: prefix of fio's logs in a point's folder (``fio_bw.1.log``, ...: briefkit.tools.fio.logs), and their window
+LOG_PREFIX, LOG_AVG_MSEC = "fio", 1000
 #: beside the data file once preconditioning has written all of it (holds the size in bytes)
 MARKER_SUFFIX = ".preconditioned"
 #: block size of the preconditioning write
@@ -92,6 +98,18 @@ def parse_mix(value: Any, where: str = "rw") -> tuple[str | None, int | None]:
             return value, None
     raise CampaignError(f"{where}: {value!r} is neither a read/write mix like '70/30' nor a fio "
                         f"mode ({', '.join(RW_MODES)})")
+
+
+def log_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The job options that make fio write its per-interval logs into the point's folder (fio runs there):
+    bandwidth, IOPS and latency every ``log_avg_msec`` (the campaign's ``options``, else
+    ``LOG_AVG_MSEC``), and completion-latency histograms only when ``options`` sets ``log_hist_msec``
+    (a 1856-bucket line per job, direction and window: megabytes over a long point)."""
+    found: dict[str, Any] = {"write_bw_log": LOG_PREFIX, "write_iops_log": LOG_PREFIX, "write_lat_log": LOG_PREFIX,
+                             "log_avg_msec": LOG_AVG_MSEC}
+    if options.get("log_hist_msec"):
+        found["write_hist_log"] = LOG_PREFIX
+    return found
 
 
 def mix_label(value: Any) -> str:
@@ -149,7 +167,8 @@ class FioWorkload(Workload):
             numjobs=values["numjobs"], iodepth=values["iodepth"], ioengine=settings["ioengine"],
             direct=settings["direct"], ramp_time=settings["ramp_s"], runtime=self.runtime(settings),
             time_based=settings["time_based"], size=settings["size"],
-            group_reporting=settings["group_reporting"], options={**settings["options"], **steady_options(settings)})
+            group_reporting=settings["group_reporting"],
+            options={**log_options(settings["options"]), **settings["options"], **steady_options(settings)})
 
     @staticmethod
     def runtime(settings: Mapping[str, Any]) -> Any:
@@ -163,7 +182,7 @@ class FioWorkload(Workload):
         return float(settings["ramp_s"]) + float(self.runtime(settings))
 
     def ramp_seconds(self, point: Point, settings: Mapping[str, Any]) -> float:
-        return float(settings["ramp_s"])
+        return float(seconds(settings["ramp_s"], "ramp_s"))
 
     def writes_to_device(self, point: Point, settings: Mapping[str, Any]) -> bool:
         mode, read = parse_mix(point.values["rw"])
@@ -268,6 +287,16 @@ class FioWorkload(Workload):
             raise CampaignError(f"{path}: missing; expected fio's json+ output of point {point.id}")
         return fio_output.parse(path, workload=workload_label(point.values, settings),
                                 load_kind="numjobs", load=int(point.values["numjobs"]))
+
+    def series(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
+        """fio's bandwidth, IOPS, latency and histogram logs of the point (briefkit.tools.fio.logs);
+        fio's clock starts after the ramp, so the ramp is added. Points measured before fio wrote
+        logs have none: an empty table."""
+        options = settings.get("options") or {}
+        return fio_logs.series(point_dir, prefix=LOG_PREFIX, offset_s=self.ramp_seconds(point, settings),
+                               log_avg_msec=float(options.get("log_avg_msec") or LOG_AVG_MSEC),
+                               log_hist_msec=float(options["log_hist_msec"]) if options.get("log_hist_msec") else None,
+                               max_values=bool(options.get("log_max_value")))
 
 
 def steady_options(settings: Mapping[str, Any]) -> dict[str, str]:

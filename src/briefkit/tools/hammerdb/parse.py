@@ -44,6 +44,7 @@ from pathlib import Path
 import pandas as pd
 
 from briefkit.core import samples
+from briefkit.core import series as tidy_series
 from briefkit.core.errors import ParseError
 
 #: metrics a TPC-C brief wants that HammerDB output cannot give
@@ -273,3 +274,43 @@ def parse_transaction_counter(path, **provenance) -> pd.DataFrame:
         rows.append({**common, "metric": "tpm_max", "value": float(active.max()), "unit": "1/min"})
         rows.append({**common, "metric": "tpm_mean", "value": float(active.mean()), "unit": "1/min"})
     return samples.frame(rows, **provenance)
+
+
+def transaction_counter_series(path, interval_s: float | None = None, run: int | None = None) -> pd.DataFrame:
+    """Series rows of a transaction counter log: ``tpm`` per reading. ``t_s`` is the time since the
+    first reading, from the readings' time stamps (``tc_log_timestamps``) or, without them, the reading's
+    index x ``interval_s`` (HammerDB's counter refresh rate, which the log does not state: it must then be
+    given). A file holding several runs needs ``run`` (1, 2, ...). Unreadable time stamps are an error
+    naming the line."""
+    path = Path(path)
+    table = read_transaction_counter(path)
+    if (table["metric"] != "tpm").any():
+        raise ParseError(path, "a query-per-hour (qph) counter log: briefkit has no metric for analytic workloads")
+    runs = sorted(table["run"].unique())
+    if run is None:
+        if len(runs) > 1:
+            raise ParseError(path, f"the counter log holds {len(runs)} runs; choose one (run=1..{len(runs)})")
+        run = runs[0]
+    table = table[table["run"] == run]
+    if table.empty:
+        raise ParseError(path, f"no run {run} in the counter log (runs: {runs})")
+    if table["at"].notna().all():
+        stamps = []
+        for text, line in zip(table["at"], table["line"]):
+            stamp = pd.to_datetime(text, errors="coerce", utc=True, format="%a %b %d %H:%M:%S %Z %Y")
+            if pd.isna(stamp):
+                stamp = pd.to_datetime(text, errors="coerce", utc=True)
+            if pd.isna(stamp):
+                raise ParseError(path, f"time stamp {text!r} is not a date and time", line=int(line))
+            stamps.append(stamp)
+        t_s = [(s - stamps[0]).total_seconds() for s in stamps]
+    elif interval_s is not None and interval_s > 0:
+        t_s = [i * float(interval_s) for i in range(len(table))]
+    else:
+        raise ParseError(path, "readings without time stamps: give the counter's refresh interval (interval_s)")
+    return tidy_series.from_arrays(t_s, "tpm", table["value"].to_numpy(dtype=float), "1/min")
+
+
+def series(path, interval_s: float | None = None, **_options) -> pd.DataFrame:
+    """Series rows of a transaction counter log (``transaction_counter_series``)."""
+    return transaction_counter_series(path, interval_s=interval_s)

@@ -59,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 from briefkit.core import samples
+from briefkit.core import series as tidy_series
 from briefkit.core.errors import ParseError
 
 #: the percentiles reported besides the mean and the maximum
@@ -785,3 +786,56 @@ def parse_summary(path, scripts: Mapping[int, str] | Sequence[str] | str | None 
     if summary.version and "tool_version" not in provenance:
         provenance["tool_version"] = summary.version.split()[0]
     return samples.frame(rows, **provenance)
+
+
+# -- series -------------------------------------------------------------------------------
+
+def progress_series(path: str | Path) -> pd.DataFrame:
+    """Series rows of pgbench's ``--progress`` lines (``read_progress``; pgbench writes them on stderr):
+    ``tpm`` (the interval's tps), ``txn_lat_mean`` and ``txn_lat_stddev`` (ms) at ``t_s`` = pgbench's
+    time stamp (seconds since its start, the interval's end). No progress line: an empty table."""
+    table = read_progress(path)
+    stddev = table.dropna(subset=["stddev_ms"])
+    return tidy_series.concat([tidy_series.from_arrays(table["time_s"], "tpm", table["tps"], "1/s"),
+                          tidy_series.from_arrays(table["time_s"], "txn_lat_mean", table["lat_ms"], "ms"),
+                          tidy_series.from_arrays(stddev["time_s"], "txn_lat_stddev", stddev["stddev_ms"], "ms")])
+
+
+def aggregate_series(path: str | Path, interval_s: float | None = None, start_epoch: float | None = None
+                     ) -> pd.DataFrame:
+    """Series rows of an ``--aggregate-interval`` log (``read_aggregate``): per interval ``tpm``,
+    ``txn_lat_mean`` and ``txn_lat_max`` (us) at ``t_s`` = the interval's end relative to ``start_epoch``
+    (default: the first interval's start). ``interval_s`` is inferred from the interval starts when not
+    given. Intervals without transactions give no latency."""
+    path = Path(path)
+    table = read_aggregate(path)
+    if interval_s is None:
+        steps = np.diff(table["interval_start"].to_numpy())
+        if not len(steps):
+            raise ParseError(path, "cannot infer the aggregation interval from one line; pass interval_s")
+        interval_s = float(steps.min())
+    start = float(table["interval_start"].iloc[0]) if start_epoch is None else float(start_epoch)
+    t_s = table["interval_start"] - start + interval_s
+    busy = table[table["num_transactions"] > 0]
+    busy_t = busy["interval_start"] - start + interval_s
+    return tidy_series.concat([
+        tidy_series.from_arrays(t_s, "tpm", table["num_transactions"] / interval_s, "1/s"),
+        tidy_series.from_arrays(busy_t, "txn_lat_mean", busy["sum_latency"] / busy["num_transactions"], "us"),
+        tidy_series.from_arrays(busy_t, "txn_lat_max", busy["max_latency"], "us")])
+
+
+def series(path: str | Path, interval_s: float | None = None, **_options) -> pd.DataFrame:
+    """Series rows of pgbench output: an ``--aggregate-interval`` log (``aggregate_series``) or a file
+    holding ``--progress`` lines (``progress_series``). A per-transaction log is refused: aggregate it
+    with pgbench's ``--aggregate-interval`` instead."""
+    path = Path(path)
+    kind = _kind(path)
+    if kind == "aggregate":
+        return aggregate_series(path, interval_s=interval_s)
+    if kind == "log":
+        raise ParseError(path, "a per-transaction log has no intervals; give an --aggregate-interval log or the "
+                         "output holding pgbench's --progress lines")
+    found = progress_series(path)
+    if found.empty:
+        raise ParseError(path, "no '--progress' line ('progress: <s> s, <tps> tps, lat <ms> ms ...') in this file")
+    return found

@@ -43,6 +43,7 @@ import pandas as pd
 
 from briefkit.core import ramp
 from briefkit.core import samples as tidy
+from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.validation import defaults as defaults_of
 from briefkit.tools import steady
@@ -326,6 +327,15 @@ class OltpWorkload(Workload):
         interval = float(progress["time_s"].diff().median()) if progress is not None and len(progress) > 1 else 1.0
         return steady.series_samples(rates, spec, interval, table[table["workload"] == "all"],
                                      f"{path}#steady_state")
+
+
+    def series(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
+        """pgbench's ``--progress`` lines (every second, on its stderr): ``tpm``, ``txn_lat_mean`` and
+        ``txn_lat_stddev`` over time (``workload`` "all"). No stderr file: an empty table."""
+        path = Path(point_dir) / "pgbench.stderr"
+        if not path.is_file():
+            return series_table.empty()
+        return pgbench_log.progress_series(path).assign(workload="all")
 
 
 def _version(text: str | None) -> str | None:

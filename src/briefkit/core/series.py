@@ -1,0 +1,58 @@
+"""The tidy series table: one row per reading of a metric over time within one point.
+
+A workload's ``series`` (briefkit.tools.base.Workload) gives ``t_s, metric, value, unit``: ``t_s``
+is seconds since the point started (float), the metric a name of the one registry
+(briefkit.core.metrics), the value converted once to the metric's canonical unit with the same step as
+the samples (briefkit.core.samples.to_canonical). The dataset adds the point's keys (``KEYS``).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from briefkit.core import samples
+
+#: what a workload's series has, in this order
+COLUMNS = ["t_s", "metric", "value", "unit"]
+#: the point's keys the dataset adds (briefkit.dataset), after COLUMNS
+KEYS = ["brief", "campaign", "config", "workload", "load_kind", "load", "rep", "host"]
+#: the columns of data/processed/<brief>/series.parquet
+TABLE_COLUMNS = [*COLUMNS, *KEYS]
+
+
+def empty() -> pd.DataFrame:
+    return pd.DataFrame({"t_s": pd.Series(dtype=float), "metric": pd.Series(dtype=object),
+                         "value": pd.Series(dtype=float), "unit": pd.Series(dtype=object)})
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    """A series table from dicts ``{t_s, metric, value, unit}``, every value in its metric's canonical unit."""
+    if not rows:
+        return empty()
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table["t_s"] = table["t_s"].astype(float)
+    table["value"] = table["value"].astype(float)
+    return samples.to_canonical(table)[COLUMNS]
+
+
+def from_arrays(t_s, metric: str, values, unit: str) -> pd.DataFrame:
+    """One metric's readings as a series table (converted to the canonical unit)."""
+    table = pd.DataFrame({"t_s": pd.Series(t_s, dtype=float), "metric": metric,
+                          "value": pd.Series(values, dtype=float), "unit": unit})
+    if not len(table):
+        return empty()
+    return samples.to_canonical(table)[COLUMNS]
+
+
+def concat(tables: list[pd.DataFrame], columns: list[str] = COLUMNS) -> pd.DataFrame:
+    tables = [t for t in tables if len(t)]
+    if not tables:
+        return empty() if columns == COLUMNS else pd.DataFrame(columns=columns)
+    return pd.concat(tables, ignore_index=True).reindex(columns=columns)
+
+
+def empty_table() -> pd.DataFrame:
+    """An empty series.parquet table (every column)."""
+    table = empty()
+    for key in KEYS:
+        table[key] = pd.Series(dtype=object)
+    return table

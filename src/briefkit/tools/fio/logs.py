@@ -1,0 +1,287 @@
+"""fio's per-interval logs (``write_bw_log``, ``write_iops_log``, ``write_lat_log``, ``write_hist_log``)
+read into series rows (briefkit.core.series).
+
+Files: ``<prefix>_bw.<N>.log``, ``_iops``, ``_lat``, ``_clat``, ``_slat`` and ``_clat_hist``, one per job
+``N`` (1..numjobs, even with group_reporting), or without ``.<N>`` when ``per_job_logs=0``.
+
+Line format (fio 3.x HOWTO, "Log File Formats"): ``time, value, data direction, block size, offset[,
+priority]``; ``time`` in ms since the job's measurement started (after ``ramp_time``: fio resets its
+clock when the ramp ends), ``data direction`` 0 read, 1 write, 2 trim. Values: bandwidth in KiB/s,
+IOPS in IO/s, latencies in ns. With ``log_avg_msec`` each line is the average over the window ending
+at ``time`` (the maximum with ``log_max_value=1``).
+
+Histogram logs (``log_hist_msec``): ``time, direction, block size, <bin 0>, ..., <bin 1855>``, the
+completion-latency counts of fio's 1856 buckets for the I/Os completed in that window (fio writes the
+difference of its cumulative histogram). Bucket ``i`` stands for ``plat_idx_to_val(i)`` ns, fio's
+bucket midpoint, the same values the json+ bins are keyed by.
+
+Jobs are put together window by window: a window is ``round(time / interval)``, and only windows
+every job logged are kept (the last one of a job is often missing), and the line fio adds at exit
+for the partial window in which it stopped is left out. Bandwidth and IOPS are summed
+over jobs; mean latencies are weighted by the job's I/O count in the window (from the IOPS log of the
+same window where there is one, else equally); histogram bins are summed, and the window's
+percentiles read from them as fio reads json+ bins (briefkit.tools.fio.parse.percentiles_from_bins).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from briefkit.core import series as tidy_series
+from briefkit.core.errors import ParseError
+from briefkit.tools.fio.parse import percentiles_from_bins
+
+#: data direction column -> metric prefix
+DIRECTIONS = {0: "read", 1: "write", 2: "trim"}
+#: log kind -> (metric family, unit of its values, summed over jobs)
+KINDS = {"bw": ("bw", "KiB/s", True), "iops": ("iops", "IO/s", True), "lat": ("lat", "ns", False),
+         "clat": ("clat", "ns", False)}
+#: fio's histogram: FIO_IO_U_PLAT_GROUP_NR * FIO_IO_U_PLAT_VAL buckets, FIO_IO_U_PLAT_BITS = 6
+PLAT_BITS, PLAT_VAL, PLAT_NR = 6, 64, 29 * 64
+#: percentiles a histogram log gives per window
+HIST_PERCENTILES = (50.0, 99.0, 99.9)
+LOG_COLUMNS = ["time_ms", "value", "direction", "bs", "offset", "prio"]
+
+_NAME = re.compile(r"^(?P<prefix>.+?)_(?P<kind>bw|iops|lat|clat|slat|clat_hist|lat_hist)(?:\.(?P<job>\d+))?\.log$")
+
+
+def plat_idx_to_val(index: np.ndarray) -> np.ndarray:
+    """fio's ``plat_idx_to_val``: the value (ns) a histogram bucket stands for, its midpoint."""
+    index = np.asarray(index, dtype=np.int64)
+    error_bits = np.maximum((index >> PLAT_BITS) - 1, 0)
+    base = np.left_shift(np.int64(1), error_bits + PLAT_BITS)
+    k = index % PLAT_VAL
+    value = base + ((k + 0.5) * np.left_shift(np.int64(1), error_bits)).astype(np.int64)
+    return np.where(index < (PLAT_VAL << 1), index, value)
+
+
+def log_name(name: str) -> str | None:
+    """The prefix of a fio log file name (``fio_bw.2.log`` -> ``fio``), or None."""
+    match = _NAME.match(name)
+    return match["prefix"] if match else None
+
+
+def log_files(folder: Path, prefix: str | None = None) -> dict[str, list[tuple[int, Path]]]:
+    """The fio logs in ``folder`` by kind (``bw``, ``iops``, ``lat``, ``clat``, ``slat``, ``clat_hist``),
+    each a list of (job number, path) sorted by job; ``prefix`` keeps one log prefix only."""
+    found: dict[str, list[tuple[int, Path]]] = {}
+    for path in sorted(Path(folder).glob("*.log")):
+        match = _NAME.match(path.name)
+        if not match or (prefix is not None and match["prefix"] != prefix):
+            continue
+        found.setdefault(match["kind"], []).append((int(match["job"] or 0), path))
+    return {kind: sorted(paths) for kind, paths in found.items()}
+
+
+def read_log(path: str | Path) -> pd.DataFrame:
+    """One bandwidth, IOPS or latency log as ``time_ms, value, direction, bs, offset, prio`` (integers;
+    offset and prio -1 where the line has none). A line that is not 4 to 6 integers, a direction other
+    than 0/1/2 or time going back is an error naming the file and line."""
+    path = Path(path)
+    rows = []
+    last = -1
+    try:
+        stream = open(path, encoding="ascii", errors="replace")
+    except OSError as exc:
+        raise ParseError(path, f"cannot read fio log: {exc.strerror}") from None
+    with stream:
+        for number, text in enumerate(stream, 1):
+            if not text.strip():
+                continue
+            fields = [f.strip() for f in text.split(",")]
+            if not 4 <= len(fields) <= 6 or not all(re.fullmatch(r"-?\d+", f) for f in fields):
+                raise ParseError(path, "expected a fio log line 'time, value, direction, block size[, offset"
+                                 f"[, priority]]' of integers, got {text.strip()[:80]!r}", line=number)
+            values = [int(f) for f in fields] + [-1] * (6 - len(fields))
+            if values[0] < 0 or values[1] < 0:
+                raise ParseError(path, f"negative time or value in {text.strip()!r}", line=number)
+            if values[2] not in DIRECTIONS:
+                raise ParseError(path, f"data direction {values[2]} is not 0 (read), 1 (write) or 2 (trim)",
+                                 line=number)
+            if values[0] < last:
+                raise ParseError(path, f"time goes back from {last} ms to {values[0]} ms: two runs' logs "
+                                 "glued together?", line=number)
+            last = values[0]
+            rows.append(values)
+    if rows and not _ends_with_newline(path):
+        raise ParseError(path, "the last line is cut off (the file ends without a newline)", line=len(rows))
+    return pd.DataFrame(rows, columns=LOG_COLUMNS, dtype=np.int64)
+
+
+def read_hist_log(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
+    """A histogram log: (``time_ms, direction, bs`` per line, an array of bucket counts per line,
+    PLAT_NR columns). Anything but ``3 + 1856`` non-negative integers per line is an error naming the
+    line (a coarser ``log_hist_coarseness`` loses the bucket values and is refused)."""
+    path = Path(path)
+    heads, bins = [], []
+    last = -1
+    try:
+        stream = open(path, encoding="ascii", errors="replace")
+    except OSError as exc:
+        raise ParseError(path, f"cannot read fio histogram log: {exc.strerror}") from None
+    with stream:
+        for number, text in enumerate(stream, 1):
+            if not text.strip():
+                continue
+            fields = text.split(",")
+            if len(fields) != 3 + PLAT_NR:
+                raise ParseError(path, f"a histogram log line of {len(fields)} fields; expected 3 + {PLAT_NR} "
+                                 "(time, direction, block size and fio's buckets; log_hist_coarseness=0)",
+                                 line=number)
+            try:
+                values = np.array(fields, dtype=np.int64)
+            except ValueError:
+                raise ParseError(path, "a histogram log line with a field that is not an integer",
+                                 line=number) from None
+            if (values < 0).any() or values[1] not in DIRECTIONS:
+                raise ParseError(path, "negative counts or a data direction other than 0/1/2", line=number)
+            if values[0] < last:
+                raise ParseError(path, f"time goes back from {last} ms to {values[0]} ms", line=number)
+            last = int(values[0])
+            heads.append(values[:3])
+            bins.append(values[3:])
+    if heads and not _ends_with_newline(path):
+        raise ParseError(path, "the last line is cut off (the file ends without a newline)", line=len(heads))
+    head = pd.DataFrame(np.array(heads, dtype=np.int64).reshape(-1, 3), columns=["time_ms", "direction", "bs"])
+    return head, np.array(bins, dtype=np.int64).reshape(-1, PLAT_NR)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as stream:
+        stream.seek(0, 2)
+        if stream.tell() == 0:
+            return True
+        stream.seek(-1, 2)
+        return stream.read(1) == b"\n"
+
+
+def interval_ms(tables: Sequence[pd.DataFrame]) -> float | None:
+    """The logging interval: the median step between one job's lines of one direction."""
+    steps = []
+    for table in tables:
+        for _, group in table.groupby("direction"):
+            steps.extend(np.diff(group["time_ms"].to_numpy()).tolist())
+    steps = [s for s in steps if s > 0]
+    return float(np.median(steps)) if steps else None
+
+
+def _windowed(table: pd.DataFrame, step: float) -> pd.DataFrame:
+    """The lines with their window; a direction's last line that falls in the window of the line
+    before it is dropped: fio's flush at exit of a partial window (a few I/Os caught by the end)."""
+    table = table.assign(window=np.rint(table["time_ms"] / step).astype(np.int64))
+    drop = []
+    for _, group in table.groupby("direction"):
+        if len(group) > 1 and group["window"].iloc[-1] == group["window"].iloc[-2]:
+            drop.append(group.index[-1])
+    return table.drop(index=drop)
+
+
+def _combined(parts: list[pd.DataFrame], summed: bool, weights: list[pd.DataFrame] | None) -> pd.DataFrame:
+    """Jobs' (window, direction, value[, weight]) put together: kept where every job has the window."""
+    frames = []
+    for job, part in enumerate(parts):
+        per = part.groupby(["window", "direction"], as_index=False)["value"].mean()
+        per["job"] = job
+        if weights is not None:
+            per = per.merge(weights[job], on=["window", "direction"], how="left")
+        frames.append(per)
+    table = pd.concat(frames, ignore_index=True)
+    jobs = table.groupby("window")["job"].nunique()
+    table = table[table["window"].isin(jobs.index[jobs == len(parts)])]
+    if summed:
+        return table.groupby(["window", "direction"], as_index=False)["value"].sum()
+    if weights is None:
+        return table.groupby(["window", "direction"], as_index=False)["value"].mean()
+    table = table.assign(weight=table["weight"].fillna(0.0))
+
+    def weighted(group: pd.DataFrame) -> float:
+        total = group["weight"].sum()
+        return float((group["value"] * group["weight"]).sum() / total) if total > 0 else float(group["value"].mean())
+
+    out = table.groupby(["window", "direction"]).apply(weighted, include_groups=False)
+    return out.rename("value").reset_index()
+
+
+def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0.0, log_avg_msec: float | None = None,
+           log_hist_msec: float | None = None, max_values: bool = False) -> pd.DataFrame:
+    """Series rows (``t_s, metric, value, unit``) of the fio logs in ``folder`` (see the module
+    docstring). ``offset_s`` is added to fio's times (the ramp: fio's clock starts after it);
+    ``log_avg_msec`` / ``log_hist_msec`` are the windows, inferred from the lines when not given.
+    Metrics: ``{read,write,trim}_bw`` and ``_iops`` (summed over jobs) and ``total_bw``/``total_iops``
+    (over directions), ``{dir}_lat_mean`` and ``{dir}_clat_mean`` (``_max`` with ``max_values``, when
+    fio logged each window's maximum: then no bandwidth or IOPS rows), and per histogram window
+    ``{dir}_clat_p50``, ``_p99``, ``_p99.9``. No logs: an empty table."""
+    folder = Path(folder)
+    files = log_files(folder, prefix)
+    tables: dict[str, list[pd.DataFrame]] = {kind: [read_log(path) for _, path in files.get(kind, [])]
+                                             for kind in KINDS}
+    step = log_avg_msec or interval_ms([t for kind in KINDS for t in tables[kind]])
+    out: list[pd.DataFrame] = []
+    if step:
+        for kind in tables:
+            tables[kind] = [_windowed(t, step) for t in tables[kind] if len(t)]
+        iops_weights = None
+        if tables["iops"]:
+            iops_weights = [t.groupby(["window", "direction"], as_index=False)["value"].mean()
+                            .rename(columns={"value": "weight"}) for t in tables["iops"]]
+        for kind, (family, unit, summed) in KINDS.items():
+            parts = tables[kind]
+            if not parts or (summed and max_values):
+                continue
+            weights = iops_weights if not summed and iops_weights and len(iops_weights) == len(parts) else None
+            table = _combined(parts, summed, weights)
+            statistic = "" if summed else ("_max" if max_values else "_mean")
+            for direction, group in table.groupby("direction"):
+                out.append(tidy_series.from_arrays(offset_s + group["window"] * step / 1000.0,
+                                                   f"{DIRECTIONS[direction]}_{family}{statistic}", group["value"], unit))
+            if summed:
+                total = table.groupby("window", as_index=False)["value"].sum()
+                out.append(tidy_series.from_arrays(offset_s + total["window"] * step / 1000.0, f"total_{family}",
+                                                   total["value"], unit))
+    hist = [read_hist_log(path) for _, path in files.get("clat_hist", [])]
+    if hist:
+        out.append(_hist_series(hist, offset_s, log_hist_msec))
+    return tidy_series.concat(out)
+
+
+def _hist_series(hist: list[tuple[pd.DataFrame, np.ndarray]], offset_s: float, step: float | None) -> pd.DataFrame:
+    step = step or interval_ms([head for head, _ in hist])
+    if not step:
+        return tidy_series.empty()
+    values = plat_idx_to_val(np.arange(PLAT_NR))
+    merged: dict[tuple[int, int], np.ndarray] = {}
+    seen: dict[int, set[int]] = {}
+    for job, (head, bins) in enumerate(hist):
+        windows = np.rint(head["time_ms"].to_numpy() / step).astype(np.int64)
+        for row, (window, direction) in enumerate(zip(windows, head["direction"].to_numpy())):
+            key = (int(window), int(direction))
+            merged[key] = merged.get(key, 0) + bins[row]
+            seen.setdefault(int(window), set()).add(job)
+    rows = []
+    for (window, direction), counts in sorted(merged.items()):
+        if len(seen[window]) != len(hist) or not counts.sum():
+            continue
+        nonzero = counts.nonzero()[0]
+        found = percentiles_from_bins(dict(zip(values[nonzero].tolist(), counts[nonzero].tolist())), HIST_PERCENTILES)
+        for p, ns in found.items():
+            label = f"{p:g}"
+            rows.append({"t_s": offset_s + window * step / 1000.0, "metric": f"{DIRECTIONS[direction]}_clat_p{label}",
+                         "value": float(ns), "unit": "ns"})
+    return tidy_series.frame(rows)
+
+
+def merged_hist_bins(folder: str | Path, prefix: str | None = None) -> dict[str, dict[int, int]]:
+    """Every histogram log window of ``folder`` summed, per direction: ``{direction: {ns: count}}``
+    (to compare with the json+ bins of the same run)."""
+    values = plat_idx_to_val(np.arange(PLAT_NR))
+    out: dict[str, np.ndarray] = {}
+    for _, path in log_files(Path(folder), prefix).get("clat_hist", []):
+        head, bins = read_hist_log(path)
+        for row, direction in enumerate(head["direction"].to_numpy()):
+            name = DIRECTIONS[int(direction)]
+            out[name] = out.get(name, 0) + bins[row]
+    return {name: {int(values[i]): int(c[i]) for i in c.nonzero()[0]} for name, c in out.items()}
