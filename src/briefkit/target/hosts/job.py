@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from briefkit.core.interrupts import held_interrupts
 from briefkit.target.hosts.base import (
     CommandError,
     CommandTimeout,
@@ -129,6 +131,7 @@ class Job:
         self.stopped = False
         self._since = time.monotonic()
         self._starttime: str | None = None
+        self._gave_up = False
 
     # -- files ------------------------------------------------------------------------------
     def path(self, suffix: str) -> str:
@@ -156,15 +159,21 @@ class Job:
     def start(cls, host: Host, argv: Sequence[str], workdir: str, name: str) -> Job:
         argv = check_argv(argv)
         _check_name(name)
-        res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, *argv], check=False,
-                       timeout=HELPER_MARGIN)
-        if res.returncode != 0:
-            hint = host.diagnose(res.stderr) if hasattr(host, "diagnose") else None
-            raise JobError(f"on {host.name}: cannot start job {name!r} in {workdir}: "
-                           f"{res.stderr.strip() or f'launcher exited with {res.returncode}'}"
-                           + (f"\n{hint}" if hint else ""))
-        pid, abs_workdir = _two_lines(res.stdout, f"job {name} launcher output")
-        return cls(host, abs_workdir, name, int(pid))
+        # An interrupt while the launcher runs would leave a job running that nobody has a handle on:
+        # it is held until the job exists, which is then stopped before the interrupt goes on.
+        with held_interrupts() as held:
+            res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, *argv], check=False,
+                           timeout=HELPER_MARGIN)
+            if res.returncode != 0:
+                hint = host.diagnose(res.stderr) if hasattr(host, "diagnose") else None
+                raise JobError(f"on {host.name}: cannot start job {name!r} in {workdir}: "
+                               f"{res.stderr.strip() or f'launcher exited with {res.returncode}'}"
+                               + (f"\n{hint}" if hint else ""))
+            pid, abs_workdir = _two_lines(res.stdout, f"job {name} launcher output")
+            job = cls(host, abs_workdir, name, int(pid))
+            if held.pending is not None:
+                job.stop_after_error(KeyboardInterrupt(f"signal {held.pending}"))
+        return job
 
     @classmethod
     def attach(cls, host: Host, workdir: str, name: str) -> Job:
@@ -214,8 +223,8 @@ class Job:
                 pause = min(pause * 2, self.host.poll_interval)
         except JobLost:
             raise  # nothing left to stop, and no exit code to invent
-        except BaseException:
-            self._stop_quietly()
+        except BaseException as exc:
+            self.stop_after_error(exc)
             raise
         if check and self.returncode != 0:
             res = self.result()
@@ -226,8 +235,9 @@ class Job:
         """Send TERM to the job's process group, KILL after ``grace`` seconds; return the exit code."""
         if self.returncode is None:
             self.stopped = True
-            res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 5,
-                               reconnect_timeout)
+            with held_interrupts():  # a stop cut in half leaves the job running: an interrupt waits for it
+                res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 5,
+                                   reconnect_timeout)
             if res.returncode != 0:
                 raise JobError(f"on {self.host.name}: cannot stop job {self.name}: {res.stderr.strip()}")
             self.returncode = self._code(res.stdout)
@@ -245,7 +255,7 @@ class Job:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
-            self._stop_quietly()
+            self.stop_after_error(exc)
 
     def __repr__(self) -> str:
         state = "running" if self.returncode is None else f"rc={self.returncode}"
@@ -285,11 +295,33 @@ class Job:
                     raise
                 self.host.reconnect(deadline)
 
-    def _stop_quietly(self) -> None:
-        try:  # on the way out of an error: try for a while, not for the full reconnect budget
-            self.stop(reconnect_timeout=STOP_RECONNECT_TIMEOUT)
-        except Exception:  # the original exception matters more; the job files tell the rest
-            pass
+    def stop_after_error(self, exc: BaseException | None) -> bool:
+        """Stop the job on the way out of ``exc`` (an interrupt included): for a while, not for the full
+        reconnect budget, once more on a fresh connection if that fails. A job that could not be stopped
+        is said on stderr and added to ``exc`` as a note (kept in the point's failure record); the
+        original exception is what goes on. Returns whether the job is known to have ended."""
+        if self.returncode is not None:
+            return True
+        if self._gave_up:
+            return False  # already tried and said so, for this same exception on its way out
+        failure: BaseException | None = None
+        with held_interrupts():
+            for attempt in (1, 2):
+                try:
+                    if attempt == 2:
+                        self.host.reconnect(time.monotonic() + STOP_RECONNECT_TIMEOUT)
+                    self.stop(reconnect_timeout=STOP_RECONNECT_TIMEOUT)
+                    return True
+                except Exception as error:
+                    failure = error
+        text = (f"could not stop job {self.name} on {self.host.name} ({type(failure).__name__}: "
+                f"{' '.join(str(failure).split())[:300]}); it may still be running there: "
+                f"kill -TERM -- -{self.pid} (process group of {self.prefix})")
+        self._gave_up = True
+        print(f"briefkit: {text}", file=sys.stderr, flush=True)
+        if exc is not None:
+            exc.add_note(text)
+        return False
 
     def _code(self, text: str) -> int:
         text = text.strip()
