@@ -238,9 +238,9 @@ class Job:
             with held_interrupts():  # a stop cut in half leaves the job running: an interrupt waits for it
                 res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 5,
                                    reconnect_timeout)
-            if res.returncode != 0:
-                raise JobError(f"on {self.host.name}: cannot stop job {self.name}: {res.stderr.strip()}")
-            self.returncode = self._code(res.stdout)
+                if res.returncode != 0:
+                    raise JobError(f"on {self.host.name}: cannot stop job {self.name}: {res.stderr.strip()}")
+                self.returncode = self._code(res.stdout)
         return self.returncode
 
     def result(self) -> Result:

@@ -650,7 +650,7 @@ class SshHost(Host):
 
     def mkdir(self, path: str) -> None:
         try:
-            _call(self._file_op("mkdir", path, lambda sftp: sftp.makedirs(path, exist_ok=True)))
+            _call(self._file_op("mkdir", path, _mkdir(path)))
         except (PermissionError, FileNotFoundError):  # SFTP reports a parent it may not write as missing
             if not self.sudo:
                 raise
@@ -690,6 +690,22 @@ class SshHost(Host):
             async with sftp.open(path, "wb") as f:
                 await f.write(text.encode("utf-8"))
         _call(self._file_op("write", path, op))
+
+
+def _mkdir(path: str):
+    """An SFTP mkdir -p that costs one round trip when only the last folder is missing (an attempt
+    folder, per point), instead of one per path component."""
+    async def op(sftp: asyncssh.SFTPClient) -> None:
+        try:
+            await sftp.mkdir(path)
+            return
+        except asyncssh.SFTPNoSuchFile:
+            pass  # a parent is missing too
+        except asyncssh.SFTPFailure:
+            if await sftp.isdir(path):
+                return
+        await sftp.makedirs(path, exist_ok=True)
+    return op
 
 
 def remote_command(argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None,
