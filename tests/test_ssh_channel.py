@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+
 import pytest
 
 from briefkit.target.hosts import CommandError, CommandTimeout, HostConnectionError, HostError

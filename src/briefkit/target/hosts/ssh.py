@@ -10,6 +10,33 @@ file. An unknown or changed key raises HostKeyError with its SHA256 fingerprint 
 accept it. Commands are argument lists joined with shlex.join, so the remote shell only ever sees
 quoted words.
 
+One command channel per connection, not one login per command. sshd runs every session's command
+through the login shell, which reads the login's start-up files (bash reads ~/.bashrc even for
+``ssh host cmd``; a pyenv or conda set-up there costs 0.1-0.5 s). So the first command opens one
+session that starts a small helper, ``_CHANNEL`` (POSIX sh; needs only mktemp, wc and cat), and every
+later command goes to that helper, which runs it in a subshell: the start-up files are paid once per
+connection, a few ms per command after that. The protocol:
+
+- the controller sends a random 128-bit marker as the first line (stdin, so that no ``ps`` or
+  environment shows it); the helper answers ``MARKER ready PID``; whatever the login's start-up
+  files print before that is skipped;
+- a command is one line: remote_command()'s string, with each newline (only ever inside a quoted
+  word) written as ``'"$nl"'``. No user value is parsed: every word is quoted as before;
+- the helper acknowledges with ``MARKER run``, runs the line with ``eval`` in a subshell, stdin from
+  /dev/null (a command cannot eat the next one), stdout and stderr into files in its own mktemp
+  folder (a command cannot print into the protocol stream), then sends ``MARKER done RC OUT ERR``
+  and exactly OUT + ERR bytes: binary and large outputs arrive intact;
+- a channel ended before its acknowledgement ran nothing, so the command is retried once on a new
+  channel (a killed helper, a dropped connection: reconnected); one that ended after it raises
+  ConnectionLost (whether the command finished is unknown), as a dropped session did before;
+- a timeout is the remote ``timeout -k`` as before; when the client's own limit passes, or a call is
+  interrupted (Ctrl-C), the channel is closed and never reused, and the next command gets a new one;
+- one command at a time per channel; concurrent calls each take an idle channel or open another
+  (up to MAX_CHANNELS, each one login), and idle channels are kept for the connection's life.
+
+Detached jobs (briefkit.target.hosts.job) start and stop through the same channel; their end is
+noticed over SFTP, which starts no process on the target.
+
 A non-root login with passwordless sudo: ``SshHost(..., sudo=True)`` runs every command (detached
 jobs and storage set-up included) as ``sudo -n -- argv``; file operations go over SFTP as the login
 user and fall back to commands run as root where that user may not read or write.
