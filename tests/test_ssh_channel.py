@@ -168,3 +168,14 @@ def test_a_login_that_cannot_start_the_channel_is_reported(tmp_path):
     assert not isinstance(info.value, HostConnectionError)   # not retried as if the network were at fault
     assert "broken start-up file" in str(info.value) and "exit 3" in str(info.value)
 
+
+
+def test_mkdir_makes_only_what_is_missing(host, tmp_path):
+    host.mkdir(f"{tmp_path}/a/b/c")
+    host.mkdir(f"{tmp_path}/a/b/c")                     # exists: fine
+    host.mkdir(f"{tmp_path}/a/b/d/")
+    assert sorted(p.name for p in (tmp_path / "a" / "b").iterdir()) == ["c", "d"]
+    (tmp_path / "file").write_text("x")
+    for path in (f"{tmp_path}/file", f"{tmp_path}/file/sub"):
+        with pytest.raises(HostError, match=f"{tmp_path}/file exists and is not a folder"):
+            host.mkdir(path)

@@ -44,7 +44,9 @@ user and fall back to commands run as root where that user may not read or write
 from __future__ import annotations
 
 import asyncio
+import errno
 import getpass
+import posixpath
 import secrets
 import shlex
 import socket
@@ -678,6 +680,9 @@ class SshHost(Host):
     def mkdir(self, path: str) -> None:
         try:
             _call(self._file_op("mkdir", path, _mkdir(path)))
+        except NotADirectoryError as exc:
+            raise HostError(f"on {self.name}: cannot create the folder {path}: {exc.filename} exists and is "
+                            f"not a folder") from None
         except (PermissionError, FileNotFoundError):  # SFTP reports a parent it may not write as missing
             if not self.sudo:
                 raise
@@ -720,18 +725,29 @@ class SshHost(Host):
 
 
 def _mkdir(path: str):
-    """An SFTP mkdir -p that costs one round trip when only the last folder is missing (an attempt
-    folder, per point), instead of one per path component."""
-    async def op(sftp: asyncssh.SFTPClient) -> None:
+    """An SFTP ``mkdir -p`` that costs one round trip per missing folder (from the deepest one that
+    exists), not one or two per path component as a walk from the root does."""
+    async def make(sftp: asyncssh.SFTPClient, folder: str, depth: int) -> None:
         try:
-            await sftp.mkdir(path)
+            await sftp.mkdir(folder)
             return
-        except asyncssh.SFTPNoSuchFile:
-            pass  # a parent is missing too
-        except asyncssh.SFTPFailure:
-            if await sftp.isdir(path):
+        except asyncssh.SFTPNoSuchFile:  # its parent is missing too
+            parent = posixpath.dirname(folder.rstrip("/"))
+            if depth > 64 or parent in ("", "/", folder):
+                raise
+        except asyncssh.SFTPFailure:  # it exists (SFTP v3 says no more): fine if it is a folder
+            if await sftp.isdir(folder):
                 return
-        await sftp.makedirs(path, exist_ok=True)
+            raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", folder) from None
+        await make(sftp, parent, depth + 1)
+        try:
+            await sftp.mkdir(folder)
+        except asyncssh.SFTPFailure:  # made meanwhile by someone else
+            if not await sftp.isdir(folder):
+                raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", folder) from None
+
+    async def op(sftp: asyncssh.SFTPClient) -> None:
+        await make(sftp, path, 0)
     return op
 
 
