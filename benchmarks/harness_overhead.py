@@ -29,7 +29,7 @@ ratios.
 
 Reading the SSH rows: SshHost keeps one command channel per connection (one login shell for the
 whole campaign, see briefkit.target.hosts.ssh), so the target's ~/.bashrc is paid once, not per
-command; the job's end is noticed, and the folder listed and fetched, over SFTP.
+command; the job's end is noticed by one waiting command, and the folder listed and fetched over SFTP.
 
 Disk-bound throughput is not compared here on purpose: this machine's virtual disk switches
 between two speed modes (about 1.7 and 2.8 GB/s; ../shared/research/benchfio_anchor.md), so a

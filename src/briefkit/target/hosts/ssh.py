@@ -34,8 +34,8 @@ connection, a few ms per command after that. The protocol:
 - one command at a time per channel; concurrent calls each take an idle channel or open another
   (up to MAX_CHANNELS, each one login), and idle channels are kept for the connection's life.
 
-Detached jobs (briefkit.target.hosts.job) start and stop through the same channel; their end is
-noticed over SFTP, which starts no process on the target.
+Detached jobs (briefkit.target.hosts.job) start, are waited for and stop through the same channel
+(a wait occupies it; a command meanwhile gets a second one).
 
 A non-root login with passwordless sudo: ``SshHost(..., sudo=True)`` runs every command (detached
 jobs and storage set-up included) as ``sudo -n -- argv``; file operations go over SFTP as the login
@@ -326,7 +326,7 @@ class SshHost(Host):
         self.known_hosts = Path(known_hosts if known_hosts is not None else Path.home() / ".ssh" / "known_hosts")
         self.connect_timeout = connect_timeout
         self.keepalive_interval = keepalive_interval
-        self.poll_interval = poll_interval  # one SFTP stat per interval while a job runs: no remote process
+        self.poll_interval = poll_interval  # pause before looking again at a job whose lock was free without an exit code
         self.name = name or f"{self.username}@{hostname}:{self.port}"
         self.connections = 0  # how many times a connection was opened (1 + reconnects)
         self._conn: asyncssh.SSHClientConnection | None = None
