@@ -203,7 +203,8 @@ class Job:
 
         ``progress(job, elapsed_seconds)`` is called about every ``interval`` seconds while it runs.
         The end is noticed within one round trip of the job's end (a command on the host waits for
-        it, up to ALIVE_EVERY seconds at a time), not at the next ``interval``. A dropped connection is reconnected with backoff and the wait goes on.
+        it, up to ALIVE_EVERY seconds at a time), not at the next ``interval``. A dropped connection
+        is reconnected with backoff and the wait goes on.
         Any exception here, KeyboardInterrupt and ``timeout`` included, stops the job first.
         ``check=True`` raises CommandError (with the stderr tail) on a non-zero exit code.
         """
