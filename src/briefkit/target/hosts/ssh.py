@@ -188,7 +188,7 @@ nl='
 printf '%s ready %s\n' "$m" "$$"
 while IFS= read -r c; do
   printf '%s run\n' "$m"
-  (eval "$c") </dev/null >"$d/o" 2>"$d/e"
+  (m=; eval "$c") </dev/null >"$d/o" 2>"$d/e"
   r=$?
   if [ -s "$d/o" ] || [ -s "$d/e" ]; then
     printf '%s done %s %s %s\n' "$m" "$r" $(wc -c <"$d/o"; wc -c <"$d/e")
