@@ -179,3 +179,17 @@ def test_mkdir_makes_only_what_is_missing(host, tmp_path):
     for path in (f"{tmp_path}/file", f"{tmp_path}/file/sub"):
         with pytest.raises(HostError, match=f"{tmp_path}/file exists and is not a folder"):
             host.mkdir(path)
+
+
+def test_fetch_many_copies_files_and_folders_side_by_side(host, tmp_path):
+    remote = tmp_path / "remote"
+    (remote / "sub").mkdir(parents=True)
+    payload = {"a.json": b"{}\n", "b.bin": bytes(range(256)) * 1000, "sub/c.txt": b"c"}
+    for name, data in payload.items():
+        (remote / name).write_bytes(data)
+    local = tmp_path / "local"
+    got = host.fetch_many([(f"{remote}/{name}", local / name) for name in ("a.json", "b.bin", "sub")])
+    assert got == [local / "a.json", local / "b.bin", local / "sub"]
+    assert {name: (local / name).read_bytes() for name in payload} == payload
+    with pytest.raises(FileNotFoundError):
+        host.fetch_many([(f"{remote}/missing", local / "missing")])

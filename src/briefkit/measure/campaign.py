@@ -241,9 +241,8 @@ def _fetch(host: Host, remote_dir: str, local_dir: Path) -> None:
     local_dir.mkdir(parents=True, exist_ok=True)
     if not host.exists(remote_dir):
         return
-    for name in host.listdir(remote_dir):
-        if not (local_dir / name).exists():
-            host.fetch(f"{remote_dir}/{name}", local_dir / name)
+    host.fetch_many([(f"{remote_dir}/{name}", local_dir / name) for name in host.listdir(remote_dir)
+                     if not (local_dir / name).exists()])
 
 
 def _duration(seconds: float) -> str:

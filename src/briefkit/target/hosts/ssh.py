@@ -632,6 +632,24 @@ class SshHost(Host):
                 raise
             return self._root_fetch(remote_path, local_path, self._sftp_fetch)
 
+    def fetch_many(self, pairs: Sequence[tuple[str, str | Path]]) -> list[Path]:
+        pairs = [(remote, Path(local)) for remote, local in pairs]
+        for _, local in pairs:
+            local.parent.mkdir(parents=True, exist_ok=True)
+
+        async def one(sftp, remote: str, local: Path) -> None:
+            await sftp.get(remote, str(local), recurse=True, preserve=True)
+
+        async def op(sftp):
+            await asyncio.gather(*(one(sftp, remote, local) for remote, local in pairs))
+        try:
+            _call(self._file_op("fetch", ", ".join(remote for remote, _ in pairs[:3]), op))
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return [self.fetch(remote, local) for remote, local in pairs]  # one by one, as root where needed
+        return [local for _, local in pairs]
+
     def put(self, local_path: str | Path, remote_path: str) -> None:
         try:
             self._sftp_put(local_path, remote_path)
