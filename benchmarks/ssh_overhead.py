@@ -2,11 +2,15 @@
 three login shells on the target: the login as it is here (root's ~/.bashrc starts pyenv), a
 deliberately slow one (a ~/.bashrc that sleeps 0.2 s) and none (bash told to skip ~/.bashrc).
 
-    .venv/bin/python benchmarks/ssh_overhead.py [--pairs 5] [--points 4] [--only asis,slow,none]
+    .venv/bin/python benchmarks/ssh_overhead.py [--pairs 5] [--points 4] [--only local,asis,slow,none]
 
 The target is this machine through a real loopback sshd (briefkit.target.hosts.sshd), one per login
 variant: ``slow`` sets HOME (sshd's SetEnv) to a folder whose .bashrc is ``sleep 0.2``, so root's own
 ~/.bashrc is never touched; ``none`` sets SHLVL=1, so that bash skips ~/.bashrc.
+
+``local`` runs the same campaigns on LocalHost: the executor's own cost per point (parsing the
+point's output for the stop rule, the manifest, point.json), which the SSH variants include too;
+their difference to it is what SSH adds.
 
 Per variant, paired and alternating (A B, B A, ...) so that drift hits both alike:
 - A: ``campaign.run`` of ``--points`` points (fio ``ioengine=null``, 1 s each; see
@@ -28,12 +32,15 @@ from pathlib import Path
 
 from harness_overhead import Arms, executor_intervals
 
+from briefkit.target.hosts import LocalHost
 from briefkit.target.hosts.sshd import LoopbackSshd
 
 SLOW_BASHRC = "sleep 0.2\n"
 
 
-def server(variant: str, tmp: Path) -> LoopbackSshd:
+def server(variant: str, tmp: Path) -> LoopbackSshd | None:
+    if variant == "local":
+        return None
     if variant == "asis":
         return LoopbackSshd(tmp / "sshd-asis").start()
     if variant == "none":
@@ -52,7 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--points", type=int, default=4, help="points per campaign (>= 3)")
-    parser.add_argument("--only", default="asis,slow,none")
+    parser.add_argument("--only", default="local,asis,slow,none")
     args = parser.parse_args()
     assert shutil.which("fio"), "fio is not installed"
     rows: list[tuple[str, str]] = []
@@ -63,7 +70,7 @@ def main() -> None:
         for variant in args.only.split(","):
             sshd = server(variant, tmp)
             try:
-                host = sshd.new_host().connect()
+                host = sshd.new_host().connect() if sshd else LocalHost()
                 cost = []
                 for _ in range(9):
                     t0 = time.perf_counter()
@@ -81,16 +88,17 @@ def main() -> None:
                     diffs.append(med(got) - med(loop))
                     intervals += got
                     bares += loop
-                connections = host.connections
+                connections = getattr(host, "connections", 0)
                 host.close()
             finally:
-                sshd.stop()
-            rows.append((f"{variant}: one command over the open connection (`true`)",
+                if sshd:
+                    sshd.stop()
+            rows.append((f"{variant}: one command (`true`; over SSH: on the open connection)",
                          f"{med(cost) * 1000:7.1f} ms (min {min(cost) * 1000:.1f}, max {max(cost) * 1000:.1f})"))
             rows.append((f"{variant}: executor, time per point / bare fio wall",
                          f"{med(intervals):7.3f} s / {med(bares):.3f} s ({med(commands):.1f} commands per point, "
                          f"{connections} connection(s))"))
-            rows.append((f"{variant}: per point over SSH - bare fio (median of {args.pairs} pairs)",
+            rows.append((f"{variant}: per point - bare fio (median of {args.pairs} pairs)",
                          f"{med(diffs) * 1000:+7.0f} ms (pairs: {', '.join(f'{d * 1000:+.0f}' for d in diffs)})"))
     width = max(len(label) for label, _ in rows)
     print(f"| {'figure':<{width}} | median |")
