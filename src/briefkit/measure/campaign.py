@@ -258,9 +258,8 @@ def _fetch(host: Host, remote_dir: str, local_dir: Path) -> None:
     local_dir.mkdir(parents=True, exist_ok=True)
     if not host.exists(remote_dir):
         return
-    for name in host.listdir(remote_dir):
-        if not (local_dir / name).exists():
-            host.fetch(f"{remote_dir}/{name}", local_dir / name)
+    host.fetch_many([(f"{remote_dir}/{name}", local_dir / name) for name in host.listdir(remote_dir)
+                     if not (local_dir / name).exists()])
 
 
 def _duration(seconds: float) -> str:
@@ -437,6 +436,8 @@ def _explain(exc: BaseException, camp: Campaign, host: Host | None) -> BaseExcep
     error = CampaignError(f"{camp.brief}/{camp.name}: {type(exc).__name__}: {_line(exc)}; {again} once the "
                           f"cause is fixed")
     error.cause = f"{type(exc).__name__}: {_line(exc)}"     # what the raw records keep: the fault itself
+    for note in getattr(exc, "__notes__", ()):
+        error.add_note(note)
     return error
 
 
@@ -459,7 +460,9 @@ def _line(exc: BaseException) -> str:
 def _failure_text(error: BaseException) -> str:
     """What a point record and a ``failed`` event keep of an error: the fault, without the advice that
     the one-line message adds for whoever runs the command."""
-    return getattr(error, "cause", None) or f"{type(error).__name__}: {error}"
+    text = getattr(error, "cause", None) or f"{type(error).__name__}: {error}"
+    # what went wrong on the way out (a job that could not be stopped) is part of the record
+    return "; ".join([text, *getattr(error, "__notes__", ())])
 
 
 def _record_failure(manifest: Manifest, error: BaseException, **fields) -> None:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError
+from briefkit.core.interrupts import held_interrupts
 from briefkit.core.validation import check
 from briefkit.tools import steady
 
@@ -90,14 +91,21 @@ class PointRun:
         """Run ``argv`` detached on the host in ``remote_dir`` (stdout and stderr kept as
         ``name.stdout`` / ``name.stderr`` there), wait for it, record it and return its exit code.
         A dropped connection is reconnected; an interrupt stops the job on the host."""
-        started = time.time()
-        job = self.host.start(list(argv), self.remote_dir, name)
-
         def tick(_job, elapsed: float) -> None:
             left = f", ~{max(expected_s - elapsed, 0):.0f} s left" if expected_s else ""
             self.progress(f"  {name}: {elapsed:.0f} s{left}")
 
-        rc = job.wait(timeout=timeout, progress=tick, interval=10.0)
+        started = time.time()
+        job = None
+        try:
+            # held: an interrupt between the start and the wait is raised once the handle exists
+            with held_interrupts():
+                job = self.host.start(list(argv), self.remote_dir, name)
+            rc = job.wait(timeout=timeout, progress=tick, interval=10.0)
+        except BaseException as exc:
+            if job is not None:
+                job.stop_after_error(exc)  # nothing to do if wait() stopped it already
+            raise
         self.jobs.append(JobRecord(name, list(argv), started, time.time(), rc))
         return rc
 

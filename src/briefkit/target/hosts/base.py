@@ -303,6 +303,11 @@ class Host(ABC):
     def fetch(self, remote_path: str, local_path: str | Path) -> Path:
         """Copy a file or directory from the host to this machine."""
 
+    def fetch_many(self, pairs: Sequence[tuple[str, str | Path]]) -> list[Path]:
+        """``fetch`` of several (remote, local) pairs; over SSH they travel side by side (a point's
+        folder costs a few round trips, not a few per file)."""
+        return [self.fetch(remote, local) for remote, local in pairs]
+
     @abstractmethod
     def put(self, local_path: str | Path, remote_path: str) -> None:
         """Copy a file or directory from this machine to the host."""

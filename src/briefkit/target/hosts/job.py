@@ -11,10 +11,12 @@ On the target, a job ``NAME`` in ``WORKDIR`` is a small POSIX sh wrapper started
     NAME.stopped  present when the job was stopped from here, with the signal sent
     NAME.started  a FIFO, only while starting: the wrapper reports its pid through it
 
-Completion is noticed by checking that NAME.rc exists over the open connection (SFTP over SSH: no
-process is started on the target), first every few milliseconds and then every
-``host.poll_interval`` seconds, so the end is seen within one interval, not at the next slow poll. Every few seconds the wrapper's
-/proc entry is checked too, so a wrapper killed without writing NAME.rc is reported, not waited for
+Completion is noticed by a command on the host that waits for the wrapper's lock (``flock -s -w``,
+free once the wrapper has ended) for up to ALIVE_EVERY seconds and then prints NAME.rc: the end is
+seen within one round trip, and nothing polls the target while the job runs (over SSH the command
+goes through the host's command channel: no login per wait). Every few seconds (and whenever the
+lock is free without an exit code) the wrapper's /proc entry is checked too, so a wrapper killed
+without writing NAME.rc is reported, not waited for
 forever. A dropped connection is reconnected with backoff and the wait goes on. Every helper script
 is a constant and takes its values as positional arguments, so no user value is parsed by a shell.
 Needs sh, setsid and flock (util-linux) on the target. On a host with ``sudo``, the launcher, the
@@ -24,10 +26,12 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from briefkit.core.interrupts import held_interrupts
 from briefkit.target.hosts.base import (
     CommandError,
     CommandTimeout,
@@ -41,9 +45,6 @@ from briefkit.target.hosts.base import (
 if TYPE_CHECKING:
     from briefkit.target.hosts.base import Host
 
-#: first pause between exit-code checks, doubled up to host.poll_interval: a short job (or one that
-#: ended while start() returned) is seen within milliseconds, a long one costs one check per interval
-FIRST_POLL = 0.002
 #: seconds between checks that the job's wrapper is still alive
 ALIVE_EVERY = 2.0
 #: how long a wait keeps trying to reconnect after the connection dropped
@@ -105,6 +106,12 @@ cat "$1.rc"
 '''
 
 
+#: what _AWAIT exits with while the job still runs
+AWAIT_RUNNING = 75
+# $1 = workdir/name, $2 = seconds. Waits for the wrapper's lock (free once the wrapper has ended) for
+# at most $2 seconds, then prints the exit code; exits 75 if the job still runs.
+_AWAIT = r'''flock -s -E 75 -w "$2" "$1.lock" cat -- "$1.rc"'''
+
 
 class JobTimeout(JobError):
     """``wait(timeout=...)`` ran out; the job has been stopped."""
@@ -129,6 +136,7 @@ class Job:
         self.stopped = False
         self._since = time.monotonic()
         self._starttime: str | None = None
+        self._gave_up = False
 
     # -- files ------------------------------------------------------------------------------
     def path(self, suffix: str) -> str:
@@ -156,15 +164,21 @@ class Job:
     def start(cls, host: Host, argv: Sequence[str], workdir: str, name: str) -> Job:
         argv = check_argv(argv)
         _check_name(name)
-        res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, *argv], check=False,
-                       timeout=HELPER_MARGIN)
-        if res.returncode != 0:
-            hint = host.diagnose(res.stderr) if hasattr(host, "diagnose") else None
-            raise JobError(f"on {host.name}: cannot start job {name!r} in {workdir}: "
-                           f"{res.stderr.strip() or f'launcher exited with {res.returncode}'}"
-                           + (f"\n{hint}" if hint else ""))
-        pid, abs_workdir = _two_lines(res.stdout, f"job {name} launcher output")
-        return cls(host, abs_workdir, name, int(pid))
+        # An interrupt while the launcher runs would leave a job running that nobody has a handle on:
+        # it is held until the job exists, which is then stopped before the interrupt goes on.
+        with held_interrupts() as held:
+            res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, *argv], check=False,
+                           timeout=HELPER_MARGIN)
+            if res.returncode != 0:
+                hint = host.diagnose(res.stderr) if hasattr(host, "diagnose") else None
+                raise JobError(f"on {host.name}: cannot start job {name!r} in {workdir}: "
+                               f"{res.stderr.strip() or f'launcher exited with {res.returncode}'}"
+                               + (f"\n{hint}" if hint else ""))
+            pid, abs_workdir = _two_lines(res.stdout, f"job {name} launcher output")
+            job = cls(host, abs_workdir, name, int(pid))
+            if held.pending is not None:
+                job.stop_after_error(KeyboardInterrupt(f"signal {held.pending}"))
+        return job
 
     @classmethod
     def attach(cls, host: Host, workdir: str, name: str) -> Job:
@@ -188,34 +202,39 @@ class Job:
         """Block until the job ends and return its exit code.
 
         ``progress(job, elapsed_seconds)`` is called about every ``interval`` seconds while it runs.
-        The end is noticed within ``host.poll_interval`` of the exit code being written, not at the
-        next ``interval``. A dropped connection is reconnected with backoff and the wait goes on.
+        The end is noticed within one round trip of the job's end (a command on the host waits for
+        it, up to ALIVE_EVERY seconds at a time), not at the next ``interval``. A dropped connection
+        is reconnected with backoff and the wait goes on.
         Any exception here, KeyboardInterrupt and ``timeout`` included, stops the job first.
         ``check=True`` raises CommandError (with the stderr tail) on a non-zero exit code.
         """
         now = time.monotonic()
         deadline = None if timeout is None else now + timeout
         next_progress, next_alive = now + interval, now + ALIVE_EVERY
-        pause = FIRST_POLL
         try:
-            while self.poll() is None:
+            while True:
+                horizon = min(next_alive, next_progress if progress is not None else next_alive,
+                              deadline if deadline is not None else next_alive)
+                ended = self._await(max(horizon - time.monotonic(), 0.0))
+                if self.returncode is not None:
+                    break
                 now = time.monotonic()
-                if now >= next_alive:
+                if now >= next_alive or ended:
                     if not self._alive() and self.poll() is None:
                         raise JobLost(f"on {self.host.name}: job {self.name} in {self.workdir} ended without "
                                       f"recording an exit code (its wrapper, pid {self.pid}, was killed)")
                     next_alive = now + ALIVE_EVERY
+                    if ended:
+                        time.sleep(self.host.poll_interval)  # the lock was free: do not spin
                 if deadline is not None and now >= deadline:
                     raise JobTimeout(f"on {self.host.name}: job {self.name} still running after {timeout:g} s; stopped")
                 if progress is not None and now >= next_progress:
                     progress(self, now - self._since)
                     next_progress = now + interval
-                time.sleep(pause)
-                pause = min(pause * 2, self.host.poll_interval)
         except JobLost:
             raise  # nothing left to stop, and no exit code to invent
-        except BaseException:
-            self._stop_quietly()
+        except BaseException as exc:
+            self.stop_after_error(exc)
             raise
         if check and self.returncode != 0:
             res = self.result()
@@ -226,11 +245,12 @@ class Job:
         """Send TERM to the job's process group, KILL after ``grace`` seconds; return the exit code."""
         if self.returncode is None:
             self.stopped = True
-            res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 5,
-                               reconnect_timeout)
-            if res.returncode != 0:
-                raise JobError(f"on {self.host.name}: cannot stop job {self.name}: {res.stderr.strip()}")
-            self.returncode = self._code(res.stdout)
+            with held_interrupts():  # a stop cut in half leaves the job running: an interrupt waits for it
+                res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 5,
+                                   reconnect_timeout)
+                if res.returncode != 0:
+                    raise JobError(f"on {self.host.name}: cannot stop job {self.name}: {res.stderr.strip()}")
+                self.returncode = self._code(res.stdout)
         return self.returncode
 
     def result(self) -> Result:
@@ -245,7 +265,7 @@ class Job:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
-            self._stop_quietly()
+            self.stop_after_error(exc)
 
     def __repr__(self) -> str:
         state = "running" if self.returncode is None else f"rc={self.returncode}"
@@ -268,6 +288,19 @@ class Job:
             self._starttime = starttime
         return state not in ("Z", "X") and starttime == self._starttime
 
+    def _await(self, seconds: float) -> bool:
+        """Block on the host until the job ends or ``seconds`` pass (one command, which waits for the
+        wrapper's lock: the end is noticed within one round trip, and nothing polls the target).
+        Sets the exit code when there is one; returns whether the job's lock was found free."""
+        res = self._retrying(self.host.run, ["sh", "-c", _AWAIT, "briefkit-await", self.prefix, f"{seconds:.3f}"],
+                             check=False, timeout=seconds + HELPER_MARGIN)
+        if res.returncode == AWAIT_RUNNING:
+            return False
+        if res.returncode == 0 and res.stdout.strip():
+            self.returncode = self._code(res.stdout)
+            return True
+        return self.poll() is None  # free lock but no exit code (yet): the caller checks the wrapper
+
     def _helper(self, argv: list[str], blocking: float, reconnect_timeout: float = RECONNECT_TIMEOUT) -> Result:
         return self._retrying(self.host.run, argv, check=False, timeout=blocking + HELPER_MARGIN,
                               reconnect_timeout=reconnect_timeout)
@@ -285,11 +318,33 @@ class Job:
                     raise
                 self.host.reconnect(deadline)
 
-    def _stop_quietly(self) -> None:
-        try:  # on the way out of an error: try for a while, not for the full reconnect budget
-            self.stop(reconnect_timeout=STOP_RECONNECT_TIMEOUT)
-        except Exception:  # the original exception matters more; the job files tell the rest
-            pass
+    def stop_after_error(self, exc: BaseException | None) -> bool:
+        """Stop the job on the way out of ``exc`` (an interrupt included): for a while, not for the full
+        reconnect budget, once more on a fresh connection if that fails. A job that could not be stopped
+        is said on stderr and added to ``exc`` as a note (kept in the point's failure record); the
+        original exception is what goes on. Returns whether the job is known to have ended."""
+        if self.returncode is not None:
+            return True
+        if self._gave_up:
+            return False  # already tried and said so, for this same exception on its way out
+        failure: BaseException | None = None
+        with held_interrupts():
+            for attempt in (1, 2):
+                try:
+                    if attempt == 2:
+                        self.host.reconnect(time.monotonic() + STOP_RECONNECT_TIMEOUT)
+                    self.stop(reconnect_timeout=STOP_RECONNECT_TIMEOUT)
+                    return True
+                except Exception as error:
+                    failure = error
+        text = (f"could not stop job {self.name} on {self.host.name} ({type(failure).__name__}: "
+                f"{' '.join(str(failure).split())[:300]}); it may still be running there: "
+                f"kill -TERM -- -{self.pid} (process group of {self.prefix})")
+        self._gave_up = True
+        print(f"briefkit: {text}", file=sys.stderr, flush=True)
+        if exc is not None:
+            exc.add_note(text)
+        return False
 
     def _code(self, text: str) -> int:
         text = text.strip()

@@ -10,6 +10,33 @@ file. An unknown or changed key raises HostKeyError with its SHA256 fingerprint 
 accept it. Commands are argument lists joined with shlex.join, so the remote shell only ever sees
 quoted words.
 
+One command channel per connection, not one login per command. sshd runs every session's command
+through the login shell, which reads the login's start-up files (bash reads ~/.bashrc even for
+``ssh host cmd``; a pyenv or conda set-up there costs 0.1-0.5 s). So the first command opens one
+session that starts a small helper, ``_CHANNEL`` (POSIX sh; needs only mktemp, wc and cat), and every
+later command goes to that helper, which runs it in a subshell: the start-up files are paid once per
+connection, a few ms per command after that. The protocol:
+
+- the controller sends a random 128-bit marker as the first line (stdin, so that no ``ps`` or
+  environment shows it); the helper answers ``MARKER ready PID``; whatever the login's start-up
+  files print before that is skipped;
+- a command is one line: remote_command()'s string, with each newline (only ever inside a quoted
+  word) written as ``'"$nl"'``. No user value is parsed: every word is quoted as before;
+- the helper acknowledges with ``MARKER run``, runs the line with ``eval`` in a subshell, stdin from
+  /dev/null (a command cannot eat the next one), stdout and stderr into files in its own mktemp
+  folder (a command cannot print into the protocol stream), then sends ``MARKER done RC OUT ERR``
+  and exactly OUT + ERR bytes: binary and large outputs arrive intact;
+- a channel ended before its acknowledgement ran nothing, so the command is retried once on a new
+  channel (a killed helper, a dropped connection: reconnected); one that ended after it raises
+  ConnectionLost (whether the command finished is unknown), as a dropped session did before;
+- a timeout is the remote ``timeout -k`` as before; when the client's own limit passes, or a call is
+  interrupted (Ctrl-C), the channel is closed and never reused, and the next command gets a new one;
+- one command at a time per channel; concurrent calls each take an idle channel or open another
+  (up to MAX_CHANNELS, each one login), and idle channels are kept for the connection's life.
+
+Detached jobs (briefkit.target.hosts.job) start, are waited for and stop through the same channel
+(a wait occupies it; a command meanwhile gets a second one).
+
 A non-root login with passwordless sudo: ``SshHost(..., sudo=True)`` runs every command (detached
 jobs and storage set-up included) as ``sudo -n -- argv``; file operations go over SFTP as the login
 user and fall back to commands run as root where that user may not read or write.
@@ -17,7 +44,10 @@ user and fall back to commands run as root where that user may not read or write
 from __future__ import annotations
 
 import asyncio
+import errno
 import getpass
+import posixpath
+import secrets
 import shlex
 import socket
 import threading
@@ -34,6 +64,7 @@ from briefkit.target.hosts.base import (
     ConnectionLost,
     Host,
     HostConnectionError,
+    HostError,
     HostKeyError,
     Result,
     as_root,
@@ -140,6 +171,142 @@ def parse_ssh_url(url: str, where: str = "host") -> tuple[str | None, str, int]:
     return user, parts.hostname, port
 
 
+#: The command channel's helper, run by ``sh`` once per channel. It reads the session's marker first
+#: (from stdin, so that it is in no argv or environment a command could print), then one command per
+#: line: each line is a command string of remote_command() whose newlines (only ever inside quoted
+#: words) are written as '"$nl"'. The command runs in a subshell with stdin from /dev/null and its
+#: stdout and stderr in files, so that nothing it prints can reach the protocol stream; then the
+#: helper writes a header line with the exit code and both sizes, and the bytes themselves.
+#: Needs POSIX sh, mktemp, wc and cat.
+_CHANNEL = r"""
+IFS= read -r m || exit 0
+d=$(mktemp -d "${TMPDIR:-/tmp}/.briefkit-channel.XXXXXXXX") || exit 125
+trap 'rm -rf -- "$d"' EXIT
+trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM
+nl='
+'
+printf '%s ready %s\n' "$m" "$$"
+while IFS= read -r c; do
+  printf '%s run\n' "$m"
+  (m=; eval "$c") </dev/null >"$d/o" 2>"$d/e"
+  r=$?
+  if [ -s "$d/o" ] || [ -s "$d/e" ]; then
+    printf '%s done %s %s %s\n' "$m" "$r" $(wc -c <"$d/o"; wc -c <"$d/e")
+    cat -- "$d/o" "$d/e"
+  else
+    printf '%s done %s 0 0\n' "$m" "$r"
+  fi
+done
+"""
+#: what sshd runs through the login shell, once per channel: the login's start-up files are read here
+_CHANNEL_START = "exec sh -c " + shlex.quote(_CHANNEL) + " briefkit-channel"
+#: seconds a new channel may take to say it is ready (the target's login shell start-up included)
+CHANNEL_START_TIMEOUT = 60.0
+
+
+def one_line(command: str) -> str:
+    """``command`` (from remote_command) as one line for the channel: a newline can only stand inside a
+    single-quoted word (shlex.quote), where ``'"$nl"'`` ends the quote, adds the helper's newline and
+    quotes again."""
+    return command.replace("\n", "'\"$nl\"'")
+
+
+class _NotStarted(Exception):
+    """The channel ended before it read the command: nothing ran."""
+
+
+class _Lost(Exception):
+    """The channel ended (or spoke out of turn) while a command ran: whether it finished is unknown."""
+
+
+class _Channel:
+    """One remote helper shell (``_CHANNEL``) over one SSH session, running one command at a time."""
+
+    def __init__(self, conn: asyncssh.SSHClientConnection, process: asyncssh.SSHClientProcess, marker: bytes,
+                 pid: int, errors: bytearray):
+        self.conn = conn
+        self.process = process
+        self.marker = marker
+        self.pid = pid
+        self._errors = errors
+
+    @classmethod
+    async def start(cls, conn: asyncssh.SSHClientConnection, where: str) -> _Channel:
+        process = await conn.create_process(_CHANNEL_START, encoding=None)
+        errors = bytearray()
+
+        async def drain() -> None:  # the login's own noise on stderr, kept short for messages
+            try:
+                while chunk := await process.stderr.read(65536):
+                    errors.extend(chunk)
+                    del errors[:-4096]
+            except (asyncssh.Error, OSError):
+                pass  # the channel's end is reported by whoever reads its stdout
+        drained = asyncio.ensure_future(drain())
+        marker = secrets.token_hex(16).encode()
+        process.stdin.write(marker + b"\n")
+        ready = marker + b" ready "
+        try:
+            async with asyncio.timeout(CHANNEL_START_TIMEOUT):
+                while True:  # whatever the login's start-up files print comes first: skipped
+                    line = await process.stdout.readline()
+                    if not line:
+                        if conn.is_closed():
+                            raise _NotStarted("the connection closed before the command channel was ready")
+                        await asyncio.wait([drained], timeout=2)
+                        await asyncio.wait([asyncio.ensure_future(process.wait_closed())], timeout=2)
+                        process.close()
+                        text = " ".join(errors.decode("utf-8", errors="replace").split())[-500:]
+                        raise HostError(f"on {where}: the login shell ended before the command channel started "
+                                        f"(exit {process.exit_status}){'; its stderr: ' + text if text else ''}. "
+                                        f"Check the login's start-up files (~/.bashrc) and that sh and mktemp "
+                                        f"work there")
+                    at = line.find(ready)
+                    if at >= 0 and line.endswith(b"\n"):
+                        return cls(conn, process, marker, int(line[at + len(ready):]), errors)
+        except TimeoutError:
+            process.close()
+            raise HostConnectionError(f"on {where}: the command channel did not start within "
+                                      f"{CHANNEL_START_TIMEOUT:g} s (a login shell that hangs?)") from None
+
+    def usable(self, conn: asyncssh.SSHClientConnection | None) -> bool:
+        return conn is self.conn and not conn.is_closed() and self.process.exit_status is None \
+            and not self.process.channel.is_closing()
+
+    def close(self) -> None:
+        self.process.close()
+
+    async def run(self, line: bytes, limit: float | None) -> tuple[int, bytes, bytes]:
+        try:
+            self.process.stdin.write(line)
+        except (BrokenPipeError, asyncssh.Error, OSError) as exc:
+            raise _NotStarted(str(exc) or type(exc).__name__) from None
+        async with asyncio.timeout(limit):
+            try:
+                ack = await self.process.stdout.readline()
+            except _DROPPED as exc:  # no acknowledgement: the helper never read the command
+                raise _NotStarted(str(exc) or type(exc).__name__) from None
+            if not ack:
+                raise _NotStarted(self._ended())
+            if ack != self.marker + b" run\n":
+                raise _Lost(f"unexpected output from the command channel: {ack[:80]!r}")
+            head = await self.process.stdout.readline()
+            fields = head.split()
+            if not head.endswith(b"\n") or len(fields) != 5 or fields[:2] != [self.marker, b"done"] \
+                    or not all(f.isdigit() for f in fields[2:]):
+                raise _Lost(self._ended() if not head else f"unexpected output from the command channel: {head[:80]!r}")
+            code, out_size, err_size = (int(f) for f in fields[2:])
+            try:
+                data = await self.process.stdout.readexactly(out_size + err_size)
+            except asyncio.IncompleteReadError:
+                raise _Lost(self._ended()) from None
+        return code, data[:out_size], data[out_size:]
+
+    def _ended(self) -> str:
+        text = self._errors.decode("utf-8", errors="replace").strip()
+        return f"the command channel ended (pid {self.pid}){': ' + text[-300:] if text else ''}"
+
+
 class SshHost(Host):
     """A target host reached over SSH with key authentication and strict host-key checking."""
 
@@ -159,13 +326,15 @@ class SshHost(Host):
         self.known_hosts = Path(known_hosts if known_hosts is not None else Path.home() / ".ssh" / "known_hosts")
         self.connect_timeout = connect_timeout
         self.keepalive_interval = keepalive_interval
-        self.poll_interval = poll_interval  # one SFTP stat per interval while a job runs: no remote process
+        self.poll_interval = poll_interval  # pause before looking again at a job whose lock was free without an exit code
         self.name = name or f"{self.username}@{hostname}:{self.port}"
         self.connections = 0  # how many times a connection was opened (1 + reconnects)
         self._conn: asyncssh.SSHClientConnection | None = None
         self._sftp: asyncssh.SFTPClient | None = None
         self._connect_lock = asyncio.Lock()
         self._channels = asyncio.Semaphore(MAX_CHANNELS)
+        self._idle: list[_Channel] = []  # command channels waiting for their next command
+        self.channels_started = 0  # how many command channels (login shells on the target) were started
 
     @classmethod
     def from_url(cls, url: str, where: str = "host", **options) -> SshHost:
@@ -348,6 +517,9 @@ class SshHost(Host):
 
     async def _drop(self) -> None:
         conn, self._conn, self._sftp = self._conn, None, None
+        idle, self._idle = self._idle, []
+        for channel in idle:
+            channel.close()
         if conn is not None:
             conn.close()
             try:
@@ -377,34 +549,61 @@ class SshHost(Host):
         return Result(returncode, out, clean_stderr(err), argv)
 
     async def _run(self, command: str, argv: list[str], timeout: float | None) -> tuple[int, str, str]:
+        line = (one_line(command) + "\n").encode("utf-8")
+        client_limit = None if timeout is None else timeout + KILL_AFTER + CLIENT_MARGIN
         async with self._channels:
-            process = await self._open_channel(command)
-            try:
-                client_limit = None if timeout is None else timeout + KILL_AFTER + CLIENT_MARGIN
-                out, err = await asyncio.wait_for(process.communicate(), client_limit)
-            except (asyncio.TimeoutError, TimeoutError):
-                await self._drop()  # the command's own `timeout` did not end it: the link is wedged
-                raise ConnectionLost(f"no answer from {self.name} within {client_limit:g} s while running "
-                                     f"{argv!r}; connection closed") from None
-            except _DROPPED as exc:
-                await self._drop()
-                raise ConnectionLost(f"connection to {self.name} lost while running {argv!r}: {exc}") from None
-            if process.exit_status is None and process.exit_signal is None:
-                await self._drop()
-                raise ConnectionLost(f"connection to {self.name} lost while running {argv!r} (no exit status)")
-            return process.returncode, out or "", err or ""
+            for attempt in (1, 2):
+                channel = await self._channel()
+                try:
+                    code, out, err = await channel.run(line, client_limit)
+                except _NotStarted as exc:
+                    # the channel was gone before it read the command (a killed helper, a dropped link):
+                    # nothing ran, so one more try on a fresh channel is safe
+                    channel.close()
+                    if attempt == 2:
+                        await self._drop()
+                        raise ConnectionLost(f"connection to {self.name} lost before running {argv!r}: {exc}") from None
+                    continue
+                except (asyncio.TimeoutError, TimeoutError):
+                    channel.close()
+                    await self._drop()  # the command's own `timeout` did not end it: the link is wedged
+                    raise ConnectionLost(f"no answer from {self.name} within {client_limit:g} s while running "
+                                         f"{argv!r}; connection closed") from None
+                except (_Lost, *_DROPPED) as exc:
+                    channel.close()
+                    await self._drop()
+                    raise ConnectionLost(f"connection to {self.name} lost while running {argv!r}: {exc}") from None
+                except BaseException:
+                    channel.close()  # cancelled (an interrupt in the caller): the channel's state is unknown
+                    raise
+                self._idle.append(channel)
+                return code, out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace")
+        raise AssertionError("unreachable")
 
-    async def _open_channel(self, command: str) -> asyncssh.SSHClientProcess:
-        # A channel that failed to open never ran anything, so one retry on a fresh connection is safe.
+    async def _channel(self) -> _Channel:
+        """An idle channel on the current connection, or a new one (one login shell)."""
+        while self._idle:
+            channel = self._idle.pop()
+            if channel.usable(self._conn):
+                return channel
+            channel.close()
+        # A session that failed to open never ran anything, so one retry on a fresh connection is safe.
         for attempt in (1, 2):
             conn = await self._connected()
             try:
-                return await conn.create_process(command, stdin=asyncssh.DEVNULL, encoding="utf-8", errors="replace")
-            except _DROPPED as exc:
+                channel = await _Channel.start(conn, self.name)
+                self.channels_started += 1
+                return channel
+            except (_NotStarted, *_DROPPED) as exc:
                 await self._drop()
                 if attempt == 2:
                     raise ConnectionLost(f"cannot open a session on {self.name}: {exc}") from None
         raise AssertionError("unreachable")
+
+    @property
+    def channel_pids(self) -> list[int]:
+        """Process ids of the idle channels' helper shells on the target (for tests and diagnosis)."""
+        return [channel.pid for channel in self._idle]
 
     # -- files ------------------------------------------------------------------------------
     async def _sftp_client(self) -> asyncssh.SFTPClient:
@@ -432,6 +631,24 @@ class SshHost(Host):
             if not self.sudo:
                 raise
             return self._root_fetch(remote_path, local_path, self._sftp_fetch)
+
+    def fetch_many(self, pairs: Sequence[tuple[str, str | Path]]) -> list[Path]:
+        pairs = [(remote, Path(local)) for remote, local in pairs]
+        for _, local in pairs:
+            local.parent.mkdir(parents=True, exist_ok=True)
+
+        async def one(sftp, remote: str, local: Path) -> None:
+            await sftp.get(remote, str(local), recurse=True, preserve=True)
+
+        async def op(sftp):
+            await asyncio.gather(*(one(sftp, remote, local) for remote, local in pairs))
+        try:
+            _call(self._file_op("fetch", ", ".join(remote for remote, _ in pairs[:3]), op))
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return [self.fetch(remote, local) for remote, local in pairs]  # one by one, as root where needed
+        return [local for _, local in pairs]
 
     def put(self, local_path: str | Path, remote_path: str) -> None:
         try:
@@ -480,7 +697,10 @@ class SshHost(Host):
 
     def mkdir(self, path: str) -> None:
         try:
-            _call(self._file_op("mkdir", path, lambda sftp: sftp.makedirs(path, exist_ok=True)))
+            _call(self._file_op("mkdir", path, _mkdir(path)))
+        except NotADirectoryError as exc:
+            raise HostError(f"on {self.name}: cannot create the folder {path}: {exc.filename} exists and is "
+                            f"not a folder") from None
         except (PermissionError, FileNotFoundError):  # SFTP reports a parent it may not write as missing
             if not self.sudo:
                 raise
@@ -520,6 +740,33 @@ class SshHost(Host):
             async with sftp.open(path, "wb") as f:
                 await f.write(text.encode("utf-8"))
         _call(self._file_op("write", path, op))
+
+
+def _mkdir(path: str):
+    """An SFTP ``mkdir -p`` that costs one round trip per missing folder (from the deepest one that
+    exists), not one or two per path component as a walk from the root does."""
+    async def make(sftp: asyncssh.SFTPClient, folder: str, depth: int) -> None:
+        try:
+            await sftp.mkdir(folder)
+            return
+        except asyncssh.SFTPNoSuchFile:  # its parent is missing too
+            parent = posixpath.dirname(folder.rstrip("/"))
+            if depth > 64 or parent in ("", "/", folder):
+                raise
+        except asyncssh.SFTPFailure:  # it exists (SFTP v3 says no more): fine if it is a folder
+            if await sftp.isdir(folder):
+                return
+            raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", folder) from None
+        await make(sftp, parent, depth + 1)
+        try:
+            await sftp.mkdir(folder)
+        except asyncssh.SFTPFailure:  # made meanwhile by someone else
+            if not await sftp.isdir(folder):
+                raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", folder) from None
+
+    async def op(sftp: asyncssh.SFTPClient) -> None:
+        await make(sftp, path, 0)
+    return op
 
 
 def remote_command(argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None,

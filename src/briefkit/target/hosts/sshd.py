@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -54,8 +55,15 @@ def free_port(address: str = "127.0.0.1") -> int:
 class LoopbackSshd:
     """Start with ``start()`` (or ``with``); ``host`` is a connected SshHost for the current user."""
 
-    def __init__(self, directory: str | Path, address: str = "127.0.0.1", port: int | None = None):
+    def __init__(self, directory: str | Path, address: str = "127.0.0.1", port: int | None = None,
+                 environment: dict[str, str] | None = None):
         self.dir = Path(directory).resolve()
+        #: set in every session (sshd's SetEnv): HOME=DIR gives the login a .bashrc of its own,
+        #: SHLVL=1 makes bash skip ~/.bashrc
+        self.environment = dict(environment or {})
+        for key, value in self.environment.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) or not re.fullmatch(r"[A-Za-z0-9_./:@%+=,-]*", value):
+                raise ValueError(f"SetEnv {key}={value!r}: a variable name, and a value without spaces or quotes")
         self.hostname = address
         self.port = port
         self.username = getpass.getuser()
@@ -152,7 +160,8 @@ class LoopbackSshd:
         authorized.chmod(0o644)  # sshd reads it as the login user
 
     def _write_config(self, port: int) -> None:
-        self.config.write_text(_CONFIG.format(port=port, address=self.hostname, dir=self.dir))
+        setenv = "".join(f"SetEnv {key}={value}\n" for key, value in self.environment.items())
+        self.config.write_text(_CONFIG.format(port=port, address=self.hostname, dir=self.dir) + setenv)
         public = Path(f"{self.host_key}.pub").read_text().split()
         self.known_hosts.write_text(f"{known_hosts_pattern(self.hostname, port)} {public[0]} {public[1]}\n")
 

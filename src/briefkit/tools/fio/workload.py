@@ -194,8 +194,8 @@ class FioWorkload(Workload):
 
     def tool_version(self, host: Host, settings: Mapping[str, Any]) -> str:
         """``fio --version`` on the host (``fio-3.33`` -> ``3.33``), asked once per host and
-        program: the executor records it with every point, and over SSH each command costs the
-        target's shell start-up (see benchmarks/harness_overhead.py)."""
+        program: the executor records it with every point, and every command is a round trip to the
+        target (see benchmarks/ssh_overhead.py)."""
         key = (host.name, settings.get("fio", "fio"))
         if key not in self._versions:
             out = host.run([key[1], "--version"]).stdout.strip()

@@ -1,0 +1,93 @@
+"""Interrupts (Ctrl-C; SIGTERM as the CLI turns it into KeyboardInterrupt) around detached jobs, on this
+machine and over the real loopback sshd: an interrupt that arrives while a job is being started stops
+that job; one that arrives during a stop waits for the stop to finish; a stop that fails is said on
+stderr and kept with the exception, never passed over."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from briefkit.measure import campaign
+from briefkit.target.hosts import JobTimeout
+
+
+@pytest.fixture(params=["local", "ssh"])
+def host(request, local_host):
+    return local_host if request.param == "local" else request.getfixturevalue("sshd").host
+
+
+@contextmanager
+def sigterm_interrupts():
+    """SIGTERM raises KeyboardInterrupt in the main thread, as `briefkit measure` sets it up."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def live(pgid: int, settle: float = 10.0) -> list[str]:
+    """Processes of a job's session still running after up to ``settle`` seconds."""
+    deadline = time.monotonic() + settle
+    while True:
+        ps = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "-g", str(pgid)], capture_output=True, text=True)
+        alive = [line.strip() for line in ps.stdout.splitlines() if line.split()[1][:1] != "Z"]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+def test_an_interrupt_while_a_job_starts_stops_that_job(host, tmp_path):
+    """The job's first act is to send SIGTERM to this process: the interrupt lands while start() waits
+    for the launcher (or just after). Either way the job must not be left running."""
+    argv = ["sh", "-c", 'kill -TERM "$1"; exec sleep 60', "briefkit-test", str(os.getpid())]
+    with sigterm_interrupts(), pytest.raises(KeyboardInterrupt):
+        job = host.start(argv, str(tmp_path), "j")
+        job.wait()
+    pgid = int((tmp_path / "j.pid").read_text())
+    assert live(pgid) == []
+    assert (tmp_path / "j.stopped").read_text().strip() == "TERM"
+    assert (tmp_path / "j.rc").read_text().strip() == str(128 + signal.SIGTERM)
+
+
+def test_an_interrupt_during_a_stop_waits_for_it(host, tmp_path):
+    """A job that ignores TERM takes the full grace period and a KILL to stop; SIGTERM to this process
+    in the middle of that is raised only once the stop is done."""
+    job = host.start(["sh", "-c", 'trap "" TERM; while :; do sleep 0.1; done'], str(tmp_path), "stubborn")
+    timer = threading.Timer(0.4, os.kill, (os.getpid(), signal.SIGTERM))
+    try:
+        with sigterm_interrupts(), pytest.raises(KeyboardInterrupt):
+            timer.start()
+            job.stop(grace=1.5)
+    finally:
+        timer.cancel()
+    assert job.returncode == 137                        # the stop went through to its KILL
+    assert (tmp_path / "stubborn.stopped").read_text().strip() == "KILL"
+    assert live(job.pid) == []
+
+
+def test_a_stop_that_fails_is_reported(local_host, tmp_path, capsys):
+    job = local_host.start(["sleep", "30"], str(tmp_path), "orphan")
+    try:
+        (tmp_path / "orphan.pid").unlink()              # the stop helper can no longer find the job
+        with pytest.raises(JobTimeout) as info:
+            job.wait(timeout=0.2)
+        notes = getattr(info.value, "__notes__", [])
+        assert len(notes) == 1 and notes[0].startswith("could not stop job orphan on localhost")
+        assert f"kill -TERM -- -{job.pid}" in notes[0]
+        assert f"briefkit: {notes[0]}" in capsys.readouterr().err
+        # the point's failure record (manifest event, point.json) keeps it too
+        assert campaign._failure_text(info.value).endswith("; " + notes[0])
+        assert not job.stop_after_error(info.value)     # said once, not once per layer it passes through
+        assert capsys.readouterr().err == ""
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
