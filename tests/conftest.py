@@ -53,3 +53,13 @@ def sshd_factory(tmp_path_factory):
 @pytest.fixture
 def local_host():
     return LocalHost()
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    """A checkout with only params.yaml and a notebooks folder (BRIEFKIT_ROOT): for campaigns a test
+    declares with its own params.yaml."""
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "nb.ipynb").write_text("{}")
+    return tmp_path

@@ -26,15 +26,6 @@ BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
 FIO_VERSION = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
 
 
-@pytest.fixture
-def root(tmp_path, monkeypatch):
-    """A checkout with only params.yaml (BRIEFKIT_ROOT)."""
-    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "nb.ipynb").write_text("{}")
-    return tmp_path
-
-
 def declare(root: Path, sshd, configs: dict, numjobs=(1, 2), runtime_s=1, **settings) -> dict:
     """A fio campaign on the loopback sshd (declared as a mapping, with its keys and known_hosts)."""
     spec = {

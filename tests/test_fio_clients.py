@@ -29,14 +29,6 @@ from briefkit.tools.fio.parse import ALL_CLIENTS, DEFAULT_PERCENTILES, documents
 BRIEF = "clients-test"
 
 
-@pytest.fixture
-def root(tmp_path, monkeypatch):
-    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "nb.ipynb").write_text("{}")
-    return tmp_path
-
-
 def free_ports(count: int) -> int:
     """A first port of the allowed range with ``count`` free ports from it."""
     for first in range(FIO_SERVER_PORTS.start + 37, FIO_SERVER_PORTS.stop - count):

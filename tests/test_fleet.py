@@ -29,15 +29,6 @@ from briefkit.raw.manifest import Manifest
 BRIEF = "fleet-test"
 
 
-@pytest.fixture
-def root(tmp_path, monkeypatch):
-    """A checkout with only params.yaml (BRIEFKIT_ROOT)."""
-    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "nb.ipynb").write_text("{}")
-    return tmp_path
-
-
 def host_entry(server) -> dict:
     return {"ssh": f"ssh://{server.username}@{server.hostname}:{server.port}",
             "known_hosts": str(server.known_hosts), "client_keys": [str(server.client_key)]}

@@ -167,14 +167,6 @@ def test_repetition_errors_name_params_and_the_key(tmp_path, value, message):
 
 # --- real fio through the executor ---------------------------------------------------------------
 
-@pytest.fixture
-def root(tmp_path, monkeypatch):
-    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "nb.ipynb").write_text("{}")
-    return tmp_path
-
-
 def declare(root: Path, name: str, repetitions=1, runtime_s=1, options=None, **settings) -> None:
     spec = {"workload": "fio", "host": "local", "workdir": str(root / "host"), "repetitions": repetitions,
             "configs": {"disk": {"kind": "dir", "path": str(root / "host" / "disk")}},
