@@ -91,7 +91,8 @@ class Arms:
         out = self.folder()
         out.mkdir(parents=True)
         t0 = time.perf_counter()
-        subprocess.run(command(self.job_path, out / "fio.json"), check=True, capture_output=True)
+        # in its own folder, as the executor runs fio: the job file asks for logs in the working folder
+        subprocess.run(command(self.job_path, out / "fio.json"), check=True, capture_output=True, cwd=out)
         wall = time.perf_counter() - t0
         return wall, fio_iops(out / "fio.json")
 
