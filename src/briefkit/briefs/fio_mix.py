@@ -155,10 +155,25 @@ figures below its efficiency and latency, each from the numbers it prints.""")
         measured = runtime
         depth = matrix.get("iodepth", [])
         depth_note = "" if depth == [64] else f", at I/O depth {', '.join(str(d) for d in depth)} instead of 64"
-        shorter = f" ({900 / (ramp + measured):.0f} times shorter)" if ramp + measured else ""
+        steady = settings.get("steady_state")
+        if isinstance(steady, dict):   # fio ended each point when its steady-state rule held, or at max_s
+            measured = steady.get("max_s") or runtime
+            window = ((record.measured or {}).get("window_seconds") or {}).get("median")
+            ran = (f"{ramp:g} s of ramp, then until fio's steady-state rule held ({steady.get('metric')} "
+                   f"{steady.get('criterion')} within {steady.get('limit')} over {steady.get('window_s')} s) or "
+                   f"{measured:g} s had passed" + (f" (median {window:.1f} s measured)" if window else ""))
+        else:
+            ran = f"{ramp:g} s of ramp and {measured:g} s measured"
+        shorter = f" ({900 / (ramp + measured):.0f} times shorter at most)" if ramp + measured else ""
         reps = record.repetitions
+        adaptive = getattr(record, "adaptive_repetitions", None)
+        dof = (f"{adaptive.get('min', 2) - 1} to {reps - 1} degrees" if isinstance(adaptive, dict)
+               else plural(reps - 1, "degree"))
+        reps_text = (f"{adaptive.get('min')} to {reps} repetitions (adaptive: more only while the 95 % interval of "
+                     f"the throughput is wider than ±{str(adaptive.get('half_width', '')).rstrip('%')} %)"
+                     if isinstance(adaptive, dict) else plural(reps, "repetition"))
         noise = (f"Repetitions are averaged and shown with the half-width of their 95 % confidence interval "
-                 f"(Student t, {plural(reps - 1, 'degree')} of freedom: with few repetitions the intervals are "
+                 f"(Student t, {dof} of freedom: with few repetitions the intervals are "
                  "wide; an interval at least half as wide as its mean is flagged *too wide to compare*). A lead is "
                  "a finding only when Welch's t-test of the two points' repetitions gives p < 0.05 (p and n beside "
                  "it); otherwise it is marked *within noise*." if reps > 1 else
@@ -166,8 +181,8 @@ figures below its efficiency and latency, each from the numbers it prints.""")
                  "run-to-run noise (every lead is marked *not tested*).")
         return (f"Campaign **{record.name}** on {hosts_text(record)}: {plural(len(record.configs), 'configuration')}, "
                 f"{len(matrix.get('rw', []))} mixes x {len(matrix.get('bs', []))} block sizes x numjobs "
-                f"{', '.join(str(n) for n in matrix.get('numjobs', []))}, {plural(reps, 'repetition')} each. "
-                f"**Scale:** every point ran {ramp:g} s of ramp and {measured:g} s measured (as recorded with the raw data"
+                f"{', '.join(str(n) for n in matrix.get('numjobs', []))}, {reps_text} each. "
+                f"**Scale:** every point ran {ran} (as recorded with the raw data"
                 + (f"; {wall:.1f} s of wall time per point, fio's start included" if wall is not None else "")
                 + "), instead "
                 f"of the published 300 s ramp and 600 s runtime{shorter}{depth_note}, on the measured host's own "
@@ -208,7 +223,8 @@ figures below its efficiency and latency, each from the numbers it prints.""")
                 multiples = mix.multiples_table(summary, read, configs)
                 if not powered:   # the efficiency rows say "not measured" twice; Part B says it once
                     multiples = multiples[~(multiples.iloc[:, 2:] == "not measured").all(axis=1)]
-                out.table(multiples, f"{title}: multiples at low and high concurrency, with the calculation")
+                out.table(multiples, f"{title}: multiples at low and high concurrency, with the calculation",
+                          css_class="brief-table auto")
         return out.take()
 
     def tail_latency(self):

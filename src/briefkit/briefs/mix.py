@@ -778,8 +778,7 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
             lines.append(f"**{config}** leads in throughput at none of the {len(leads)} points.")
             continue
         beyond = [m for m in own if m.significant]
-        text = (f"**{config}** moves more MB/s at {len(own)} of {len(leads)} points, {len(beyond)} of them beyond "
-                "run-to-run noise (Welch p < 0.05)")
+        text = f"**{config}** moves more MB/s at {len(own)} of {len(leads)} points, {len(beyond)} of them beyond run-to-run noise"
         if beyond:
             best = max(beyond, key=lambda m: m.value)
             text += (f"; its largest significant lead is at {best.workload}, {LOAD_KIND} {best.load:g}: "
@@ -787,16 +786,14 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
         else:
             best = max(own, key=lambda m: m.value)
             verdict = best.test.verdict() if best.test is not None else "not tested"
-            text += (f": none of its leads is a finding (the largest, at {best.workload}, {LOAD_KIND} {best.load:g}: "
-                     f"{best.calculation}, {verdict}).")
+            text += f": none of its leads is a finding (the largest: {best.calculation}, {verdict})."
         lines.append(text)
     clear = [m for m in leads if m.significant]
     tested = [m for m in leads if m.test is not None and m.test.tested]
     sides = ", ".join(sorted({m.test.n_text for m in leads if m.test is not None}))
     if clear:
-        lines.append(f"At {len(clear)} of {len(leads)} points the throughput difference between the two configurations "
-                     f"is significant (Welch's t-test of the repetitions, p < 0.05; {sides}); at the other "
-                     f"{len(leads) - len(clear)} it is within the run-to-run noise.")
+        lines.append(f"At {len(clear)} of {len(leads)} points the throughput difference is significant (Welch's t-test, "
+                     f"p < 0.05; {sides}); at the other {len(leads) - len(clear)} it is within the run-to-run noise.")
     elif tested:
         lines.append(f"At none of the {len(leads)} points is the throughput difference between the two configurations "
                      f"significant (Welch's t-test of the repetitions, p < 0.05; {sides}): every throughput difference "

@@ -85,8 +85,7 @@ class RocksdbSweep(BriefBase):
                     "says for each whether the published text gives the numbers to check it.")
         self.out.md(f"# {pub.title}: a reproduction\n\n*{pub.meta['subtitle']}.*\n\n{what}")
         if self.measured:
-            self.out.md("Beside the published brief, the same db_bench methodology measured with briefkit, at a much "
-                        "smaller scale (section *Measured*; campaign "
+            self.out.md("Beside it, the same db_bench methodology measured at a much smaller scale (*Measured*; campaign "
                         + ", ".join(f"{n} on {hosts_text(m['record'])}" for n, m in self.measured.items()) + ").")
         return self.out.take()
 
@@ -118,13 +117,22 @@ class RocksdbSweep(BriefBase):
             lines[-1] += " " + "; ".join(row.where for row in checks[checks["verdict"] == claims.MISMATCH].itertuples()) + \
                 " (see *Reproduction check*)."
         for name, m in self.measured.items():
-            found = [f"*{sweep.workload_title(w, pub.workloads)}*: " + "; ".join(
-                sweep.lead_finding(m["tables"][w].get(s.metric), s, self.load_kind, m["reps"][w][s.metric])
-                for s in m["specs"]) + "."
-                for w in m["workloads"]]
+            found, unmeasured = [], []
+            for w in m["workloads"]:
+                texts = [sweep.lead_finding(m["tables"][w].get(s.metric), s, self.load_kind, m["reps"][w][s.metric])
+                         for s in m["specs"]]
+                # a figure measured for no workload is said once below, not once per workload
+                unmeasured += [t.removesuffix(": not measured") for t in texts if t.endswith(": not measured")]
+                kept = [t for t in texts if not t.endswith(": not measured")]
+                quiet = [t.split(": no significant difference ", 1) for t in kept]
+                if len(kept) > 1 and all(len(q) == 2 for q in quiet):   # nothing beyond noise: one short clause
+                    kept = ["no significant difference in " + " or ".join(f"{label} {p}" for label, p in quiet)]
+                if kept:
+                    found.append(f"*{sweep.workload_title(w, pub.workloads)}*: " + "; ".join(kept) + ".")
+            missing = f"; {', '.join(dict.fromkeys(unmeasured))} not measured" if unmeasured else ""
             lines.append(f"**Measured** (campaign {name} on {hosts_text(m['record'])}: {', '.join(m['configs'])}; "
-                         "small scale, see *How we tested*; a difference is stated only where Welch's t-test of the "
-                         "repetitions gives p < 0.05):\n" + "\n".join(f"    - {f}" for f in found))
+                         f"small scale; a difference only where Welch's t-test gives p < 0.05{missing}):\n"
+                         + "\n".join(f"    - {f}" for f in found))
         self.out.md(bullets(lines))
         self._headline()
         return self.out.take()

@@ -333,9 +333,19 @@ def progress(out: Blocks, record) -> None:
         out.table(pd.DataFrame(record.failures, columns=["point", "attempt", "error"]),
                   f"Points of campaign {record.name} that failed (last attempt)", css_class="brief-table wrap",
                   appendix=True)
-    if record.skipped:
+    adaptive = [s for s in record.skipped if str(s.get("reason", "")).startswith("adaptive repetitions")]
+    groups = getattr(record, "repetition_groups", None) or []
+    if groups:   # one sentence for the whole campaign: the per-point decisions are in the manifest
+        spec = getattr(record, "adaptive_repetitions", None) or {}
+        at_target = sum(g.get("stopped") == "target" for g in groups)
+        out.md(f"Adaptive repetitions ({spec.get('min')} to {spec.get('max')} per point, until the 95 % interval of "
+               f"{groups[0].get('metric')} is within ±{str(spec.get('half_width', '')).rstrip('%')} % of its mean): "
+               f"{at_target} of {len(groups)} points reached that after {spec.get('min')}, the others ran "
+               f"{spec.get('max')}; {len(adaptive)} repetitions were not needed and not run.")
+    others = [s for s in record.skipped if s not in adaptive or not groups]
+    if others:
         out.md("Skipped by a stop rule: " + "; ".join(f"*{s.get('config')}*: {s.get('reason')}"
-                                                     for s in record.skipped) + ".")
+                                                     for s in others) + ".")
 
 
 def configurations_table(record) -> pd.DataFrame:
