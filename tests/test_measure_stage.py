@@ -81,11 +81,12 @@ def test_a_fresh_clone_measures_nothing(clone):
     # not raw data: git ignores it, and so must DVC, or the folder's hash would differ from dvc.lock
     folder = clone / "data/raw/fio-6600ion/local"
     (folder / ".lock").write_text('{"pid": 1}\n')
+    had_runs = (folder / "runs").exists()     # the record of a run measured through the notebook
     (folder / "runs/.ipynb_checkpoints").mkdir(parents=True)
     (folder / "runs/.ipynb_checkpoints/1-checkpoint.ipynb").write_text("{}")
     assert not run(["git", "status", "--porcelain", "data/raw"], cwd=clone).stdout.strip()
     assert "up to date" in run([DVC, "status", "measure@fio-6600ion--local"], cwd=clone).stdout
-    shutil.rmtree(folder / "runs")
+    shutil.rmtree(folder / ("runs/.ipynb_checkpoints" if had_runs else "runs"))
     (folder / ".lock").unlink()
     # and the rest of the pipeline does not reach a measuring stage either
     assert "measure@" not in run([DVC, "status"], cwd=clone).stdout

@@ -11,11 +11,12 @@ import pytest
 from briefkit.core.errors import CampaignError
 from briefkit.raw import campaign as raw_campaign
 from briefkit.raw import records
-from briefkit.raw.manifest import DONE, Manifest
+from briefkit.raw.manifest import DONE, SKIPPED, Manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = ROOT / "data" / "raw"
-FIO = RAW / "fio-6600ion" / "local"
+FIO = RAW / "fio-6600ion" / "local"          # adaptive repetitions, steady state
+OLD = RAW / "rocksdb-7600" / "local"         # a version 0 record (written before schema_version existed)
 OLTP = RAW / "oltp-9300" / "local"
 
 
@@ -51,8 +52,8 @@ def test_a_bad_line_that_is_not_the_torn_tail_is_an_error_naming_file_and_line(t
 
 
 def test_records_are_versioned_written_once_and_version_0_still_reads(tmp_path):
-    old = records.read_campaign(FIO)               # written before schema_version existed
-    assert "schema_version" not in old and old["declaration"]["workload"] == "fio"
+    old = records.read_campaign(OLD)
+    assert "schema_version" not in old and old["declaration"]["workload"] == "dbbench"
     records.write_point(tmp_path, {"point": "a/x=1/rep1", "host": "h"})
     assert records.read_point(tmp_path)["schema_version"] == records.SCHEMA_VERSION
     with pytest.raises(FileExistsError):
@@ -63,19 +64,34 @@ def test_records_are_versioned_written_once_and_version_0_still_reads(tmp_path):
 
 
 def test_a_reference_campaign_is_read_from_its_record():
-    camp = raw_campaign.read(FIO)
-    recorded = json.loads((FIO / "campaign.json").read_text())["declaration"]
+    camp = raw_campaign.read(OLD)
+    recorded = json.loads((OLD / "campaign.json").read_text())["declaration"]
     # the plan made from the record names exactly the points the manifest says are done
-    done_in_manifest = {e["point"] for e in Manifest(FIO / "manifest.jsonl").events() if e["event"] == DONE}
+    done_in_manifest = {e["point"] for e in Manifest(OLD / "manifest.jsonl").events() if e["event"] == DONE}
     assert {p.id for p in camp.plan()} == done_in_manifest
     combinations = math.prod(len(values) for values in recorded["matrix"].values())
     assert len(camp.plan()) == recorded["repetitions"] * len(recorded["configs"]) * combinations
     # a version 0 record keeps configurations sorted; the order they ran in is the manifest's
-    first = Manifest(FIO / "manifest.jsonl").events()[0]["point"].split("/")[0]
+    first = Manifest(OLD / "manifest.jsonl").events()[0]["point"].split("/")[0]
     assert camp.configs[0] == first and sorted(camp.configs) == sorted(recorded["configs"])
     assert list(camp.matrix) == [a for a in camp.workload.axes if a in recorded["matrix"]]
     status = camp.status()
     assert status["done"].sum() == len(done_in_manifest) and status["left"].sum() == 0
+
+def test_an_adaptive_campaign_plans_its_maximum_and_records_what_it_did_not_need():
+    camp = raw_campaign.read(FIO)
+    events = Manifest(FIO / "manifest.jsonl").events()
+    done = {e["point"] for e in events if e["event"] == DONE}
+    skipped = {e["point"] for e in events if e["event"] == SKIPPED}
+    assert camp.adaptive and skipped and not done & skipped
+    assert {p.id for p in camp.plan()} == done | skipped
+    groups = camp.repetition_groups()
+    assert len(groups) == len(camp.plan()) // camp.adaptive["max"]
+    for group in groups:   # n is the repetitions that ran; "max" only when the target was not reached by then
+        ran = sum(p.startswith(group["group"] + "/rep") for p in done)
+        assert group["n"] == ran
+        assert (group["stopped"] == "target") == (group["half_width_pct"] <= group["target_pct"])
+        assert group["stopped"] == "target" or ran == camp.adaptive["max"]
 
 
 def test_samples_carry_the_point_records_provenance(tmp_path):
