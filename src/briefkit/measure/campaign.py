@@ -317,12 +317,17 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
         return _run_locked(camp, lock, host, progress)
 
 
-def _run_locked(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Progress) -> Summary:
-    slug, name = camp.brief, camp.name
+def pending(camp: Campaign) -> tuple[list[Point], Manifest, list[Point]]:
+    """The campaign's plan, its manifest, and the points of the plan not yet done or skipped (in plan order)."""
     plan = camp.plan()
     manifest = Manifest(camp.raw_dir / "manifest.jsonl")
     status = manifest.status()
-    todo = [p for p in plan if status.get(p.id, {}).get("event") not in FINAL]
+    return plan, manifest, [p for p in plan if status.get(p.id, {}).get("event") not in FINAL]
+
+
+def _run_locked(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Progress) -> Summary:
+    slug, name = camp.brief, camp.name
+    plan, manifest, todo = pending(camp)
     finished = len(plan) - len(todo)
     progress(f"{slug}/{name}: {len(plan)} points, {finished} already done, {len(todo)} to run")
     started = time.monotonic()

@@ -22,12 +22,13 @@ import socket
 import time
 from typing import Any
 
+from briefkit.config.params import parse_ssh_url
 from briefkit.core.errors import CampaignError
 from briefkit.measure import campaign as executor
 from briefkit.measure.campaign import Campaign, Progress, Summary
 from briefkit.raw import records
 from briefkit.raw.lock import CampaignLock, TargetLock
-from briefkit.raw.manifest import FINAL, Manifest
+from briefkit.raw.manifest import Manifest
 from briefkit.target import inventory, power
 from briefkit.target.hosts import Host, LocalHost
 from briefkit.target.hosts.job import Job
@@ -43,16 +44,12 @@ def address_of(spec: Any) -> str:
     if spec == "local":
         return "127.0.0.1"
     url = spec["ssh"] if isinstance(spec, dict) else spec
-    from briefkit.config.params import parse_ssh_url
     return parse_ssh_url(url)["hostname"]
 
 
 def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summary:
     slug, name = camp.brief, camp.name
-    plan = camp.plan()
-    manifest = Manifest(camp.raw_dir / "manifest.jsonl")
-    status = manifest.status()
-    todo = [p for p in plan if status.get(p.id, {}).get("event") not in FINAL]
+    plan, manifest, todo = executor.pending(camp)
     finished = len(plan) - len(todo)
     progress(f"{slug}/{name}: fio client/server on {len(camp.hosts)} hosts ({', '.join(camp.hosts)}): "
              f"{len(plan)} points, {finished} already done, {len(todo)} to run")
