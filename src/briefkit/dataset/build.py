@@ -223,10 +223,7 @@ def _ramp_seconds(camp: RecordedCampaign) -> float:
     """Seconds at the start of each point that are not measured (the workload's ``ramp_seconds``), which
     the stability figures shade."""
     plan = camp.plan()
-    try:
-        return float(camp.workload.ramp_seconds(plan[0], camp.settings)) if plan else 0.0
-    except (KeyError, TypeError, ValueError):
-        return 0.0
+    return float(camp.workload.ramp_seconds(plan[0], camp.settings)) if plan else 0.0
 
 
 def compare_declaration(camp: RecordedCampaign, declared: Mapping | None) -> tuple[str, list[str]]:
