@@ -28,13 +28,13 @@ import textwrap
 import time
 from pathlib import Path
 
-from briefkit.config import project
+from briefkit.config import paths as checkout
 
 
 def _dataset(args) -> int:
     from briefkit.dataset import build
 
-    base = project.root()
+    base = checkout.root()
     started = time.monotonic()
     folder = build.build(args.brief, base)
     print(f"{folder.relative_to(base)}/: written in {time.monotonic() - started:.1f} s", file=sys.stderr)
@@ -46,15 +46,15 @@ def _execute(args) -> int:
 
     from briefkit.dataset import processed
 
-    base = project.root()
-    brief = project.brief(args.brief, base)
-    paths = brief.paths(base)
-    # The notebook reads data/processed/BRIEF/; the campaigns to show and the extra parameters are
-    # passed as brief.json has them (`briefkit dataset` copies them from params.yaml), so a changed
-    # selection re-runs the dataset stage and, through its output, the notebook.
+    base = checkout.root()
+    slug = checkout.declared_brief(args.brief, base)
+    # The notebook reads data/processed/BRIEF/; its name, the campaigns to show and the extra parameters
+    # come from brief.json (`briefkit dataset` copies them from params.yaml, validated), so a changed
+    # selection re-runs the dataset stage and, through its output, the notebook; params.yaml is not read.
     processed_dir = base / "data" / "processed"
-    meta = processed.read_brief(brief.slug, processed_dir)
-    parameters = {"brief": brief.slug, "processed_dir": str(processed_dir.resolve()), "show": meta["show"],
+    meta = processed.read_brief(slug, processed_dir)
+    paths = checkout.brief_paths(slug, meta["notebook"], base)
+    parameters = {"brief": slug, "processed_dir": str(processed_dir.resolve()), "show": meta["show"],
                   **meta["parameters"]}
     paths["executed"].parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -68,8 +68,8 @@ def _execute(args) -> int:
 def _render(args) -> int:
     from briefkit.report import render
 
-    base = project.root()
-    paths = project.brief(args.brief, base).paths(base)
+    base = checkout.root()
+    paths = checkout.brief_paths(checkout.declared_brief(args.brief, base), None, base)
     if not paths["executed"].exists():
         raise SystemExit(f"{paths['executed']} does not exist: run `briefkit execute {args.brief}` "
                          "(or `dvc repro`) first")
@@ -88,9 +88,10 @@ def _build(args) -> int:
 
 def _compare(args) -> int:
     """The same brief for two campaigns, side by side (briefkit.report.compare)."""
+    from briefkit.config import project
     from briefkit.report import compare
 
-    base = project.root()
+    base = checkout.root()
     brief = project.brief(args.brief, base)
     names = [args.campaign_a, args.campaign_b]
     page = compare.side_by_side(base, brief.slug, brief.paths(base)["notebook"], names, quiet=args.quiet)
@@ -100,9 +101,10 @@ def _compare(args) -> int:
 
 
 def _check(args) -> int:
+    from briefkit.config import project
     from briefkit.dataset import claims, published
 
-    base = project.root()
+    base = checkout.root()
     brief = project.brief(args.brief, base)
     if not brief.published:
         raise SystemExit(f"brief {args.brief!r} has no published data to check")
@@ -184,9 +186,10 @@ def _ingest_series(module, args) -> int:
 
 
 def _measure(args) -> int:
+    from briefkit.config import project
     from briefkit.measure import campaign
 
-    base = project.root()
+    base = checkout.root()
     project.brief(args.brief, base)
     names = [args.campaign] if args.campaign else list(campaign.declared(args.brief, base))
     if not names:
@@ -213,7 +216,7 @@ def _measure_notebook(args) -> int:
         from briefkit.target.hosts.ssh import parse_ssh_url
 
         parse_ssh_url(args.host, "--host")
-    record.run_notebook(args.brief, args.campaign, host=args.host, base=project.root(), say=_say)
+    record.run_notebook(args.brief, args.campaign, host=args.host, base=checkout.root(), say=_say)
     return 0
 
 
@@ -337,6 +340,8 @@ def _loopback_sshd(args) -> int:
 
 
 def _list(args) -> int:
+    from briefkit.config import project
+
     for slug, brief in project.briefs().items():
         print(f"{slug}\tnotebooks/{brief.notebook}.ipynb\t{brief.published or '-'}")
     return 0
@@ -490,8 +495,7 @@ ROOT_NEXT_STEP = ("next step: log in to the target as root (host: ssh://root@HOS
 
 
 def main(argv: list[str] | None = None) -> int:
-    from briefkit.core.errors import BriefkitError
-    from briefkit.target.hosts import HostError
+    from briefkit.core.errors import BriefkitError, HostError
 
     args = parser().parse_args(argv)
     try:
@@ -504,8 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         print("briefkit: interrupted; finished points are kept, run the same command again to resume",
               file=sys.stderr)
         return 130
-    except (BriefkitError, project.ParamsError, ValueError, KeyError, FileNotFoundError, PermissionError,
-            HostError) as exc:
+    except (BriefkitError, ValueError, KeyError, FileNotFoundError, PermissionError, HostError) as exc:
         print(f"briefkit: error: {_message(exc)}", file=sys.stderr)
         return 2
 

@@ -5,26 +5,14 @@ naming the file and its key path.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from briefkit.config import yamlload
 from briefkit.config.params import ParamsFile, validate_params
+from briefkit.config.paths import brief_paths, root
 from briefkit.core.errors import ParamsError
 from briefkit.core.validation import check_name
-
-
-def root() -> Path:
-    """The checkout: $BRIEFKIT_ROOT, else the nearest folder above the cwd holding params.yaml."""
-    if os.environ.get("BRIEFKIT_ROOT"):
-        return Path(os.environ["BRIEFKIT_ROOT"]).resolve()
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / "params.yaml").exists() and (folder / "notebooks").is_dir():
-            return folder
-    raise ParamsError(f"no briefkit checkout (params.yaml beside notebooks/) at or above {here}; "
-                      "run from the checkout or set BRIEFKIT_ROOT")
 
 
 @dataclass(frozen=True)
@@ -35,14 +23,7 @@ class Brief:
     parameters: dict              # extra papermill parameters
 
     def paths(self, base: Path) -> dict[str, Path]:
-        return {
-            "notebook": base / "notebooks" / f"{self.notebook}.ipynb",
-            "samples": base / "data" / "processed" / f"{self.slug}.parquet",
-            "executed": base / "reports" / f"{self.slug}.ipynb",
-            "html": base / "reports" / f"{self.slug}.html",
-            "pdf": base / "reports" / f"{self.slug}.pdf",
-            "raw": base / "data" / "raw" / self.slug,
-        }
+        return brief_paths(self.slug, self.notebook, base)
 
 
 def load_params(base: Path | None = None) -> dict:

@@ -16,6 +16,12 @@ class CampaignError(BriefkitError):
     """A campaign declaration or a campaign run that cannot go on; the message names the key or file."""
 
 
+class HostError(Exception):
+    """Base class of every error a host raises (briefkit.target.hosts): not a BriefkitError, because
+    a host that fails mid-run is not a declaration the user got wrong. Defined here so that the command
+    line can report it without importing the SSH layer."""
+
+
 class ParseError(BriefkitError):
     """Raw output that a parser cannot read. The message names the file (and line or key)."""
 

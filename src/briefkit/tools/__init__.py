@@ -12,11 +12,14 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from briefkit.core.errors import CampaignError
-from briefkit.tools.base import Workload
+
+if TYPE_CHECKING:  # the registry itself stays light: `briefkit --help` lists the tools without pandas
+    import pandas as pd
+
+    from briefkit.tools.base import Workload
 
 
 @dataclass(frozen=True)
@@ -36,12 +39,12 @@ TOOLS = {
 }
 
 #: ``workload:`` in params.yaml -> "module:Class" (or a Workload class registered directly: plug-ins, tests)
-REGISTRY: dict[str, str | type[Workload]] = {
+REGISTRY: dict[str, str | type["Workload"]] = {
     (tool.workload_name or tool.name): tool.workload for tool in TOOLS.values() if tool.workload
 }
 
 
-def get(name: str, where: str = "workload") -> Workload:
+def get(name: str, where: str = "workload") -> "Workload":
     """The workload ``name`` as declared in params.yaml."""
     if name not in REGISTRY:
         raise CampaignError(f"{where}: unknown workload {name!r} (known: {', '.join(REGISTRY)})")
@@ -60,6 +63,6 @@ def parser(tool: str):
         raise KeyError(f"unknown tool {tool!r}; known: {', '.join(sorted(TOOLS))}") from None
 
 
-def parse(tool: str, path, **provenance) -> pd.DataFrame:
+def parse(tool: str, path, **provenance) -> "pd.DataFrame":
     """Tidy samples of one raw output file of ``tool``."""
     return parser(tool).parse(Path(path), **provenance)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from briefkit.core.errors import HostError
+
 if TYPE_CHECKING:
     from briefkit.target.hosts.job import Job
 
@@ -23,10 +25,6 @@ STDERR_TAIL_LINES = 20
 STDERR_TAIL_CHARS = 2000
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class HostError(Exception):
-    """Base class of every error a host raises."""
 
 
 class HostConnectionError(HostError):
