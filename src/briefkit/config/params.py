@@ -51,7 +51,7 @@ def parse_ssh_url(value: Any) -> dict[str, Any]:
     """``ssh://[user@]host[:port]`` -> {user, hostname, port}; ValueError saying what is wrong."""
     if not isinstance(value, str) or not value.startswith("ssh://"):
         raise ValueError(f"expected ssh://[user@]host[:port], got {value!r}")
-    match = _SSH_URL.match(value)
+    match = _SSH_URL.fullmatch(value)
     if not match:
         raise ValueError(f"{value!r} is not ssh://[user@]host[:port] (user: lower-case letters, digits, _ . -; "
                          "host: a name or address)")
@@ -106,7 +106,7 @@ def host_slug(spec: Any) -> str:
     url = parse_ssh_url(spec["ssh"] if isinstance(spec, Mapping) else spec)
     text = url["hostname"].lower() + (f"-{url['port']}" if url["port"] != 22 else "")
     text = re.sub(r"[^a-z0-9._-]+", "-", text).strip("-.")
-    if not _HOST_SLUG.match(text) or ".." in text:
+    if not _HOST_SLUG.fullmatch(text) or ".." in text:
         raise ValueError(f"{spec!r}: no safe folder name can be made from this address")
     return text
 
@@ -281,7 +281,7 @@ class ParamsFile(Model):
             if key != f"{entry.brief}--{entry.campaign}":
                 raise ValueError(f"{where}: the key must be {entry.brief}--{entry.campaign} (brief--campaign), "
                                  f"the name of its dvc.yaml stage measure@{entry.brief}--{entry.campaign}")
-            if not _STAGE_KEY.match(key):
+            if not _STAGE_KEY.fullmatch(key):
                 raise ValueError(f"{where}: brief and campaign names of a measured campaign may hold only "
                                  f"a-z, 0-9, _ and - (DVC stage names and params keys allow no dots)")
             brief = self.briefs.get(entry.brief)

@@ -44,7 +44,7 @@ class KeyError_(ValueError):
 
 def check_name(value: Any, what: str = "name") -> str:
     """``value`` if it is a valid name (see NAME_PATTERN), else ValueError saying why."""
-    if not isinstance(value, str) or not _NAME.match(value) or ".." in value:
+    if not isinstance(value, str) or not _NAME.fullmatch(value) or ".." in value:
         raise ValueError(f"{what} {value!r} must match {NAME_PATTERN} (lower-case letters, digits, '.', '_', '-'; "
                          "no leading dot or dash, no '..', no path separator; it names folders)")
     return value
@@ -55,7 +55,7 @@ def check_abspath(value: Any) -> str:
         raise ValueError(f"must be an absolute path, not {value!r}")
     if ".." in value.split("/") or value.rstrip("/") == "":
         raise ValueError(f"{value!r} must not contain '..' and must not be /")
-    if not _PATH.match(value):
+    if not _PATH.fullmatch(value):
         raise ValueError(f"{value!r} holds characters a path here may not (letters, digits and . _ + @ % / -)")
     return posixpath.normpath(value)
 

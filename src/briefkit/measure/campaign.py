@@ -117,11 +117,11 @@ def load(slug: str, name: str, base: Path | None = None) -> Campaign:
     and its workload's; every error names params.yaml and the key path."""
     base = base or project.root()
     found = declared(slug, base)
-    where = f"params.yaml: briefs.{slug}.campaigns.{name}"
     try:
         check_name(name, "campaign")
-    except ValueError as exc:
-        raise CampaignError(f"{where}: {exc}") from None
+    except ValueError as exc:  # said before the name enters a key path (it may hold a newline)
+        raise CampaignError(f"params.yaml: briefs.{slug}.campaigns: {exc}") from None
+    where = f"params.yaml: briefs.{slug}.campaigns.{name}"
     if name not in found:
         raise CampaignError(f"{where}: no such campaign (declared: {', '.join(found) or 'none'})")
     spec = found[name]

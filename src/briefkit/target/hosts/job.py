@@ -355,7 +355,7 @@ class Job:
 
 
 def _check_name(name: str) -> None:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"job name {name!r} must be letters, digits, '.', '_' or '-' (it names files)")
 
 

@@ -144,7 +144,7 @@ def _mkfs_options(value: Any) -> tuple[str, ...]:
         if not isinstance(item, str):
             raise ValueError(f"expected mkfs arguments such as '-m reflink=0', not {value!r}")
         if want_value:
-            if not _MKFS_VALUE.match(item):
+            if not _MKFS_VALUE.fullmatch(item):
                 raise ValueError(f"expected mkfs arguments such as '-m reflink=0'; {item!r} is not a value of "
                                  f"the flag before it (letters, digits and _ . = ^ ,), in {value!r}")
             want_value = False

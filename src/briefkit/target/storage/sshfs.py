@@ -66,13 +66,13 @@ def _no_comma(value: str | None) -> str | None:
 
 
 def _user(value: str | None) -> str | None:
-    if value is not None and not re.match(_USER, value):
+    if value is not None and not re.fullmatch(_USER, value):
         raise ValueError(f"{value!r} is not a user name")
     return value
 
 
 def _address(value: str) -> str:
-    if not re.match(_ADDRESS, value):
+    if not re.fullmatch(_ADDRESS, value):
         raise ValueError(f"{value!r} is not a host name or address")
     return value
 

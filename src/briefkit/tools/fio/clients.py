@@ -53,7 +53,7 @@ def _address(value: str) -> str:
         ipaddress.ip_address(value)
         return value
     except ValueError:
-        if _HOSTNAME.match(value):
+        if _HOSTNAME.fullmatch(value):
             return value
     raise ValueError(f"{value!r} is not an address or host name a fio server can listen on")
 

@@ -105,7 +105,7 @@ class FioJob:
             object.__setattr__(self, key, value)
 
         name = _text(self.name, "name")
-        if not _NAME.match(name) or name.lower() == "global":
+        if not _NAME.fullmatch(name) or name.lower() == "global":
             raise ValueError(f"name: {name!r} must be letters, digits, '.', '_' or '-' "
                              "(and not 'global')")
         files = [self.filename] if isinstance(self.filename, str) else list(self.filename)
@@ -123,7 +123,7 @@ class FioJob:
         set_("numjobs", _count(self.numjobs, "numjobs", 1))
         set_("iodepth", _count(self.iodepth, "iodepth", 1))
         ioengine = _text(self.ioengine, "ioengine")
-        if not _WORD.match(ioengine):
+        if not _WORD.fullmatch(ioengine):
             raise ValueError(f"ioengine: {ioengine!r} is not an engine name")
         for key in ("direct", "time_based", "group_reporting"):
             set_(key, _flag(getattr(self, key), key))
@@ -139,7 +139,7 @@ class FioJob:
             set_("size", parse_size(self.size, "size"))
         options = {}
         for key, value in dict(self.options).items():
-            if not isinstance(key, str) or not _OPTION.match(key):
+            if not isinstance(key, str) or not _OPTION.fullmatch(key):
                 raise ValueError(f"options: {key!r} is not an option name")
             if key in _FIELDS or key == "name":
                 raise ValueError(f"options.{key}: set it as the {key} field, not as an "

@@ -99,7 +99,7 @@ class PgCluster:
         for name in ("datadir", "waldir", "socketdir"):
             path = getattr(self, name)
             # pg_ctl hands the data directory to /bin/sh inside double quotes: keep paths plain
-            if not _SAFE_PATH.match(path):
+            if not _SAFE_PATH.fullmatch(path):
                 raise ValueError(f"{name} must be an absolute path of letters, digits and _.,+@%/=-; got {path!r}")
         if not 1 <= int(self.port) <= 65535:
             raise ValueError(f"port must be 1..65535, got {self.port!r}")
@@ -221,7 +221,7 @@ class PgCluster:
              load_sql: str = str(LOAD_SQL), timeout: float | None = None) -> None:
         """(Re)create ``dbname`` and load it at ``scale``. The SQL files must exist on the target
         (the defaults are this package's files: right for a local target; copy them for SSH)."""
-        if not _IDENTIFIER.match(dbname):
+        if not _IDENTIFIER.fullmatch(dbname):
             raise ValueError(f"dbname must be a plain lower-case SQL identifier, got {dbname!r}")
         self.psql("-q", "-c", f"DROP DATABASE IF EXISTS {dbname}", what="dropping the database")
         self.psql("-q", "-c", f"CREATE DATABASE {dbname}", what="creating the database")
