@@ -205,10 +205,10 @@ def test_no_power_source_gives_no_watts_and_a_meter_gives_the_window_mean(projec
     assert "watts" not in set(dataset.campaign_samples("demo", "local")["metric"])
 
     # An external meter's log (the test plays the meter: 20 W before and after, 35 W while dd runs).
-    meter = project_root / "meter.csv"
-    declare(project_root, repetitions=1, matrix={"count": [4]},
-            power={"kind": "csv", "path": str(meter), "time_column": "time", "watts_column": "watts"})
     raw = project_root / "data/raw/demo/local"
+    meter = raw / "meter.csv"   # the meter's log is copied into the campaign's raw folder after the run
+    declare(project_root, repetitions=1, matrix={"count": [4]},
+            power={"kind": "csv", "path": "meter.csv", "time_column": "time", "watts_column": "watts"})
     import shutil
     shutil.rmtree(raw)
     campaign.run("demo", "local", progress=lambda _: None)

@@ -97,9 +97,9 @@ def brief_text(project, **parameters) -> str:
 
 def test_a_ramp_over_ssh_on_two_configurations(project, sshd, capsys):
     # an external power meter's log, written after the run (the test plays the meter)
-    meter = project.root / "meter.csv"
+    meter = raw(project) / "meter.csv"   # copied into the campaign's raw folder after the run
     declare(project, configs=("disk", "ram"),
-            power={"kind": "csv", "path": str(meter), "time_column": "time", "watts_column": "watts"})
+            power={"kind": "csv", "path": "meter.csv", "time_column": "time", "watts_column": "watts"})
     host = sshd.new_host()
     try:
         summary = campaign.run(BRIEF, "local", host=host, progress=lambda _: None)

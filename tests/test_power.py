@@ -441,8 +441,8 @@ def test_csv_meter_alignment_with_clock_offset():
     offset = 3.0  # the meter runs 3 s behind the harness: its 09:00:10 is the harness's 09:00:13
     window = (run_start_meter + offset, run_end_meter + offset)
 
-    meter = from_config({"kind": "csv", "path": str(path), "time_column": "timestamp",
-                         "watts_column": "power_w", "clock_offset_s": offset})
+    meter = from_config({"kind": "csv", "path": path.name, "time_column": "timestamp",
+                         "watts_column": "power_w", "clock_offset_s": offset}, base=FIXTURES)
     assert isinstance(meter, CsvMeter) and not meter.polled
     loaded = meter.load()
     assert [s.t for s in loaded] == pytest.approx(list(meter_t + offset))
@@ -475,7 +475,8 @@ def test_csv_meter_relative_microseconds_and_rails():
 def test_csv_meter_errors_name_the_file_column_and_line(tmp_path):
     path = tmp_path / "meter.csv"
     path.write_text("time,watts\n1800000000,100\n1800000001,\n1800000002,lots\n")
-    with pytest.raises(ParseError, match=r"meter.csv:1: no column 'power'; the header has: time, watts"):
+    with pytest.raises(ParseError, match=r"meter.csv:1: not a meter log with the declared columns: no column "
+                                         r"'power' in its first line \(2 fields\)"):
         CsvMeter(path, watts_column="power").load()
     with pytest.raises(ParseError, match=r"meter.csv:4: expected numbers in watts, got lots"):
         CsvMeter(path).load()
@@ -485,6 +486,27 @@ def test_csv_meter_errors_name_the_file_column_and_line(tmp_path):
         CsvMeter(path).load()
     path.write_text("time,watts\n1800000000,100\n1800000001,\n1800000002,90\n")
     assert [s.watts for s in CsvMeter(path).load()] == [100, 90]  # an empty cell is no sample, not zero
+
+
+def test_a_meter_log_is_read_only_inside_its_campaign_folder_and_never_quoted(tmp_path):
+    """params.yaml cannot make briefkit read a file elsewhere: the path is relative to the campaign's
+    raw folder, a link out of it is refused, and a file without the declared columns is refused by
+    its path and field count, its first line never shown."""
+    campaign = tmp_path / "data/raw/b/c"
+    campaign.mkdir(parents=True)
+    for path in ("/etc/shadow", "../../../etc/passwd", "/var/tmp/m.csv", "m.csv\n"):
+        with pytest.raises(ValueError, match=r"power.path: .*inside the campaign's raw folder"):
+            from_config({"kind": "csv", "path": path}, base=campaign)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:$y$j9T$secretHASH:19000:0:99999:7:::\n")
+    (campaign / "link.csv").symlink_to(secret)
+    with pytest.raises(ParseError, match=r"link.csv: the meter log must lie inside") as refused:
+        from_config({"kind": "csv", "path": "link.csv"}, base=campaign).load()
+    assert "secretHASH" not in str(refused.value)
+    (campaign / "copy.csv").write_text(secret.read_text())
+    with pytest.raises(ParseError, match=r"copy.csv:1: not a meter log") as refused:
+        from_config({"kind": "csv", "path": "copy.csv"}, base=campaign).load()
+    assert "secretHASH" not in str(refused.value) and "19000" not in str(refused.value)
 
 
 # --- window math --------------------------------------------------------------------------------
@@ -645,14 +667,25 @@ def test_recorder_survives_a_source_that_cannot_start(tmp_path):
     assert all("no powercap interface" in message for _, message in read_power_errors(log))
 
 
+@pytest.mark.parametrize("args", [["-U", "admin", "-P", "hunter2"], ["--password=hunter2"], ["-y", "0badc0de"],
+                                  ["-h", "bmc1", "--k-g=0badc0de"]])
+def test_a_declaration_never_holds_a_password(args):
+    """params.yaml is recorded in campaign.json and point.json, which are committed: a secret there
+    is refused, with the ways to give it that stay outside git, and is not repeated in the error."""
+    with pytest.raises(ValueError, match=r"power.args: .*never written in params.yaml.* -f FILE") as refused:
+        from_config({"kind": "ipmitool", "args": ["-I", "lanplus", "-H", "bmc1", *args]}, FixtureHost(""))
+    assert "hunter2" not in str(refused.value) and "0badc0de" not in str(refused.value)
+
+
 def test_dcmi_errors_do_not_show_passwords():
     host = FixtureHost("", returncode=1, stderr="Error: Unable to establish IPMI v2 / RMCP+ session")
-    sampler = from_config({"kind": "ipmitool", "args": ["-I", "lanplus", "-H", "bmc1", "-U", "admin", "-P", "hunter2"]}, host)
+    # a sampler given a password by code (declarations refuse one) still never shows it
+    sampler = DcmiSampler(host, "ipmitool", ["-I", "lanplus", "-H", "bmc1", "-U", "admin", "-P", "hunter2"])
     with pytest.raises(PowerError) as error:
         sampler.sample()
     assert "hunter2" not in str(error.value) and "-P ***" in str(error.value)
     assert host.argvs[0][-4:] == ["hunter2", "dcmi", "power", "reading"]  # the command itself gets it
-    freeipmi = from_config({"kind": "freeipmi", "args": ["-h", "bmc1", "--password=hunter2"]}, FixtureHost("", 1))
+    freeipmi = DcmiSampler(FixtureHost("", 1), "freeipmi", ["-h", "bmc1", "--password=hunter2"])
     with pytest.raises(PowerError) as error:
         freeipmi.sample()
     assert "hunter2" not in str(error.value) and "--password=***" in str(error.value)

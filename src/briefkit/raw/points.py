@@ -26,7 +26,7 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
     folder = raw_dir / entry["dir"]
     record = records.read_point(folder)
     table = workload.samples(folder, point, settings)
-    rows = power_rows(folder, record) if with_power else []
+    rows = power_rows(folder, record, raw_dir) if with_power else []
     if rows:
         table = tidy.concat([table, tidy.frame(rows, workload=table["workload"].iloc[0] if len(table) else None,
                                                load_kind=workload.load_axis,
@@ -58,8 +58,9 @@ def _relative(source: str, base: Path) -> str:
     return source[len(prefix):] if isinstance(source, str) and source.startswith(prefix) else source
 
 
-def power_rows(folder: Path, record: Mapping) -> list[dict]:
-    """The point's watts and energy over its measured window; none when there is no power source."""
+def power_rows(folder: Path, record: Mapping, raw_dir: Path) -> list[dict]:
+    """The point's watts and energy over its measured window; none when there is no power source.
+    An external meter's log is read from the campaign's raw folder ``raw_dir``."""
 
     kind = (record.get("power") or {}).get("kind", "none")
     if kind == "none":
@@ -68,7 +69,7 @@ def power_rows(folder: Path, record: Mapping) -> list[dict]:
     if (folder / "power.csv").exists():
         readings = power.read_power_log(folder / "power.csv")
     else:   # an external meter's log, imported after the run
-        readings = power.from_config(record["power"], None).load()
+        readings = power.from_config(record["power"], None, base=raw_dir).load()
     window = power.window_power(readings, start, end)
     return window.rows() if window.measured else []
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, Field
@@ -37,18 +38,27 @@ IPMI_OPTIONS: dict[str, str | None] = {
     "-I": r"lan|lanplus|open|imb|bmc|free|serial-terminal|serial-basic|usb|dbus",
     "-H": r"[A-Za-z0-9][A-Za-z0-9.:-]{0,252}", "-U": r"[A-Za-z0-9_.@-]{1,64}", "-p": r"[0-9]{1,5}",
     "-f": r"/[A-Za-z0-9._/@%+-]{1,255}", "-L": r"CALLBACK|USER|OPERATOR|ADMINISTRATOR", "-C": r"[0-9]{1,2}",
-    "-N": r"[0-9]{1,3}", "-R": r"[0-9]{1,3}", "-E": None, "-P": r"[^\x00-\x1f]{1,64}",
-    "-y": r"[0-9A-Fa-f]{1,40}", "-t": r"0x[0-9A-Fa-f]{1,2}", "-b": r"[0-9]{1,2}", "-m": r"0x[0-9A-Fa-f]{1,2}",
+    "-N": r"[0-9]{1,3}", "-R": r"[0-9]{1,3}", "-E": None,
+    "-t": r"0x[0-9A-Fa-f]{1,2}", "-b": r"[0-9]{1,2}", "-m": r"0x[0-9A-Fa-f]{1,2}",
     "-h": r"[A-Za-z0-9][A-Za-z0-9.:-]{0,252}", "-u": r"[A-Za-z0-9_.@-]{1,64}",
     "--hostname": r"[A-Za-z0-9][A-Za-z0-9.:-]{0,252}", "--username": r"[A-Za-z0-9_.@-]{1,64}",
-    "--password": r"[^\x00-\x1f]{1,64}", "--driver-type": r"[A-Za-z0-9_]{1,32}",
+    "--driver-type": r"[A-Za-z0-9_]{1,32}",
     "--privilege-level": r"[a-z-]{1,16}", "--config-file": r"/[A-Za-z0-9._/@%+-]{1,255}",
 }
+
+
+#: secrets on a command line: the declaration is recorded in campaign.json and every point.json (in git)
+_SECRETS = {"-P", "-y", "-k", "--password", "--k-g"}
 
 
 def _ipmi_args(value: list[str]) -> list[str]:
     expect = None
     for arg in value:
+        if expect is None and arg.split("=", 1)[0] in _SECRETS:
+            raise ValueError(f"{arg.split('=', 1)[0]}: a password or key is never written in params.yaml (the "
+                             "declaration is recorded in campaign.json and point.json, which are committed); "
+                             "keep it on the target host outside git: ipmitool -f FILE (a password file) or -E "
+                             "(IPMI_PASSWORD in the login's environment), FreeIPMI --config-file FILE")
         if expect is not None:
             if not re.fullmatch(IPMI_OPTIONS[expect], arg):
                 raise ValueError(f"{arg!r} is not a value {expect} takes")
@@ -93,9 +103,11 @@ def _unit(dimension: str, example: str):
 
 
 def _log_path(value: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*", value.removeprefix("/")) \
-            or ".." in value.split("/"):
-        raise ValueError(f"{value!r} is not a path of a meter log (letters, digits and _ . -, no '..')")
+    # relative to the campaign's raw folder: the dataset stage reads it from there (its DVC dependency),
+    # and a declaration can never make briefkit read a file elsewhere on the machine
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*", value):
+        raise ValueError(f"{value!r} is not a meter log's path inside the campaign's raw folder "
+                         "(data/raw/BRIEF/CAMPAIGN/): a relative path of letters, digits and _ . -, no '..'")
     return value
 
 
@@ -159,14 +171,16 @@ PowerSpec = Annotated[Union[NoneSpec, DcmiSpec, RedfishSpec, RaplSpec, CsvSpec],
                       Field(discriminator="kind")]
 
 
-def from_config(params: Mapping[str, Any] | None, host: Host | None = None, *, where: str = "power") -> PowerSource:
-    """Build the source ``params`` declares. ``host`` runs the IPMI commands and reads RAPL files."""
+def from_config(params: Mapping[str, Any] | None, host: Host | None = None, *, where: str = "power",
+                base: Path | None = None) -> PowerSource:
+    """Build the source ``params`` declares. ``host`` runs the IPMI commands and reads RAPL files;
+    ``base`` is the campaign's raw folder, which holds an external meter's log."""
     if params is None or (isinstance(params, Mapping) and not params):
         return NoPower()
     if not isinstance(params, Mapping):
         raise ValueError(f"{where}: expected a mapping like {{kind: none}}, got {params!r}")
     spec = check(PowerSpec, params, where, ValueError)
-    source = _BUILDERS[spec.kind](spec, host, where)
+    source = _csv(spec, base) if spec.kind == "csv" else _BUILDERS[spec.kind](spec, host, where)
     source.interval_s = float(spec.interval_s)
     return source
 
@@ -201,8 +215,11 @@ def _rapl(spec: RaplSpec, host: Host | None, where: str) -> PowerSource:
     return RaplSampler(files, spec.root, zones=spec.zones)
 
 
-def _csv(spec: CsvSpec, host: Host | None, where: str) -> PowerSource:
-    return CsvMeter(spec.path, time_column=spec.time_column, watts_column=spec.watts_column,
+def _csv(spec: CsvSpec, base: Path | None) -> PowerSource:
+    """The meter log inside ``base``; without one (while measuring: the log comes after the run) it
+    cannot be read yet, and ``load`` says so."""
+    path = Path(spec.path) if base is None else Path(base) / spec.path
+    return CsvMeter(path, inside=base, time_column=spec.time_column, watts_column=spec.watts_column,
                     clock_offset_s=float(spec.clock_offset_s), time_unit=spec.time_unit,
                     watts_unit=spec.watts_unit, domain=spec.domain, delimiter=spec.delimiter)
 
@@ -213,5 +230,4 @@ _BUILDERS = {
     "freeipmi": _dcmi,
     "redfish": _redfish,
     "rapl": _rapl,
-    "csv": _csv,
 }

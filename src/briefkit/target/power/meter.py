@@ -28,11 +28,12 @@ class CsvMeter(PowerSource):
     kind = "csv"
     polled = False
 
-    def __init__(self, path: str | Path, *, time_column: str = "time",
+    def __init__(self, path: str | Path, *, inside: str | Path | None = None, time_column: str = "time",
                  watts_column: str | Sequence[str] = "watts", clock_offset_s: float = 0.0,
                  time_unit: str = "s", watts_unit: str = "W", domain: str = DEFAULT_DOMAIN,
                  delimiter: str = ","):
         self.path = Path(path)
+        self.inside = None if inside is None else Path(inside)   # the folder the log must stay in
         self.time_column = time_column
         self.watts_columns = [watts_column] if isinstance(watts_column, str) else list(watts_column)
         self.clock_offset_s = float(clock_offset_s)
@@ -49,6 +50,9 @@ class CsvMeter(PowerSource):
         return []  # the meter logs on its own; nothing to poll
 
     def load(self) -> list[PowerSample]:
+        if self.inside is not None and not self.path.resolve().is_relative_to(self.inside.resolve()):
+            # a link out of the campaign folder: refused before anything is read
+            raise ParseError(self.path, f"the meter log must lie inside {self.inside} (it leads elsewhere)")
         try:
             stream = self.path.open(newline="")
         except OSError as exc:
@@ -56,9 +60,12 @@ class CsvMeter(PowerSource):
         with stream:
             reader = csv.DictReader(stream, delimiter=self.delimiter)
             header = reader.fieldnames or []
-            for column in [self.time_column, *self.watts_columns]:
-                if column not in header:
-                    raise ParseError(self.path, f"no column {column!r}; the header has: {', '.join(header)}", 1)
+            missing = [column for column in [self.time_column, *self.watts_columns] if column not in header]
+            if missing:
+                # not a meter log of the declared columns: its first line is not quoted (it may be anything)
+                raise ParseError(self.path, f"not a meter log with the declared columns: no column "
+                                            f"{', '.join(map(repr, missing))} in its first line "
+                                            f"({len(header)} fields)", 1)
             samples = []
             for row in reader:
                 line = reader.line_num
