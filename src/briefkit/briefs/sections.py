@@ -323,7 +323,7 @@ def _origin_rows(record) -> list[tuple[str, str]]:
         return []
     found = record.imported or {}
     return [("Origin", f"{IMPORTED_NOTE}: {plural(int(found.get('files', 0)), 'result file')} recorded by "
-                       f"`briefkit import` on {found.get('at') or NOT_REPORTED}"
+                       f"briefkit import on {found.get('at') or NOT_REPORTED}"
                        + (f", placed by the mapping file {found['mapping']}" if found.get("mapping") else ""))]
 
 

@@ -248,7 +248,7 @@ def read_fio(path: Path) -> dict[str, Any]:
                 "direct": options.get("direct", "0") not in ("0", "false"),
                 "ramp_s": _number(fio_seconds(options.get("ramp_time", "0"))),
                 "runtime_s": _number(fio_seconds(options["runtime"])) if "runtime" in options else None,
-                "time_based": "time_based" in options, "size": options.get("size")}
+                "size": options.get("size")}   # valueless flags (time_based) are not printed: not stated
     doc = parser.load(path)
     jobs = doc.get("jobs") or doc.get("client_stats") or []
     elapsed = max((int(j.get("elapsed") or 0) for j in jobs), default=0)
