@@ -68,8 +68,9 @@ Multiples follow the published brief: (a / b) with the better configuration on t
                 continue
             shown = True
             loads = ", ".join(f"{v:g}" for v in sorted(summary["load"].unique()))
-            self.out.md(f"**Measured** (campaign {campaign_title(c['record'])} on {hosts_text(c['record'])}: {', '.join(c['configs'])}; "
-                        f"{mix.LOAD_KIND} {loads}):\n\n" + bullets(mix.findings(summary, c["configs"])))
+            self.out.md(f"**Measured** (campaign {campaign_title(c['record'])} on {hosts_text(c['record'])}: "
+                        f"{', '.join(c['configs'])}; {mix.LOAD_KIND} {loads}):\n\n"
+                        + bullets(mix.findings(summary, c["configs"])))
         if not shown:
             self.out.md(f"**Measured**: nothing yet. Run `briefkit measure {self.brief}` (see Part B).")
         self.out.figure(mix.published_throughput_figure(self.pub),
