@@ -237,3 +237,23 @@ def test_fio_sizes_and_times_read_as_fio_reads_them():
     assert imported.safe_name("run nj1 #1.json") == "run-nj1-1.json"
     assert imported.safe_name("../point.json") == "imported-point.json"
     assert imported.safe_name("..") == "file"
+
+
+def test_settings_must_agree_but_a_plain_mode_has_no_mix_pattern(lab, checkout, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    subprocess.run(["fio", "--name=rr", f"--filename={tmp_path}/d", "--size=8M", "--rw=randread", "--bs=64k",
+                    "--iodepth=4", "--ioengine=psync", "--runtime=1", "--time_based",
+                    "--output-format=json+", f"--output={other}/randread.json"], check=True, capture_output=True)
+    done = imported.import_campaign(FIO_BRIEF, "modes", [lab / "fio" / "run nj1 #1.json", other / "randread.json"])
+    record = json.loads((done.folder / "campaign.json").read_text())["declaration"]
+    assert record["matrix"]["rw"] == ["70/30", "randread"] and record["settings"]["pattern"] == "randrw"
+    run_fio(other / "sync.json", tmp_path / "d", 1)
+    engine = json.loads((other / "sync.json").read_text())["jobs"][0]["job options"]["ioengine"]
+    subprocess.run(["fio", "--name=mix70", f"--filename={tmp_path}/d", "--size=8M", "--rw=randrw", "--rwmixread=70",
+                    "--bs=64k", "--iodepth=4", "--ioengine=sync", "--runtime=1", "--time_based",
+                    "--output-format=json+", f"--output={other}/other-engine.json"], check=True, capture_output=True)
+    with pytest.raises(imported.CampaignError, match=rf"other-engine.json: ioengine is 'sync', but '{engine}' in .*"
+                                                     r"import these files as two campaigns"):
+        imported.import_campaign(FIO_BRIEF, "engines", [other / "sync.json", other / "other-engine.json"])
+    assert not (checkout / "data/raw" / FIO_BRIEF / "engines").exists()

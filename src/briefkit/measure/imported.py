@@ -378,16 +378,25 @@ def _order(item: Found) -> tuple:
     return (item.started_at or item.ended_at or "", item.relative)
 
 
+#: settings a file leaves unset when they do not apply to it (fio's access pattern of a read/write mix)
+_ONLY_WHERE_SET = {"pattern"}
+
+
 def common_settings(found: list[Found]) -> dict[str, Any]:
-    """The settings every file states alike; a difference is an error naming both files."""
-    first = found[0]
-    for item in found[1:]:
-        for key, value in first.settings.items():
-            if item.settings.get(key) != value:
+    """The settings every file states alike; a difference is an error naming both files. Every file of
+    a tool has the same keys (None: the file does not set it, which is a value too, e.g. no runtime)."""
+    seen: dict[str, tuple[Any, Found]] = {}
+    for item in found:
+        for key, value in item.settings.items():
+            if key in _ONLY_WHERE_SET and value is None:
+                continue
+            if key not in seen:
+                seen[key] = (value, item)
+            elif seen[key][0] != value:
                 raise CampaignError(
-                    f"{item.path}: {key} is {item.settings.get(key)!r}, but {value!r} in {first.path}; settings that "
+                    f"{item.path}: {key} is {value!r}, but {seen[key][0]!r} in {seen[key][1].path}; settings that "
                     "are not matrix axes must be the same in one campaign: import these files as two campaigns")
-    return {k: v for k, v in first.settings.items() if v is not None}
+    return {key: value for key, (value, _) in seen.items() if value is not None}
 
 
 def plan(found: list[Found]) -> list[tuple[Point, Found]]:
@@ -448,11 +457,15 @@ def import_campaign(brief: str, name: str, arguments: Sequence[str | Path], mapp
     if wanted and workload.name not in wanted:
         raise CampaignError(f"brief {brief} shows {', '.join(sorted(map(str, wanted)))} campaigns; {toolset[0]} output "
                             f"(workload {workload.name}) does not belong in it")
+    settings = common_settings(found)
     points = plan(found)
     staging = brief_dir / f".import-{name}-{os.getpid()}"
     try:
-        _write(staging / name, brief, name, workload, points, mapping, mapping_path)
-        os.rename(staging / name, target)   # fails if the name was taken meanwhile: nothing half
+        _write(staging / name, brief, name, workload, settings, points, mapping, mapping_path)
+        try:
+            os.rename(staging / name, target)   # one step; refused if the name was taken meanwhile
+        except OSError as exc:
+            raise CampaignError(f"{target}: cannot be created ({exc.strerror}); nothing imported") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Imported(target, toolset[0], len({p.id.rsplit("/", 1)[0] for p, _ in points}), len(points),
@@ -479,10 +492,9 @@ def _duplicates(found: list[Found], before: Mapping[str, str]) -> list[str]:
     return out
 
 
-def _write(folder: Path, brief: str, name: str, workload, points: list[tuple[Point, Found]], mapping: _Mapping,
-           mapping_path: Path | None) -> None:
+def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, Any], points: list[tuple[Point, Found]],
+           mapping: _Mapping, mapping_path: Path | None) -> None:
     found = [item for _, item in points]
-    settings = common_settings(found)
     matrix = {axis: _distinct(item.values[axis] for item in found) for axis in workload.axes}
     if workload.name == "fio":     # the workload label says QD<n> when the files differ in iodepth
         settings["label_iodepth"] = len(matrix["iodepth"]) > 1
