@@ -242,11 +242,15 @@ def read_fio(path: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise CampaignError(f"{where} bs: {exc} (different read and write block sizes are not one point: give "
                             "bs in the mapping file)") from None
+    ramp = fio_seconds(options.get("ramp_time", "0"))
+    if not ramp.is_integer():   # the fio workload counts its ramp in whole seconds (briefkit.tools.fio)
+        raise CampaignError(f"{where} ramp_time: {options['ramp_time']!r} is not a whole number of seconds, which "
+                            "the fio workload's ramp_s needs")
     values = {"rw": mix, "bs": sizes.block(bs).replace(" ", ""), "numjobs": int(given["numjobs"]),
               "iodepth": int(given["iodepth"])}
     settings = {"pattern": pattern, "ioengine": options.get("ioengine"),
                 "direct": options.get("direct", "0") not in ("0", "false"),
-                "ramp_s": _number(fio_seconds(options.get("ramp_time", "0"))),
+                "ramp_s": int(ramp),
                 "runtime_s": _number(fio_seconds(options["runtime"])) if "runtime" in options else None,
                 "size": options.get("size")}   # valueless flags (time_based) are not printed: not stated
     doc = parser.load(path)
