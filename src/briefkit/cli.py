@@ -8,6 +8,7 @@
     briefkit check BRIEF              the reproduction check of a published brief, as CSV
     briefkit compare BRIEF A B        the brief for campaigns A and B side by side -> reports/compare/
     briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout (--series: over time)
+    briefkit import BRIEF CAMPAIGN FILE_OR_FOLDER...   outside fio/db_bench/pgbench results as a campaign
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
     briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
     briefkit status BRIEF             points done, skipped, failed and left per campaign
@@ -155,6 +156,17 @@ def _ingest(args) -> int:
         print(f"briefkit: {len(empty)} of {len(args.files)} file(s) yielded no samples: {', '.join(empty)}",
               file=sys.stderr)
         return 1
+    return 0
+
+
+def _import(args) -> int:
+    from briefkit.measure import imported
+
+    base = project.root()
+    done = imported.import_campaign(args.brief, args.campaign, args.files, mapping_path=args.map,
+                                    config=args.config, base=base)
+    print(f"{done.folder.relative_to(base)}/: {done.files} {done.tool} file(s) imported as {done.points} point(s), "
+          f"up to {done.repetitions} repetition(s) each; `briefkit build {args.brief}` shows them", file=sys.stderr)
     return 0
 
 
@@ -410,6 +422,20 @@ HELP: dict[str, tuple[str, str, str]] = {
                "stdout.",
                "briefkit ingest fio data/raw/fio-6600ion/local/<point>/fio.json | head\n"
                "briefkit ingest fio --series data/raw/fio-6600ion/local/<point>/   # fio's logs over time"),
+    "import": ("record outside fio, db_bench or pgbench results as a campaign of a brief",
+               "Copy result files made elsewhere (fio JSON, db_bench output, pgbench's summary) unchanged into "
+               "data/raw/BRIEF/CAMPAIGN/ as a campaign labelled imported, not measured by briefkit. Each file is read "
+               "by its tool's parser; its load and values come from what it states (fio's job options, db_bench's "
+               "--threads and --benchmarks, pgbench's clients), its configuration from --config or the mapping "
+               "file, which also gives what a file cannot say. Files with the same configuration and values are "
+               "repetitions of one point. A file that cannot be read, a duplicate (same content) or a file already "
+               "imported in the brief is refused, and then nothing is written. An existing campaign is never "
+               "added to: import every file again under a new name. `briefkit build BRIEF` (or dvc repro) then "
+               "shows it.\n\nMapping file (YAML): files: [{match: GLOB, config: NAME, host: NAME, matrix: {AXIS: "
+               "VALUE}, tool: fio|dbbench|pgbench}], labels: {CONFIG: TEXT}.",
+               "briefkit import fio-6600ion lab-2023 ~/results/fio/ --config nvme\n"
+               "briefkit import fio-6600ion lab-2023 ~/results/fio/ --map lab-2023.yaml\n"
+               "briefkit import oltp-9300 lab-pg pgbench-c16.stdout pgbench-c32.stdout"),
 }
 
 _EPILOG = """examples:
@@ -486,6 +512,15 @@ def parser() -> argparse.ArgumentParser:
     ingest_cmd.add_argument("--interval-s", type=float, metavar="S",
                             help="with --series: the interval of readings that carry no time (HammerDB counter "
                                  "log without time stamps; pgbench aggregate log of one line)")
+    imports = _command(sub, "import", _import)
+    imports.add_argument("brief", help="the brief's slug (briefkit list)")
+    imports.add_argument("campaign", help="a new campaign name (lower-case letters, digits, '.', '_', '-')")
+    imports.add_argument("files", nargs="+", metavar="FILE_OR_FOLDER",
+                         help="result files, or folders searched for them (hidden files left out)")
+    imports.add_argument("--map", type=Path, metavar="MAPPING.yaml",
+                         help="configuration, host and values of the files that cannot say them (see above)")
+    imports.add_argument("--config", default="imported",
+                         help="the configuration of every file the mapping does not place (default: %(default)s)")
     return top
 
 

@@ -6,7 +6,15 @@ Each method returns the blocks of one notebook section (``briefkit.report.displa
 from __future__ import annotations
 
 from briefkit.briefs import mix, plots
-from briefkit.briefs.sections import BriefBase, bullets, hosts_text, plural, published_how, selection_text
+from briefkit.briefs.sections import (
+    BriefBase,
+    bullets,
+    campaign_title,
+    hosts_text,
+    plural,
+    published_how,
+    selection_text,
+)
 
 
 class FioMix(BriefBase):
@@ -60,8 +68,9 @@ Multiples follow the published brief: (a / b) with the better configuration on t
                 continue
             shown = True
             loads = ", ".join(f"{v:g}" for v in sorted(summary["load"].unique()))
-            self.out.md(f"**Measured** (campaign {name} on {hosts_text(c['record'])}: {', '.join(c['configs'])}; "
-                        f"{mix.LOAD_KIND} {loads}):\n\n" + bullets(mix.findings(summary, c["configs"])))
+            self.out.md(f"**Measured** (campaign {campaign_title(c['record'])} on {hosts_text(c['record'])}: "
+                        f"{', '.join(c['configs'])}; {mix.LOAD_KIND} {loads}):\n\n"
+                        + bullets(mix.findings(summary, c["configs"])))
         if not shown:
             self.out.md(f"**Measured**: nothing yet. Run `briefkit measure {self.brief}` (see Part B).")
         self.out.figure(mix.published_throughput_figure(self.pub),
@@ -126,7 +135,7 @@ figures below its efficiency and latency, each from the numbers it prints.""")
         for name, c in self.campaigns.items():
             record, summary = c["record"], c["summary"]
             if len(self.names) > 1:
-                out.md(f"### Campaign {name}")
+                out.md(f"### Campaign {campaign_title(record)}")
             if summary is None or not len(summary):
                 out.md(f"Campaign {name} has no finished point yet.")
             else:

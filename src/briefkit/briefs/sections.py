@@ -27,6 +27,7 @@ from briefkit.dataset import claims, processed, published
 
 PUBLISHED = "published"
 NOT_REPORTED = "not reported"
+IMPORTED_NOTE = "imported, not measured by briefkit"
 
 
 # --------------------------------------------------------------------------------------- blocks
@@ -178,7 +179,7 @@ class BriefBase:
         record = self.records[name]
         if heading:
             self.out.md(heading)
-        label = self.out.table(campaign_table(record), f"Campaign {name} as recorded with its raw data",
+        label = self.out.table(campaign_table(record), f"Campaign {campaign_title(record)} as recorded with its raw data",
                                css_class="brief-table wrap", appendix=True)
         line = declaration_line(record)
         if line:
@@ -235,11 +236,22 @@ def selection_text(data: processed.BriefData, names: list[str], show) -> str:
     why = (f"the campaigns the brief's `show` parameter names ({', '.join(chosen) if not isinstance(chosen, str) else chosen})"
            if chosen not in (None, "all") else "every campaign with finished points (the `show` parameter picks "
            "others, e.g. `show: [mine, local]`)")
-    shown = "; ".join(f"*{n}* on {hosts_text(data.campaigns[n])}" for n in names) or "none"
+    shown = "; ".join(f"*{n}*{imported_mark(data.campaigns[n])} on {hosts_text(data.campaigns[n])}"
+                      for n in names) or "none"
     rest = [n for n in known if n not in names]
     not_shown = [f"*{n}* ({plural(int(data.campaigns[n].points.get('done', 0)), 'finished point')})" for n in rest]
     other = f" Not shown: {', '.join(not_shown)}." if rest else ""
     return f"**Measured campaigns shown**: {shown}; chosen as {why}.{other}"
+
+
+def imported_mark(record) -> str:
+    """`` (imported, not measured by briefkit)`` after an imported campaign's name; empty for a measured one."""
+    return f" ({IMPORTED_NOTE})" if getattr(record, "is_imported", False) else ""
+
+
+def campaign_title(record) -> str:
+    """The campaign's name, with "(imported)" for results recorded by ``briefkit import``."""
+    return f"{record.name} (imported)" if getattr(record, "is_imported", False) else record.name
 
 
 def hosts_text(record) -> str:
@@ -289,7 +301,7 @@ def declared_host_text(declared) -> str:
 def campaign_table(record) -> pd.DataFrame:
     """What ran, from the record beside the raw data: hosts, repetitions, durations, points, versions."""
     points, measured = record.points or {}, record.measured or {}
-    rows = [("Campaign", record.name), ("Tool", record.tool or record.workload),
+    rows = [("Campaign", record.name), *_origin_rows(record), ("Tool", record.tool or record.workload),
             ("Host(s) the points ran on", ", ".join(record.hosts) if record.hosts else "none yet"),
             ("Host as declared", declared_host_text(record.declared_host)),
             ("Repetitions", text(record.repetitions)),
@@ -306,11 +318,26 @@ def campaign_table(record) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Item", "Value"])
 
 
+def _origin_rows(record) -> list[tuple[str, str]]:
+    if not getattr(record, "is_imported", False):
+        return []
+    found = record.imported or {}
+    return [("Origin", f"{IMPORTED_NOTE}: {plural(int(found.get('files', 0)), 'result file')} recorded by "
+                       f"briefkit import on {found.get('at') or NOT_REPORTED}"
+                       + (f", placed by the mapping file {found['mapping']}" if found.get("mapping") else ""))]
+
+
 def declaration_line(record) -> str:
     """Empty when params.yaml still declares what the raw data was measured with."""
     status = record.declaration_status
     if status == "same":
         return ""
+    if status == "imported":
+        found = record.imported or {}
+        return (f"*Campaign {record.name} is imported, not measured by briefkit*: "
+                f"{plural(int(found.get('files', 0)), 'result file')} made elsewhere, copied unchanged by "
+                "`briefkit import`; the load, configuration and settings are what the files state (or their "
+                "mapping file gives), and the host, hardware and run times only as far as the files print them.")
     if status == "not declared":
         return (f"*Campaign {record.name} is no longer declared in params.yaml*: it is shown from the "
                 "declaration recorded with its raw data.")

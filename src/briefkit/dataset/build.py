@@ -174,7 +174,7 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
     counts = {k: int(status[k].sum()) for k in (DONE, SKIPPED, FAILED, "left")}
     declaration_status, changed = compare_declaration(camp, declared)
     return {
-        "name": camp.name, "fleet_host": camp.fleet_host,
+        "name": camp.name, "fleet_host": camp.fleet_host, "origin": camp.origin, "imported": camp.imported(),
         "workload": camp.workload.name, "tool": camp.workload.tool or camp.workload.name,
         "hosts": camp.hosts(), "declared_host": camp.declared_host, "repetitions": camp.repetitions,
         "configs": list(camp.configs), "config_specs": camp.config_specs, "labels": camp.labels,
@@ -227,7 +227,10 @@ def _ramp_seconds(camp: RecordedCampaign) -> float:
 
 
 def compare_declaration(camp: RecordedCampaign, declared: Mapping | None) -> tuple[str, list[str]]:
-    """How today's params.yaml declaration of the campaign compares with the recorded one."""
+    """How today's params.yaml declaration of the campaign compares with the recorded one (an imported
+    campaign has none: ``briefkit import`` made its declaration from the files)."""
+    if camp.origin == records.IMPORTED:
+        return records.IMPORTED, []
     if declared is None:
         return "not declared", []
     recorded = {**camp.declaration(), "labels": camp.labels}

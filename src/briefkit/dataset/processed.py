@@ -36,6 +36,8 @@ PERCENTILE_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "lo
 BIN_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "value", "count", "unit", "files"]
 STATUS_COLUMNS = ["config", "label", "points", "done", "skipped", "failed", "left"]
 PUBLISHED = "published"
+#: campaigns.json ``origin`` of a campaign recorded by ``briefkit import`` (briefkit.raw.records.IMPORTED)
+IMPORTED = "imported"
 
 
 class ProcessedDataError(BriefkitError):
@@ -57,7 +59,7 @@ class CampaignRecord:
     labels: dict[str, str]
     matrix: dict[str, list]
     settings: dict[str, Any]
-    declaration_status: str               # "same" | "changed" | "not declared"
+    declaration_status: str               # "same" | "changed" | "not declared" | "imported"
     changed_keys: list[str]
     points: dict[str, int]                # planned, done, skipped, failed, left
     status: pd.DataFrame = field(compare=False)
@@ -72,6 +74,10 @@ class CampaignRecord:
     #: half_width_pct, target_pct, stopped ("target" | "max") (briefkit.measure.repetitions)
     repetition_groups: list[dict] = field(default_factory=list)
     ramp_s: float = 0.0                   # seconds at each point's start that are not measured
+    #: "measured" by briefkit, or "imported" (``briefkit import``: results made elsewhere)
+    origin: str = "measured"
+    #: for an imported campaign: when, how many files, which tool, the mapping file kept beside them
+    imported: dict | None = None
 
     @classmethod
     def from_json(cls, data: dict) -> CampaignRecord:
@@ -79,10 +85,14 @@ class CampaignRecord:
         return cls(**{**{k: v for k, v in data.items() if k in cls.__dataclass_fields__}, "status": status})
 
     @property
+    def is_imported(self) -> bool:
+        return self.origin == IMPORTED
+
+    @property
     def label(self) -> str:
-        """``local (host localhost)``: the campaign and the host(s) it ran on."""
+        """``local (host localhost)``: the campaign and the host(s) it ran on (``lab (imported, host ...)``)."""
         hosts = ", ".join(self.hosts) or "not run yet"
-        return f"{self.name} (host {hosts})"
+        return f"{self.name} ({'imported, ' if self.is_imported else ''}host {hosts})"
 
 
 @dataclass

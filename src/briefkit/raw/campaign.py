@@ -86,7 +86,15 @@ class RecordedCampaign:
     def declaration(self) -> dict[str, Any]:
         return records.normalized(self.record["declaration"])
 
+    @property
+    def origin(self) -> str:
+        """``measured`` by briefkit, or ``imported`` (outside results recorded by ``briefkit import``)."""
+        return records.origin(self.record)
+
     def plan(self) -> list[Point]:
+        if self.origin == records.IMPORTED:     # exactly the points the files gave, not a cross product
+            return [Point(p["config"], {axis: p["values"][axis] for axis in self.matrix}, p["rep"])
+                    for p in self.record["imported"]["points"]]
         return self.workload.plan(list(self.configs), self.matrix, self.repetitions)
 
     @property
@@ -165,11 +173,12 @@ class RecordedCampaign:
             return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
 
         point = [seconds(r["started_at"], r["ended_at"]) for r in found if r.get("started_at") and r.get("ended_at")]
+        starts = [r["started_at"] for r in found if r.get("started_at")]   # an imported file may state none
+        ends = [r["ended_at"] for r in found if r.get("ended_at")]
         window = [float(r["window"][1]) - float(r["window"][0]) for r in found if r.get("window")]
         tool = self.workload.tool or self.workload.name
         versions = sorted({f"{tool}-{r['tool_version']}" for r in found if r.get("tool_version")})
-        return {"started_at": min((r["started_at"] for r in found), default=None),
-                "ended_at": max((r["ended_at"] for r in found), default=None),
+        return {"started_at": min(starts, default=None), "ended_at": max(ends, default=None),
                 "point_seconds": _spread(point), "window_seconds": _spread(window), "tool_versions": versions}
 
     def repetition_groups(self) -> list[dict]:
@@ -180,6 +189,11 @@ class RecordedCampaign:
             if event.get("event") == "repetitions" and event.get("group"):
                 last[event["group"]] = {k: v for k, v in event.items() if k not in ("event",)}
         return list(last.values())
+
+    def imported(self) -> dict | None:
+        """What ``briefkit import`` recorded (when, the files, the mapping); None for a measured campaign."""
+        found = self.record.get("imported") if self.origin == records.IMPORTED else None
+        return {k: v for k, v in found.items() if k != "points"} if found else None
 
     def hosts(self) -> list[str]:
         declared = self.record.get("declared_host")

@@ -11,8 +11,10 @@ from typing import Any
 
 import pandas as pd
 
+from briefkit import tools
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
+from briefkit.core.errors import CampaignError
 from briefkit.raw import records
 from briefkit.target import power
 from briefkit.tools.base import Point, Workload
@@ -25,7 +27,8 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
     raw_dir = Path(raw_dir).resolve()
     folder = raw_dir / entry["dir"]
     record = records.read_point(folder)
-    table = workload.samples(folder, point, settings)
+    table = imported_samples(folder, record) if records.origin(record) == records.IMPORTED else \
+        workload.samples(folder, point, settings)
     rows = power_rows(folder, record, raw_dir) if with_power else []
     if rows:
         table = tidy.concat([table, tidy.frame(rows, workload=table["workload"].iloc[0] if len(table) else None,
@@ -43,6 +46,15 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
     table["source"] = table["source"].map(lambda s: _relative(s, base), na_action="ignore")
     table["source"] = table["source"].fillna(str(folder.relative_to(base)))
     return table
+
+
+def imported_samples(folder: Path, record: Mapping) -> pd.DataFrame:
+    """Samples of an imported point (``briefkit import``): its one file, as the tool's parser reads it,
+    with the columns the import decided (workload label, load kind and load) in ``read_as``."""
+    name = record.get("file")
+    if not isinstance(name, str) or name != Path(name).name or name.startswith("."):
+        raise CampaignError(f"{folder / records.POINT}: 'file' must name a file in the point's folder, not {name!r}")
+    return tools.parse(record["tool"], folder / name, **record.get("read_as", {}))
 
 
 def checkout(raw_dir: Path) -> Path:
@@ -81,7 +93,8 @@ def point_series(raw_dir: Path, brief: str, campaign: str, workload: Workload, s
     ``load`` are those of the point's samples (``point_samples_table``), so series and samples join."""
     folder = Path(raw_dir).resolve() / entry["dir"]
     record = records.read_point(folder)
-    table = workload.series(folder, point, settings)
+    # an imported point is one output file: the readings over time a measured point keeps are not there
+    table = tidy_series.empty() if records.origin(record) == records.IMPORTED else workload.series(folder, point, settings)
     if (folder / "power.csv").exists():
         start = datetime.fromisoformat(record["started_at"]).timestamp()
         table = tidy_series.concat([table, power_series(folder / "power.csv", start)],

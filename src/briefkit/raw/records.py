@@ -25,6 +25,16 @@ INVENTORY = "inventory.json"
 FLEET = "fleet.json"
 #: the keys of the recorded declaration; a resume with other values is refused
 DECLARATION_KEYS = ("workload", "repetitions", "configs", "matrix", "settings")
+#: ``origin`` of a campaign (campaign.json) and of its points (point.json) recorded from outside results by
+#: ``briefkit import`` (briefkit.measure.imported): imported, not measured by briefkit. A record without
+#: ``origin`` was measured.
+IMPORTED = "imported"
+MEASURED = "measured"
+
+
+def origin(record: dict) -> str:
+    """``imported`` or ``measured`` (a record without the key was measured by briefkit)."""
+    return record.get("origin") or MEASURED
 
 
 def write_once(path: Path, data: Any) -> None:

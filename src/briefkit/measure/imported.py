@@ -1,0 +1,546 @@
+"""``briefkit import BRIEF CAMPAIGN FILE_OR_FOLDER...``: results made elsewhere, recorded as a campaign.
+
+A lab's fio JSON, db_bench and pgbench outputs become a campaign of the brief, in the raw-folder format
+of a measured one (briefkit.raw), so that the dataset stage reads them like any campaign:
+
+    data/raw/<brief>/<campaign>/
+      campaign.json      ``origin: imported``; the declaration made from the files (workload, configurations,
+                         the matrix values found, settings the files state alike); ``imported``: when, the
+                         files, and the exact points (not a cross product)
+      manifest.jsonl     one ``done`` event per point (``origin: imported``)
+      mapping.yaml       the mapping file, copied unchanged, when one was given
+      <point id>/attempt-1/<file>       the file, copied byte for byte (its name made safe)
+      <point id>/attempt-1/point.json   ``origin: imported``, "imported, not measured by briefkit", the
+                                        tool and version, host, times and parameters the file states
+
+Each file is read by its tool's parser (briefkit.tools.parse): fio JSON (one job per file, json+ for
+percentiles), db_bench's output (stdout with its header; the command line when a ``# command:`` line
+or the shell's echo holds it) and pgbench's summary (its stdout). The point's load and values come from
+what the file states: fio's job options (rw/rwmixread, bs, numjobs, iodepth; an option not printed is
+fio's default), db_bench's ``--benchmarks`` and ``--threads``, pgbench's "number of clients". What a
+file cannot say (its configuration, a value it does not print) comes from the mapping file::
+
+    files:                         # each entry whose glob matches a file applies, in order
+      - match: "lab-a/*.json"      # matched against the path below the folder given (or the name)
+        config: nvme-a             # the configuration (else --config, default "imported")
+        host: lab-a                # the host, when the file does not print one
+        matrix: {iodepth: 32}      # values the file does not state (a value it states must agree)
+        tool: fio                  # when the content does not tell which tool wrote the file
+    labels:
+      nvme-a: "Lab A's NVMe drive (2023)"
+
+Files with the same configuration and values are repetitions of one point (rep 1, 2... by the time
+the file states, then by path). Settings that are not matrix axes (fio's ioengine, direct, ramp and
+runtime, size, access pattern; db_bench's key and value sizes; pgbench's duration) must be the same
+in every file of the campaign: different settings are different campaigns.
+
+Refused, with nothing written: a file no parser reads (the parser's reason, naming the file), a file
+whose tool cannot be told, two files with the same content (SHA-256), a file already imported in a
+campaign of the brief, files of two tools, a campaign name that exists or that params.yaml declares
+for the brief (there is no append: import every file again under a new name), a tool whose workload
+the brief's declared campaigns do not use. Everything is written into a staging folder inside
+data/raw/<brief>/ and renamed into place in one step.
+"""
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from briefkit import tools
+from briefkit.config import project
+from briefkit.core import sizes
+from briefkit.core.errors import BriefkitError, CampaignError
+from briefkit.core.validation import check, check_name
+from briefkit.raw import campaign as raw_campaign
+from briefkit.raw import records
+from briefkit.raw.manifest import DONE, Manifest, now
+from briefkit.tools.base import Point
+from briefkit.tools.fio.workload import workload_label
+
+NOTE = "imported, not measured by briefkit"
+DEFAULT_CONFIG = "imported"
+MAPPING_COPY = "mapping.yaml"
+#: how much of a file is looked at to tell which tool wrote it
+HEAD_BYTES = 64 * 1024
+#: names a copied file may not take: the point's own records
+_RESERVED = {records.POINT, "power.csv"}
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
+
+
+# --- the mapping file ---------------------------------------------------------------------------
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    match: str
+    config: str | None = None
+    host: str | None = None
+    matrix: dict[str, Any] = {}
+    tool: str | None = None
+
+
+class _Mapping(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    files: list[_Entry] = []
+    labels: dict[str, str] = {}
+
+
+def read_mapping(path: Path | None) -> _Mapping:
+    if path is None:
+        return _Mapping()
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CampaignError(f"{path}: cannot read the mapping file ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise CampaignError(f"{path}: not YAML ({exc})") from None
+    found = check(_Mapping, data or {}, str(path), CampaignError)
+    for number, entry in enumerate(found.files):
+        if entry.tool is not None and entry.tool not in tools.TOOLS:
+            raise CampaignError(f"{path}: files[{number}].tool: unknown tool {entry.tool!r} "
+                                f"(known: {', '.join(sorted(tools.TOOLS))})")
+        if entry.config is not None:
+            _name(entry.config, "configuration", f"{path}: files[{number}].config")
+    for config in found.labels:
+        _name(config, "configuration", f"{path}: labels")
+    return found
+
+
+def _name(value: str, what: str, where: str) -> str:
+    try:
+        return check_name(value, what)
+    except ValueError as exc:
+        raise CampaignError(f"{where}: {exc}") from None
+
+
+def _applied(mapping: _Mapping, relative: str) -> dict[str, Any]:
+    """The mapping's entries for a file, merged in order (a later entry overrides an earlier one)."""
+    out: dict[str, Any] = {"matrix": {}}
+    name = relative.rsplit("/", 1)[-1]
+    for entry in mapping.files:
+        if fnmatch.fnmatchcase(relative, entry.match) or fnmatch.fnmatchcase(name, entry.match):
+            for key in ("config", "host", "tool"):
+                if getattr(entry, key) is not None:
+                    out[key] = getattr(entry, key)
+            out["matrix"].update(entry.matrix)
+    return out
+
+
+# --- one file -----------------------------------------------------------------------------------
+
+@dataclass
+class Found:
+    """What one file says, and where it goes."""
+
+    path: Path                      # as found
+    relative: str                   # below the folder given on the command line (or its name)
+    sha256: str
+    tool: str
+    values: dict[str, Any]          # matrix axis -> value
+    settings: dict[str, Any]        # what must be the same in every file of the campaign
+    stated: dict[str, Any]          # what the file says, kept in point.json
+    config: str = DEFAULT_CONFIG
+    host: str | None = None
+    tool_version: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    read_as: dict[str, Any] = field(default_factory=dict)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def detect(path: Path) -> str | None:
+    """The tool that wrote ``path``, from its first bytes: fio JSON, db_bench output or pgbench's summary."""
+    with open(path, "rb") as stream:
+        head = stream.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    if '"fio version"' in head:
+        return "fio"
+    if re.search(r"^RocksDB:\s+version|micros/op|^#\s*command:\s*\S*db_bench", head, re.MULTILINE):
+        return "dbbench"
+    if re.search(r"^pgbench \(|^transaction type: |^number of clients: ", head, re.MULTILINE):
+        return "pgbench"
+    return None
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds")
+
+
+# fio: sizes and times as fio reads them (kb_base=1024, its default: k/m/g are powers of 1024, and the
+# IEC names KiB/MiB are powers of 1000 "for compatibility with old scripts"; kb_base=1000 reverses that)
+_FIO_SIZE = re.compile(r"^(\d+)\s*([kmgtp]?)(i?)(b?)$", re.IGNORECASE)
+_FIO_TIME = re.compile(r"^(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d)?$", re.IGNORECASE)
+_FIO_SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+#: fio's own defaults of the options the workload's matrix sweeps (fio's HOWTO), for a file that prints none
+FIO_DEFAULTS = {"rw": "read", "bs": "4k", "numjobs": "1", "iodepth": "1"}
+_FIO_MIXED = {"randrw": "randrw", "rw": "rw", "readwrite": "rw"}
+
+
+def fio_bytes(text: str, kb_base: int = 1024) -> int:
+    match = _FIO_SIZE.match(str(text).strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a size fio prints for one value (e.g. 4k, 262144)")
+    digits, prefix, iec, _ = match.groups()
+    if not prefix:
+        return int(digits)
+    power = "kmgtp".index(prefix.lower()) + 1
+    base = 1000 if bool(iec) == (kb_base == 1024) else 1024
+    return int(digits) * base ** power
+
+
+def fio_seconds(text: str) -> float:
+    match = _FIO_TIME.match(str(text).strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a time fio reads (e.g. 10, 500ms, 2m)")
+    return float(match.group(1)) * _FIO_SECONDS[match.group(2) and match.group(2).lower()]
+
+
+def _number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
+
+
+def read_fio(path: Path) -> dict[str, Any]:
+    """values, settings, stated, version, host and times of one fio JSON file (one job)."""
+    parser = tools.parser("fio")
+    units = parser.describe(path)
+    if len(units) != 1:
+        names = ", ".join(str(w) for w in units["workload"]) if len(units) else "none"
+        raise CampaignError(f"{path}: holds {len(units)} fio jobs ({names}); a point is one job: import files of "
+                            "one job each (numjobs clones of one job are one job)")
+    unit = units.iloc[0]
+    options = {k: str(v) for k, v in dict(unit["options"]).items()}
+    given = {**FIO_DEFAULTS, **options}
+    kb_base = int(given.get("kb_base", 1024))
+    rw = given["rw"].split(":")[0]
+    if rw in _FIO_MIXED:
+        if "rwmixread" in given:
+            read = int(given["rwmixread"])
+        else:
+            read = 100 - int(given.get("rwmixwrite", 50))
+        mix, pattern = f"{read}/{100 - read}", _FIO_MIXED[rw]
+    else:
+        mix, pattern = rw, None
+    where = f"{path}: job option"
+    try:
+        bs = fio_bytes(given["bs"], kb_base)
+    except ValueError as exc:
+        raise CampaignError(f"{where} bs: {exc} (different read and write block sizes are not one point: give "
+                            "bs in the mapping file)") from None
+    ramp = fio_seconds(options.get("ramp_time", "0"))
+    if not ramp.is_integer():   # the fio workload counts its ramp in whole seconds (briefkit.tools.fio)
+        raise CampaignError(f"{where} ramp_time: {options['ramp_time']!r} is not a whole number of seconds, which "
+                            "the fio workload's ramp_s needs")
+    values = {"rw": mix, "bs": sizes.block(bs).replace(" ", ""), "numjobs": int(given["numjobs"]),
+              "iodepth": int(given["iodepth"])}
+    settings = {"pattern": pattern, "ioengine": options.get("ioengine"),
+                "direct": options.get("direct", "0") not in ("0", "false"),
+                "ramp_s": int(ramp),
+                "runtime_s": _number(fio_seconds(options["runtime"])) if "runtime" in options else None,
+                "size": options.get("size")}   # valueless flags (time_based) are not printed: not stated
+    doc = parser.load(path)
+    jobs = doc.get("jobs") or doc.get("client_stats") or []
+    elapsed = max((int(j.get("elapsed") or 0) for j in jobs), default=0)
+    starts = [int(j["job_start"]) for j in jobs if isinstance(j.get("job_start"), int) and j["job_start"] > 0]
+    ended = doc.get("timestamp_ms", (doc.get("timestamp") or 0) * 1000) / 1000.0 or None
+    started = min(starts) / 1000.0 if starts else (ended - elapsed if ended and elapsed else None)
+    stated = {"fio version": doc.get("fio version"), "time": doc.get("time"), "timestamp": doc.get("timestamp"),
+              "global options": doc.get("global options"), "jobname": unit["jobname"], "job options": options,
+              "elapsed_s": elapsed}
+    host = unit["host"] if isinstance(unit["host"], str) else None
+    return {"values": values, "settings": settings, "stated": stated, "host": host,
+            "tool_version": str(doc.get("fio version") or "").removeprefix("fio-") or None,
+            "started_at": _iso(started) if started else None, "ended_at": _iso(ended) if ended else None}
+
+
+def read_dbbench(path: Path) -> dict[str, Any]:
+    run = tools.parser("dbbench").read(path)
+    meta = tools.parser("dbbench").META_BENCHMARKS
+    flags = run.command_flags()
+    measured = [b.name for b in run.benchmarks if b.name not in meta]
+    values: dict[str, Any] = {"benchmark": ",".join(dict.fromkeys(measured))}
+    if run.command:   # db_bench's default is one thread
+        values["threads"] = int(flags.get("threads", "1"))
+    stated = {"command": run.command, "version": run.version, "date": run.date, "key_size": run.key_size,
+              "value_size": run.value_size, "benchmarks": [b.name for b in run.benchmarks]}
+    return {"values": values, "settings": {"suite": "sweep", "key_size": run.key_size, "value_size": run.value_size},
+            "stated": stated, "tool_version": run.version}
+
+
+def read_pgbench(path: Path) -> dict[str, Any]:
+    try:
+        summary = tools.parser("pgbench").read_summary(path)
+    except BriefkitError as exc:
+        raise CampaignError(f"{exc}; pgbench is imported from its summary (stdout) only: a per-transaction or "
+                            "aggregated log needs its thread files and script names beside it") from None
+    stated = {"version": summary.version, "transaction type": summary.transaction_type, "clients": summary.clients,
+              "threads": summary.threads, "duration_s": summary.duration_s, "transactions": summary.transactions,
+              "scripts": [{"number": s.number, "name": s.name, "weight": s.weight} for s in summary.scripts]}
+    values = {"clients": summary.clients} if summary.clients is not None else {}
+    # pgbench's summary covers the whole run: nothing of it is a warm-up left out
+    return {"values": values, "settings": {"duration_s": summary.duration_s, "warmup_s": 0}, "stated": stated,
+            "tool_version": (summary.version or "").split()[0] or None}
+
+
+READERS = {"fio": read_fio, "dbbench": read_dbbench, "pgbench": read_pgbench}
+
+
+def workload_of(tool: str):
+    entry = tools.TOOLS[tool]
+    return tools.get(entry.workload_name or entry.name)
+
+
+def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str) -> Found:
+    """One file, read by its tool's parser (a file it cannot read raises with the parser's reason)."""
+    given = _applied(mapping, relative)
+    tool = given.get("tool") or detect(path)
+    if tool is None:
+        raise CampaignError(f"{path}: cannot tell which tool wrote it (not fio JSON, db_bench output or a pgbench "
+                            "summary); name the tool in the mapping file (files: [{match: ..., tool: ...}])")
+    if tool not in READERS:
+        raise CampaignError(f"{path}: {tool} output cannot be imported (only {', '.join(READERS)})")
+    tools.parse(tool, path)      # the parser's own checks: a truncated or failed run is refused here
+    found = READERS[tool](path)
+    values = dict(found["values"])
+    for axis, value in given["matrix"].items():
+        if axis in values and str(values[axis]) != str(value):
+            raise CampaignError(f"{path}: the mapping file gives {axis} {value!r}, the file states {values[axis]!r}")
+        values[axis] = value
+    workload = workload_of(tool)
+    missing = [axis for axis in workload.axes if axis not in values]
+    if missing:
+        raise CampaignError(f"{path}: the file does not state {', '.join(missing)}; give it in the mapping file "
+                            f"(files: [{{match: {relative!r}, matrix: {{{missing[0]}: ...}}}}])")
+    unknown = [axis for axis in values if axis not in workload.axes]
+    if unknown:
+        raise CampaignError(f"{path}: {', '.join(unknown)} is not an axis of the {workload.name} workload "
+                            f"(axes: {', '.join(workload.axes)})")
+    return Found(path=path, relative=relative, sha256=sha256(path), tool=tool,
+                 values={axis: values[axis] for axis in workload.axes}, settings=found["settings"],
+                 stated=found["stated"], config=given.get("config") or default_config,
+                 host=given.get("host") or found.get("host"), tool_version=found.get("tool_version"),
+                 started_at=found.get("started_at"), ended_at=found.get("ended_at"))
+
+
+# --- the campaign -------------------------------------------------------------------------------
+
+def files_of(arguments: Sequence[str | Path]) -> list[tuple[Path, str]]:
+    """Every file named or found below a folder named (hidden ones left out), with its path below that folder."""
+    out = []
+    for argument in arguments:
+        path = Path(argument)
+        if path.is_dir():
+            for found in sorted(p for p in path.rglob("*") if p.is_file()):
+                relative = found.relative_to(path).as_posix()
+                if not any(part.startswith(".") for part in relative.split("/")):
+                    out.append((found, relative))
+        elif path.is_file():
+            out.append((path, path.name))
+        else:
+            raise CampaignError(f"{path}: no such file or folder")
+    if not out:
+        raise CampaignError(f"no file to import in {', '.join(map(str, arguments))}")
+    return out
+
+
+def safe_name(name: str) -> str:
+    """A file name that stays in its folder and reads in a shell: other characters become '-'."""
+    text = _UNSAFE.sub("-", name).strip("-.") or "file"
+    text = text[:120]
+    return f"imported-{text}" if text in _RESERVED else text
+
+
+def imported_hashes(brief_dir: Path) -> dict[str, str]:
+    """SHA-256 -> "<campaign>/<point>" of every file already imported in the brief."""
+    found: dict[str, str] = {}
+    for folder in raw_campaign.folders(brief_dir):
+        if records.origin(records.read_campaign(folder)) != records.IMPORTED:
+            continue
+        for event in Manifest(folder / "manifest.jsonl").events():
+            if event.get("event") == DONE and event.get("dir"):
+                record = records.read_point(folder / event["dir"])
+                found[record.get("sha256", "")] = f"{folder.name}/{event['point']}"
+    return found
+
+
+def _order(item: Found) -> tuple:
+    return (item.started_at or item.ended_at or "", item.relative)
+
+
+#: settings a file leaves unset when they do not apply to it (fio's access pattern of a read/write mix)
+_ONLY_WHERE_SET = {"pattern"}
+
+
+def common_settings(found: list[Found]) -> dict[str, Any]:
+    """The settings every file states alike; a difference is an error naming both files. Every file of
+    a tool has the same keys (None: the file does not set it, which is a value too, e.g. no runtime)."""
+    seen: dict[str, tuple[Any, Found]] = {}
+    for item in found:
+        for key, value in item.settings.items():
+            if key in _ONLY_WHERE_SET and value is None:
+                continue
+            if key not in seen:
+                seen[key] = (value, item)
+            elif seen[key][0] != value:
+                raise CampaignError(
+                    f"{item.path}: {key} is {value!r}, but {seen[key][0]!r} in {seen[key][1].path}; settings that "
+                    "are not matrix axes must be the same in one campaign: import these files as two campaigns")
+    return {key: value for key, (value, _) in seen.items() if value is not None}
+
+
+def plan(found: list[Found]) -> list[tuple[Point, Found]]:
+    """Files with the same configuration and values are the repetitions of one point, in time order."""
+    groups: dict[tuple, list[Found]] = {}
+    for item in found:
+        groups.setdefault((item.config, tuple(map(str, item.values.values()))), []).append(item)
+    out = []
+    for members in groups.values():
+        for rep, item in enumerate(sorted(members, key=_order), 1):
+            out.append((Point(item.config, dict(item.values), rep), item))
+    return out
+
+
+@dataclass
+class Imported:
+    folder: Path
+    tool: str
+    points: int
+    files: int
+    repetitions: int
+
+
+def import_campaign(brief: str, name: str, arguments: Sequence[str | Path], mapping_path: Path | None = None,
+                    config: str = DEFAULT_CONFIG, base: Path | None = None) -> Imported:
+    """Record the files as campaign ``name`` of ``brief`` (see the module docstring); nothing is written
+    unless every file is accepted."""
+    base = Path(base or project.root())
+    _name(brief, "brief", "brief")
+    _name(name, "campaign", "campaign")
+    _name(config, "configuration", "--config")
+    project.brief(brief, base)
+    declared = _declared(brief, base)
+    brief_dir = base / "data" / "raw" / brief
+    target = brief_dir / name
+    if name in declared:
+        raise CampaignError(f"campaign {name!r}: params.yaml declares it for brief {brief} (a measured campaign); "
+                            "import under another name")
+    if target.exists():
+        raise CampaignError(f"{target}: exists; an import never adds to a campaign: import every file again under a "
+                            "new name, or remove that folder first")
+    mapping = read_mapping(mapping_path)
+    found, refused = [], []
+    for path, relative in files_of(arguments):
+        try:
+            found.append(read_file(path, relative, mapping, config))
+        except (BriefkitError, OSError, UnicodeDecodeError) as exc:
+            refused.append(f"{path}: {exc}" if str(path) not in str(exc) else str(exc))
+    refused += _duplicates(found, imported_hashes(brief_dir))
+    if refused:
+        raise CampaignError(f"{len(refused)} file(s) refused, nothing imported:\n  " + "\n  ".join(refused))
+    toolset = sorted({f.tool for f in found})
+    if len(toolset) > 1:
+        raise CampaignError(f"files of {', '.join(toolset)} in one campaign: a campaign runs one tool; import them "
+                            "as one campaign per tool (into the briefs that show each)")
+    workload = workload_of(toolset[0])
+    wanted = {spec.get("workload") for spec in declared.values() if isinstance(spec, Mapping)}
+    if wanted and workload.name not in wanted:
+        raise CampaignError(f"brief {brief} shows {', '.join(sorted(map(str, wanted)))} campaigns; {toolset[0]} output "
+                            f"(workload {workload.name}) does not belong in it")
+    settings = common_settings(found)
+    points = plan(found)
+    staging = brief_dir / f".import-{name}-{os.getpid()}"
+    try:
+        _write(staging / name, brief, name, workload, settings, points, mapping, mapping_path)
+        try:
+            os.rename(staging / name, target)   # one step; refused if the name was taken meanwhile
+        except OSError as exc:
+            raise CampaignError(f"{target}: cannot be created ({exc.strerror}); nothing imported") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Imported(target, toolset[0], len({p.id.rsplit("/", 1)[0] for p, _ in points}), len(points),
+                    max(p.rep for p, _ in points))
+
+
+def _declared(brief: str, base: Path) -> dict:
+    briefs = project.load_params(base).get("briefs") or {}
+    return dict((briefs.get(brief) or {}).get("campaigns") or {})
+
+
+def _duplicates(found: list[Found], before: Mapping[str, str]) -> list[str]:
+    seen: dict[str, Found] = {}
+    out = []
+    for item in found:
+        if item.sha256 in before:
+            out.append(f"{item.path}: already imported in this brief, as {before[item.sha256]} (same content, "
+                       f"SHA-256 {item.sha256[:12]})")
+        elif item.sha256 in seen:
+            out.append(f"{item.path}: the same content as {seen[item.sha256].path} (SHA-256 {item.sha256[:12]}): "
+                       "a repetition is another run, not a copy")
+        else:
+            seen[item.sha256] = item
+    return out
+
+
+def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, Any], points: list[tuple[Point, Found]],
+           mapping: _Mapping, mapping_path: Path | None) -> None:
+    found = [item for _, item in points]
+    matrix = {axis: _distinct(item.values[axis] for item in found) for axis in workload.axes}
+    if workload.name == "fio":     # the workload label says QD<n> when the files differ in iodepth
+        settings["label_iodepth"] = len(matrix["iodepth"]) > 1
+    configs = list(dict.fromkeys(item.config for item in found))
+    declaration = {"workload": workload.name, "repetitions": max(p.rep for p, _ in points),
+                   "configs": {c: {"kind": records.IMPORTED} for c in configs}, "matrix": matrix, "settings": settings}
+    at = now()
+    folder.mkdir(parents=True)
+    if mapping_path is not None:
+        shutil.copyfile(mapping_path, folder / MAPPING_COPY)
+    manifest = Manifest(folder / "manifest.jsonl")
+    for point, item in points:
+        _write_point(folder, point, item, workload, settings, at, manifest)
+    record = records.campaign_record(
+        brief, name, declaration=declaration, labels={c: mapping.labels.get(c, c) for c in configs},
+        host=", ".join(sorted({item.host for item in found if item.host})) or "not stated", points=len(points),
+        configs_order=configs, created_at=at)
+    record["origin"], record["note"] = records.IMPORTED, NOTE
+    record["imported"] = {"at": at, "files": len(found), "tool": found[0].tool,
+                          "mapping": MAPPING_COPY if mapping_path is not None else None,
+                          "points": [{"config": p.config, "values": dict(p.values), "rep": p.rep} for p, _ in points]}
+    records.write_campaign(folder, record)
+
+
+def _distinct(values: Iterable) -> list:
+    return list(dict.fromkeys(values))
+
+
+def _write_point(folder: Path, point: Point, item: Found, workload, settings: dict, at: str, manifest: Manifest) -> None:
+    attempt = folder / point.id / "attempt-1"
+    attempt.mkdir(parents=True)
+    name = safe_name(item.path.name)
+    shutil.copyfile(item.path, attempt / name)
+    read_as = {"load_kind": workload.load_axis, "load": item.values[workload.load_axis]}
+    if workload.name == "fio":
+        read_as["workload"] = workload_label(item.values, settings)
+    records.write_point(attempt, {
+        "origin": records.IMPORTED, "note": NOTE, "point": point.id, "config": point.config,
+        "values": dict(point.values), "rep": point.rep, "attempt": 1, "workload": workload.name, "tool": item.tool,
+        "tool_version": item.tool_version, "host": item.host or "not stated", "started_at": item.started_at,
+        "ended_at": item.ended_at, "window": None, "jobs": [], "notes": {}, "power": {"kind": "none"}, "error": None,
+        "file": name, "sha256": item.sha256, "imported_from": str(item.path.resolve()), "imported_at": at,
+        "stated": item.stated, "read_as": read_as})
+    manifest.append(DONE, point=point.id, attempt=1, dir=str(Path(point.id) / "attempt-1"), origin=records.IMPORTED,
+                    started_at=item.started_at, ended_at=item.ended_at)
