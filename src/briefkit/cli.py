@@ -162,7 +162,7 @@ def _ingest(args) -> int:
 def _import(args) -> int:
     from briefkit.measure import imported
 
-    base = project.root()
+    base = checkout.root()
     done = imported.import_campaign(args.brief, args.campaign, args.files, mapping_path=args.map,
                                     config=args.config, base=base)
     print(f"{done.folder.relative_to(base)}/: {done.files} {done.tool} file(s) imported as {done.points} point(s), "
