@@ -6,6 +6,7 @@
         published: data/published/<brief>
         parameters: {...}           extra notebook parameters
         show: [local]               which campaigns the brief shows (default: all)
+        compare: [mine, local]      a section comparing two campaigns point by point (CAMPAIGN or CAMPAIGN/HOST)
         campaigns:
           <campaign>:               a Name
             workload: fio           briefkit.tools.REGISTRY
@@ -36,7 +37,7 @@ from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, mode
 
 from briefkit import tools
 from briefkit.core.errors import ParamsError
-from briefkit.core.validation import AbsPath, Bool, Model, Name, check
+from briefkit.core.validation import NAME_PATTERN, AbsPath, Bool, Model, Name, check
 from briefkit.target.power.config import PowerSpec
 from briefkit.target.storage import StorageSpec
 
@@ -245,6 +246,23 @@ def _published(value: str) -> str:
     return value
 
 
+def _compare(value: Any) -> list[str]:
+    """``[A, B]``: two sides, each a campaign name or ``campaign/host`` (one host of a fleet)."""
+    if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"expected two campaigns to compare, [A, B], got {value!r}")
+    for side in value:
+        campaign, _, host = side.partition("/")
+        if not re.fullmatch(NAME_PATTERN, campaign) or (host == "" and side.endswith("/")):
+            raise ValueError(f"{side!r} is not a campaign name (or campaign/host); names match {NAME_PATTERN}")
+    if value[0] == value[1]:
+        raise ValueError(f"{value[0]!r} twice: name two different campaigns (or hosts)")
+    return value
+
+
+CompareSpec = Annotated[Any, PlainValidator(_compare), WithJsonSchema({
+    "type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "string"}})]
+
+
 class BriefSpec(Model):
     """One brief: its notebook, its published data and its measured campaigns."""
 
@@ -252,6 +270,7 @@ class BriefSpec(Model):
     published: Annotated[str, AfterValidator(_published)] | None = None
     parameters: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Any] = {}
     show: Literal["all"] | Name | list[Name] | None = None
+    compare: CompareSpec | None = None
     campaigns: dict[Name, CampaignSpec] = {}
 
 
