@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import LogLocator
 import numpy as np
 import pandas as pd
 
@@ -272,7 +273,7 @@ def display_table(comp: Comparison) -> pd.DataFrame:
         rows.append({"Workload": row.workload, row.load_kind or "Load": f"{row.load:g}" if pd.notna(row.load) else "", "Configuration": config,
                      comp.a.name: _value(row.mean_a, row.n_a), comp.b.name: _value(row.mean_b, row.n_b),
                      f"{comp.a.name} / {comp.b.name} (95 % interval)": _ratio_text(row),
-                     "Difference": _difference_text(row), "Test": row.verdict})
+                     "Difference": _difference_text(row), "Welch's test": _test_text(row)})
     return pd.DataFrame(rows)
 
 
@@ -295,12 +296,19 @@ def _ratio_text(row) -> str:
     return f"{ratio} (not tested)" if row.verdict.startswith("not tested") else f"{ratio} (interval unbounded)"
 
 
+def _test_text(row) -> str:
+    """The verdict without the counts the value columns already show."""
+    if row.present != BOTH or row.verdict.startswith("not tested"):
+        return row.verdict
+    return f"{'significant' if row.significant else 'not significant'}, {stats.p_value_text(row.p)}"
+
+
 def _difference_text(row) -> str:
     if row.present != BOTH:
         return "-"
     if row.leader == "neither":
         return "equal"
-    return f"{row.leader}: ~{fmt(row.multiple, 1)}x; {row.calculation}"
+    return f"{row.leader} ~{fmt(row.multiple, 1)}x: {row.calculation}"
 
 
 def method_text(comp: Comparison) -> str:
@@ -321,62 +329,90 @@ def method_text(comp: Comparison) -> str:
 
 
 def comparison_figure(comp: Comparison, workload: str):
-    rows = comp.shared[comp.shared["workload"] == workload]
+    everything = comp.table[comp.table["workload"] == workload]
+    rows = everything[everything["present"] == BOTH]
     if rows.empty:
         raise ValueError(f"{comp.a.name} and {comp.b.name} share no point of workload {workload!r}")
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 4.6), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     pairs = list(dict.fromkeys(zip(rows["config_a"], rows["config_b"])))
-    loads = sorted(rows["load"].unique())
+    loads = sorted(everything["load"].unique())
     doubling = loads[0] > 0 and loads[-1] / loads[0] >= 4     # 1, 2, 4, 8 threads: even steps on a log axis
+    _means_panel(top, comp, everything, pairs)
     for i, (config_a, config_b) in enumerate(pairs):
         pair = rows[(rows["config_a"] == config_a) & (rows["config_b"] == config_b)].sort_values("load")
-        style = dict(marker=MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[i % len(LINESTYLES)])
-        suffix = "" if len(pairs) == 1 else f" {config_a}" if config_a == config_b else f" {config_a}/{config_b}"
-        for side, column, colour in ((comp.a, "mean_a", SIDE_COLOURS[0]), (comp.b, "mean_b", SIDE_COLOURS[1])):
-            top.plot(pair["load"], pair[column], color=colour, linewidth=1.8, markersize=5,
-                     label=f"{side.name}{suffix}", **style)
         # pairs side by side around each load, so that their intervals do not hide each other
         shift = (i - (len(pairs) - 1) / 2) * (0.04 if doubling else 0.02 * (loads[-1] - loads[0] or 1))
         x = pair["load"] * (2 ** shift) if doubling else pair["load"] + shift
-        _ratio_panel(bottom, pair.assign(load=x), style, f"{comp.a.name} / {comp.b.name}{suffix}")
+        _ratio_panel(bottom, pair.assign(load=x), _style(i), _pair_label(config_a, config_b, len(pairs)))
+    _ratio_axis(bottom, rows)
     if doubling:
         bottom.set_xscale("log", base=2)
     bottom.set_xticks(loads, [f"{v:g}" for v in loads])
     bottom.xaxis.set_minor_formatter(plt.NullFormatter())
-    top.set_ylim(bottom=0)
     bottom.set_xlabel(str(rows["load_kind"].iloc[0] or "load"))
-    top.set_ylabel(f"{metrics.label(comp.metric)} ({metrics.unit(comp.metric)})")
-    top.legend(frameon=False, fontsize=8)
+    bottom.set_ylabel(f"{comp.a.name} / {comp.b.name}")
     top.set_title(workload, fontsize=10)
     return fig
 
 
-def _ratio_panel(ax, pair: pd.DataFrame, style: dict, label: str) -> None:
+def _style(i: int) -> dict:
+    return {"marker": MARKERS[i % len(MARKERS)], "linestyle": LINESTYLES[i % len(LINESTYLES)]}
+
+
+def _pair_label(config_a, config_b, pairs: int) -> str:
+    if pairs == 1:
+        return ""
+    return f" {config_a}" if config_a == config_b else f" {_name(config_a)}/{_name(config_b)}"
+
+
+def _means_panel(ax, comp: Comparison, rows: pd.DataFrame, pairs: list[tuple]) -> None:
+    """Each side's means against load, one line per configuration: a pair's two lines share a style;
+    points one side alone has are drawn too (the table lists them)."""
+    sides = ((comp.a, "config_a", "mean_a", "n_a", SIDE_COLOURS[0]), (comp.b, "config_b", "mean_b", "n_b", SIDE_COLOURS[1]))
+    named = len(set(rows["config_a"].dropna()) | set(rows["config_b"].dropna())) > 1
+    for side, config_column, mean_column, n_column, colour in sides:
+        own = rows[rows[n_column] > 0]
+        styles = {pair[0 if config_column == "config_a" else 1]: i for i, pair in enumerate(pairs)}
+        for config in dict.fromkeys(own[config_column]):
+            index = styles.setdefault(config, len(styles))
+            line = own[own[config_column] == config].sort_values("load")
+            suffix = f" {config}" if named else ""
+            ax.plot(line["load"], line[mean_column], color=colour, linewidth=1.8, markersize=5,
+                    label=f"{side.name}{suffix}", **_style(index))
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"{metrics.label(comp.metric)} ({metrics.unit(comp.metric)})")
+    ax.legend(frameon=False, fontsize=8)
+
+
+def _ratio_panel(ax, pair: pd.DataFrame, style: dict, suffix: str) -> None:
     known = pair["ratio_low"].notna()
     below = (pair["ratio"] - pair["ratio_low"]).where(known, 0)
     above = (pair["ratio_high"] - pair["ratio"]).where(known, 0)
     ax.errorbar(pair["load"], pair["ratio"], yerr=[below, above], color="#444444", linewidth=1.2,
-                markersize=5, capsize=3, label=label, **style)
+                markersize=5, capsize=3, label=f"ratio{suffix}", **style)
     untested = pair[~known]
     if len(untested):   # no interval: an open marker, said in the caption
         ax.plot(untested["load"], untested["ratio"], linestyle="none", marker=style["marker"], markersize=8,
                 markerfacecolor="white", color="#c23b3b")
     ax.axhline(1.0, color="#888888", linewidth=0.8, linestyle="--")
+
+
+def _ratio_axis(ax, rows: pd.DataFrame) -> None:
+    """A log axis (2 and 1/2 equally far from parity) unless an interval reaches zero or below, which
+    Fieller's can when a side varies much; then a linear one."""
+    values = pd.concat([rows["ratio"], rows["ratio_low"], rows["ratio_high"]]).dropna()
+    if (values <= 0).any():
+        return
     ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}" if _few_ticks(ax) else ""))
-    ax.set_ylabel("ratio A / B")
-
-
-def _few_ticks(ax) -> bool:
-    low, high = ax.get_ylim()
-    return high / low < 4
+    ax.yaxis.set_minor_formatter(plt.NullFormatter())
 
 
 def figure_caption(comp: Comparison, workload: str) -> str:
     return (f"{workload}: {metrics.label(comp.metric)} of {comp.a.name} (blue) and {comp.b.name} (orange) against "
-            f"load (top), and the ratio {comp.a.name} / {comp.b.name} with its 95 % Fieller interval on a log axis "
-            "(bottom; 1 = equal; an open red marker has no interval: not tested).")
+            f"load (top), and the ratio {comp.a.name} / {comp.b.name} with its 95 % Fieller interval (bottom; 1 = equal; "
+            "an open red marker has no interval: not tested).")
 
 
 # ------------------------------------------------------------------------------ as brief blocks

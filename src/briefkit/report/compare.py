@@ -55,7 +55,7 @@ def build(base: Path, brief: str, a: str, b: str, mapping: dict[str, str] | None
     folder = base / "reports" / "compare"
     folder.mkdir(parents=True, exist_ok=True)
     paths = {suffix: folder / f"{stem(brief, a, b)}.{suffix}" for suffix in ("ipynb", "html", "pdf")}
-    source = folder / f".{paths['ipynb'].name}.in"
+    source = folder / f".{stem(brief, a, b)}.in.ipynb"
     nbformat.write(notebook(brief, processed_dir, a, b, dict(mapping or {}), metric), source)
     try:
         papermill.execute_notebook(str(source), str(paths["ipynb"]), cwd=str(folder), progress_bar=not quiet,
