@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import LogLocator
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import LogLocator
 
 from briefkit.briefs import plots
 from briefkit.briefs.sections import Block, Blocks, campaign_table, hosts_text
@@ -270,7 +270,8 @@ def display_table(comp: Comparison) -> pd.DataFrame:
     rows = []
     for row in comp.table.itertuples(index=False):
         config = row.config_a if row.config_a == row.config_b else f"{_name(row.config_a)} vs {_name(row.config_b)}"
-        rows.append({"Workload": row.workload, row.load_kind or "Load": f"{row.load:g}" if pd.notna(row.load) else "", "Configuration": config,
+        load = row.load_kind if isinstance(row.load_kind, str) and row.load_kind else "Load"
+        rows.append({"Workload": row.workload, load: f"{row.load:g}" if pd.notna(row.load) else "", "Configuration": config,
                      comp.a.name: _value(row.mean_a, row.n_a), comp.b.name: _value(row.mean_b, row.n_b),
                      f"{comp.a.name} / {comp.b.name} (95 % interval)": _ratio_text(row),
                      "Difference": _difference_text(row), "Welch's test": _test_text(row)})
@@ -427,17 +428,25 @@ def sections(comp: Comparison, out: Blocks, *, heading: str = "", hosts: Mapping
     out.md(f"**{comp.summary()}**")
     for workload in comp.workloads():
         out.figure(comp.figure(workload), figure_caption(comp, workload))
-    full = display_table(comp)
+    out.md(method_text(comp))
+    if hosts:
+        out.md("Where they ran: " + "; ".join(f"*{name}* on {where}" for name, where in hosts.items()) + ".")
+    full, same = fold_constant(display_table(comp), ("Workload", "Configuration"))
     caption = (f"{metrics.label(comp.metric)}, {comp.a.name} against {comp.b.name}, every point "
-               f"(values in {metrics.unit(comp.metric)}, mean over n repetitions)")
+               f"(values in {metrics.unit(comp.metric)}, mean over n repetitions"
+               + "".join(f"; {column.lower()} {value}" for column, value in same.items()) + ")")
     if len(full) <= body_rows:
         out.table(full, caption, css_class="brief-table wrap")
     else:
         label = out.table(full, caption, css_class="brief-table wrap", appendix=True)
         out.table(overview(comp), f"Per workload: who leads and where (every point: {label}, appendix)")
-    out.md(method_text(comp))
-    if hosts:
-        out.md("Where they ran: " + "; ".join(f"*{name}* on {where}" for name, where in hosts.items()) + ".")
+
+
+def fold_constant(frame: pd.DataFrame, columns) -> tuple[pd.DataFrame, dict[str, str]]:
+    """``frame`` without those of ``columns`` that hold one value throughout, and those values (for the
+    caption): a narrower table whose cells wrap less."""
+    same = {c: str(frame[c].iloc[0]) for c in columns if c in frame and len(frame) and frame[c].nunique() == 1}
+    return frame.drop(columns=list(same)), same
 
 
 def overview(comp: Comparison) -> pd.DataFrame:

@@ -174,7 +174,7 @@ class BriefBase:
         (briefkit.briefs.campaign_compare); nothing otherwise. Shown once."""
         if not self.compare or getattr(self, "_compared", False):
             return []
-        from briefkit.briefs import campaign_compare   # it builds on this module's blocks
+        from briefkit.briefs import campaign_compare  # it builds on this module's blocks
 
         self._compared = True
         a, b = self.compare
