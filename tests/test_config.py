@@ -84,11 +84,20 @@ def test_ssh_urls(url, words):
                                                         "configs": {"d": {"kind": "dir", "path": "/x"}}}}}}},
      "briefs.a.campaigns.c.workdir: '/var/../etc' must not contain '..'"),
     ({"briefs": {}}, "p.yaml: briefs: "),
+    ({"briefs": {"a": {"notebook": "x", "compare": ["mine"]}}},
+     "briefs.a.compare: expected two campaigns to compare, [A, B], got ['mine']"),
+    ({"briefs": {"a": {"notebook": "x", "compare": ["mine", "Bad Name"]}}}, "briefs.a.compare: 'Bad Name' is not a campaign"),
+    ({"briefs": {"a": {"notebook": "x", "compare": ["mine", "mine"]}}}, "briefs.a.compare: 'mine' twice"),
 ])
 def test_params_errors_name_file_and_key(data, words):
     with pytest.raises(ParamsError) as err:
         validate_params(data, "p.yaml")
     assert words in str(err.value)
+
+
+def test_compare_names_two_campaigns_or_hosts_of_one():
+    for pair in (["mine", "local"], ["fleet/root@10.0.0.5:22", "fleet/root@10.0.0.6:22"]):
+        assert validate_params({"briefs": {"a": {"notebook": "x", "compare": pair}}}).briefs["a"].compare == pair
 
 
 def test_cli_brief_name_is_checked_before_reading_anything(tmp_path, monkeypatch):
