@@ -323,7 +323,8 @@ def method_text(comp: Comparison) -> str:
             f"(n). The interval of the ratio of means {comp.a.name} / {comp.b.name} is Fieller's at "
             f"{comp.confidence:.0%}, unequal variances, Welch-Satterthwaite degrees of freedom at the estimate; "
             f"the test is Welch's t-test of the two groups of repetitions (significant: p < {stats.ALPHA}). With "
-            "one repetition on a side a point is not tested.")
+            f"one repetition on a side a point is not tested. An unbounded interval means {comp.b.name}'s mean is "
+            "not clearly above zero at this confidence: too few repetitions for how much they vary.")
 
 
 # -------------------------------------------------------------------------------------- figures
@@ -413,7 +414,7 @@ def _ratio_axis(ax, rows: pd.DataFrame) -> None:
 def figure_caption(comp: Comparison, workload: str) -> str:
     return (f"{workload}: {metrics.label(comp.metric)} of {comp.a.name} (blue) and {comp.b.name} (orange) against "
             f"load (top), and the ratio {comp.a.name} / {comp.b.name} with its 95 % Fieller interval (bottom; 1 = equal; "
-            "an open red marker has no interval: not tested).")
+            "an open red marker has no interval: not tested, or unbounded).")
 
 
 # ------------------------------------------------------------------------------ as brief blocks
