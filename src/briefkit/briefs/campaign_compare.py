@@ -255,10 +255,8 @@ def _lead_text(shared: pd.DataFrame, leader: str, first: bool) -> str:
     tested = rows[~rows["verdict"].str.startswith("not tested")]
     significant = int(rows["significant"].sum())
     sig_text = (f"{significant} significant" if significant else "none significant") if len(tested) else "none tested"
-    low, high = rows["multiple"].min(), rows["multiple"].max()
-    spread = f"~{fmt(low, 1)}x" if fmt(low, 1) == fmt(high, 1) else f"{fmt(low, 1)}x to {fmt(high, 1)}x"
     of = f" of {len(shared)} points" if first else ""
-    return f"{leader} leads at {len(rows)}{of}, by {spread}, {sig_text}"
+    return f"{leader} leads at {len(rows)}{of}, by {_spread(rows['multiple'])}, {sig_text}"
 
 
 def _count(table: pd.DataFrame, present: str) -> int:
@@ -335,7 +333,7 @@ def comparison_figure(comp: Comparison, workload: str):
     rows = everything[everything["present"] == BOTH]
     if rows.empty:
         raise ValueError(f"{comp.a.name} and {comp.b.name} share no point of workload {workload!r}")
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 4.6), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 3.9), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     pairs = list(dict.fromkeys(zip(rows["config_a"], rows["config_b"])))
     loads = sorted(everything["load"].unique())
     doubling = loads[0] > 0 and loads[-1] / loads[0] >= 4     # 1, 2, 4, 8 threads: even steps on a log axis
@@ -353,7 +351,6 @@ def comparison_figure(comp: Comparison, workload: str):
     bottom.xaxis.set_minor_formatter(plt.NullFormatter())
     bottom.set_xlabel(str(rows["load_kind"].iloc[0] or "load"))
     bottom.set_ylabel(f"{comp.a.name} / {comp.b.name}")
-    top.set_title(workload, fontsize=10)
     return fig
 
 
@@ -383,7 +380,14 @@ def _means_panel(ax, comp: Comparison, rows: pd.DataFrame, pairs: list[tuple]) -
                     label=f"{side.name}{suffix}", **_style(index))
     ax.set_ylim(bottom=0)
     ax.set_ylabel(f"{metrics.label(comp.metric)} ({metrics.unit(comp.metric)})")
-    ax.legend(frameon=False, fontsize=8)
+    # above the panel, never over a line; the workload opens it
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, ncols=min(len(labels), 4), loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False,
+              fontsize=8, title=workload_of(rows), title_fontsize=9, alignment="left")
+
+
+def workload_of(rows: pd.DataFrame) -> str:
+    return str(rows["workload"].iloc[0])
 
 
 def _ratio_panel(ax, pair: pd.DataFrame, style: dict, suffix: str) -> None:
@@ -402,10 +406,13 @@ def _ratio_panel(ax, pair: pd.DataFrame, style: dict, suffix: str) -> None:
 def _ratio_axis(ax, rows: pd.DataFrame) -> None:
     """A log axis (2 and 1/2 equally far from parity) unless an interval reaches zero or below, which
     Fieller's can when a side varies much; then a linear one."""
-    values = pd.concat([rows["ratio"], rows["ratio_low"], rows["ratio_high"]]).dropna()
+    values = pd.concat([rows["ratio"], rows["ratio_low"], rows["ratio_high"], pd.Series([1.0])]).dropna()
     if (values <= 0).any():
+        span = values.max() - values.min()
+        ax.set_ylim(values.min() - 0.08 * span, values.max() + 0.08 * span)
         return
     ax.set_yscale("log")
+    ax.set_ylim(values.min() / 1.25, values.max() * 1.25)   # markers at the extremes stay whole
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_formatter(plt.NullFormatter())
@@ -451,15 +458,24 @@ def fold_constant(frame: pd.DataFrame, columns) -> tuple[pd.DataFrame, dict[str,
 
 
 def overview(comp: Comparison) -> pd.DataFrame:
+    """One row per workload: shared points, where each side leads and by how much, how many are significant."""
     rows = []
     for workload, group in comp.table.groupby("workload", sort=False):
         shared = group[group["present"] == BOTH]
-        sub = Comparison(comp.brief, comp.a, comp.b, comp.metric, comp.higher_is_better, comp.mapping, group,
-                         comp.confidence)
-        rows.append({"Workload": workload, "Shared points": len(shared),
-                     "Only one side": int((group["present"] != BOTH).sum()),
-                     "Summary": summary_text(sub).split(": ", 1)[1] if len(shared) else "no shared point"})
+        row = {"Workload": workload, "Shared points": len(shared)}
+        for side in (comp.a, comp.b):
+            leads = shared[shared["leader"] == side.name]
+            row[f"{side.name} leads"] = f"{len(leads)}, by {_spread(leads['multiple'])}" if len(leads) else "0"
+        tested = shared[~shared["verdict"].str.startswith("not tested")]
+        row["Significant"] = f"{int(shared['significant'].sum())} of {len(tested)} tested"
+        row["One side only"] = int((group["present"] != BOTH).sum())
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _spread(multiples: pd.Series) -> str:
+    low, high = fmt(multiples.min(), 1), fmt(multiples.max(), 1)
+    return f"~{low}x" if low == high else f"{low}x to {high}x"
 
 
 class ComparisonBrief:
