@@ -247,3 +247,11 @@ def test_the_brief_parameter_shows_the_comparison_before_the_appendix(measured):
     assert "figure" in kinds and "table" in kinds
     assert re.search(r"of the 1 shared points are not tested .* Points one side has: 1 only in mine\.", blocks[1].content)
     assert brief.appendix() == []     # shown once
+
+
+def test_map_options_are_pairs_of_configurations():
+    assert cli._mapping(["nvme=xfs-loop", "hdd=disk"]) == {"nvme": "xfs-loop", "hdd": "disk"}
+    with pytest.raises(ValueError, match="--map 'nvme': expected CONFIG_A=CONFIG_B"):
+        cli._mapping(["nvme"])
+    with pytest.raises(ValueError, match="'nvme' is already mapped to 'a'"):
+        cli._mapping(["nvme=a", "nvme=b"])

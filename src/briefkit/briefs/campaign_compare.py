@@ -413,7 +413,9 @@ def _ratio_axis(ax, rows: pd.DataFrame) -> None:
         return
     ax.set_yscale("log")
     ax.set_ylim(values.min() / 1.25, values.max() * 1.25)   # markers at the extremes stay whole
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    # 1-2-5 ticks over a short range; powers of ten only over a wide one, whose labels would crowd
+    wide = values.max() / values.min() > 30
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_formatter(plt.NullFormatter())
 
