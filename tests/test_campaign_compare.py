@@ -247,6 +247,14 @@ def test_the_brief_parameter_shows_the_comparison_before_the_appendix(measured):
     assert "figure" in kinds and "table" in kinds
     assert re.search(r"of the 1 shared points are not tested .* Points one side has: 1 only in mine\.", blocks[1].content)
     assert brief.appendix() == []     # shown once
+    # the long form pairs configurations of other names
+    assert campaign_compare.parameter({"campaigns": ["mine", "local"], "map": {"disk": "scratch"}}) == \
+        ("mine", "local", {"disk": "scratch"}, None)
+    brief.compare, brief._compared = {"campaigns": ["mine", "local"], "map": {"disk": "scratch"}}, False
+    blocks = brief.appendix()
+    assert blocks[0].content == "## Campaign mine against campaign local"
+    assert "of 2 points" in blocks[1].content and "configurations paired as disk with scratch" in \
+        " ".join(b.content for b in blocks if b.kind == "md")
 
 
 def test_map_options_are_pairs_of_configurations():

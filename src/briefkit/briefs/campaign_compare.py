@@ -118,6 +118,15 @@ def compare(data: processed.BriefData, a: str | Side, b: str | Side, *, mapping:
     return Comparison(data.brief, a, b, metric, hib, dict(mapping or {}), table, confidence, hosts)
 
 
+def parameter(value) -> tuple[str, str, dict[str, str], str | None]:
+    """A brief's ``compare`` (params.yaml, through brief.json) as (A, B, mapping, metric)."""
+    if isinstance(value, Mapping):
+        a, b = value["campaigns"]
+        return a, b, dict(value.get("map") or {}), value.get("metric")
+    a, b = value
+    return a, b, {}, None
+
+
 def side_samples(data: processed.BriefData, side: Side) -> pd.DataFrame:
     """The samples of one side; a campaign that ran on several hosts must name one (``CAMPAIGN/HOST``)."""
     known = sorted(set(data.campaigns) | set(data.samples["campaign"].dropna()))

@@ -170,15 +170,16 @@ class BriefBase:
                                    "full reproduction check, and how the campaigns were run and on what."), *items]
 
     def comparison(self) -> list[Block]:
-        """Campaign A against campaign B, point by point, when the brief declares ``compare: [A, B]``
-        (briefkit.briefs.campaign_compare); nothing otherwise. Shown once."""
+        """Campaign A against campaign B, point by point, when the brief declares ``compare: [A, B]`` (or
+        ``{campaigns: [A, B], map: ..., metric: ...}``; briefkit.briefs.campaign_compare); nothing otherwise.
+        Shown once."""
         if not self.compare or getattr(self, "_compared", False):
             return []
         from briefkit.briefs import campaign_compare  # it builds on this module's blocks
 
         self._compared = True
-        a, b = self.compare
-        comp = campaign_compare.compare(self.data, a, b)
+        a, b, mapping, metric = campaign_compare.parameter(self.compare)
+        comp = campaign_compare.compare(self.data, a, b, mapping=mapping, metric=metric)
         campaign_compare.sections(comp, self.out, heading=f"## Campaign {a} against campaign {b}")
         return self.out.take()
 
