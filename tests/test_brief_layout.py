@@ -146,24 +146,4 @@ def compare(checkout: Path, *argv: str) -> int:
 def test_compare_names_an_unknown_campaign(checkout, capsys):
     build(checkout, FAST)
     assert compare(checkout, FAST, "local", "nosuch") == 2
-    assert "no measured campaign 'nosuch'" in capsys.readouterr().err
-
-
-@pytest.mark.slow
-def test_compare_puts_two_campaigns_side_by_side(checkout):
-    build(checkout, FAST)
-    assert compare(checkout, FAST, "local", "local") == 0
-    page = (checkout / "reports/compare" / f"{FAST}-local-vs-local.html").read_text(encoding="utf-8")
-    frames = BeautifulSoup(page, "html.parser").select("iframe[srcdoc]")
-    assert len(frames) == 2 and all("bk-svg" in f["srcdoc"] for f in frames)
-    assert "<script src=" not in page
-
-
-def test_compare_page_inlines_each_side_exactly():
-    from briefkit.report import compare as side_by_side
-    bodies = [("a&b", '<p class="x">it\'s <b>1 < 2</b></p>'), ("mine", "<html><body>&amp;</body></html>")]
-    page = BeautifulSoup(side_by_side.page("fio<6600>", bodies), "html.parser")
-    frames = page.select("iframe[srcdoc]")
-    assert [f["srcdoc"] for f in frames] == [body for _, body in bodies]
-    assert [h.get_text() for h in page.select("h1")] == ["Campaign a&b", "Campaign mine"]
-    assert page.title.get_text() == "fio<6600>: a&b against mine"
+    assert "no campaign 'nosuch' to compare (campaigns: local, published)" in capsys.readouterr().err

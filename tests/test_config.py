@@ -2,6 +2,7 @@
 errors naming file, line and key, names follow the strict pattern, hosts and ports say what is wrong."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -84,11 +85,27 @@ def test_ssh_urls(url, words):
                                                         "configs": {"d": {"kind": "dir", "path": "/x"}}}}}}},
      "briefs.a.campaigns.c.workdir: '/var/../etc' must not contain '..'"),
     ({"briefs": {}}, "p.yaml: briefs: "),
+    ({"briefs": {"a": {"notebook": "x", "compare": ["mine"]}}},
+     "briefs.a.compare: expected two campaigns to compare, [A, B], got ['mine']"),
+    ({"briefs": {"a": {"notebook": "x", "compare": ["mine", "Bad Name"]}}}, "briefs.a.compare: 'Bad Name' is not a campaign"),
+    ({"briefs": {"a": {"notebook": "x", "compare": ["mine", "mine"]}}}, "briefs.a.compare: 'mine' twice"),
 ])
 def test_params_errors_name_file_and_key(data, words):
     with pytest.raises(ParamsError) as err:
         validate_params(data, "p.yaml")
     assert words in str(err.value)
+
+
+def test_compare_names_two_campaigns_or_hosts_of_one():
+    for pair in (["mine", "local"], ["fleet/root@10.0.0.5:22", "fleet/root@10.0.0.6:22"]):
+        assert validate_params({"briefs": {"a": {"notebook": "x", "compare": pair}}}).briefs["a"].compare == pair
+    full = {"campaigns": ["mine", "local"], "map": {"nvme": "xfs-loop"}, "metric": "read_clat_mean"}
+    assert validate_params({"briefs": {"a": {"notebook": "x", "compare": full}}}).briefs["a"].compare == full
+    for bad, words in (({"campaigns": ["mine", "local"], "maps": {}}, "expected {campaigns: [A, B]"),
+                       ({"campaigns": ["mine", "local"], "map": {"nvme": 3}}, "map: expected {config_a: config_b}"),
+                       ({"campaigns": ["mine"]}, "expected two campaigns")):
+        with pytest.raises(ParamsError, match=re.escape(words)):
+            validate_params({"briefs": {"a": {"notebook": "x", "compare": bad}}})
 
 
 def test_cli_brief_name_is_checked_before_reading_anything(tmp_path, monkeypatch):

@@ -171,3 +171,64 @@ def test_welch_from_a_summary_table_agrees_with_the_repetitions():
                                                 equal_var=False)
     assert from_table.p == pytest.approx(direct.p) == pytest.approx(expected.pvalue)
     assert from_table.low == pytest.approx(direct.low) and from_table.high == pytest.approx(direct.high)
+
+
+# ------------------------------------------------------------------ Fieller's interval of a ratio of means
+
+
+def _fieller_df(mean_a, std_a, n_a, mean_b, std_b, n_b):
+    """Welch-Satterthwaite degrees of freedom of mean_a - r mean_b at r = mean_a / mean_b."""
+    r = mean_a / mean_b
+    va, vb = std_a ** 2 / n_a, std_b ** 2 / n_b
+    return (va + r ** 2 * vb) ** 2 / (va ** 2 / (n_a - 1) + (r ** 2 * vb) ** 2 / (n_b - 1))
+
+
+def test_fieller_bounds_are_where_the_pivot_reaches_t():
+    """The bounds solve (a - r b)^2 = t^2 (va + r^2 vb); found here by root search, not by the quadratic."""
+    from scipy.optimize import brentq
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        a, b = rng.normal(300, 20, size=3), rng.normal(180, 15, size=4)
+        ma, sa, mb, sb = a.mean(), a.std(ddof=1), b.mean(), b.std(ddof=1)
+        got = stats.fieller(ma, sa, 3, mb, sb, 4)
+        t = scipy_stats.t.ppf(0.975, _fieller_df(ma, sa, 3, mb, sb, 4))
+        pivot = lambda r: (ma - r * mb) ** 2 - t ** 2 * (sa ** 2 / 3 + r ** 2 * sb ** 2 / 4)
+        ratio = ma / mb
+        assert got.bounded and got.ratio == pytest.approx(ratio)
+        assert got.low == pytest.approx(brentq(pivot, 1e-9, ratio), rel=1e-9)
+        assert got.high == pytest.approx(brentq(pivot, ratio, 1e3), rel=1e-9)
+        assert got.low < ratio < got.high
+
+
+def test_fieller_with_an_exact_denominator_is_the_t_interval_of_the_numerator():
+    a = np.array([10.2, 11.0, 9.7, 10.6])
+    low, high = scipy_stats.t.interval(0.95, len(a) - 1, loc=a.mean(), scale=scipy_stats.sem(a))
+    got = stats.fieller(a.mean(), a.std(ddof=1), len(a), 4.0, 0.0, 3)
+    assert (got.low, got.high) == (pytest.approx(low / 4.0), pytest.approx(high / 4.0))
+    assert got.df == pytest.approx(len(a) - 1)
+
+
+def test_fieller_covers_the_true_ratio_about_95_percent_of_the_time():
+    rng = np.random.default_rng(2026)
+    true_ratio, hits, trials = 1000 / 400, 0, 4000
+    for _ in range(trials):
+        a, b = rng.normal(1000, 80, size=5), rng.normal(400, 60, size=4)
+        got = stats.fieller(a.mean(), a.std(ddof=1), 5, b.mean(), b.std(ddof=1), 4)
+        hits += got.low <= true_ratio <= got.high
+    assert 0.93 <= hits / trials <= 0.97
+
+
+def test_fieller_is_unbounded_when_the_denominator_is_not_clear_of_zero():
+    got = stats.fieller(10.0, 1.0, 3, 1.0, 2.0, 3)      # mean_b = 1 with a standard error of 1.15
+    assert not got.bounded and math.isnan(got.low) and math.isnan(got.high) and got.estimated
+    assert got.ratio == pytest.approx(10.0)
+
+
+def test_fieller_needs_two_repetitions_and_some_variation():
+    for args in ((5.0, math.nan, 1, 4.0, 0.3, 3), (5.0, 0.2, 3, 4.0, math.nan, 1), (5.0, 0.0, 3, 4.0, 0.0, 3)):
+        got = stats.fieller(*args)
+        assert not got.estimated and not got.bounded and math.isnan(got.low)
+        assert got.ratio == pytest.approx(1.25)
+    with pytest.raises(ValueError, match="second mean is 0"):
+        stats.fieller(1.0, 0.1, 3, 0.0, 0.1, 3)

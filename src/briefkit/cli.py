@@ -6,7 +6,7 @@
     briefkit render BRIEF             reports/BRIEF.ipynb -> reports/BRIEF.html and .pdf
     briefkit build BRIEF              dataset, execute and render in one go (what dvc repro does)
     briefkit check BRIEF              the reproduction check of a published brief, as CSV
-    briefkit compare BRIEF A B        the brief for campaigns A and B side by side -> reports/compare/
+    briefkit compare BRIEF A B        campaign A against campaign B, point by point -> reports/compare/
     briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout (--series: over time)
     briefkit import BRIEF CAMPAIGN FILE_OR_FOLDER...   outside fio/db_bench/pgbench results as a campaign
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
@@ -88,17 +88,32 @@ def _build(args) -> int:
 
 
 def _compare(args) -> int:
-    """The same brief for two campaigns, side by side (briefkit.report.compare)."""
+    """Campaign A against campaign B, point by point (briefkit.report.compare): the summary on stdout,
+    reports/compare/BRIEF--A--B.{html,pdf}."""
     from briefkit.config import project
     from briefkit.report import compare
 
     base = checkout.root()
     brief = project.brief(args.brief, base)
-    names = [args.campaign_a, args.campaign_b]
-    page = compare.side_by_side(base, brief.slug, brief.paths(base)["notebook"], names, quiet=args.quiet)
-    print(f"{page.relative_to(base)}: {brief.slug} for campaigns {names[0]} and {names[1]}, side by side",
-          file=sys.stderr)
+    comparison, paths = compare.build(base, brief.slug, args.campaign_a, args.campaign_b, mapping=_mapping(args.map),
+                                      metric=args.metric, quiet=args.quiet)
+    print(comparison.summary())
+    print(", ".join(str(p.relative_to(base)) for p in (paths["html"], paths["pdf"])) + ": written; the notebook "
+          f"behind them: {paths['ipynb'].relative_to(base)}", file=sys.stderr)
     return 0
+
+
+def _mapping(pairs: list[str] | None) -> dict[str, str]:
+    """--map a=b ...: configuration a of the first campaign is compared with configuration b of the second."""
+    found: dict[str, str] = {}
+    for pair in pairs or []:
+        config_a, sep, config_b = pair.partition("=")
+        if not sep or not config_a or not config_b:
+            raise ValueError(f"--map {pair!r}: expected CONFIG_A=CONFIG_B")
+        if config_a in found:
+            raise ValueError(f"--map {pair!r}: {config_a!r} is already mapped to {found[config_a]!r}")
+        found[config_a] = config_b
+    return found
 
 
 def _check(args) -> int:
@@ -381,11 +396,15 @@ HELP: dict[str, tuple[str, str, str]] = {
               "dataset, execute and render in one go: what `dvc repro` runs for one brief, without DVC's "
               "bookkeeping.",
               "briefkit build fio-6600ion"),
-    "compare": ("the same brief for two campaigns, side by side (HTML)",
-                "Run the brief's notebook once per campaign (show: [CAMPAIGN]) and write "
-                "reports/compare/BRIEF-A-vs-B.html with the two briefs side by side (needs `briefkit dataset "
-                "BRIEF` first; both campaigns must have raw data).",
-                "briefkit compare fio-6600ion mine local"),
+    "compare": ("campaign A against campaign B, point by point (HTML, PDF)",
+                "Compare two campaigns of a brief at every point they share (same workload, load and "
+                "configuration; hosts may differ): both means, the difference as the brief writes it, the 95 % "
+                "interval of the ratio of means (Fieller) and Welch's test (with one repetition on a side: not "
+                "tested). Points only one side has are listed. Prints a one-sentence summary and writes "
+                "reports/compare/BRIEF--A--B.html and .pdf (needs `briefkit dataset BRIEF` first). A side may be "
+                "one host of a fleet campaign, CAMPAIGN/HOST (the host as the samples record it).",
+                "briefkit compare fio-6600ion mine local\n"
+                "briefkit compare fio-6600ion mine local --map nvme=xfs-loop --metric read_clat_mean"),
     "check": ("reproduction check of a published brief, as CSV",
               "Check every claim of a published brief against its own published data; CSV on stdout.",
               "briefkit check fio-6600ion\nbriefkit check oltp-9300 --strict   # exit 1 on a mismatch"),
@@ -470,8 +489,13 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("--quiet", action="store_true", help="no progress bar")
     compare = _command(sub, "compare", _compare)
     compare.add_argument("brief", help="the brief's slug (briefkit list)")
-    compare.add_argument("campaign_a", help="a measured campaign of the brief (left)")
-    compare.add_argument("campaign_b", help="another measured campaign (right)")
+    compare.add_argument("campaign_a", help="a campaign of the brief (A), or one host of it: CAMPAIGN/HOST")
+    compare.add_argument("campaign_b", help="the campaign it is compared with (B), or CAMPAIGN/HOST")
+    compare.add_argument("--map", action="append", metavar="A=B",
+                         help="compare configuration A of the first campaign with configuration B of the second "
+                              "(repeatable; default: configurations of the same name)")
+    compare.add_argument("--metric", help="the metric compared (default: total_bw, ops, nopm or tpm, the first both "
+                                          "campaigns measured)")
     compare.add_argument("--quiet", action="store_true", help="no progress bar")
     check = _command(sub, "check", _check)
     check.add_argument("brief", help="a brief with published data")

@@ -151,6 +151,8 @@ class BriefBase:
         self.names = self.data.selected(show)
         self.records = {name: self.data.campaigns[name] for name in self.names}
         self.out = Blocks()
+        #: ``compare: [A, B]`` of the brief (params.yaml, copied into brief.json): shown before the appendix
+        self.compare = processed.read_brief(brief, processed_dir).get("compare")
 
     def checks(self) -> pd.DataFrame:
         return claims.check_all(self.pub) if self.pub is not None else pd.DataFrame()
@@ -159,12 +161,28 @@ class BriefBase:
         return self.data.samples[self.data.samples["campaign"] == name]
 
     def appendix(self):
-        """The long tables the body refers to (Table A1...), after everything else."""
+        """The long tables the body refers to (Table A1...), after everything else; the brief's
+        campaign comparison (``compare``) comes first, as the last section of the body."""
+        body = self.comparison()
         items = self.out.take_appendix()
         if not items:
+            return body
+        return [*body, Block("md", "## Appendix\n\nThe complete data behind the body: every point and repetition, the "
+                                   "full reproduction check, and how the campaigns were run and on what."), *items]
+
+    def comparison(self) -> list[Block]:
+        """Campaign A against campaign B, point by point, when the brief declares ``compare: [A, B]`` (or
+        ``{campaigns: [A, B], map: ..., metric: ...}``; briefkit.briefs.campaign_compare); nothing otherwise.
+        Shown once."""
+        if not self.compare or getattr(self, "_compared", False):
             return []
-        return [Block("md", "## Appendix\n\nThe complete data behind the body: every point and repetition, the "
-                            "full reproduction check, and how the campaigns were run and on what."), *items]
+        from briefkit.briefs import campaign_compare  # it builds on this module's blocks
+
+        self._compared = True
+        a, b, mapping, metric = campaign_compare.parameter(self.compare)
+        comp = campaign_compare.compare(self.data, a, b, mapping=mapping, metric=metric)
+        campaign_compare.sections(comp, self.out, heading=f"## Campaign {a} against campaign {b}")
+        return self.out.take()
 
     # ----------------------------------------------------------------- shared measured sections
 

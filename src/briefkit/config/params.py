@@ -6,6 +6,8 @@
         published: data/published/<brief>
         parameters: {...}           extra notebook parameters
         show: [local]               which campaigns the brief shows (default: all)
+        compare: [mine, local]      a section comparing two campaigns point by point (CAMPAIGN or CAMPAIGN/HOST),
+                                    or {campaigns: [mine, local], map: {nvme: xfs-loop}, metric: total_bw}
         campaigns:
           <campaign>:               a Name
             workload: fio           briefkit.tools.REGISTRY
@@ -36,7 +38,7 @@ from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, mode
 
 from briefkit import tools
 from briefkit.core.errors import ParamsError
-from briefkit.core.validation import AbsPath, Bool, Model, Name, check
+from briefkit.core.validation import NAME_PATTERN, AbsPath, Bool, Model, Name, check
 from briefkit.target.power.config import PowerSpec
 from briefkit.target.storage import StorageSpec
 
@@ -245,6 +247,41 @@ def _published(value: str) -> str:
     return value
 
 
+def _compare(value: Any) -> Any:
+    """``[A, B]``, or ``{campaigns: [A, B], map: {config_a: config_b}, metric: M}``: two sides, each a
+    campaign name or ``campaign/host`` (one host of a fleet)."""
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - {"campaigns", "map", "metric"})
+        if unknown or "campaigns" not in value:
+            raise ValueError(f"expected {{campaigns: [A, B], map: {{config_a: config_b}}, metric: M}}, got {dict(value)!r}")
+        mapping, metric = value.get("map") or {}, value.get("metric")
+        if not isinstance(mapping, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+            raise ValueError(f"map: expected {{config_a: config_b}}, got {mapping!r}")
+        if metric is not None and not isinstance(metric, str):
+            raise ValueError(f"metric: expected a metric name, got {metric!r}")
+        return {**dict(value), "campaigns": _sides(value["campaigns"])}
+    return _sides(value)
+
+
+def _sides(value: Any) -> list[str]:
+    if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"expected two campaigns to compare, [A, B], got {value!r}")
+    for side in value:
+        campaign, _, host = side.partition("/")
+        if not re.fullmatch(NAME_PATTERN, campaign) or (host == "" and side.endswith("/")):
+            raise ValueError(f"{side!r} is not a campaign name (or campaign/host); names match {NAME_PATTERN}")
+    if value[0] == value[1]:
+        raise ValueError(f"{value[0]!r} twice: name two different campaigns (or hosts)")
+    return value
+
+
+_SIDES_SCHEMA = {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "string"}}
+CompareSpec = Annotated[Any, PlainValidator(_compare), WithJsonSchema({"anyOf": [_SIDES_SCHEMA, {
+    "type": "object", "required": ["campaigns"], "additionalProperties": False,
+    "properties": {"campaigns": _SIDES_SCHEMA, "map": {"type": "object", "additionalProperties": {"type": "string"}},
+                   "metric": {"type": "string"}}}]})]
+
+
 class BriefSpec(Model):
     """One brief: its notebook, its published data and its measured campaigns."""
 
@@ -252,6 +289,7 @@ class BriefSpec(Model):
     published: Annotated[str, AfterValidator(_published)] | None = None
     parameters: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Any] = {}
     show: Literal["all"] | Name | list[Name] | None = None
+    compare: CompareSpec | None = None
     campaigns: dict[Name, CampaignSpec] = {}
 
 

@@ -206,3 +206,55 @@ def significant(a, b, alpha: float = ALPHA) -> bool:
     repetitions on each side. With one repetition on either side a difference is never significant."""
     result = welch(a, b)
     return result.tested and result.p < alpha
+
+
+# ------------------------------------------------------------------ ratio of two means
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """The ratio ``mean_a / mean_b`` of two independent groups of repetitions and its Fieller interval
+    (``low``, ``high``). ``bounded`` is False when the interval is not a finite range (``mean_b`` is not
+    clearly away from zero at this confidence): then ``low`` and ``high`` are NaN. With fewer than two
+    values on a side, or no run-to-run variation on either, nothing is estimated: NaN, and ``df`` NaN."""
+
+    ratio: float
+    low: float
+    high: float
+    df: float
+    bounded: bool
+    confidence: float = 0.95
+
+    @property
+    def estimated(self) -> bool:
+        return math.isfinite(self.df)
+
+
+def fieller(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: float, n_b: int,
+            confidence: float = 0.95) -> RatioInterval:
+    """Fieller's interval of the ratio of two independent means, unequal variances.
+
+    The interval is every r for which (mean_a - r * mean_b) / sqrt(v_a + r^2 v_b) lies within +-t,
+    with v = std^2 / n of each side and t Student's quantile at ``confidence``. Its degrees of freedom
+    are Welch-Satterthwaite's for the variance of mean_a - r * mean_b, taken at the estimate
+    r = mean_a / mean_b (Tamhane and Logan, 2004). Solving for r gives the quadratic
+
+        (mean_b^2 - t^2 v_b) r^2 - 2 mean_a mean_b r + (mean_a^2 - t^2 v_a) <= 0,
+
+    a finite interval when mean_b^2 > t^2 v_b (mean_b differs from 0 at this confidence)."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, not {confidence!r}")
+    if mean_b == 0:
+        raise ValueError("the ratio of means is undefined: the second mean is 0")
+    n_a, n_b = int(n_a), int(n_b)
+    ratio = float(mean_a / mean_b)
+    if n_a < 2 or n_b < 2 or not (math.isfinite(std_a) and math.isfinite(std_b)) or std_a == std_b == 0:
+        return RatioInterval(ratio, math.nan, math.nan, math.nan, False, confidence)
+    var_a, var_b = std_a ** 2 / n_a, std_b ** 2 / n_b
+    df = (var_a + ratio ** 2 * var_b) ** 2 / (var_a ** 2 / (n_a - 1) + ratio ** 4 * var_b ** 2 / (n_b - 1))
+    t2 = float(scipy_stats.t.ppf((1 + confidence) / 2, df)) ** 2
+    quad = mean_b ** 2 - t2 * var_b
+    if quad <= 0:
+        return RatioInterval(ratio, math.nan, math.nan, df, False, confidence)
+    half = math.sqrt((mean_a * mean_b) ** 2 - quad * (mean_a ** 2 - t2 * var_a))
+    low, high = (mean_a * mean_b - half) / quad, (mean_a * mean_b + half) / quad
+    return RatioInterval(ratio, low, high, df, True, confidence)

@@ -69,7 +69,8 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         percentiles.append(found_percentiles)
         bins.append(found_bins)
     meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
-            "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug)}
+            "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug),
+            "compare": spec.get("compare")}
     files = {
         "samples.parquet": tidy.concat(tables),
         "percentiles.parquet": pd.concat([p for p in percentiles if len(p)], ignore_index=True)
