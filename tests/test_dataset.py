@@ -13,7 +13,7 @@ import yaml
 from briefkit import cli
 from briefkit import tools as registry
 from briefkit.core import samples as tidy
-from briefkit.core.errors import CampaignError, ParseError
+from briefkit.core.errors import BriefkitError, CampaignError, ParseError
 from briefkit.dataset import build, processed
 from briefkit.measure import campaign
 from briefkit.raw import campaign as raw_campaign
@@ -195,6 +195,16 @@ def test_show_in_params_reaches_brief_json(tmp_path):
     assert processed.read_brief("rocksdb-7600", base / "data/processed")["show"] == ["mine"]
     with pytest.raises(ValueError, match=r"briefs\.b\.show"):
         build._show({"show": 3}, "b")
+
+
+def test_a_shown_campaign_that_does_not_exist_is_named(tmp_path):
+    def typo(spec):
+        spec["show"] = ["local", "mnie"]
+
+    base = make_project(tmp_path, "rocksdb-7600", edit=typo)
+    with pytest.raises(BriefkitError, match=r"briefs\.rocksdb-7600\.show: 'mnie' is no campaign of this brief "
+                                            r"\(measured: local; declared: local\)"):
+        build.build("rocksdb-7600", base)
 
 
 def test_a_failed_build_leaves_the_previous_folder(tmp_path, monkeypatch):
