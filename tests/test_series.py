@@ -23,8 +23,9 @@ from briefkit.raw import campaign as raw_campaign
 from briefkit.raw.points import power_series
 from briefkit.target.power import LOG_COLUMNS
 from briefkit.tools.dbbench import parse as dbbench_parse
+from briefkit.tools.fio import bins as fio_bins
+from briefkit.tools.fio import jsonplus as fio_parse
 from briefkit.tools.fio import logs as fio_logs
-from briefkit.tools.fio import parse as fio_parse
 from briefkit.tools.fio.workload import FioWorkload
 from briefkit.tools.hammerdb import parse as hammerdb_parse
 from briefkit.tools.pgbench import parse as pgbench_parse
@@ -104,7 +105,7 @@ def test_fio_fixture_logs_agree_with_their_json():
 def test_plat_idx_to_val_matches_fio_bucket_values():
     bins = fio_parse.histograms(FIO_LOGS / "fio.json")
     keys = {int(v) for b in bins.values() for v in b}
-    table = set(fio_logs.plat_idx_to_val(np.arange(fio_logs.PLAT_NR)).tolist())
+    table = set(fio_bins.plat_idx_to_val(np.arange(fio_bins.PLAT_NR)).tolist())
     assert keys <= table
 
 
