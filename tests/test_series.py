@@ -28,7 +28,9 @@ from briefkit.tools.fio import jsonplus as fio_parse
 from briefkit.tools.fio import logs as fio_logs
 from briefkit.tools.fio.workload import FioWorkload
 from briefkit.tools.hammerdb import parse as hammerdb_parse
-from briefkit.tools.pgbench import parse as pgbench_parse
+from briefkit.tools.pgbench import aggregate as pgbench_aggregate
+from briefkit.tools.pgbench import progress as pgbench_progress
+from briefkit.tools.pgbench import summary as pgbench_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -168,10 +170,10 @@ def test_committed_pgbench_progress_becomes_series():
     camp = raw_campaign.read(ROOT / "data/raw/oltp-9300/local", "oltp-9300")
     point = next(p for p in camp.plan() if p.id == record["point"])
     found = workload.series(OLTP_POINT, point, camp.settings)
-    progress = pgbench_parse.read_progress(OLTP_POINT / "pgbench.stderr")
+    progress = pgbench_progress.read_progress(OLTP_POINT / "pgbench.stderr")
     assert len(found[found["metric"] == "tpm"]) == len(progress)
     assert mean_of(found, "tpm") == pytest.approx(progress["tps"].mean() * 60)
-    summary = pgbench_parse.read_summary(OLTP_POINT / "pgbench.stdout")
+    summary = pgbench_summary.read_summary(OLTP_POINT / "pgbench.stdout")
     assert mean_of(found, "tpm") == pytest.approx(summary.tps * 60, rel=0.15)
     assert set(found.loc[found["metric"] == "txn_lat_mean", "unit"]) == {"ms"}
     assert set(found["workload"]) == {"all"}
@@ -179,8 +181,8 @@ def test_committed_pgbench_progress_becomes_series():
 
 def test_aggregate_log_series_counts_every_logged_transaction():
     path = FIXTURES / "pgbench" / "tpcc_aggregate.log"
-    table = pgbench_parse.read_aggregate(path)
-    found = pgbench_parse.aggregate_series(path)
+    table = pgbench_aggregate.read_aggregate(path)
+    found = pgbench_aggregate.aggregate_series(path)
     interval = float(np.diff(table["interval_start"]).min())
     tpm = found[found["metric"] == "tpm"]
     assert tpm["value"].sum() / 60 * interval == pytest.approx(table["num_transactions"].sum())
@@ -232,9 +234,9 @@ BAD_FILES = [
     ("db_bench report", FIXTURES / "dbbench" / "readwhilewriting_t2_stats.report.csv", 3, "2,many",
      dbbench_parse.report_series),
     ("pgbench progress", OLTP_POINT / "pgbench.stderr", 4, "progress: 3.0 s, lots tps, lat 5 ms stddev 3.3, 0 failed",
-     pgbench_parse.progress_series),
+     pgbench_progress.progress_series),
     ("pgbench aggregate", FIXTURES / "pgbench" / "tpcc_aggregate.log", 2, "1700000000 12 x 3 4 5 0 0 0 0 0 0 0 0 0",
-     pgbench_parse.aggregate_series),
+     pgbench_aggregate.aggregate_series),
     ("hammerdb counter", FIXTURES / "hammerdb" / "pkb_tcount_line.log", 1, "lots PostgreSQL tpm",
      hammerdb_parse.transaction_counter_series),
 ]
