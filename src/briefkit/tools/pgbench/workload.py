@@ -302,7 +302,7 @@ class OltpWorkload(Workload):
         common = {"load_kind": self.load_axis, "load": float(point.values["clients"]), "tool": self.tool,
                   "tool_version": _version(summary.version)}
         table = pgbench_txlog.parse_log(logs[0], scripts=script_names(), skip_s=float(settings["warmup_s"]),
-                                  source=None, **common)
+                                        source=None, **common)
         before = _load_json(folder / "wal_before.json")
         after = _load_json(folder / "wal_after.json")
         step = wal.latency(wal.from_record(before["wal"], str(folder / "wal_before.json")),
