@@ -22,7 +22,8 @@ from briefkit.dataset import build, processed
 from briefkit.raw import campaign as raw_campaign
 from briefkit.raw.points import power_series
 from briefkit.target.power import LOG_COLUMNS
-from briefkit.tools.dbbench import parse as dbbench_parse
+from briefkit.tools.dbbench import ingest as dbbench_parse
+from briefkit.tools.dbbench import report_csv as dbbench_csv
 from briefkit.tools.fio import bins as fio_bins
 from briefkit.tools.fio import jsonplus as fio_parse
 from briefkit.tools.fio import logs as fio_logs
@@ -130,7 +131,7 @@ def test_real_db_bench_interval_csv_gives_ops_over_time(tmp_path):
                           "--report_interval_seconds=1", f"--report_file={tmp_path / 'report.csv'}", *common],
                          check=True, capture_output=True, text=True).stdout
     (tmp_path / "readrandom.stdout").write_text(out)
-    found = dbbench_parse.report_series(tmp_path / "report.csv")
+    found = dbbench_csv.report_series(tmp_path / "report.csv")
     assert set(found["metric"]) == {"total_ops"} and set(found["unit"]) == {"ops/s"}
     assert len(found) >= 2 and list(found["t_s"]) == sorted(found["t_s"])
     summary = dbbench_parse.parse(tmp_path / "readrandom.stdout")
@@ -232,7 +233,7 @@ BAD_FILES = [
     ("fio direction", FIO_LOGS / "fio_iops.1.log", 2, "200, 10, 7, 4096, 0", fio_logs.read_log),
     ("fio hist log", FIO_LOGS / "fio_clat_hist.1.log", 2, "1000, 0, 4096, 1, 2", fio_logs.read_hist_log),
     ("db_bench report", FIXTURES / "dbbench" / "readwhilewriting_t2_stats.report.csv", 3, "2,many",
-     dbbench_parse.report_series),
+     dbbench_csv.report_series),
     ("pgbench progress", OLTP_POINT / "pgbench.stderr", 4, "progress: 3.0 s, lots tps, lat 5 ms stddev 3.3, 0 failed",
      pgbench_progress.progress_series),
     ("pgbench aggregate", FIXTURES / "pgbench" / "tpcc_aggregate.log", 2, "1700000000 12 x 3 4 5 0 0 0 0 0 0 0 0 0",

@@ -29,7 +29,7 @@ class Tool:
 
 TOOLS = {
     "fio": Tool("fio", "briefkit.tools.fio.ingest", "briefkit.tools.fio.workload:FioWorkload"),
-    "dbbench": Tool("dbbench", "briefkit.tools.dbbench.parse", "briefkit.tools.dbbench.workload:DbBenchWorkload"),
+    "dbbench": Tool("dbbench", "briefkit.tools.dbbench.ingest", "briefkit.tools.dbbench.workload:DbBenchWorkload"),
     "pgbench": Tool("pgbench", "briefkit.tools.pgbench.ingest", "briefkit.tools.pgbench.workload:OltpWorkload",
                     workload_name="oltp"),
     "hammerdb": Tool("hammerdb", "briefkit.tools.hammerdb.parse"),

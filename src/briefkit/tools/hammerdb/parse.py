@@ -38,14 +38,13 @@ from HammerDB results must say "p99.9 not available from HammerDB" (see ``MISSIN
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pandas as pd
 
 from briefkit.core import samples
 from briefkit.core import series as tidy_series
-from briefkit.core.errors import ParseError
+from briefkit.core.errors import ParseError, note
 
 #: metrics a TPC-C brief wants that HammerDB output cannot give
 MISSING_METRICS = ("txn_lat_p99.9",)
@@ -264,8 +263,7 @@ def parse_transaction_counter(path, **provenance) -> pd.DataFrame:
         values = table.loc[table["run"] == run, "value"].to_numpy()
         nonzero = values.nonzero()[0]
         if not len(nonzero):
-            print(f"briefkit: note: {path}: counter log run {run} has only zero readings: no samples",
-                  file=sys.stderr)
+            note(path, f"counter log run {run} has only zero readings: no samples")
             continue
         active = values[nonzero[0]:]
         common = {"workload": "all"}
