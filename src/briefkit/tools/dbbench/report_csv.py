@@ -13,7 +13,7 @@ import pandas as pd
 
 from briefkit.core import samples
 from briefkit.core import series as tidy_series
-from briefkit.core.errors import ParseError
+from briefkit.core.errors import ParseError, open_input
 from briefkit.tools.dbbench.output import provenance_columns
 
 
@@ -26,10 +26,8 @@ def read_report(path) -> pd.DataFrame:
     written by db_bench.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ParseError(path, f"cannot read db_bench report file: {exc}") from exc
+    with open_input(path, "db_bench report file") as stream:
+        text = stream.read()
     lines = text.splitlines()
     if not lines or lines[0].strip() != "secs_elapsed,interval_qps":
         raise ParseError(path, "expected the header 'secs_elapsed,interval_qps' of a db_bench --report_file",

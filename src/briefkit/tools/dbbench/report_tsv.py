@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from briefkit.core import samples
-from briefkit.core.errors import ParseError, note
+from briefkit.core.errors import ParseError, note, open_input
 from briefkit.tools.dbbench.output import checked, provenance_columns
 
 #: report.tsv column (any benchmark.sh version) -> (metric, unit as printed)
@@ -41,11 +41,7 @@ def read_benchmark_report(path) -> tuple[list[str], list[tuple[int, dict[str, st
     path = Path(path)
     header: list[str] | None = None
     rows = []
-    try:
-        stream = open(path, encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read benchmark.sh report: {exc.strerror}") from None
-    with stream:
+    with open_input(path, "benchmark.sh report", encoding="utf-8", errors="replace") as stream:
         for number, line in enumerate(stream, 1):
             text = line.rstrip("\n")
             if not text.strip() or text.startswith("#"):

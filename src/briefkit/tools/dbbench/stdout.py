@@ -75,7 +75,7 @@ from pathlib import Path
 import pandas as pd
 
 from briefkit.core import samples
-from briefkit.core.errors import ParseError
+from briefkit.core.errors import ParseError, open_input
 from briefkit.tools.dbbench.output import checked, provenance_columns
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"
@@ -252,11 +252,7 @@ def _truthy(value: str) -> bool:
 def read_stdout(path) -> Run:
     """Read a db_bench output file into a ``Run`` (every printed number, nothing converted)."""
     path = Path(path)
-    try:
-        stream = open(path, "rb")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read db_bench output: {exc}") from exc
-    with stream:
+    with open_input(path, "db_bench output", "rb") as stream:
         return _read(path, _Lines(stream))
 
 
@@ -268,11 +264,6 @@ def _read(path: Path, lines: "_Lines") -> Run:
     pending_stall: float | None = None
     first_command: tuple[int, str] | None = None
     sizes: dict[str, tuple[int, int]] = {}  # "Keys"/"Values" -> (line, size) of the first process
-
-    def cut_off(number: int, what: str) -> None:
-        if lines.cut(number - 1):
-            raise ParseError(path, f"{what} is cut off (the file ends without a newline)", line=number)
-
     i = 0
     while lines.has(i):
         number, line = i + 1, lines[i]
@@ -288,23 +279,12 @@ def _read(path: Path, lines: "_Lines") -> Run:
         elif run.date is None and (m := _DATE.match(line)):
             run.date = m["date"]
         elif m := _COMMAND.match(line):
-            command = m["command"].strip()
-            if first_command is None:
-                first_command = (number, command)
-                run.command = command
-            elif command != first_command[1]:
-                raise ParseError(path, f"two db_bench processes with different command lines in one file (line "
-                                 f"{first_command[0]}: {first_command[1]!r}; line {number}: {command!r}): they are "
-                                 "different workloads, not repetitions of one. Split the file, one command per file",
-                                 line=number)
+            first_command = first_command or (number, m["command"].strip())
+            _same_command(path, number, m["command"].strip(), first_command)
+            run.command = first_command[1]
         elif (m := _KEYS.match(line)) or (m := _VALUES.match(line)):
-            what = line.split(":", 1)[0]
-            size = int(m["size"])
-            if what in sizes and sizes[what][1] != size:
-                raise ParseError(path, f"two db_bench processes with different settings in one file ({what}: "
-                                 f"{sizes[what][1]} bytes at line {sizes[what][0]}, {size} bytes here): they are "
-                                 "different workloads, not repetitions of one. Split the file", line=number)
-            sizes.setdefault(what, (number, size))
+            what, size = line.split(":", 1)[0], int(m["size"])
+            _same_size(path, number, what, size, sizes)
             if what == "Keys":
                 run.key_size = size
             else:
@@ -316,25 +296,11 @@ def _read(path: Path, lines: "_Lines") -> Run:
             else:
                 pending_stall = stall
         elif m := _SUMMARY_START.match(line):
-            rest = m["rest"]
-            if rest.startswith("skipped"):
+            if m["rest"].startswith("skipped"):
                 continue
-            s = _SUMMARY.match(rest)
-            cut_off(number, "summary line")
-            message = s["message"].strip() if s else ""
-            if s is None or re.match(r"^[\d.]", message) or (message.startswith("(") and ")" not in message):
-                raise ParseError(path, f"summary line does not match {_SUMMARY_FORMAT} (cut off?): {line.strip()!r}",
-                                 line=number)
             rep = seen.get(m["name"], 0)
+            current = _benchmark(path, lines, number, line, m, rep, process, pending_stall)
             seen[m["name"]] = rep + 1
-            current = Benchmark(
-                name=m["name"], line=number, rep=rep,
-                micros_per_op=checked(path, number, "micros/op", float(s["micros"])),
-                ops_per_sec=checked(path, number, "ops/sec", float(s["ops"])),
-                seconds=checked(path, number, "seconds", float(s["seconds"])) if s["seconds"] else None,
-                operations=int(s["operations"]) if s["operations"] else None,
-                mb_per_s=checked(path, number, "MB/s", float(s["mbps"])) if s["mbps"] else None,
-                message=message, process=process, stall_pct=pending_stall)
             pending_stall = None
             run.benchmarks.append(current)
         elif m := _HIST_HEAD.match(line):
@@ -347,6 +313,44 @@ def _read(path: Path, lines: "_Lines") -> Run:
             run.statistics.append(stats)
     return _check(run, lines.count)
 
+
+def _same_command(path: Path, number: int, command: str, first: tuple[int, str]) -> None:
+    """One file, one command line: the same command run again gives repetitions, another one does not."""
+    if command != first[1]:
+        raise ParseError(path, f"two db_bench processes with different command lines in one file (line "
+                         f"{first[0]}: {first[1]!r}; line {number}: {command!r}): they are "
+                         "different workloads, not repetitions of one. Split the file, one command per file",
+                         line=number)
+
+
+def _same_size(path: Path, number: int, what: str, size: int, sizes: dict[str, tuple[int, int]]) -> None:
+    """One file, one key size and one value size (``sizes``: what -> (line, size) first seen)."""
+    if what in sizes and sizes[what][1] != size:
+        raise ParseError(path, f"two db_bench processes with different settings in one file ({what}: "
+                         f"{sizes[what][1]} bytes at line {sizes[what][0]}, {size} bytes here): they are "
+                         "different workloads, not repetitions of one. Split the file", line=number)
+    sizes.setdefault(what, (number, size))
+
+
+def _benchmark(path: Path, lines: "_Lines", number: int, line: str, start: re.Match, rep: int, process: int,
+               stall: float | None) -> Benchmark:
+    """The summary line ``<name> : <rest>`` (``start``) as a ``Benchmark``; cut off or in no known form:
+    an error naming the line."""
+    s = _SUMMARY.match(start["rest"])
+    if lines.cut(number - 1):
+        raise ParseError(path, "summary line is cut off (the file ends without a newline)", line=number)
+    message = s["message"].strip() if s else ""
+    if s is None or re.match(r"^[\d.]", message) or (message.startswith("(") and ")" not in message):
+        raise ParseError(path, f"summary line does not match {_SUMMARY_FORMAT} (cut off?): {line.strip()!r}",
+                         line=number)
+    return Benchmark(
+        name=start["name"], line=number, rep=rep,
+        micros_per_op=checked(path, number, "micros/op", float(s["micros"])),
+        ops_per_sec=checked(path, number, "ops/sec", float(s["ops"])),
+        seconds=checked(path, number, "seconds", float(s["seconds"])) if s["seconds"] else None,
+        operations=int(s["operations"]) if s["operations"] else None,
+        mb_per_s=checked(path, number, "MB/s", float(s["mbps"])) if s["mbps"] else None,
+        message=message, process=process, stall_pct=stall)
 
 
 def _read_histogram(path, lines: _Lines, i, op, head) -> tuple[Histogram, int]:

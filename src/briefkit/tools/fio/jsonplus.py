@@ -106,7 +106,7 @@ import numpy as np
 import pandas as pd
 
 from briefkit.core import samples
-from briefkit.core.errors import ParseError, note
+from briefkit.core.errors import ParseError, note, open_input
 from briefkit.tools.fio.bins import (
     DEFAULT_PERCENTILES,
     bin_arrays,
@@ -208,10 +208,7 @@ def _read_cut(path: Path) -> tuple[bytes, list[tuple[int, int, bool]]]:
     """The file's bytes with every json+ ``bins`` object replaced by its index, read block by
     block, and the objects' (start, end, empty) offsets in the file. Bins are most of a json+
     file and needed only where clones are summed or files merged: they stay on disk until then."""
-    try:
-        stream = open(path, "rb")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read: {exc.strerror or exc}") from None
+    stream = open_input(path, "fio output", "rb")
     pieces: list[bytes] = []
     spans: list[tuple[int, int, bool]] = []
     offset = 0  # file offset of buffer[0]
@@ -326,15 +323,9 @@ def _fast(data: bytes, spans, path: Path):
     return doc, outside, data.count(b"\n", 0, start) + 1
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ParseError(path, f"cannot read: {exc.strerror or exc}") from None
-
-
 def _read(path: Path) -> str:
-    return _read_bytes(path).decode("utf-8", errors="replace")
+    with open_input(path, "fio output", encoding="utf-8", errors="replace", newline="") as stream:
+        return stream.read()  # newline="": line numbers and offsets as in the file
 
 
 def _scan(path: Path, text: str, stop_at_first_error: bool):

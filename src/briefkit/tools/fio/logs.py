@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from briefkit.core import series as tidy_series
-from briefkit.core.errors import ParseError
+from briefkit.core.errors import ParseError, open_input
 from briefkit.tools.fio.bins import PLAT_NR, percentile_label, percentiles_from_bins, plat_idx_to_val
 
 #: data direction column -> metric prefix
@@ -74,11 +74,7 @@ def read_log(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     rows = []
     last = -1
-    try:
-        stream = open(path, encoding="ascii", errors="replace")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read fio log: {exc.strerror}") from None
-    with stream:
+    with open_input(path, "fio log", encoding="ascii", errors="replace") as stream:
         for number, text in enumerate(stream, 1):
             if not text.strip():
                 continue
@@ -109,11 +105,7 @@ def read_hist_log(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
     path = Path(path)
     heads, bins = [], []
     last = -1
-    try:
-        stream = open(path, encoding="ascii", errors="replace")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read fio histogram log: {exc.strerror}") from None
-    with stream:
+    with open_input(path, "fio histogram log", encoding="ascii", errors="replace") as stream:
         for number, text in enumerate(stream, 1):
             if not text.strip():
                 continue

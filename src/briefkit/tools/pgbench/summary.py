@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from briefkit.core import samples
-from briefkit.core.errors import ParseError
+from briefkit.core.errors import ParseError, open_input
 from briefkit.tools.pgbench.progress import NUMBER as _NUM
 from briefkit.tools.pgbench.progress import read_progress
 
@@ -84,10 +84,8 @@ _CASTS = {"version": str, "transaction_type": str, "clients": int, "threads": in
 def read_summary(path: str | Path) -> Summary:
     """Parse pgbench's stdout (progress lines and per-statement reports are skipped)."""
     path = Path(path)
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read pgbench output: {exc.strerror}") from None
+    with open_input(path, "pgbench output", errors="replace") as stream:
+        text = stream.read()
     summary = Summary()
     current: ScriptSummary | None = None
     for line in text.splitlines():

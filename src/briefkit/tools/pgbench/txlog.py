@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from briefkit.core import samples
-from briefkit.core.errors import ParseError, note
+from briefkit.core.errors import ParseError, note, open_input
 from briefkit.tools.pgbench.summary import script_map
 
 #: the percentiles reported besides the mean and the maximum
@@ -131,10 +131,7 @@ def _empty_log() -> pd.DataFrame:
 
 def _read_log_file(path: Path, index: int, scripts: Mapping[int, str] | None):
     """The file's transactions, one frame per chunk of about 32 MB of whole lines."""
-    try:
-        stream = open(path, "rb")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read the pgbench log: {exc.strerror}") from None
+    stream = open_input(path, "the pgbench log", "rb")
     first = 1
     rest = b""
     with stream:
