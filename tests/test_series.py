@@ -28,7 +28,7 @@ from briefkit.tools.fio import bins as fio_bins
 from briefkit.tools.fio import jsonplus as fio_parse
 from briefkit.tools.fio import logs as fio_logs
 from briefkit.tools.fio.workload import FioWorkload
-from briefkit.tools.hammerdb import parse as hammerdb_parse
+from briefkit.tools.hammerdb import tcount as hammerdb_parse
 from briefkit.tools.pgbench import aggregate as pgbench_aggregate
 from briefkit.tools.pgbench import progress as pgbench_progress
 from briefkit.tools.pgbench import summary as pgbench_summary

@@ -32,7 +32,7 @@ TOOLS = {
     "dbbench": Tool("dbbench", "briefkit.tools.dbbench.ingest", "briefkit.tools.dbbench.workload:DbBenchWorkload"),
     "pgbench": Tool("pgbench", "briefkit.tools.pgbench.ingest", "briefkit.tools.pgbench.workload:OltpWorkload",
                     workload_name="oltp"),
-    "hammerdb": Tool("hammerdb", "briefkit.tools.hammerdb.parse"),
+    "hammerdb": Tool("hammerdb", "briefkit.tools.hammerdb.ingest"),
 }
 
 #: ``workload:`` in params.yaml -> "module:Class" (or a Workload class registered directly: plug-ins, tests)
