@@ -10,7 +10,7 @@ in a scratch directory under ``--dir`` (laid out once with a sequential write, s
 written blocks): random reads, O_DIRECT. Each pair runs it once for the fixed ``--runtime`` and once
 with ``settings.steady_state`` (fio's own steadystate options: ``--metric``, ``--criterion``,
 ``--limit``, ``--window`` seconds after ``--ramp`` seconds, ``max_s`` = ``--runtime``), alternating the order (fixed, steady;
-steady, fixed; ...). Both are read by the fio ingest (briefkit.tools.fio.parse): total IOPS over the
+steady, fixed; ...). Both are read by the fio ingest (briefkit.tools.fio.jsonplus): total IOPS over the
 measured runtime, and the steady_state samples.
 
 Printed: per pair the wall seconds and IOPS of each, the verdict; the median of the per-pair wall
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from briefkit.core.stats import confidence_interval
-from briefkit.tools.fio import parse as fio_output
+from briefkit.tools.fio import jsonplus as fio_output
 from briefkit.tools.fio.job import FioJob, job_file
 from briefkit.tools.fio.workload import FioWorkload
 

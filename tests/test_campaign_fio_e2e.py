@@ -19,7 +19,7 @@ import yaml
 from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
-from briefkit.tools.fio import parse as fio_output
+from briefkit.tools.fio import jsonplus as fio_output
 
 BRIEF = "fio-test"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")

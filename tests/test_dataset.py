@@ -19,7 +19,8 @@ from briefkit.measure import campaign
 from briefkit.raw import campaign as raw_campaign
 from briefkit.raw.manifest import DONE, Manifest
 from briefkit.tools.base import Workload
-from briefkit.tools.fio import parse as fio_parse
+from briefkit.tools.fio import bins as fio_bins
+from briefkit.tools.fio import jsonplus as fio_parse
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -158,8 +159,8 @@ def test_percentiles_merge_the_bins_of_every_repetition(tmp_path):
     sources = sorted(set(fio[(fio["config"] == p99["config"]) & (fio["workload"] == p99["workload"])
                              & (fio["load"] == p99["load"])]["source"]))
     assert len(sources) == p99["files"] > 1
-    bins = fio_parse.merge_bins(*(fio_parse.load(base / s)["jobs"][0]["write"]["clat_ns"]["bins"] for s in sources))
-    assert p99["value"] == fio_parse.percentiles_from_bins(bins, [99.0])[99.0] / 1000.0
+    bins = fio_bins.merge_bins(*(fio_parse.load(base / s)["jobs"][0]["write"]["clat_ns"]["bins"] for s in sources))
+    assert p99["value"] == fio_bins.percentiles_from_bins(bins, [99.0])[99.0] / 1000.0
 
 
 def test_a_brief_with_no_measured_campaign(tmp_path):

@@ -1,5 +1,5 @@
 """db_bench argument lists: validation, and real db_bench 7.8.3 runs of what the builders produce
-(tiny scale), parsed back with briefkit.tools.dbbench.parse."""
+(tiny scale), parsed back with briefkit.tools.dbbench.ingest."""
 from __future__ import annotations
 
 import shlex
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from briefkit.tools.dbbench import command as cmd
-from briefkit.tools.dbbench import parse as dbbench
+from briefkit.tools.dbbench import ingest as dbbench
 
 
 def flags(argv: list[str]) -> dict[str, str]:

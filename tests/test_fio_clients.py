@@ -23,8 +23,9 @@ from briefkit.dataset import processed
 from briefkit.measure import campaign
 from briefkit.raw import campaign as raw_campaign
 from briefkit.target.hosts.base import CommandError
+from briefkit.tools.fio.bins import DEFAULT_PERCENTILES
 from briefkit.tools.fio.clients import Server, client_command, server_command
-from briefkit.tools.fio.parse import ALL_CLIENTS, DEFAULT_PERCENTILES, documents
+from briefkit.tools.fio.jsonplus import ALL_CLIENTS, documents
 
 BRIEF = "clients-test"
 

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from briefkit.core.sizes import parse_size
-from briefkit.tools.fio import parse as fio_output
+from briefkit.tools.fio import jsonplus as fio_output
 from briefkit.tools.fio.job import FioJob, command, job_file
 
 FIO = shutil.which("fio")

@@ -13,7 +13,8 @@ import pytest
 
 from briefkit import tools
 from briefkit.core.errors import ParseError
-from briefkit.tools.dbbench import parse as dbbench
+from briefkit.tools.dbbench import ingest as dbbench
+from briefkit.tools.dbbench import report_csv
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dbbench"
 MIB = 1.048576  # MB per MiB
@@ -325,7 +326,7 @@ def test_missing_histogram_with_histogram_flag(tmp_path):
 
 def test_report_file():
     name = "readwhilewriting_t2_stats.report.csv"
-    report = dbbench.read_report(FIXTURES / name)
+    report = report_csv.read_report(FIXTURES / name)
     rows = [line.split(",") for line in (FIXTURES / name).read_text().split()[1:]]
     assert report.interval_ops.tolist() == [int(r[1]) for r in rows]
     assert report.secs_elapsed.tolist() == [int(r[0]) for r in rows]
@@ -335,7 +336,7 @@ def test_report_file():
     # every thread is counted, the writer too; the last partial interval is not written
     assert report.interval_ops.sum() <= reads["operations"] + written
     assert report.interval_ops.sum() > reads["operations"] * len(rows) / (reads["seconds"] + 1)
-    table = dbbench.parse_report(FIXTURES / name, workload="readwhilewriting", reader_ops=reads["ops"])
+    table = report_csv.parse_report(FIXTURES / name, workload="readwhilewriting", reader_ops=reads["ops"])
     total = sum(int(r[1]) for r in rows) / (int(rows[-1][0]))
     assert value(table, "total_ops") == pytest.approx(total)
     assert value(table, "write_ops") == pytest.approx(total - reads["ops"])
@@ -347,16 +348,16 @@ def test_report_file_errors(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("time,qps\n1,2\n")
     with pytest.raises(ParseError, match=r"bad\.csv:1: expected the header"):
-        dbbench.read_report(bad)
+        report_csv.read_report(bad)
     bad.write_text("secs_elapsed,interval_qps\n1,2\n2,x\n")
     with pytest.raises(ParseError, match=r"bad\.csv:3: expected '<secs_elapsed>,<interval_qps>'"):
-        dbbench.read_report(bad)
+        report_csv.read_report(bad)
     bad.write_text("secs_elapsed,interval_qps\n1,2\n2,3")
     with pytest.raises(ParseError, match=r"bad\.csv:3: last row is cut off"):
-        dbbench.read_report(bad)
+        report_csv.read_report(bad)
     empty = tmp_path / "empty.csv"
     empty.write_text("secs_elapsed,interval_qps\n")
-    assert dbbench.parse_report(empty).empty
+    assert report_csv.parse_report(empty).empty
 
 
 def test_nothing_is_nan():

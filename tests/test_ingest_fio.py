@@ -16,7 +16,8 @@ import pytest
 from briefkit import tools
 from briefkit.core import samples
 from briefkit.core.errors import ParseError
-from briefkit.tools.fio import parse as fio
+from briefkit.tools.fio import bins as fio_bins
+from briefkit.tools.fio import jsonplus as fio
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"
 HAND_MADE = FIXTURES / "client_two_globalarray.hand.json"
@@ -69,7 +70,7 @@ def test_group_reporting_numbers_come_from_the_raw_fields():
         assert value(table, f"{d}_clat_mean") == pytest.approx(stats["clat_ns"]["mean"] / 1000)
         assert value(table, f"{d}_lat_mean") == pytest.approx(stats["lat_ns"]["mean"] / 1000)
         for p, ns in printed(stats["clat_ns"]).items():
-            assert value(table, f"{d}_clat_{fio.percentile_label(p)}") == exact(ns / 1000)
+            assert value(table, f"{d}_clat_{fio_bins.percentile_label(p)}") == exact(ns / 1000)
     total = job["read"]["bw_bytes"] + job["write"]["bw_bytes"]
     assert value(table, "total_bw") == exact(total / 1e6)
     assert value(table, "total_iops") == pytest.approx(job["read"]["iops"] + job["write"]["iops"])
@@ -78,9 +79,9 @@ def test_group_reporting_numbers_come_from_the_raw_fields():
 
 
 def test_percentile_labels():
-    assert fio.percentile_label("99.900000") == "p99.9"
-    assert fio.percentile_label(50) == "p50"
-    assert fio.percentile_label(99.99) == "p99.99"
+    assert fio_bins.percentile_label("99.900000") == "p99.9"
+    assert fio_bins.percentile_label(50) == "p50"
+    assert fio_bins.percentile_label(99.99) == "p99.99"
 
 
 @pytest.mark.parametrize("path", JSONPLUS, ids=lambda p: p.name)
@@ -95,7 +96,7 @@ def test_percentiles_from_bins_reproduce_fios_printed_percentiles(path):
                     continue
                 assert sum(stats["bins"].values()) == stats["N"]
                 expected = printed(stats)
-                assert fio.percentiles_from_bins(stats["bins"], expected) == expected
+                assert fio_bins.percentiles_from_bins(stats["bins"], expected) == expected
                 compared += len(expected)
     assert compared > 0
 
@@ -107,9 +108,9 @@ def test_custom_percentile_list_and_lat_percentiles():
     wanted = [float(p) for p in doc["jobs"][1]["job options"]["percentile_list"].split(":")]
     for kind in ("clat", "lat"):
         found = sorted(m for m in table["metric"] if m.startswith(f"write_{kind}_p"))
-        assert found == sorted(f"write_{kind}_{fio.percentile_label(p)}" for p in wanted)
+        assert found == sorted(f"write_{kind}_{fio_bins.percentile_label(p)}" for p in wanted)
         for p, ns in printed(write[f"{kind}_ns"]).items():
-            assert value(table, f"write_{kind}_{fio.percentile_label(p)}") == exact(ns / 1000)
+            assert value(table, f"write_{kind}_{fio_bins.percentile_label(p)}") == exact(ns / 1000)
 
 
 # ---------------------------------------------------------------- per job, groups, directions
@@ -139,7 +140,7 @@ def test_numjobs_clones_are_summed_like_group_reporting():
         cumulative = np.cumsum([summed[k] for k in keys])
         for p in printed(jobs[0][d]["clat_ns"]):
             index = np.searchsorted(cumulative, p / 100 * cumulative[-1], side="left")
-            assert value(table, f"{d}_clat_{fio.percentile_label(p)}") == exact(keys[index] / 1000)
+            assert value(table, f"{d}_clat_{fio_bins.percentile_label(p)}") == exact(keys[index] / 1000)
 
 
 def test_per_job_keeps_each_entry():
@@ -235,9 +236,9 @@ def test_client_two_servers_and_all_clients(name):
     # fio 3.33 prints no percentiles for "All clients"; the parser reads them from the servers'
     # summed bins, which hold exactly the I/Os of the "All clients" entry.
     assert "percentile" not in total["read"]["clat_ns"]
-    merged = fio.merge_bins(*(e["read"]["clat_ns"]["bins"] for e in servers))
+    merged = fio_bins.merge_bins(*(e["read"]["clat_ns"]["bins"] for e in servers))
     assert sum(merged.values()) == total["read"]["clat_ns"]["N"]
-    expected = fio.percentiles_from_bins(merged, [99.0, 99.9])
+    expected = fio_bins.percentiles_from_bins(merged, [99.0, 99.9])
     assert value(table, "read_clat_p99", host="All clients") == exact(expected[99.0] / 1000)
     assert value(table, "read_clat_p99.9", host="All clients") == exact(expected[99.9] / 1000)
     info = fio.describe(FIXTURES / name)
@@ -348,7 +349,7 @@ def test_merged_percentiles_across_two_repetitions():
     cumulative = np.cumsum([merged[k] for k in keys])
     for p in (50.0, 99.0, 99.9):
         index = np.searchsorted(cumulative, p / 100 * cumulative[-1], side="left")
-        got = value(table, f"read_clat_{fio.percentile_label(p)}")
+        got = value(table, f"read_clat_{fio_bins.percentile_label(p)}")
         assert got == exact(keys[index] / 1000)
         # The percentile of the union lies between the runs' own percentiles.
         own = [printed(r)[p] / 1000 for r in runs]
@@ -366,17 +367,17 @@ def test_histograms_skip_plain_json_and_idle_directions():
 def test_percentile_at_a_bucket_boundary_takes_the_lower_bucket():
     """fio's rule is cumulative >= p/100*N: exactly half the I/Os at 100 ns make p50 = 100."""
     bins = {"100": 50, "200": 50}
-    found = fio.percentiles_from_bins(bins, [50.0, 50.5, 100.0])
+    found = fio_bins.percentiles_from_bins(bins, [50.0, 50.5, 100.0])
     assert found == {50.0: 100, 50.5: 200, 100.0: 200}
     # Asked order is kept even though fio walks them sorted.
-    assert list(fio.percentiles_from_bins(bins, [99.0, 1.0])) == [99.0, 1.0]
+    assert list(fio_bins.percentiles_from_bins(bins, [99.0, 1.0])) == [99.0, 1.0]
 
 
 def test_percentiles_from_bins_rejects_bad_input():
     with pytest.raises(ValueError, match="outside"):
-        fio.percentiles_from_bins({"100": 1}, [0])
+        fio_bins.percentiles_from_bins({"100": 1}, [0])
     with pytest.raises(ValueError, match="empty"):
-        fio.percentiles_from_bins({}, [50])
+        fio_bins.percentiles_from_bins({}, [50])
 
 
 # ------------------------------------------------------------------------ provenance and CLI
@@ -497,7 +498,7 @@ def test_fio_3_16_without_n_keeps_every_latency_metric():
         assert value(table, f"{direction}_clat_mean") == exact(d["clat_ns"]["mean"] / 1e3)
         assert value(table, f"{direction}_lat_mean") == exact(d["lat_ns"]["mean"] / 1e3)
         for key, ns in d["lat_ns"]["percentile"].items():
-            assert value(table, f"{direction}_{fio.percentile_label(key)}".replace("_p", "_lat_p", 1)) == \
+            assert value(table, f"{direction}_{fio_bins.percentile_label(key)}".replace("_p", "_lat_p", 1)) == \
                 exact(ns / 1e3)
     assert set(table["tool_version"]) == {"3.16"}
 

@@ -9,7 +9,8 @@ import pytest
 
 from briefkit.core.errors import ParseError
 from briefkit.tools import parse as ingest
-from briefkit.tools.hammerdb import parse as hammerdb
+from briefkit.tools.hammerdb import ingest as hammerdb
+from briefkit.tools.hammerdb import results as hammerdb_results
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hammerdb"
 
@@ -64,9 +65,9 @@ def test_xtprof_summary(name, percentiles):
     path = FIXTURES / name
     table = hammerdb.parse(path, load=2, load_kind="virtual_users")
     expected = summary_fields(path)
-    assert set(expected) == set(hammerdb.PROC_NAMES)
+    assert set(expected) == set(hammerdb_results.PROC_NAMES)
     for proc, fields in expected.items():
-        workload = hammerdb.PROC_NAMES[proc]
+        workload = hammerdb_results.PROC_NAMES[proc]
         assert float(rows(table, "txn_count", workload)["value"].iloc[0]) == fields["CALLS"]
         assert float(rows(table, "txn_lat_mean", workload)["value"].iloc[0]) == pytest.approx(fields["AVG"])
         assert float(rows(table, "txn_lat_max", workload)["value"].iloc[0]) == pytest.approx(fields["MAX"])
@@ -77,7 +78,7 @@ def test_xtprof_summary(name, percentiles):
     overall = sum(f["TOTAL"] for f in expected.values()) / sum(f["CALLS"] for f in expected.values())
     assert float(rows(table, "txn_lat_mean")["value"].iloc[0]) == pytest.approx(overall, rel=1e-12)
     # HammerDB has no p99.9: nothing is invented
-    assert not table["metric"].isin(hammerdb.MISSING_METRICS).any()
+    assert not table["metric"].isin(hammerdb_results.MISSING_METRICS).any()
     assert set(table["load"]) == {2}
 
 
@@ -126,7 +127,7 @@ def _printed(path, proc):
 ])
 def test_real_xtprof_reports(name, vusers):
     table = hammerdb.parse(FIXTURES / name)
-    for proc, workload in hammerdb.PROC_NAMES.items():
+    for proc, workload in hammerdb_results.PROC_NAMES.items():
         printed = _printed(FIXTURES / name, proc)
         rows = table[table["workload"] == workload].set_index("metric")["value"]
         assert rows["txn_count"] == printed["CALLS"]

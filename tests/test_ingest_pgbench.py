@@ -15,7 +15,10 @@ import pytest
 
 from briefkit.core.errors import ParseError
 from briefkit.tools import parse as ingest
-from briefkit.tools.pgbench import parse as pgbench
+from briefkit.tools.pgbench import ingest as pgbench
+from briefkit.tools.pgbench import progress as pgbench_progress
+from briefkit.tools.pgbench import summary as pgbench_summary
+from briefkit.tools.pgbench import txlog as pgbench_txlog
 from briefkit.tools.pgbench.tpcc import NEW_ORDER, SCRIPTS, script_names
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pgbench"
@@ -45,7 +48,7 @@ def tpcc():
 
 
 def test_reads_every_thread_file(tpcc):
-    assert pgbench.log_files(TPCC_LOG) == [TPCC_LOG, FIXTURES / "tpcc_c2_j2.log.1"]
+    assert pgbench_txlog.log_files(TPCC_LOG) == [TPCC_LOG, FIXTURES / "tpcc_c2_j2.log.1"]
     lines = raw_lines(TPCC_LOG, FIXTURES / "tpcc_c2_j2.log.1")
     assert value(tpcc, "txn_count") == len(lines)
     assert set(tpcc["source"]) == {f"{TPCC_LOG},{TPCC_LOG}.1"}
@@ -75,7 +78,7 @@ def test_rates_and_latencies_recomputed_from_the_raw_log(tpcc):
 
 
 def test_agrees_with_pgbench_summary(tpcc):
-    summary = pgbench.read_summary(FIXTURES / "tpcc_c2_j2.stdout")
+    summary = pgbench_summary.read_summary(FIXTURES / "tpcc_c2_j2.stdout")
     assert not summary.aborted
     assert summary.clients == 2 and summary.threads == 2
     assert value(tpcc, "txn_count") == summary.transactions
@@ -95,7 +98,7 @@ def test_agrees_with_pgbench_summary(tpcc):
 def test_failures_skips_and_schedule_lag():
     log = FIXTURES / "contention.log"
     table = pgbench.parse(log, scripts=["contention"])
-    summary = pgbench.read_summary(FIXTURES / "contention.stdout")
+    summary = pgbench_summary.read_summary(FIXTURES / "contention.stdout")
     lines = raw_lines(log)
     assert len(lines[0]) == 7  # schedule_lag column from --rate
     assert value(table, "txn_failed") == summary.failed == sum(f[2] == "serialization" for f in lines)
@@ -112,7 +115,7 @@ def test_aggregate_log():
     count = sum(f[1] for f in lines)
     assert value(table, "txn_count") == count
     # pgbench leaves the last partial interval out of the log: fewer than it reports
-    assert count < pgbench.read_summary(FIXTURES / "tpcc_aggregate.stdout").transactions
+    assert count < pgbench_summary.read_summary(FIXTURES / "tpcc_aggregate.stdout").transactions
     assert value(table, "txn_lat_mean") == pytest.approx(sum(f[2] for f in lines) / count / 1000, rel=1e-12)
     assert value(table, "tpm") == pytest.approx(count / (len(lines) / 60), rel=1e-12)
     assert not table["metric"].isin(["nopm", "txn_lat_p99.9"]).any()
@@ -151,9 +154,9 @@ def test_nearest_rank_definition():
     for n in (1, 2, 7, 1000, 1001, 2345):
         values = np.sort(rng.exponential(5.0, n))
         for p in ("50", "90", "99", "99.9", "100"):
-            assert pgbench.nearest_rank(values, p) == nearest_rank(values, p)
+            assert pgbench_txlog.nearest_rank(values, p) == nearest_rank(values, p)
     # 99.9 % of 1000 values is rank 999 exactly (a float product would give 999.0000000000001 -> 1000)
-    assert pgbench.nearest_rank(np.arange(1, 1001), "99.9") == 999
+    assert pgbench_txlog.nearest_rank(np.arange(1, 1001), "99.9") == 999
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -179,13 +182,13 @@ def test_missing_and_empty_files(tmp_path):
         pgbench.parse(tmp_path / "empty")
     (tmp_path / "out").write_text("pgbench (15.18)\nsomething else\n")
     with pytest.raises(ParseError, match="not the stdout of a finished pgbench run"):
-        pgbench.read_summary(tmp_path / "out")
+        pgbench_summary.read_summary(tmp_path / "out")
 
 
 def test_siblings_are_only_numbered_thread_files(tmp_path):
     for client, name in enumerate(("tx.77", "tx.77.1", "tx.77.2", "tx.77.10", "tx.77.bak", "tx.771")):
         (tmp_path / name).write_text(f"{client} 0 1000 0 1795284353 100\n")  # one client per thread file
-    assert [p.name for p in pgbench.log_files(tmp_path / "tx.77")] == ["tx.77", "tx.77.1", "tx.77.2", "tx.77.10"]
+    assert [p.name for p in pgbench_txlog.log_files(tmp_path / "tx.77")] == ["tx.77", "tx.77.1", "tx.77.2", "tx.77.10"]
     assert not math.isnan(value(pgbench.parse(tmp_path / "tx.77"), "tpm"))
 
 
@@ -194,7 +197,7 @@ def test_siblings_are_only_numbered_thread_files(tmp_path):
 
 def test_builtin_tpcb_log_is_labelled_from_the_summary_beside_it_and_has_no_nopm():
     lines = raw_lines(FIXTURES / "tpcb.log")
-    summary = pgbench.read_summary(FIXTURES / "tpcb.stdout")
+    summary = pgbench_summary.read_summary(FIXTURES / "tpcb.stdout")
     assert summary.transaction_type == "<builtin: TPC-B (sort of)>"
     table = pgbench.parse(FIXTURES / "tpcb.log")
     assert "nopm" not in set(table["metric"])
@@ -217,11 +220,11 @@ def test_unknown_scripts_are_labelled_by_number_and_said_on_stderr(tmp_path, cap
 
 def test_two_builtin_scripts_named_from_the_summary():
     table = pgbench.parse(FIXTURES / "two_builtins.log")
-    summary = pgbench.read_summary(FIXTURES / "two_builtins.stdout")
+    summary = pgbench_summary.read_summary(FIXTURES / "two_builtins.stdout")
     for script in summary.scripts:
-        name = pgbench.script_label(script.name)
+        name = pgbench_summary.script_label(script.name)
         assert value(table, "txn_count", name) == script.transactions
-    assert {pgbench.script_label(s.name) for s in summary.scripts} == {"tpcb_like", "select_only"}
+    assert {pgbench_summary.script_label(s.name) for s in summary.scripts} == {"tpcb_like", "select_only"}
 
 
 def test_two_logs_glued_together_are_refused(tmp_path):
@@ -279,14 +282,14 @@ def test_summary_stdout_with_progress_lines():
     assert value(table, "tpm") == pytest.approx(tps * 60, rel=1e-15)
     assert value(table, "txn_count") == processed and value(table, "txn_lat_mean") == avg
     assert "nopm" not in set(table["metric"])
-    read = pgbench.read_progress(path)
+    read = pgbench_progress.read_progress(path)
     assert len(read) == len(progress) > 0
     assert list(read["tps"]) == [float(line.split(", ")[1].split()[0]) for line in progress]
 
 
 def test_tpcc_summary_gives_nopm_from_the_new_order_script():
     table = pgbench.parse(FIXTURES / "tpcc_c2_j2.stdout")
-    summary = pgbench.read_summary(FIXTURES / "tpcc_c2_j2.stdout")
+    summary = pgbench_summary.read_summary(FIXTURES / "tpcc_c2_j2.stdout")
     (new_order,) = [s for s in summary.scripts if s.name.endswith("/new_order.sql")]
     assert value(table, "nopm") == pytest.approx(new_order.tps * 60, rel=1e-15)
 
@@ -304,8 +307,8 @@ def test_progress_only_output_names_the_last_progress_time(tmp_path):
 def test_chunked_reader_agrees_with_the_line_by_line_reader(name):
     path = FIXTURES / name
     chunk = path.read_bytes().splitlines(keepends=True)
-    fast = pgbench._fast_chunk(chunk, len(chunk), 1, None)
-    slow = pgbench._slow_chunk(path, chunk, 1, None)
+    fast = pgbench_txlog._fast_chunk(chunk, len(chunk), 1, None)
+    slow = pgbench_txlog._slow_chunk(path, chunk, 1, None)
     assert fast is not None and list(fast.columns) == list(slow.columns)
     for column in slow.columns:
         if column == "latency_us":

@@ -17,7 +17,7 @@ from scipy import stats as scipy_stats
 
 from briefkit.briefs import mix
 from briefkit.core import samples
-from briefkit.tools.fio import parse as fio
+from briefkit.tools.fio import jsonplus as fio
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio_mix"
 CONFIGS = ["xfs-loop", "disk"]

@@ -20,7 +20,7 @@ from briefkit import tools as workloads
 from briefkit.core import samples
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.tools.base import Point, PointRun
-from briefkit.tools.pgbench import parse as pgbench_log
+from briefkit.tools.pgbench import summary as pgbench_summary
 from briefkit.tools.pgbench.cluster import PgCluster
 from briefkit.tools.pgbench.tpcc import SCRIPT_DIR, SCRIPTS, rollback_script
 from briefkit.tools.pgbench.workload import OltpWorkload
@@ -221,7 +221,7 @@ def test_samples_of_a_step(prepared):
     expected = ((after["write_time_ms"] - before["write_time_ms"]) + (after["sync_time_ms"] - before["sync_time_ms"])) \
         / (after["syncs"] - before["syncs"])
     assert value(table, "wal_write_lat") == pytest.approx(expected) == prepared.run.notes["wal_log_write_ms"]
-    summary = pgbench_log.read_summary(prepared.dir / "pgbench.stdout")
+    summary = pgbench_summary.read_summary(prepared.dir / "pgbench.stdout")
     assert value(table, "txn_count") == summary.transactions
     assert value(table, "txn_lat_mean") == pytest.approx(summary.latency_avg_ms, abs=0.0005)
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.tools.pgbench import parse as pgbench_log
+from briefkit.tools.pgbench import ingest as pgbench_log
+from briefkit.tools.pgbench import summary as pgbench_summary
 from briefkit.tools.pgbench import wal
 from briefkit.tools.pgbench.cluster import Connection, PgCluster, ServerStartError, find_bindir
 from briefkit.tools.pgbench.tpcc import (
@@ -93,7 +94,7 @@ def run(cluster, tmp_path_factory):
     after = {"next_o_id": int(one(cluster, next_o_id)), "wal": wal.read_snapshot(cluster.query)}
     logs = sorted(out.glob("tx.*"), key=lambda p: (len(p.name), p.name))
     return {"dir": out, "log": logs[0], "before": before, "after": after,
-            "summary": pgbench_log.read_summary(out / "stdout"), "stderr": result.stderr}
+            "summary": pgbench_summary.read_summary(out / "stdout"), "stderr": result.stderr}
 
 
 def value(table, metric, workload="all"):

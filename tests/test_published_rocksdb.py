@@ -10,7 +10,7 @@ import yaml
 
 from briefkit.core import samples
 from briefkit.dataset import claims, published
-from briefkit.tools.dbbench import parse as dbbench
+from briefkit.tools.dbbench import ingest as dbbench
 from briefkit.tools.dbbench import workload as dbbench_workload
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,12 +22,16 @@ from briefkit.dataset import build, processed
 from briefkit.raw import campaign as raw_campaign
 from briefkit.raw.points import power_series
 from briefkit.target.power import LOG_COLUMNS
-from briefkit.tools.dbbench import parse as dbbench_parse
+from briefkit.tools.dbbench import ingest as dbbench_parse
+from briefkit.tools.dbbench import report_csv as dbbench_csv
+from briefkit.tools.fio import bins as fio_bins
+from briefkit.tools.fio import jsonplus as fio_parse
 from briefkit.tools.fio import logs as fio_logs
-from briefkit.tools.fio import parse as fio_parse
 from briefkit.tools.fio.workload import FioWorkload
-from briefkit.tools.hammerdb import parse as hammerdb_parse
-from briefkit.tools.pgbench import parse as pgbench_parse
+from briefkit.tools.hammerdb import tcount as hammerdb_parse
+from briefkit.tools.pgbench import aggregate as pgbench_aggregate
+from briefkit.tools.pgbench import progress as pgbench_progress
+from briefkit.tools.pgbench import summary as pgbench_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -104,7 +108,7 @@ def test_fio_fixture_logs_agree_with_their_json():
 def test_plat_idx_to_val_matches_fio_bucket_values():
     bins = fio_parse.histograms(FIO_LOGS / "fio.json")
     keys = {int(v) for b in bins.values() for v in b}
-    table = set(fio_logs.plat_idx_to_val(np.arange(fio_logs.PLAT_NR)).tolist())
+    table = set(fio_bins.plat_idx_to_val(np.arange(fio_bins.PLAT_NR)).tolist())
     assert keys <= table
 
 
@@ -127,7 +131,7 @@ def test_real_db_bench_interval_csv_gives_ops_over_time(tmp_path):
                           "--report_interval_seconds=1", f"--report_file={tmp_path / 'report.csv'}", *common],
                          check=True, capture_output=True, text=True).stdout
     (tmp_path / "readrandom.stdout").write_text(out)
-    found = dbbench_parse.report_series(tmp_path / "report.csv")
+    found = dbbench_csv.report_series(tmp_path / "report.csv")
     assert set(found["metric"]) == {"total_ops"} and set(found["unit"]) == {"ops/s"}
     assert len(found) >= 2 and list(found["t_s"]) == sorted(found["t_s"])
     summary = dbbench_parse.parse(tmp_path / "readrandom.stdout")
@@ -167,10 +171,10 @@ def test_committed_pgbench_progress_becomes_series():
     camp = raw_campaign.read(ROOT / "data/raw/oltp-9300/local", "oltp-9300")
     point = next(p for p in camp.plan() if p.id == record["point"])
     found = workload.series(OLTP_POINT, point, camp.settings)
-    progress = pgbench_parse.read_progress(OLTP_POINT / "pgbench.stderr")
+    progress = pgbench_progress.read_progress(OLTP_POINT / "pgbench.stderr")
     assert len(found[found["metric"] == "tpm"]) == len(progress)
     assert mean_of(found, "tpm") == pytest.approx(progress["tps"].mean() * 60)
-    summary = pgbench_parse.read_summary(OLTP_POINT / "pgbench.stdout")
+    summary = pgbench_summary.read_summary(OLTP_POINT / "pgbench.stdout")
     assert mean_of(found, "tpm") == pytest.approx(summary.tps * 60, rel=0.15)
     assert set(found.loc[found["metric"] == "txn_lat_mean", "unit"]) == {"ms"}
     assert set(found["workload"]) == {"all"}
@@ -178,8 +182,8 @@ def test_committed_pgbench_progress_becomes_series():
 
 def test_aggregate_log_series_counts_every_logged_transaction():
     path = FIXTURES / "pgbench" / "tpcc_aggregate.log"
-    table = pgbench_parse.read_aggregate(path)
-    found = pgbench_parse.aggregate_series(path)
+    table = pgbench_aggregate.read_aggregate(path)
+    found = pgbench_aggregate.aggregate_series(path)
     interval = float(np.diff(table["interval_start"]).min())
     tpm = found[found["metric"] == "tpm"]
     assert tpm["value"].sum() / 60 * interval == pytest.approx(table["num_transactions"].sum())
@@ -229,11 +233,11 @@ BAD_FILES = [
     ("fio direction", FIO_LOGS / "fio_iops.1.log", 2, "200, 10, 7, 4096, 0", fio_logs.read_log),
     ("fio hist log", FIO_LOGS / "fio_clat_hist.1.log", 2, "1000, 0, 4096, 1, 2", fio_logs.read_hist_log),
     ("db_bench report", FIXTURES / "dbbench" / "readwhilewriting_t2_stats.report.csv", 3, "2,many",
-     dbbench_parse.report_series),
+     dbbench_csv.report_series),
     ("pgbench progress", OLTP_POINT / "pgbench.stderr", 4, "progress: 3.0 s, lots tps, lat 5 ms stddev 3.3, 0 failed",
-     pgbench_parse.progress_series),
+     pgbench_progress.progress_series),
     ("pgbench aggregate", FIXTURES / "pgbench" / "tpcc_aggregate.log", 2, "1700000000 12 x 3 4 5 0 0 0 0 0 0 0 0 0",
-     pgbench_parse.aggregate_series),
+     pgbench_aggregate.aggregate_series),
     ("hammerdb counter", FIXTURES / "hammerdb" / "pkb_tcount_line.log", 1, "lots PostgreSQL tpm",
      hammerdb_parse.transaction_counter_series),
 ]

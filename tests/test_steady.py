@@ -26,7 +26,7 @@ from briefkit.raw import campaign as recorded
 from briefkit.raw.manifest import Manifest
 from briefkit.tools import get
 from briefkit.tools.base import Point, PointRun
-from briefkit.tools.fio import parse as fio_output
+from briefkit.tools.fio import jsonplus as fio_output
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio_steady"
 BRIEF = "steady-test"

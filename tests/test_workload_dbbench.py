@@ -21,7 +21,7 @@ from briefkit.core.errors import CampaignError, ParseError
 from briefkit.tools import get
 from briefkit.tools.base import Point, PointRun
 from briefkit.tools.dbbench import command as cmd
-from briefkit.tools.dbbench import parse as parser
+from briefkit.tools.dbbench import ingest as parser
 from briefkit.tools.dbbench.workload import FLASH_BENCHMARKS, DbBenchWorkload, point_samples
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dbbench"

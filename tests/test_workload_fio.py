@@ -16,7 +16,7 @@ from briefkit.core.errors import CampaignError
 from briefkit.core.sizes import block as size_label
 from briefkit.target.hosts import CommandError, JobTimeout
 from briefkit.tools.base import PointRun
-from briefkit.tools.fio import parse as fio_output
+from briefkit.tools.fio import jsonplus as fio_output
 from briefkit.tools.fio.job import job_file
 from briefkit.tools.fio.workload import DATA_FILE, FioWorkload, parse_mix, workload_label
 

@@ -1,6 +1,7 @@
 """The errors briefkit reports to its users. Every message names the file, the key or the line."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 
@@ -30,3 +31,17 @@ class ParseError(BriefkitError):
         super().__init__(f"{where}: {message}")
         self.path = Path(path)
         self.line = line
+
+
+def note(path, message: str, line: int | None = None) -> None:
+    """Something a parser leaves out of the samples, and why: said on stderr, never silently."""
+    where = f"{path}:{line}" if line is not None else f"{path}"
+    print(f"briefkit: note: {where}: {message}", file=sys.stderr)
+
+
+def open_input(path, what: str, mode: str = "r", **options):
+    """``open(path, mode)`` for a parser, or a ``ParseError`` naming the file and what was expected in it."""
+    try:
+        return open(path, mode, **options)
+    except OSError as exc:
+        raise ParseError(path, f"cannot read {what}: {exc.strerror or exc}") from None

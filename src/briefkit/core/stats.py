@@ -7,7 +7,7 @@ ended_at, source).
 
 Latency percentiles (``..._p99``, ``..._p99.9``) must not be averaged over repetitions: the
 mean of p99s is not the p99 of the runs. Merge the histograms and read the percentile from the
-merged bins instead (``briefkit.tools.fio.parse.merged_samples`` for fio json+). ``summarize`` and
+merged bins instead (``briefkit.tools.fio.jsonplus.merged_samples`` for fio json+). ``summarize`` and
 ``median`` therefore refuse percentile metrics unless told what to do with them.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _points(table: pd.DataFrame, percentiles: Percentiles) -> pd.DataFrame:
         if percentiles == "raise":
             names = ", ".join(sorted(table.loc[flagged, "metric"].unique())[:5])
             raise ValueError(f"percentile metrics ({names}) cannot be averaged over repetitions: "
-                             "merge their histograms (briefkit.tools.fio.parse.merged_samples), pass "
+                             "merge their histograms (briefkit.tools.fio.jsonplus.merged_samples), pass "
                              "percentiles='drop' to leave them out, or 'average' to do it anyway")
         if percentiles == "drop":
             table = table.loc[~flagged]

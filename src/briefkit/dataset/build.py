@@ -38,10 +38,11 @@ from briefkit.raw import campaign as raw_campaign
 from briefkit.raw import records
 from briefkit.raw.campaign import RecordedCampaign
 from briefkit.raw.manifest import DONE, FAILED, SKIPPED
-from briefkit.tools.fio import parse as fio_parse
+from briefkit.tools.fio import bins as fio_bins
+from briefkit.tools.fio import jsonplus as fio_json
 
 #: percentiles kept for every fio point: fio's default list
-PERCENTILES = fio_parse.DEFAULT_PERCENTILES
+PERCENTILES = fio_bins.DEFAULT_PERCENTILES
 COMPARED_KEYS = (*records.DECLARATION_KEYS, "labels")
 
 
@@ -301,17 +302,17 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> 
         paths = [_locate(p, base) for p in sorted(set(group["source"]))]
         merged: dict[tuple[str, str], Any] = {}
         try:
-            for hist_key, bins in fio_parse.merged_histograms(paths, "clat").items():
+            for hist_key, bins in fio_json.merged_histograms(paths, "clat").items():
                 if hist_key.host is not None and hist_key.host != key[2]:
                     continue
                 family = f"{hist_key.direction}_clat"
-                merged[family] = fio_parse.merge_bins(merged.get(family, {}), bins)
+                merged[family] = fio_bins.merge_bins(merged.get(family, {}), bins)
         except (ParseError, FileNotFoundError):
             continue
         for family, bins in sorted(merged.items()):
             if not sum(bins.values()):
                 continue
-            for p, ns in fio_parse.percentiles_from_bins(bins, percentiles).items():
+            for p, ns in fio_bins.percentiles_from_bins(bins, percentiles).items():
                 rows.append({**dict(zip(keys, key)), "family": family, "percentile": float(p),
                              "value": float(ns) / 1000.0, "unit": "us", "files": len(paths)})
             values = sorted(v for v, c in bins.items() if c)

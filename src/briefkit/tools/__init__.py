@@ -31,11 +31,11 @@ class Tool:
 
 
 TOOLS = {
-    "fio": Tool("fio", "briefkit.tools.fio.parse", "briefkit.tools.fio.workload:FioWorkload"),
-    "dbbench": Tool("dbbench", "briefkit.tools.dbbench.parse", "briefkit.tools.dbbench.workload:DbBenchWorkload"),
-    "pgbench": Tool("pgbench", "briefkit.tools.pgbench.parse", "briefkit.tools.pgbench.workload:OltpWorkload",
+    "fio": Tool("fio", "briefkit.tools.fio.ingest", "briefkit.tools.fio.workload:FioWorkload"),
+    "dbbench": Tool("dbbench", "briefkit.tools.dbbench.ingest", "briefkit.tools.dbbench.workload:DbBenchWorkload"),
+    "pgbench": Tool("pgbench", "briefkit.tools.pgbench.ingest", "briefkit.tools.pgbench.workload:OltpWorkload",
                     workload_name="oltp"),
-    "hammerdb": Tool("hammerdb", "briefkit.tools.hammerdb.parse"),
+    "hammerdb": Tool("hammerdb", "briefkit.tools.hammerdb.ingest"),
 }
 
 #: ``workload:`` in params.yaml -> "module:Class" (or a Workload class registered directly: plug-ins, tests)

@@ -207,5 +207,5 @@ def flash_suite(scale: float, *, db: str, seed: int = 1, key_size: int = 20, val
 
 def command_header(argv: Sequence[str]) -> str:
     """The first line a runner writes into the output file, so that the parser
-    (briefkit.tools.dbbench.parse) can see the command: ``# command: <shell-quoted argv>``."""
+    (briefkit.tools.dbbench.stdout) can see the command: ``# command: <shell-quoted argv>``."""
     return "# command: " + shlex.join(argv) + "\n"

@@ -48,7 +48,7 @@ Samples of a point (``samples``; the executor adds brief, config, rep, campaign,
   ``--threads`` (readers for readwhilewriting; 1 for T1-T4).
 * ``tool`` = ``db_bench``, ``tool_version`` from the output header (``7.8.3``); ``source`` =
   ``<point id>/<attempt>/<file>#<section>``.
-* From the db_bench output (briefkit.tools.dbbench.parse, every metric it documents), notably
+* From the db_bench output (briefkit.tools.dbbench.stdout, every metric it documents), notably
   ``ops`` (ops/s), ``micros_per_op`` (us), ``db_bw`` (MB/s SI, from db_bench's MiB/s; none for
   readrandomwriterandom), ``read_lat_p50/p75/p99/p99.9/p99.99``, ``_mean``, ``_max``,
   ``write_lat_...`` where a write histogram exists, ``read_count``/``write_count``,
@@ -88,8 +88,10 @@ from briefkit.core.validation import check
 from briefkit.tools import diskstats, steady
 from briefkit.tools.base import Point, PointRun, Workload
 from briefkit.tools.dbbench import command as cmd
-from briefkit.tools.dbbench import parse as parser
+from briefkit.tools.dbbench import report_csv
 from briefkit.tools.dbbench import settings as settings_models
+from briefkit.tools.dbbench import stdout as dbbench_stdout
+from briefkit.tools.dbbench.output import TOOL
 
 if TYPE_CHECKING:
     from briefkit.target.hosts import Host
@@ -132,7 +134,7 @@ class DbBenchWorkload(Workload):
     load_axis = "threads"
     axes = SWEEP_AXES
     defaults = {**SWEEP_SETTINGS, **FLASH_SETTINGS, "suite": "sweep"}
-    tool = parser.TOOL
+    tool = TOOL
 
     # --- declaration -------------------------------------------------------------------------
     def settings_models(self) -> list[type]:
@@ -307,7 +309,7 @@ class DbBenchWorkload(Workload):
             return table
         # fio's rule on the interval CSV (all threads' ops per interval); no CSV: no window to judge
         report = Path(point_dir) / "dbbench.report.csv"
-        rates = parser.read_report(report)["ops_per_sec"] if report.exists() else []
+        rates = report_csv.read_report(report)["ops_per_sec"] if report.exists() else []
         return tidy.concat([table, steady.series_samples(
             rates, spec, float(settings["report_interval_s"]), table,
             f"{_prefix(Path(point_dir))}/{report.name}#steady_state")])
@@ -321,7 +323,7 @@ class DbBenchWorkload(Workload):
             return series_table.empty()
         main = _measured_step(point_dir)
         found = [p for p in found if p.name in (f"{main.split('-')[0]}.report.csv", "dbbench.report.csv")]
-        return parser.report_series(found[0]) if found else series_table.empty()
+        return report_csv.report_series(found[0]) if found else series_table.empty()
 
 
 def _prefix(point_dir: Path) -> str:
@@ -361,12 +363,12 @@ def point_samples(point_dir) -> pd.DataFrame:
         raise CampaignError(f"{meta_path}: expected exactly one measured step, got {measured}")
     main = measured[0]
     test_steps = [st["name"] for st in steps if not st["name"].startswith("setup-")]
-    table = parser.parse(point_dir / f"{main}.stdout", source=f"{prefix}/{main}.stdout")
+    table = dbbench_stdout.parse_stdout(point_dir / f"{main}.stdout", source=f"{prefix}/{main}.stdout")
     table = table[table.workload == benchmark].copy()
     if table.empty:
         raise ParseError(point_dir / f"{main}.stdout", f"no summary line of benchmark {benchmark!r}")
     version = table.tool_version.dropna().iloc[0] if table.tool_version.notna().any() else meta.get("db_bench_version")
-    common = {"workload": workload, "load_kind": "threads", "load": meta["threads"], "tool": parser.TOOL,
+    common = {"workload": workload, "load_kind": "threads", "load": meta["threads"], "tool": TOOL,
               "tool_version": version}
     extra: list[dict] = []
     ops = table.loc[table.metric == "ops", "value"]
@@ -378,9 +380,9 @@ def point_samples(point_dir) -> pd.DataFrame:
     tables = [table]
     if report:
         has_writer = "write_ops" in set(table.metric)
-        rep = parser.parse_report(report[0], workload=workload, source=f"{prefix}/{report[0].name}",
-                                  reader_ops=float(ops.iloc[0]) if benchmark == "readwhilewriting"
-                                  and not has_writer and len(ops) else None)
+        rep = report_csv.parse_report(report[0], workload=workload, source=f"{prefix}/{report[0].name}",
+                                      reader_ops=float(ops.iloc[0]) if benchmark == "readwhilewriting"
+                                      and not has_writer and len(ops) else None)
         tables.append(rep)
     windows = []
     for name in test_steps:

@@ -6,7 +6,7 @@
 
 Each server gets a job file of its own (the same job with that host's data file), so that hosts need
 not have the same paths. The output's ``client_stats`` hold each server's entries and fio's "All
-clients" sum; briefkit.tools.fio.parse reads them (per host, and the aggregate with the servers'
+clients" sum; briefkit.tools.fio.jsonplus reads them (per host, and the aggregate with the servers'
 json+ bins merged exactly), so a point of a client/server campaign reads back through the same
 FioWorkload.samples as any fio point.
 """

@@ -20,7 +20,9 @@ every job logged are kept (the last one of a job is often missing), and the line
 for the partial window in which it stopped is left out. Bandwidth and IOPS are summed
 over jobs; mean latencies are weighted by the job's I/O count in the window (from the IOPS log of the
 same window where there is one, else equally); histogram bins are summed, and the window's
-percentiles read from them as fio reads json+ bins (briefkit.tools.fio.parse.percentiles_from_bins).
+percentiles read from them as fio reads json+ bins (briefkit.tools.fio.bins.percentiles_from_bins).
+
+Versions checked: fio 3.33 (the fio the tests run; the logs of tests/fixtures come from it).
 """
 from __future__ import annotations
 
@@ -32,31 +34,19 @@ import numpy as np
 import pandas as pd
 
 from briefkit.core import series as tidy_series
-from briefkit.core.errors import ParseError
-from briefkit.tools.fio.parse import percentiles_from_bins
+from briefkit.core.errors import ParseError, open_input
+from briefkit.tools.fio.bins import PLAT_NR, percentile_label, percentiles_from_bins, plat_idx_to_val
 
 #: data direction column -> metric prefix
 DIRECTIONS = {0: "read", 1: "write", 2: "trim"}
 #: log kind -> (metric family, unit of its values, summed over jobs)
 KINDS = {"bw": ("bw", "KiB/s", True), "iops": ("iops", "IO/s", True), "lat": ("lat", "ns", False),
          "clat": ("clat", "ns", False)}
-#: fio's histogram: FIO_IO_U_PLAT_GROUP_NR * FIO_IO_U_PLAT_VAL buckets, FIO_IO_U_PLAT_BITS = 6
-PLAT_BITS, PLAT_VAL, PLAT_NR = 6, 64, 29 * 64
 #: percentiles a histogram log gives per window
 HIST_PERCENTILES = (50.0, 99.0, 99.9)
 LOG_COLUMNS = ["time_ms", "value", "direction", "bs", "offset", "prio"]
 
 _NAME = re.compile(r"^(?P<prefix>.+?)_(?P<kind>bw|iops|lat|clat|slat|clat_hist|lat_hist)(?:\.(?P<job>\d+))?\.log$")
-
-
-def plat_idx_to_val(index: np.ndarray) -> np.ndarray:
-    """fio's ``plat_idx_to_val``: the value (ns) a histogram bucket stands for, its midpoint."""
-    index = np.asarray(index, dtype=np.int64)
-    error_bits = np.maximum((index >> PLAT_BITS) - 1, 0)
-    base = np.left_shift(np.int64(1), error_bits + PLAT_BITS)
-    k = index % PLAT_VAL
-    value = base + ((k + 0.5) * np.left_shift(np.int64(1), error_bits)).astype(np.int64)
-    return np.where(index < (PLAT_VAL << 1), index, value)
 
 
 def log_name(name: str) -> str | None:
@@ -84,11 +74,7 @@ def read_log(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     rows = []
     last = -1
-    try:
-        stream = open(path, encoding="ascii", errors="replace")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read fio log: {exc.strerror}") from None
-    with stream:
+    with open_input(path, "fio log", encoding="ascii", errors="replace") as stream:
         for number, text in enumerate(stream, 1):
             if not text.strip():
                 continue
@@ -119,11 +105,7 @@ def read_hist_log(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
     path = Path(path)
     heads, bins = [], []
     last = -1
-    try:
-        stream = open(path, encoding="ascii", errors="replace")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read fio histogram log: {exc.strerror}") from None
-    with stream:
+    with open_input(path, "fio histogram log", encoding="ascii", errors="replace") as stream:
         for number, text in enumerate(stream, 1):
             if not text.strip():
                 continue
@@ -268,8 +250,8 @@ def _hist_series(hist: list[tuple[pd.DataFrame, np.ndarray]], offset_s: float, s
         nonzero = counts.nonzero()[0]
         found = percentiles_from_bins(dict(zip(values[nonzero].tolist(), counts[nonzero].tolist())), HIST_PERCENTILES)
         for p, ns in found.items():
-            label = f"{p:g}"
-            rows.append({"t_s": offset_s + window * step / 1000.0, "metric": f"{DIRECTIONS[direction]}_clat_p{label}",
+            rows.append({"t_s": offset_s + window * step / 1000.0,
+                         "metric": f"{DIRECTIONS[direction]}_clat_{percentile_label(p)}",
                          "value": float(ns), "unit": "ns"})
     return tidy_series.frame(rows)
 

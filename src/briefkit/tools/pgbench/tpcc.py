@@ -72,7 +72,7 @@ SCRIPTS: tuple[TxnScript, ...] = (
 
 
 def script_names(scripts: Sequence[TxnScript] = SCRIPTS) -> dict[int, str]:
-    """pgbench script number -> transaction type, the mapping ``briefkit.tools.pgbench.parse`` takes."""
+    """pgbench script number -> transaction type, the mapping ``briefkit.tools.pgbench.txlog.parse_log`` takes."""
     return {number: script.name for number, script in enumerate(scripts)}
 
 

@@ -48,7 +48,9 @@ from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.validation import defaults as defaults_of
 from briefkit.tools import steady
 from briefkit.tools.base import Point, PointRun, Workload
-from briefkit.tools.pgbench import parse as pgbench_log
+from briefkit.tools.pgbench import progress as pgbench_progress
+from briefkit.tools.pgbench import summary as pgbench_summary
+from briefkit.tools.pgbench import txlog as pgbench_txlog
 from briefkit.tools.pgbench import wal
 from briefkit.tools.pgbench.cluster import DEFAULT_SETTINGS, PgCluster, find_bindir
 from briefkit.tools.pgbench.commands import CommandFailed
@@ -294,13 +296,13 @@ class OltpWorkload(Workload):
         if len(logs) != 1:
             raise ParseError(folder, f"expected one pgbench per-transaction log tx.<pid> (with its .<n> thread "
                              f"files), found {[p.name for p in logs] or 'none'}")
-        summary = pgbench_log.read_summary(folder / "pgbench.stdout")
+        summary = pgbench_summary.read_summary(folder / "pgbench.stdout")
         if summary.aborted:
             raise ParseError(folder / "pgbench.stdout", "pgbench reports 'Run was aborted'")
         common = {"load_kind": self.load_axis, "load": float(point.values["clients"]), "tool": self.tool,
                   "tool_version": _version(summary.version)}
-        table = pgbench_log.parse(logs[0], scripts=script_names(), skip_s=float(settings["warmup_s"]),
-                                  source=None, **common)
+        table = pgbench_txlog.parse_log(logs[0], scripts=script_names(), skip_s=float(settings["warmup_s"]),
+                                        source=None, **common)
         before = _load_json(folder / "wal_before.json")
         after = _load_json(folder / "wal_after.json")
         step = wal.latency(wal.from_record(before["wal"], str(folder / "wal_before.json")),
@@ -319,7 +321,7 @@ class OltpWorkload(Workload):
             return table.iloc[0:0]
         path, progress = folder / "pgbench.stderr", None
         for candidate in (folder / "pgbench.stderr", folder / "pgbench.stdout"):
-            found = pgbench_log.read_progress(candidate) if candidate.exists() else None
+            found = pgbench_progress.read_progress(candidate) if candidate.exists() else None
             if found is not None and len(found):
                 path, progress = candidate, found
                 break
@@ -335,7 +337,7 @@ class OltpWorkload(Workload):
         path = Path(point_dir) / "pgbench.stderr"
         if not path.is_file():
             return series_table.empty()
-        return pgbench_log.progress_series(path).assign(workload="all")
+        return pgbench_progress.progress_series(path).assign(workload="all")
 
 
 def _version(text: str | None) -> str | None:

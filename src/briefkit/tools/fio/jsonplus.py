@@ -1,4 +1,5 @@
-"""fio 3.x JSON and json+ output -> tidy samples.
+"""fio JSON and json+ output (``--output-format=json`` / ``json+``): ``load`` / ``documents`` read a file,
+``parse`` maps it to tidy samples, ``describe`` says what it holds, ``histograms`` gives its json+ bins.
 
 What is read
     One fio JSON document per file (``--output-format=json`` or ``json+``, also the JSON part of
@@ -61,7 +62,7 @@ Metrics (``briefkit.core.samples`` vocabulary; units converted by ``samples.fram
     ``..._clat_mean`` and ``..._lat_mean`` (ns -> us), ``..._clat_p<P>`` (``p50``, ``p99``,
     ``p99.9``...) for the percentiles fio printed (and ``..._lat_p<P>`` with ``lat_percentiles``),
     as fio printed them for an entry, and read from the summed json+ bins for a sum of entries,
-    exactly as fio computes them (see ``percentiles_from_bins``). A direction that moved no bytes
+    exactly as fio computes them (``briefkit.tools.fio.bins.percentiles_from_bins``). A direction that moved no bytes
     (``io_bytes == 0``) gives no rows.
     ``total_bw`` / ``total_iops`` are the sums over the directions with I/O (for every unit with
     I/O, so that a 100/0 mix has a total like a 70/30 one); with ``unified_rw_reporting=mixed``
@@ -83,9 +84,9 @@ Provenance
     the other columns and override what the file says, column by column.
 
 Percentiles across jobs, files and repetitions
-    Merge the json+ bins (``histograms``, ``merge_bins``) and read the percentiles from the merged
-    bins (``percentiles_from_bins``, or ``merged_samples`` for tidy rows). Never average
-    percentiles.
+    Merge the json+ bins (``histograms``, ``merged_histograms``; the maths in
+    ``briefkit.tools.fio.bins``) and read the percentiles from the merged bins (``merged_samples``
+    for tidy rows). Never average percentiles.
 """
 from __future__ import annotations
 
@@ -93,7 +94,6 @@ import json
 import math
 import os
 import re
-import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -106,7 +106,16 @@ import numpy as np
 import pandas as pd
 
 from briefkit.core import samples
-from briefkit.core.errors import ParseError
+from briefkit.core.errors import ParseError, note, open_input
+from briefkit.tools.fio.bins import (
+    DEFAULT_PERCENTILES,
+    bin_arrays,
+    merge_arrays,
+    merge_bins,
+    percentile_label,
+    percentiles_from_arrays,
+    percentiles_from_bins,
+)
 
 try:  # a fast reader for the common case; the standard library reads (and explains) everything else
     import orjson as _orjson
@@ -117,9 +126,6 @@ _JSONError = _orjson.JSONDecodeError if _orjson is not None else ValueError
 DIRECTIONS = ("read", "write", "trim")
 #: Latency kinds fio reports per direction (json keys ``clat_ns``, ``lat_ns``; ``clat``, ``lat`` in fio 2.x).
 LATENCY_KINDS = ("clat", "lat")
-#: fio's default ``percentile_list`` (used when merged bins come with no printed list).
-DEFAULT_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0,
-                       99.0, 99.5, 99.9, 99.95, 99.99)
 ALL_CLIENTS = "All clients"
 #: Job options copied into ``describe``; everything else stays in the ``options`` column.
 DESCRIBED_OPTIONS = ("rw", "rwmixread", "bs", "numjobs", "iodepth", "ioengine", "direct",
@@ -130,11 +136,6 @@ SHORT_RUN = 0.9
 _DOCUMENT_START = re.compile(r"^\{", re.MULTILINE)
 _SIGNAL = re.compile(r"fio: terminating on signal (\d+)")
 _VERSION = re.compile(r"fio-(\d+)\.(\d+)")
-
-
-def _note(path, message: str) -> None:
-    """Something the samples lack, and why: said on stderr, never silently."""
-    print(f"briefkit: note: {path}: {message}", file=sys.stderr)
 
 
 # ----------------------------------------------------------------------------------- reading
@@ -207,10 +208,7 @@ def _read_cut(path: Path) -> tuple[bytes, list[tuple[int, int, bool]]]:
     """The file's bytes with every json+ ``bins`` object replaced by its index, read block by
     block, and the objects' (start, end, empty) offsets in the file. Bins are most of a json+
     file and needed only where clones are summed or files merged: they stay on disk until then."""
-    try:
-        stream = open(path, "rb")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read: {exc.strerror or exc}") from None
+    stream = open_input(path, "fio output", "rb")
     pieces: list[bytes] = []
     spans: list[tuple[int, int, bool]] = []
     offset = 0  # file offset of buffer[0]
@@ -285,7 +283,7 @@ def _load(path: Path) -> tuple[dict, str]:
             lines = ", ".join(str(line) for _, line, _, _ in scanned)
             raise ParseError(path, f"{len(scanned)} JSON documents (starting at lines {lines}); "
                                    "expected one. This is --status-interval output; run without it, "
-                                   "or read the snapshots with briefkit.tools.fio.parse.documents()",
+                                   "or read the snapshots with briefkit.tools.fio.jsonplus.documents()",
                              line=scanned[1][1])
         doc, line, _, span = scanned[0]
         outside = text[:span[0]] + "\n" + text[span[1]:]
@@ -325,15 +323,9 @@ def _fast(data: bytes, spans, path: Path):
     return doc, outside, data.count(b"\n", 0, start) + 1
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ParseError(path, f"cannot read: {exc.strerror or exc}") from None
-
-
 def _read(path: Path) -> str:
-    return _read_bytes(path).decode("utf-8", errors="replace")
+    with open_input(path, "fio output", encoding="utf-8", errors="replace", newline="") as stream:
+        return stream.read()  # newline="": line numbers and offsets as in the file
 
 
 def _scan(path: Path, text: str, stop_at_first_error: bool):
@@ -359,102 +351,6 @@ def _scan(path: Path, text: str, stop_at_first_error: bool):
                              line=exc.lineno) from None
         yield doc, line, text.count("\n", 0, end) + 1, (start, end)
         position = end
-
-
-# ------------------------------------------------------------------------------ percentiles
-
-
-def _bin_arrays(bins: Mapping[Any, int]) -> tuple[np.ndarray, np.ndarray]:
-    """(values, counts) of json+ bins as int64 arrays, in the file's order (not sorted).
-
-    Raises ``ValueError`` unless every count is a non-negative integer."""
-    if not bins:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    values = _key_values(bins.keys())
-    counts = np.array(list(bins.values()))
-    if counts.dtype.kind not in "iu" or counts.min() < 0:
-        raise ValueError("json+ bins must map latencies to non-negative integer counts")
-    return values, counts.astype(np.int64, copy=False)
-
-
-#: json+ bin key (a string in the file) -> int: fio's bucket values repeat across jobs and files
-_KEYS: dict[str, int] = {}
-
-
-def _key_values(keys) -> np.ndarray:
-    try:
-        return np.fromiter(map(_KEYS.__getitem__, keys), dtype=np.int64, count=len(keys))
-    except KeyError:
-        if len(_KEYS) > 200_000:
-            _KEYS.clear()
-        for key in keys:
-            if key not in _KEYS:
-                _KEYS[key] = int(key)
-        return np.fromiter(map(_KEYS.__getitem__, keys), dtype=np.int64, count=len(keys))
-
-
-def _merge_arrays(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Sum (values, counts) histograms bucket by bucket, exactly (int64); values sorted."""
-    if len(parts) == 1:
-        return parts[0]
-    values = np.concatenate([v for v, _ in parts])
-    counts = np.concatenate([c for _, c in parts])
-    unique, inverse = np.unique(values, return_inverse=True)
-    summed = np.zeros(len(unique), dtype=np.int64)
-    np.add.at(summed, inverse, counts)
-    return unique, summed
-
-
-def _percentiles_from_arrays(values: np.ndarray, counts: np.ndarray,
-                             wanted: Sequence[float]) -> dict[float, int]:
-    total = int(counts.sum())
-    if total == 0:
-        raise ValueError("the histogram is empty: no percentile can be read from it")
-    if len(values) > 1 and (np.diff(values) <= 0).any():
-        order = np.argsort(values, kind="stable")
-        values, counts = values[order], counts[order]
-        if (np.diff(values) == 0).any():
-            values, counts = _merge_arrays([(values, counts), (values[:0], counts[:0])])
-    keep = counts != 0
-    values, counts = values[keep], counts[keep]
-    cumulative = np.cumsum(counts).astype(np.longdouble)
-    thresholds = (np.array(wanted, dtype=np.longdouble) / np.longdouble(100.0)) * np.longdouble(total)
-    index = np.searchsorted(cumulative, thresholds, side="left")
-    index = np.minimum(index, len(values) - 1)
-    return {p: int(values[i]) for p, i in zip(wanted, index.tolist())}
-
-
-def percentiles_from_bins(bins: Mapping[Any, int],
-                          percentiles: Iterable[float]) -> dict[float, int]:
-    """Latency percentiles from json+ bins (``{"<ns>": count}``), computed as fio does.
-
-    fio's ``calc_clat_percentiles``: walk the buckets in value order accumulating counts; the
-    value of percentile p is the first bucket whose cumulative count reaches ``p / 100 * N``
-    (compared in C ``long double``, reproduced with ``numpy.longdouble``), reported as the bucket's
-    midpoint, which is the bin key. Returns ``{p: ns}`` in the order asked. Bins of several jobs,
-    files or hosts can be summed first (``merge_bins``): bucket edges are fixed."""
-    wanted = [float(p) for p in percentiles]
-    for p in wanted:
-        if not 0.0 < p <= 100.0:
-            raise ValueError(f"percentile {p!r} is outside (0, 100]")
-    values, counts = _bin_arrays({int(k): int(v) for k, v in bins.items()})
-    return _percentiles_from_arrays(values, counts, wanted)
-
-
-def merge_bins(*histograms: Mapping[Any, int]) -> Counter:
-    """Sum json+ bins (keys as ints): the histogram of all their I/Os together."""
-    merged: Counter = Counter()
-    for bins in histograms:
-        for value, count in bins.items():
-            merged[int(value)] += int(count)
-    return merged
-
-
-@lru_cache(maxsize=4096)
-def percentile_label(p: float | str) -> str:
-    """``99.9`` or fio's key ``"99.900000"`` -> ``"p99.9"``; ``50`` -> ``"p50"``."""
-    text = f"{float(p):f}".rstrip("0").rstrip(".")
-    return f"p{text}"
 
 
 # ---------------------------------------------------------------------- the reporting units
@@ -483,7 +379,7 @@ class _Latency:
                 raw = self.raw_bins
                 if isinstance(raw, _LazyBins):
                     raw = raw.load()
-                self.arrays = _bin_arrays(raw or {})
+                self.arrays = bin_arrays(raw or {})
             except (ValueError, TypeError, _JSONError):
                 if self.ctx is None:
                     raise
@@ -503,7 +399,7 @@ class _Latency:
         if self.has_bins:
             wanted = self.percentile_list or DEFAULT_PERCENTILES
             values, counts = self.bin_arrays()
-            return {p: float(v) for p, v in _percentiles_from_arrays(values, counts, wanted).items()}
+            return {p: float(v) for p, v in percentiles_from_arrays(values, counts, wanted).items()}
         return {}
 
 
@@ -796,7 +692,7 @@ def _fill_all_clients(units: list[_Unit]) -> None:
             parts = [u.directions[name].latency.get(kind) for u in servers if name in u.directions]
             if not parts or not all(p is not None and p.has_bins for p in parts):
                 continue
-            merged = _merge_arrays([p.bin_arrays() for p in parts])
+            merged = merge_arrays([p.bin_arrays() for p in parts])
             if int(merged[1].sum()) == latency.n:
                 latency.arrays = merged
                 latency.percentile_list = next((tuple(p.printed) for p in parts if p.printed), None)
@@ -836,7 +732,7 @@ def _sum_directions(parts: list[_Direction]) -> tuple[_Direction, dict[str, str]
             continue
         n = sum(m.n for m in members)
         mean = sum(m.mean * m.n for m in members) / n if n else 0.0
-        arrays = _merge_arrays([m.bin_arrays() for m in members]) \
+        arrays = merge_arrays([m.bin_arrays() for m in members]) \
             if all(m.has_bins for m in members) else None
         # The percentile list of the first member, as fio keeps the first job's list.
         plist = next((tuple(m.printed) for m in members if m.printed), None)
@@ -1068,7 +964,7 @@ def parse(path, *, per_job: bool = False, keep_failed: bool = False, **provenanc
         _unit_rows(out, unit)
         if unit.missing and unit.directions:
             for what, why in unit.missing.items():
-                _note(path, f"job {unit.workload!r}: no {what} percentile rows: {why}")
+                note(path, f"job {unit.workload!r}: no {what} percentile rows: {why}")
     del units  # ... nor the file's bytes (held by undecoded json+ bins)
     if not out.metric:
         raise ParseError(path, "no job moved any data (every direction has io_bytes 0): no samples")
@@ -1152,17 +1048,3 @@ def merged_samples(paths: Sequence, kind: str = "clat",
                 row["host"] = key.host
             rows.append({**row, **provenance})
     return samples.frame(rows, tool="fio", source=";".join(str(p) for p in paths))
-
-
-def series(path, **options) -> pd.DataFrame:
-    """Series rows of fio's per-interval logs (briefkit.tools.fio.logs): ``path`` is a folder, or one log
-    of it whose prefix chooses the logs read together (every job's and kind's)."""
-    from briefkit.tools.fio import logs
-
-    path = Path(path)
-    if path.is_dir():
-        return logs.series(path, **options)
-    match = logs.log_name(path.name)
-    if match is None:
-        raise ParseError(path, "not a fio log name '<prefix>_<bw|iops|lat|clat|clat_hist>[.<job>].log'")
-    return logs.series(path.parent, prefix=match, **options)

@@ -1,14 +1,17 @@
-"""Parser of RocksDB ``db_bench`` text output (stdout and stderr together, as ``2>&1`` captures it).
+"""RocksDB ``db_bench``'s text output (stdout and stderr together, as ``2>&1`` captures it):
+``read_stdout(path)`` gives a ``Run`` (every printed number, nothing converted), ``parse_stdout(path)``
+its tidy samples.
 
 Formats read (see research/dbbench.md): the summary line of RocksDB 7.3 and later (7.x, 8.x)::
 
     readrandom   :      13.867 micros/op 143992 ops/sec 5.028 seconds 723998 operations;   15.0 MB/s (347346 of 367999 found)
 
 and the older one without ``<s> seconds <n> operations`` (6.x, 7.0-7.2); the ``--histogram=1``
-blocks (``Microseconds per read:`` ... bucket table); the ``--statistics`` block; the
-``--report_file`` interval CSV (``read_report`` / ``parse_report``).
+blocks (``Microseconds per read:`` ... bucket table); the ``--statistics`` block. The
+``--report_file`` interval CSV is read by ``briefkit.tools.dbbench.report_csv``, benchmark.sh's
+``report.tsv`` by ``briefkit.tools.dbbench.report_tsv``.
 
-Tidy samples (``parse``), one ``workload`` per benchmark name, with the origin of each number in
+Tidy samples (``parse_stdout``), one ``workload`` per benchmark name, with the origin of each number in
 the ``source`` column as ``<file>#<section>``:
 
 ``#summary``
@@ -34,23 +37,17 @@ the ``source`` column as ``<file>#<section>``:
     ``write_ops`` = ``rocksdb.number.keys.written`` / the summary line's seconds (the writer
     thread is excluded from the summary line and from the histograms).
 
-``read_report``/``parse_report`` give the report CSV; its ``total_ops`` counts every thread,
-readwhilewriting's writer included (source ``#report_file``), and ``parse_report(...,
-reader_ops=...)`` derives that writer's ``write_ops`` as total minus readers.
-
 Run metadata: the ``RocksDB: version`` header goes to ``tool_version``; a command line, when the
 file holds one (a line ``# command: db_bench ...`` as ``dbbench_cmd.command_header`` writes it,
 or any line starting with a ``db_bench`` executable followed by flags), is kept in
-``DataFrame.attrs["command"]`` and in ``read(path).command``; its ``--threads`` gives ``load_kind="threads"``, ``load`` unless the
-caller passes them, and its ``--benchmarks``, ``--histogram`` and ``--statistics`` say which
-blocks must be present. Repeated runs of one benchmark (``readrandom[X3]``) get ``rep`` 0..n-1.
+``DataFrame.attrs["command"]`` and in ``read_stdout(path).command``; its ``--threads`` gives
+``load_kind="threads"``, ``load`` unless the caller passes them, and its ``--benchmarks``,
+``--histogram`` and ``--statistics`` say which blocks must be present. Repeated runs of one
+benchmark (``readrandom[X3]``) get ``rep`` 0..n-1.
 
 ``#db_stats``
     ``stall_pct``: the last ``Cumulative stall: ..., <x> percent`` of the ``** DB Stats **`` dumps
     printed for the benchmark (``--stats_interval_seconds``, or a ``stats`` benchmark after it).
-
-RocksDB's ``tools/benchmark.sh`` ``report.tsv`` is read by ``parse`` as well
-(``parse_benchmark_report``, source ``#report_tsv``).
 
 Nothing impossible or ambiguous passes: a negative, NaN or infinite figure (micros/op, ops/sec,
 MB/s, histogram and statistics values) is an error naming the line; two db_bench processes in
@@ -64,23 +61,22 @@ statistics line that does not match its format or is the unterminated last line 
 a histogram whose bucket table holds fewer samples than its ``Count:``, a statistics block
 without its closing blank line, no summary line at all, and (with a command line) a named
 benchmark or requested block that is missing. Any other line is ignored.
+
+Versions checked: RocksDB 7.8.3 db_bench (the tests' fixtures, generated here), and edited copies
+giving the 8.1.1 and 6.29 headers and the pre-7.3 summary line (tests/fixtures/dbbench/README.md).
 """
 from __future__ import annotations
 
-import math
 import re
 import shlex
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from briefkit.core import samples
-from briefkit.core import series as tidy_series
-from briefkit.core.errors import ParseError
-
-TOOL = "db_bench"
+from briefkit.core.errors import ParseError, open_input
+from briefkit.tools.dbbench.output import checked, provenance_columns
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"
 # A line that claims to be a summary line: "<name> : <anything>" (names are word characters).
@@ -201,11 +197,6 @@ class Run:
         return flags
 
 
-def _lines(text: str) -> list[str]:
-    # Progress reports end in '\r' and share a '\n' line with what follows: keep the last piece.
-    return [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
-
-
 class _Lines:
     """The file's lines, read one at a time as the parser asks for them (a 1 GB output is never
     held whole): the lines already passed are dropped by ``forget``. Progress reports end in
@@ -258,14 +249,10 @@ def _truthy(value: str) -> bool:
     return value.lower() in {"1", "true", "t", "yes", "y"}
 
 
-def read(path) -> Run:
+def read_stdout(path) -> Run:
     """Read a db_bench output file into a ``Run`` (every printed number, nothing converted)."""
     path = Path(path)
-    try:
-        stream = open(path, "rb")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read db_bench output: {exc}") from exc
-    with stream:
+    with open_input(path, "db_bench output", "rb") as stream:
         return _read(path, _Lines(stream))
 
 
@@ -277,11 +264,6 @@ def _read(path: Path, lines: "_Lines") -> Run:
     pending_stall: float | None = None
     first_command: tuple[int, str] | None = None
     sizes: dict[str, tuple[int, int]] = {}  # "Keys"/"Values" -> (line, size) of the first process
-
-    def cut_off(number: int, what: str) -> None:
-        if lines.cut(number - 1):
-            raise ParseError(path, f"{what} is cut off (the file ends without a newline)", line=number)
-
     i = 0
     while lines.has(i):
         number, line = i + 1, lines[i]
@@ -297,53 +279,28 @@ def _read(path: Path, lines: "_Lines") -> Run:
         elif run.date is None and (m := _DATE.match(line)):
             run.date = m["date"]
         elif m := _COMMAND.match(line):
-            command = m["command"].strip()
-            if first_command is None:
-                first_command = (number, command)
-                run.command = command
-            elif command != first_command[1]:
-                raise ParseError(path, f"two db_bench processes with different command lines in one file (line "
-                                 f"{first_command[0]}: {first_command[1]!r}; line {number}: {command!r}): they are "
-                                 "different workloads, not repetitions of one. Split the file, one command per file",
-                                 line=number)
+            first_command = first_command or (number, m["command"].strip())
+            _same_command(path, number, m["command"].strip(), first_command)
+            run.command = first_command[1]
         elif (m := _KEYS.match(line)) or (m := _VALUES.match(line)):
-            what = line.split(":", 1)[0]
-            size = int(m["size"])
-            if what in sizes and sizes[what][1] != size:
-                raise ParseError(path, f"two db_bench processes with different settings in one file ({what}: "
-                                 f"{sizes[what][1]} bytes at line {sizes[what][0]}, {size} bytes here): they are "
-                                 "different workloads, not repetitions of one. Split the file", line=number)
-            sizes.setdefault(what, (number, size))
+            what, size = line.split(":", 1)[0], int(m["size"])
+            _same_size(path, number, what, size, sizes)
             if what == "Keys":
                 run.key_size = size
             else:
                 run.value_size = size
         elif m := _STALL.match(line):
-            stall = _checked(path, number, "Cumulative stall percent", float(m["pct"]))
+            stall = checked(path, number, "Cumulative stall percent", float(m["pct"]))
             if current is not None and current.process == process:
                 current.stall_pct = stall
             else:
                 pending_stall = stall
         elif m := _SUMMARY_START.match(line):
-            rest = m["rest"]
-            if rest.startswith("skipped"):
+            if m["rest"].startswith("skipped"):
                 continue
-            s = _SUMMARY.match(rest)
-            cut_off(number, "summary line")
-            message = s["message"].strip() if s else ""
-            if s is None or re.match(r"^[\d.]", message) or (message.startswith("(") and ")" not in message):
-                raise ParseError(path, f"summary line does not match {_SUMMARY_FORMAT} (cut off?): {line.strip()!r}",
-                                 line=number)
             rep = seen.get(m["name"], 0)
+            current = _benchmark(path, lines, number, line, m, rep, process, pending_stall)
             seen[m["name"]] = rep + 1
-            current = Benchmark(
-                name=m["name"], line=number, rep=rep,
-                micros_per_op=_checked(path, number, "micros/op", float(s["micros"])),
-                ops_per_sec=_checked(path, number, "ops/sec", float(s["ops"])),
-                seconds=_checked(path, number, "seconds", float(s["seconds"])) if s["seconds"] else None,
-                operations=int(s["operations"]) if s["operations"] else None,
-                mb_per_s=_checked(path, number, "MB/s", float(s["mbps"])) if s["mbps"] else None,
-                message=message, process=process, stall_pct=pending_stall)
             pending_stall = None
             run.benchmarks.append(current)
         elif m := _HIST_HEAD.match(line):
@@ -357,12 +314,43 @@ def _read(path: Path, lines: "_Lines") -> Run:
     return _check(run, lines.count)
 
 
-def _checked(path, number: int, what: str, value: float) -> float:
-    """A printed figure that must be a finite, non-negative number."""
-    if not math.isfinite(value) or value < 0:
-        raise ParseError(path, f"{what} is {value:g}: a negative, NaN or infinite figure is impossible for a "
-                         "measured run", line=number)
-    return value
+def _same_command(path: Path, number: int, command: str, first: tuple[int, str]) -> None:
+    """One file, one command line: the same command run again gives repetitions, another one does not."""
+    if command != first[1]:
+        raise ParseError(path, f"two db_bench processes with different command lines in one file (line "
+                         f"{first[0]}: {first[1]!r}; line {number}: {command!r}): they are "
+                         "different workloads, not repetitions of one. Split the file, one command per file",
+                         line=number)
+
+
+def _same_size(path: Path, number: int, what: str, size: int, sizes: dict[str, tuple[int, int]]) -> None:
+    """One file, one key size and one value size (``sizes``: what -> (line, size) first seen)."""
+    if what in sizes and sizes[what][1] != size:
+        raise ParseError(path, f"two db_bench processes with different settings in one file ({what}: "
+                         f"{sizes[what][1]} bytes at line {sizes[what][0]}, {size} bytes here): they are "
+                         "different workloads, not repetitions of one. Split the file", line=number)
+    sizes.setdefault(what, (number, size))
+
+
+def _benchmark(path: Path, lines: "_Lines", number: int, line: str, start: re.Match, rep: int, process: int,
+               stall: float | None) -> Benchmark:
+    """The summary line ``<name> : <rest>`` (``start``) as a ``Benchmark``; cut off or in no known form:
+    an error naming the line."""
+    s = _SUMMARY.match(start["rest"])
+    if lines.cut(number - 1):
+        raise ParseError(path, "summary line is cut off (the file ends without a newline)", line=number)
+    message = s["message"].strip() if s else ""
+    if s is None or re.match(r"^[\d.]", message) or (message.startswith("(") and ")" not in message):
+        raise ParseError(path, f"summary line does not match {_SUMMARY_FORMAT} (cut off?): {line.strip()!r}",
+                         line=number)
+    return Benchmark(
+        name=start["name"], line=number, rep=rep,
+        micros_per_op=checked(path, number, "micros/op", float(s["micros"])),
+        ops_per_sec=checked(path, number, "ops/sec", float(s["ops"])),
+        seconds=checked(path, number, "seconds", float(s["seconds"])) if s["seconds"] else None,
+        operations=int(s["operations"]) if s["operations"] else None,
+        mb_per_s=checked(path, number, "MB/s", float(s["mbps"])) if s["mbps"] else None,
+        message=message, process=process, stall_pct=stall)
 
 
 def _read_histogram(path, lines: _Lines, i, op, head) -> tuple[Histogram, int]:
@@ -386,9 +374,9 @@ def _read_histogram(path, lines: _Lines, i, op, head) -> tuple[Histogram, int]:
         max=float(minmax["max"]),
         percentiles={p["p"]: float(p["v"]) for p in _HIST_PCT.finditer(pct_line.group(0))})
     for name in ("mean", "stddev", "min", "median", "max"):
-        _checked(path, head, f"histogram 'Microseconds per {op}:' {name}", getattr(histogram, name))
+        checked(path, head, f"histogram 'Microseconds per {op}:' {name}", getattr(histogram, name))
     for p, v in histogram.percentiles.items():
-        _checked(path, head, f"histogram 'Microseconds per {op}:' P{p}", v)
+        checked(path, head, f"histogram 'Microseconds per {op}:' P{p}", v)
     while lines.has(i) and (b := _BUCKET.match(lines[i])) and not lines.cut(i):
         histogram.buckets.append((float(b["lo"]), float(b["hi"]), int(b["n"])))
         i += 1
@@ -414,7 +402,7 @@ def _read_statistics(path, lines: _Lines, i, head, process) -> tuple[Statistics,
         if m := _STAT_TICKER.match(line):
             stats.tickers[m["name"]] = int(m["count"])
         elif m := _STAT_HIST.match(line):
-            stats.histograms[m["name"]] = {k: _checked(path, number, f"{m['name']} {k.upper()}", float(m[k]))
+            stats.histograms[m["name"]] = {k: checked(path, number, f"{m['name']} {k.upper()}", float(m[k]))
                                            for k in ("p50", "p95", "p99", "p100", "count", "sum")}
         else:
             raise ParseError(path, f"statistics line matches neither '<name> COUNT : <n>' nor '<name> P50 : <x> "
@@ -507,24 +495,11 @@ def _statistics_rows(b: Benchmark, stats: Statistics, src: str) -> list[dict]:
     return rows
 
 
-_PROVENANCE = set(samples.COLUMNS) - {"workload", "metric", "value", "unit"}
-
-
-def _provenance(provenance: dict) -> dict:
-    unknown = set(provenance) - _PROVENANCE
-    if unknown:
-        raise ValueError(f"unknown provenance key(s) {sorted(unknown)}; allowed: {sorted(_PROVENANCE)}")
-    return {"tool": TOOL, **provenance}
-
-
-def parse(path, **provenance) -> pd.DataFrame:
-    """Tidy samples of one db_bench output file (see the module docstring for every metric), or
-    of a RocksDB ``benchmark.sh`` ``report.tsv`` (``parse_benchmark_report``)."""
+def parse_stdout(path, **provenance) -> pd.DataFrame:
+    """Tidy samples of one db_bench output file (see the module docstring for every metric)."""
     path = Path(path)
-    if is_benchmark_report(path):
-        return parse_benchmark_report(path, **provenance)
-    common = _provenance(provenance)
-    run = read(path)
+    common = provenance_columns(provenance)
+    run = read_stdout(path)
     src = str(provenance.get("source", path))
     common.pop("source", None)
     if run.version is not None:
@@ -552,185 +527,3 @@ def parse(path, **provenance) -> pd.DataFrame:
     table = samples.frame(rows, **common)
     table.attrs["command"] = run.command
     return table
-
-
-def read_report(path) -> pd.DataFrame:
-    """The ``--report_file`` CSV as ``secs_elapsed, interval_ops, interval_seconds, ops_per_sec``.
-
-    ``interval_qps`` is the number of ops completed since the previous row (all threads, the
-    *whilewriting writer included), so it is a rate only for ``--report_interval_seconds=1``;
-    ``ops_per_sec`` divides by the interval actually elapsed. The last partial interval is never
-    written by db_bench.
-    """
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ParseError(path, f"cannot read db_bench report file: {exc}") from exc
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "secs_elapsed,interval_qps":
-        raise ParseError(path, "expected the header 'secs_elapsed,interval_qps' of a db_bench --report_file",
-                         line=1)
-    rows = []
-    for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        fields = line.split(",")
-        if len(fields) != 2 or not all(f.strip().isdigit() for f in fields):
-            raise ParseError(path, f"expected '<secs_elapsed>,<interval_qps>' (two integers), got {line!r}",
-                             line=number)
-        rows.append((int(fields[0]), int(fields[1])))
-    if not text.endswith("\n") and rows:
-        raise ParseError(path, "last row is cut off (the file ends without a newline)", line=len(lines))
-    table = pd.DataFrame(rows, columns=["secs_elapsed", "interval_ops"])
-    table["interval_seconds"] = table["secs_elapsed"].diff().fillna(table["secs_elapsed"])
-    if (table["interval_seconds"] <= 0).any():
-        bad = int(table.index[table["interval_seconds"] <= 0][0]) + 2
-        raise ParseError(path, "secs_elapsed must increase from row to row", line=bad)
-    table["ops_per_sec"] = table["interval_ops"] / table["interval_seconds"]
-    return table
-
-
-def parse_report(path, *, workload: str | None = None, reader_ops: float | None = None,
-                 **provenance) -> pd.DataFrame:
-    """Tidy samples of a report CSV: ``total_ops`` = ops over the written intervals / their
-    seconds (all threads). With ``reader_ops`` (the summary line's ``ops`` of a
-    readwhilewriting run) also ``write_ops`` = ``total_ops - reader_ops``, the hidden writer's
-    rate, approximate because the two cover slightly different time spans. No rows if the CSV
-    holds no interval (runs shorter than the report interval)."""
-    path = Path(path)
-    common = _provenance(provenance)
-    src = str(common.pop("source", path))
-    table = read_report(path)
-    rows = []
-    if len(table):
-        total = table["interval_ops"].sum() / table["interval_seconds"].sum()
-        rows.append({"metric": "total_ops", "value": total, "unit": "ops/s"})
-        if reader_ops is not None:
-            rows.append({"metric": "write_ops", "value": total - reader_ops, "unit": "ops/s"})
-    for row in rows:
-        row.update(workload=workload, source=f"{src}#report_file")
-    return samples.frame(rows, **common)
-
-
-# -- RocksDB tools/benchmark.sh report.tsv -------------------------------------------------
-
-#: report.tsv column (any benchmark.sh version) -> (metric, unit as printed)
-REPORT_TSV_COLUMNS = {
-    "ops_sec": ("ops", "ops/s"),
-    "mb_sec": ("db_bw", "MiB/s"),  # db_bench's "MB/s": bytes / 1048576 / seconds
-    "usec_op": ("micros_per_op", "us"), "usec/op": ("micros_per_op", "us"),
-    "p50": ("op_lat_p50", "us"), "p75": ("op_lat_p75", "us"), "p99": ("op_lat_p99", "us"),
-    "p99.9": ("op_lat_p99.9", "us"), "p99.99": ("op_lat_p99.99", "us"), "pmax": ("op_lat_max", "us"),
-    "stall%": ("stall_pct", "percent"), "Stall%": ("stall_pct", "percent"),
-}
-_REPORT_TEST = ("test", "Test")
-
-
-def is_benchmark_report(path) -> bool:
-    """True when the first line that is not a ``#`` comment is benchmark.sh's report header."""
-    with open(path, encoding="utf-8", errors="replace") as stream:
-        for line in stream:
-            if line.strip() and not line.startswith("#"):
-                return line.startswith("ops_sec\t")
-    return False
-
-
-def read_benchmark_report(path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """(header, [(line number, {column: text})]) of a benchmark.sh ``report.tsv``; ``#`` lines skipped."""
-    path = Path(path)
-    header: list[str] | None = None
-    rows = []
-    try:
-        stream = open(path, encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ParseError(path, f"cannot read benchmark.sh report: {exc.strerror}") from None
-    with stream:
-        for number, line in enumerate(stream, 1):
-            text = line.rstrip("\n")
-            if not text.strip() or text.startswith("#"):
-                continue
-            fields = text.split("\t")
-            if header is None:
-                if fields[0] != "ops_sec":
-                    raise ParseError(path, "expected benchmark.sh's report header 'ops_sec<TAB>mb_sec<TAB>...'",
-                                     line=number)
-                header = fields
-                continue
-            if len(fields) != len(header):
-                raise ParseError(path, f"{len(fields)} tab-separated fields, the header has {len(header)} "
-                                 "(a row cut off or two reports glued together?)", line=number)
-            if not line.endswith("\n"):
-                raise ParseError(path, "the last row is cut off (the file ends without a newline)", line=number)
-            rows.append((number, dict(zip(header, fields))))
-    if header is None:
-        raise ParseError(path, "no benchmark.sh report header 'ops_sec<TAB>mb_sec<TAB>...'")
-    if not rows:
-        raise ParseError(path, "the benchmark.sh report has a header but no test row")
-    return header, rows
-
-
-def parse_benchmark_report(path, **provenance) -> pd.DataFrame:
-    """Tidy samples of RocksDB ``tools/benchmark.sh``'s ``report.tsv``: one row per test.
-
-    ``workload`` is the ``test`` column (``readrandom.t32``), ``tool_version`` the ``version``
-    column; a test name that appears more than once gets ``rep`` 0..n-1 in file order. Metrics:
-    ``ops``, ``db_bw`` (``mb_sec`` is db_bench's MiB/s), ``micros_per_op``, ``op_lat_p50`` ...
-    ``op_lat_p99.99`` and ``op_lat_max`` (db_bench's histogram of the test's operations, us),
-    ``stall_pct``. ``NA`` or an empty field gives no row (said on stderr); any other text where a
-    number belongs is an error naming the line and column."""
-
-    path = Path(path)
-    common = _provenance(provenance)
-    src = str(common.pop("source", path))
-    header, table = read_benchmark_report(path)
-    test_column = next((c for c in _REPORT_TEST if c in header), None)
-    if test_column is None:
-        raise ParseError(path, "the report header has no 'test' column: the rows cannot be told apart", line=1)
-    seen: dict[str, int] = {}
-    rows: list[dict] = []
-    names = []
-    for number, fields in table:
-        name = fields[test_column]
-        rep = seen.get(name, 0)
-        seen[name] = rep + 1
-        names.append(name)
-        for column, (metric, unit) in REPORT_TSV_COLUMNS.items():
-            if column not in fields:
-                continue
-            text = fields[column].strip()
-            if text in ("", "NA"):
-                print(f"briefkit: note: {path}:{number}: test {name!r}: {column} is {text or 'empty'!r}: "
-                      f"no {metric} row", file=sys.stderr)
-                continue
-            try:
-                value = float(text)
-            except ValueError:
-                raise ParseError(path, f"test {name!r}: column {column} is {text!r}, expected a number",
-                                 line=number) from None
-            _checked(path, number, f"test {name!r}: {column}", value)
-            row = {"workload": name, "metric": metric, "value": value, "unit": unit,
-                   "source": f"{src}#report_tsv", "_rep": rep}
-            if fields.get("version"):
-                row["tool_version"] = fields["version"]
-            rows.append(row)
-    for row in rows:
-        rep = row.pop("_rep")
-        if seen[row["workload"]] > 1 and "rep" not in provenance:
-            row["rep"] = rep
-        if "tool_version" in provenance:
-            row.pop("tool_version", None)
-    return samples.frame(rows, **common)
-
-
-def report_series(path) -> pd.DataFrame:
-    """Series rows of a ``--report_file`` CSV (``read_report``): ``total_ops`` (every thread's ops/s over
-    the interval) at ``t_s`` = the interval's end, db_bench's ``secs_elapsed``. A bad line is an error
-    naming the file and line."""
-    table = read_report(path)
-    return tidy_series.from_arrays(table["secs_elapsed"], "total_ops", table["ops_per_sec"], "ops/s")
-
-
-def series(path, **_options) -> pd.DataFrame:
-    """Series rows of a db_bench ``--report_file`` CSV (``report_series``)."""
-    return report_series(path)

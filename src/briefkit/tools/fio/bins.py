@@ -1,0 +1,132 @@
+"""fio's latency histogram maths: json+ bins summed, and percentiles read from them as fio does.
+
+fio 3.x keeps completion latencies in 1856 buckets (``FIO_IO_U_PLAT_GROUP_NR`` = 29 groups of
+``FIO_IO_U_PLAT_VAL`` = 64); the json+ output (``"bins"``) and the histogram logs (``log_hist_msec``) key
+each bucket by its midpoint in ns (``plat_idx_to_val``). Bucket edges are fixed, so bins of several jobs,
+files or hosts are summed bucket by bucket (``merge_bins``) and the percentiles read from the sum
+(``percentiles_from_bins``): never average percentiles.
+
+Versions checked: fio 3.33 (the fio the tests run) and the json+ files of fio 3.1 and 3.16 in
+tests/fixtures/fio.
+
+Used by the json+ reader (``briefkit.tools.fio.jsonplus``) and the log reader
+(``briefkit.tools.fio.logs``); nothing here reads a file.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+#: fio's default ``percentile_list`` (used when merged bins come with no printed list).
+DEFAULT_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0,
+                       99.0, 99.5, 99.9, 99.95, 99.99)
+#: fio's histogram: FIO_IO_U_PLAT_GROUP_NR * FIO_IO_U_PLAT_VAL buckets, FIO_IO_U_PLAT_BITS = 6
+PLAT_BITS, PLAT_VAL, PLAT_NR = 6, 64, 29 * 64
+
+
+def plat_idx_to_val(index: np.ndarray) -> np.ndarray:
+    """fio's ``plat_idx_to_val``: the value (ns) a histogram bucket stands for, its midpoint."""
+    index = np.asarray(index, dtype=np.int64)
+    error_bits = np.maximum((index >> PLAT_BITS) - 1, 0)
+    base = np.left_shift(np.int64(1), error_bits + PLAT_BITS)
+    k = index % PLAT_VAL
+    value = base + ((k + 0.5) * np.left_shift(np.int64(1), error_bits)).astype(np.int64)
+    return np.where(index < (PLAT_VAL << 1), index, value)
+
+
+def bin_arrays(bins: Mapping[Any, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(values, counts) of json+ bins as int64 arrays, in the file's order (not sorted).
+
+    Raises ``ValueError`` unless every count is a non-negative integer."""
+    if not bins:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    values = _key_values(bins.keys())
+    counts = np.array(list(bins.values()))
+    if counts.dtype.kind not in "iu" or counts.min() < 0:
+        raise ValueError("json+ bins must map latencies to non-negative integer counts")
+    return values, counts.astype(np.int64, copy=False)
+
+
+#: json+ bin key (a string in the file) -> int: fio's bucket values repeat across jobs and files
+_KEYS: dict[str, int] = {}
+
+
+def _key_values(keys) -> np.ndarray:
+    try:
+        return np.fromiter(map(_KEYS.__getitem__, keys), dtype=np.int64, count=len(keys))
+    except KeyError:
+        if len(_KEYS) > 200_000:
+            _KEYS.clear()
+        for key in keys:
+            if key not in _KEYS:
+                _KEYS[key] = int(key)
+        return np.fromiter(map(_KEYS.__getitem__, keys), dtype=np.int64, count=len(keys))
+
+
+def merge_arrays(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sum (values, counts) histograms bucket by bucket, exactly (int64); values sorted."""
+    if len(parts) == 1:
+        return parts[0]
+    values = np.concatenate([v for v, _ in parts])
+    counts = np.concatenate([c for _, c in parts])
+    unique, inverse = np.unique(values, return_inverse=True)
+    summed = np.zeros(len(unique), dtype=np.int64)
+    np.add.at(summed, inverse, counts)
+    return unique, summed
+
+
+def percentiles_from_arrays(values: np.ndarray, counts: np.ndarray,
+                             wanted: Sequence[float]) -> dict[float, int]:
+    total = int(counts.sum())
+    if total == 0:
+        raise ValueError("the histogram is empty: no percentile can be read from it")
+    if len(values) > 1 and (np.diff(values) <= 0).any():
+        order = np.argsort(values, kind="stable")
+        values, counts = values[order], counts[order]
+        if (np.diff(values) == 0).any():
+            values, counts = merge_arrays([(values, counts), (values[:0], counts[:0])])
+    keep = counts != 0
+    values, counts = values[keep], counts[keep]
+    cumulative = np.cumsum(counts).astype(np.longdouble)
+    thresholds = (np.array(wanted, dtype=np.longdouble) / np.longdouble(100.0)) * np.longdouble(total)
+    index = np.searchsorted(cumulative, thresholds, side="left")
+    index = np.minimum(index, len(values) - 1)
+    return {p: int(values[i]) for p, i in zip(wanted, index.tolist())}
+
+
+def percentiles_from_bins(bins: Mapping[Any, int],
+                          percentiles: Iterable[float]) -> dict[float, int]:
+    """Latency percentiles from json+ bins (``{"<ns>": count}``), computed as fio does.
+
+    fio's ``calc_clat_percentiles``: walk the buckets in value order accumulating counts; the
+    value of percentile p is the first bucket whose cumulative count reaches ``p / 100 * N``
+    (compared in C ``long double``, reproduced with ``numpy.longdouble``), reported as the bucket's
+    midpoint, which is the bin key. Returns ``{p: ns}`` in the order asked. Bins of several jobs,
+    files or hosts can be summed first (``merge_bins``): bucket edges are fixed."""
+    wanted = [float(p) for p in percentiles]
+    for p in wanted:
+        if not 0.0 < p <= 100.0:
+            raise ValueError(f"percentile {p!r} is outside (0, 100]")
+    values, counts = bin_arrays({int(k): int(v) for k, v in bins.items()})
+    return percentiles_from_arrays(values, counts, wanted)
+
+
+def merge_bins(*histograms: Mapping[Any, int]) -> Counter:
+    """Sum json+ bins (keys as ints): the histogram of all their I/Os together."""
+    merged: Counter = Counter()
+    for bins in histograms:
+        for value, count in bins.items():
+            merged[int(value)] += int(count)
+    return merged
+
+
+@lru_cache(maxsize=4096)
+def percentile_label(p: float | str) -> str:
+    """``99.9`` or fio's key ``"99.900000"`` -> ``"p99.9"``; ``50`` -> ``"p50"``."""
+    text = f"{float(p):f}".rstrip("0").rstrip(".")
+    return f"p{text}"
+

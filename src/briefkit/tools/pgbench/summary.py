@@ -1,0 +1,221 @@
+"""pgbench's summary on stdout (what it prints at the end of a run): ``read_summary(path)`` gives a
+``Summary`` (with the script list, and the ``--progress`` lines when stderr was captured with stdout),
+``parse_summary(path)`` its tidy samples. Also how a script is named (``script_label``) and the script
+names a summary gives a per-transaction log (``scripts_from_summary``, ``script_map``).
+
+Versions checked: pgbench 15.18 (tests/fixtures/pgbench); the ``tps = ...`` line in both its forms,
+"without initial connection time" (14+) and "excluding connections establishing" (up to 13).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from briefkit.core import samples
+from briefkit.core.errors import ParseError, open_input
+from briefkit.tools.pgbench.progress import NUMBER as _NUM
+from briefkit.tools.pgbench.progress import read_progress
+
+
+@dataclass
+class ScriptSummary:
+    number: int  # 1-based, as pgbench prints it ("SQL script 1")
+    name: str
+    weight: int | None = None
+    transactions: int | None = None
+    tps: float | None = None
+    failed: int | None = None
+    latency_avg_ms: float | None = None
+    latency_stddev_ms: float | None = None
+
+
+@dataclass
+class Summary:
+    """What pgbench prints at the end of a run (the figures used to cross-check the log)."""
+
+    version: str | None = None
+    transaction_type: str | None = None  # "multiple scripts", "<builtin: TPC-B (sort of)>" or a file
+    clients: int | None = None
+    threads: int | None = None
+    duration_s: int | None = None
+    transactions: int | None = None
+    failed: int | None = None
+    latency_avg_ms: float | None = None
+    latency_stddev_ms: float | None = None
+    initial_connection_ms: float | None = None
+    tps: float | None = None
+    aborted: bool = False
+    scripts: list[ScriptSummary] = field(default_factory=list)
+    #: the --progress lines of the file (when stderr was captured with stdout), see ``read_progress``
+    progress: pd.DataFrame | None = None
+
+
+_TOP = {
+    "version": re.compile(r"^pgbench \((.+)\)\s*$"),
+    "transaction_type": re.compile(r"^transaction type: (.+?)\s*$"),
+    "clients": re.compile(r"^number of clients: (\d+)"),
+    "threads": re.compile(r"^number of threads: (\d+)"),
+    "duration_s": re.compile(r"^duration: (\d+) s"),
+    "transactions": re.compile(r"^number of transactions actually processed: (\d+)"),
+    "failed": re.compile(r"^number of failed transactions: (\d+)"),
+    "latency_avg_ms": re.compile(rf"^latency average = {_NUM} ms"),
+    "latency_stddev_ms": re.compile(rf"^latency stddev = {_NUM} ms"),
+    "initial_connection_ms": re.compile(rf"^initial connection time = {_NUM} ms"),
+    # 14+: "without initial connection time"; up to 13: "excluding connections establishing"
+    "tps": re.compile(rf"^tps = {_NUM} \((?:without initial connection time|excluding connections establishing)\)"),
+}
+_SCRIPT_HEAD = re.compile(r"^SQL script (\d+): (.+?)\s*$")
+_SCRIPT = {
+    "weight": re.compile(r"^ - weight: (\d+)"),
+    "transactions": re.compile(rf"^ - (\d+) transactions \({_NUM}% of total, tps = {_NUM}\)"),
+    "failed": re.compile(r"^ - number of failed transactions: (\d+)"),
+    "latency_avg_ms": re.compile(rf"^ - latency average = {_NUM} ms"),
+    "latency_stddev_ms": re.compile(rf"^ - latency stddev = {_NUM} ms"),
+}
+_CASTS = {"version": str, "transaction_type": str, "clients": int, "threads": int, "duration_s": int,
+          "transactions": int, "failed": int, "weight": int}
+
+
+def read_summary(path: str | Path) -> Summary:
+    """Parse pgbench's stdout (progress lines and per-statement reports are skipped)."""
+    path = Path(path)
+    with open_input(path, "pgbench output", errors="replace") as stream:
+        text = stream.read()
+    summary = Summary()
+    current: ScriptSummary | None = None
+    for line in text.splitlines():
+        if "Run was aborted" in line:
+            summary.aborted = True
+        head = _SCRIPT_HEAD.match(line)
+        if head:
+            current = ScriptSummary(int(head.group(1)), head.group(2))
+            summary.scripts.append(current)
+            continue
+        if current is not None and line.startswith(" - "):
+            for key, pattern in _SCRIPT.items():
+                match = pattern.match(line)
+                if match and key == "transactions":
+                    current.transactions = int(match.group(1))
+                    current.tps = float(match.group(3))
+                elif match:
+                    setattr(current, key, _CASTS.get(key, float)(match.group(1)))
+            continue
+        for key, pattern in _TOP.items():
+            match = pattern.match(line)
+            if match:
+                setattr(summary, key, _CASTS.get(key, float)(match.group(1)))
+    progress = read_progress(path)
+    summary.progress = progress if len(progress) else None
+    if summary.tps is None or summary.transactions is None:
+        after = (f" ({len(progress)} --progress lines, the last at {progress['time_s'].iloc[-1]:g} s: the run "
+                 "did not finish?)") if len(progress) else ""
+        raise ParseError(path, "no 'number of transactions actually processed' and 'tps = ...' lines: "
+                         f"not the stdout of a finished pgbench run{after}")
+    return summary
+
+
+
+def parse_summary(path, scripts: Mapping[int, str] | Sequence[str] | str | None = None,
+                  new_order: str = "new_order", **provenance) -> pd.DataFrame:
+    """Tidy samples of pgbench's summary on stdout (``read_summary``): for ``workload=all`` and per
+    script, ``tpm`` (tps x 60, pgbench's tps without the initial connection time), ``txn_count``,
+    ``txn_failed`` (15+), ``txn_lat_mean`` and ``txn_lat_stddev`` (ms, as printed); ``nopm`` only
+    when a script is named ``new_order`` (pgbench's tps of that script x 60). Script names are
+    ``scripts`` when given, else pgbench's own (``script_label``). No percentile: pgbench prints
+    none. A run pgbench reports as aborted is an error."""
+    path = Path(path)
+    summary = read_summary(path)
+    if summary.aborted:
+        raise ParseError(path, "pgbench reports 'Run was aborted; the above results are incomplete'")
+    given, _ = script_map(scripts) if scripts is not None else (None, "")
+    rows: list[dict] = []
+
+    def add(workload, metric, value, unit):
+        if value is None:
+            return
+        if isinstance(value, float) and (math.isnan(value) or value < 0) or value < 0:
+            raise ParseError(path, f"{workload}: {metric} {value!r} is impossible")
+        rows.append({"workload": workload, "metric": metric, "value": value, "unit": unit})
+
+    def add_group(workload, transactions, tps, failed, avg, stddev):
+        add(workload, "tpm", tps * 60.0 if tps is not None else None, "1/min")
+        add(workload, "txn_count", transactions, "txn")
+        add(workload, "txn_failed", failed, "txn")
+        add(workload, "txn_lat_mean", avg, "ms")
+        add(workload, "txn_lat_stddev", stddev, "ms")
+
+    add_group("all", summary.transactions, summary.tps, summary.failed, summary.latency_avg_ms,
+              summary.latency_stddev_ms)
+    names = scripts_from_summary(summary) or {}
+    if given:
+        names = {number: given.get(number, name) for number, name in names.items()} if names else given
+    for script in summary.scripts:
+        name = names.get(script.number - 1, script_label(script.name))
+        add_group(name, script.transactions, script.tps, script.failed, script.latency_avg_ms,
+                  script.latency_stddev_ms)
+        if name == new_order and script.tps is not None:
+            add("all", "nopm", script.tps * 60.0, "1/min")
+    provenance.setdefault("tool", "pgbench")
+    provenance.setdefault("source", str(path))
+    provenance.pop("workload", None)
+    if summary.version and "tool_version" not in provenance:
+        provenance["tool_version"] = summary.version.split()[0]
+    return samples.frame(rows, **provenance)
+
+
+_BUILTIN_NAMES = {"TPC-B (sort of)": "tpcb_like", "simple update": "simple_update", "select only": "select_only"}
+
+
+def script_label(printed: str) -> str:
+    """How pgbench names a script -> a transaction type: ``<builtin: TPC-B (sort of)>`` ->
+    ``tpcb_like``; ``/path/new_order.sql`` -> ``new_order``."""
+    printed = printed.strip()
+    builtin = re.fullmatch(r"<builtin: (.+)>", printed)
+    if builtin:
+        return _BUILTIN_NAMES.get(builtin.group(1), re.sub(r"\W+", "_", builtin.group(1)).strip("_"))
+    return Path(printed).stem
+
+
+def summary_beside(path: str | Path) -> Path | None:
+    """The pgbench stdout a campaign keeps next to a log: ``pgbench.stdout`` in the same folder
+    (this project's campaigns), ``<log without suffix>.stdout`` or ``<log>.stdout``."""
+    path = Path(path)
+    for candidate in (path.parent / "pgbench.stdout", path.with_suffix(".stdout"), Path(f"{path}.stdout")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def scripts_from_summary(summary: Summary) -> dict[int, str] | None:
+    """Script number (0-based, -f order) -> transaction type, from pgbench's own summary."""
+    if summary.scripts:
+        return {s.number - 1: script_label(s.name) for s in summary.scripts}
+    if summary.transaction_type and summary.transaction_type != "multiple scripts":
+        return {0: script_label(summary.transaction_type)}
+    return None
+
+
+def script_map(scripts: Mapping[int, str] | Sequence[str] | str | None, path: Path | None = None
+               ) -> tuple[dict[int, str] | None, str]:
+    """(script number -> name, where the names come from); (None, why) when nobody says."""
+    if isinstance(scripts, str):
+        scripts = [name.strip() for name in scripts.split(",")]
+    if isinstance(scripts, Mapping):
+        return {int(k): str(v) for k, v in scripts.items()}, "given"
+    if scripts is not None:
+        return dict(enumerate(map(str, scripts))), "given"
+    beside = summary_beside(path) if path is not None else None
+    if beside is not None:
+        try:
+            names = scripts_from_summary(read_summary(beside))
+        except ParseError:
+            names = None
+        if names:
+            return names, f"pgbench's summary {beside}"
+    return None, ("no script names were given (--scripts) and no pgbench summary lies beside the log "
+                  "(pgbench.stdout or <log>.stdout)")
