@@ -66,7 +66,10 @@ from briefkit.raw import campaign as raw_campaign
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, Manifest, now
 from briefkit.tools.base import Point
+from briefkit.tools.dbbench import stdout as dbbench_stdout
+from briefkit.tools.fio import jsonplus as fio_jsonplus
 from briefkit.tools.fio.workload import workload_label
+from briefkit.tools.pgbench import summary as pgbench_summary
 
 NOTE = "imported, not measured by briefkit"
 DEFAULT_CONFIG = "imported"
@@ -217,8 +220,7 @@ def _number(value: float) -> float | int:
 
 def read_fio(path: Path) -> dict[str, Any]:
     """values, settings, stated, version, host and times of one fio JSON file (one job)."""
-    parser = tools.parser("fio")
-    units = parser.describe(path)
+    units = fio_jsonplus.describe(path)
     if len(units) != 1:
         names = ", ".join(str(w) for w in units["workload"]) if len(units) else "none"
         raise CampaignError(f"{path}: holds {len(units)} fio jobs ({names}); a point is one job: import files of "
@@ -253,7 +255,7 @@ def read_fio(path: Path) -> dict[str, Any]:
                 "ramp_s": int(ramp),
                 "runtime_s": _number(fio_seconds(options["runtime"])) if "runtime" in options else None,
                 "size": options.get("size")}   # valueless flags (time_based) are not printed: not stated
-    doc = parser.load(path)
+    doc = fio_jsonplus.load(path)
     jobs = doc.get("jobs") or doc.get("client_stats") or []
     elapsed = max((int(j.get("elapsed") or 0) for j in jobs), default=0)
     starts = [int(j["job_start"]) for j in jobs if isinstance(j.get("job_start"), int) and j["job_start"] > 0]
@@ -269,8 +271,8 @@ def read_fio(path: Path) -> dict[str, Any]:
 
 
 def read_dbbench(path: Path) -> dict[str, Any]:
-    run = tools.parser("dbbench").read(path)
-    meta = tools.parser("dbbench").META_BENCHMARKS
+    run = dbbench_stdout.read_stdout(path)
+    meta = dbbench_stdout.META_BENCHMARKS
     flags = run.command_flags()
     measured = [b.name for b in run.benchmarks if b.name not in meta]
     values: dict[str, Any] = {"benchmark": ",".join(dict.fromkeys(measured))}
@@ -284,7 +286,7 @@ def read_dbbench(path: Path) -> dict[str, Any]:
 
 def read_pgbench(path: Path) -> dict[str, Any]:
     try:
-        summary = tools.parser("pgbench").read_summary(path)
+        summary = pgbench_summary.read_summary(path)
     except BriefkitError as exc:
         raise CampaignError(f"{exc}; pgbench is imported from its summary (stdout) only: a per-transaction or "
                             "aggregated log needs its thread files and script names beside it") from None
