@@ -414,7 +414,7 @@ def check_parameters(meta: dict, where: str) -> None:
     """Each workload's ``parameters`` are typed values; one parameter has one type in every workload, and
     the load's parameter (``p_<load_kind>``) comes from the load column, not from a workload."""
     load_parameter = f"{samples.PARAMETER_PREFIX}{meta['load_kind']}"
-    types: dict[str, tuple[type, str]] = {}
+    types: dict[str, tuple[type, str]] = {}   # parameter -> (type, first workload giving it)
     for label, info in meta["workloads"].items():
         found = check(Parameters, (info or {}).get("parameters") or {}, f"{where} workloads.{label}.parameters",
                       PublishedDataError)
@@ -424,8 +424,9 @@ def check_parameters(meta: dict, where: str) -> None:
                                          "is the load column of points.csv, not a workload's parameter")
             first = types.setdefault(name, (type(value), label))
             if first[0] is not type(value):
-                raise PublishedDataError(f"{where} workloads.{label}.parameters.{name}: {value!r} is "
-                                         f"{type(value).__name__}, in workload {first[1]!r} {first[0].__name__}")
+                kind = {int: "a whole number", str: "text"}
+                raise PublishedDataError(f"{where} workloads.{label}.parameters.{name}: {value!r} is {kind[type(value)]}, "
+                                         f"but workload {first[1]!r} gives it as {kind[first[0]]}")
 
 
 def parameter_dtypes(meta: dict) -> dict[str, str]:
