@@ -152,7 +152,7 @@ class PublishedBrief:
                              **{name: record[name] for name in samples.parameter_columns(self.points)},
                              f"{samples.PARAMETER_PREFIX}{self.load_kind}": self._whole_load(load)})
         table = samples.frame(rows, brief=self.slug, campaign="published", tool="published")   # row order kept
-        for name, dtype in self.parameter_dtypes.items():
+        for name, dtype in self.parameter_dtypes.items() if rows else ():   # no samples: no columns, as samples.empty()
             table[name] = pd.array([row.get(name) for row in rows], dtype=dtype)
         return table
 
