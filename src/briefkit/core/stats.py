@@ -2,8 +2,8 @@
 
 Both work on a tidy sample table (``briefkit.core.samples``) and group by everything that names a
 measurement point (brief, config, workload, load_kind, load, metric, unit and the point parameter
-columns ``p_<name>``), pooling the repetitions (``rep``) and ignoring provenance (host, tool, tool_version, campaign, started_at,
-ended_at, source).
+columns ``p_<name>``), pooling the repetitions (``rep``) and ignoring provenance (host, tool,
+tool_version, campaign, started_at, ended_at, source).
 
 Latency percentiles (``..._p99``, ``..._p99.9``) must not be averaged over repetitions: the
 mean of p99s is not the p99 of the runs. Merge the histograms and read the percentile from the

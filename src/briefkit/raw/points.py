@@ -44,10 +44,10 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
     base = checkout(raw_dir)
     table["source"] = table["source"].map(lambda s: _relative(s, base), na_action="ignore")
     table["source"] = table["source"].fillna(str(folder.relative_to(base)))
-    return parameters(table, workload, settings, point)
+    return with_parameters(table, workload, settings, point)
 
 
-def parameters(table: pd.DataFrame, workload: Workload, settings: Mapping[str, Any], point: Point) -> pd.DataFrame:
+def with_parameters(table: pd.DataFrame, workload: Workload, settings: Mapping[str, Any], point: Point) -> pd.DataFrame:
     """``table`` with the point's parameter columns (``Workload.parameters``): its matrix values, typed."""
     try:
         return tidy.with_parameters(table, workload.parameter_values(point, settings), workload.parameters)
@@ -107,7 +107,7 @@ def point_series(raw_dir: Path, brief: str, campaign: str, workload: Workload, s
     table["load_kind"] = first["load_kind"] if first is not None else workload.load_axis
     table["load"] = first["load"] if first is not None else point.values.get(workload.load_axis)
     table["host"] = record["host"]
-    return parameters(table[tidy_series.TABLE_COLUMNS], workload, settings, point)
+    return with_parameters(table[tidy_series.TABLE_COLUMNS], workload, settings, point)
 
 
 def power_series(path: Path, start_epoch: float) -> pd.DataFrame:
