@@ -13,6 +13,7 @@ import yaml
 from briefkit import cli
 from briefkit import tools as registry
 from briefkit.core import samples as tidy
+from briefkit.core import sizes
 from briefkit.core.errors import BriefkitError, CampaignError, ParseError
 from briefkit.dataset import build, processed
 from briefkit.measure import campaign
@@ -68,7 +69,8 @@ def test_a_reference_brief_as_declared(tmp_path):
     assert sorted(p["config"] for p in camp.prepare) == sorted(camp.configs)
     assert camp.inventory is not None and set(camp.inventory["configs"]) == set(camp.configs)
     assert data.percentiles.empty and list(data.percentiles.columns) == processed.PERCENTILE_COLUMNS
-    assert list(data.samples.columns) == tidy.COLUMNS
+    assert list(data.samples.columns) == [*tidy.COLUMNS, "p_clients"]      # the OLTP ramp's one parameter
+    assert (data.samples["p_clients"] == data.samples["load"]).all()
 
 
 def test_a_changed_declaration_keeps_what_was_measured(tmp_path):
@@ -146,9 +148,15 @@ def test_percentiles_of_one_file_equal_fios_own(tmp_path):
     assert checked == 12
 
 
-def test_percentiles_merge_the_bins_of_every_repetition(tmp_path):
-    base = make_project(tmp_path, "fio-6600ion")
-    data = built(base, "fio-6600ion")
+@pytest.fixture(scope="module")
+def fio_reference(tmp_path_factory) -> tuple[Path, processed.BriefData]:
+    """The committed fio-6600ion campaign, built once (about a minute) for the tests that only read it."""
+    base = make_project(tmp_path_factory.mktemp("fio"), "fio-6600ion")
+    return base, built(base, "fio-6600ion")
+
+
+def test_percentiles_merge_the_bins_of_every_repetition(fio_reference):
+    base, data = fio_reference
     pct = data.percentiles
     # every point merges the files of all the repetitions it ran (adaptive: not the same count everywhere)
     fio = data.samples[data.samples["tool"] == "fio"]
@@ -161,6 +169,38 @@ def test_percentiles_merge_the_bins_of_every_repetition(tmp_path):
     assert len(sources) == p99["files"] > 1
     bins = fio_bins.merge_bins(*(fio_parse.load(base / s)["jobs"][0]["write"]["clat_ns"]["bins"] for s in sources))
     assert p99["value"] == fio_bins.percentiles_from_bins(bins, [99.0])[99.0] / 1000.0
+
+
+FIO_PARAMETERS = {"p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64", "p_iodepth": "Int64",
+                  "p_numjobs": "Int64"}
+
+
+def test_a_measured_fio_points_parameter_columns_are_its_point_json_values(fio_reference):
+    """Every finished point's samples carry its recorded matrix values (point.json), typed, which are also
+    the job fio ran (its json+ output's job options); percentiles and series carry the same columns."""
+    base, data = fio_reference
+    fio = data.measured()
+    for table in (fio, data.percentiles, data.series, data.latency_bins):
+        assert {c: str(table[c].dtype) for c in tidy.parameter_columns(table)} == FIO_PARAMETERS
+    checked = 0
+    for record_path in sorted((base / "data/raw/fio-6600ion/local").glob("**/attempt-*/point.json")):
+        rows = fio[fio["source"] == str(record_path.parent.relative_to(base) / "fio.json")]
+        if not len(rows):
+            continue      # an attempt that failed
+        found = rows[list(FIO_PARAMETERS)].drop_duplicates()
+        assert len(found) == 1
+        got = found.iloc[0].to_dict()
+        values = json.loads(record_path.read_text())["values"]
+        assert f"{got['p_read_pct']}/{100 - got['p_read_pct']}" == values["rw"]
+        assert got["p_bs_bytes"] == sizes.parse_size(values["bs"])
+        assert (got["p_iodepth"], got["p_numjobs"]) == (values["iodepth"], values["numjobs"])
+        options = fio_parse.load(record_path.parent / "fio.json")["jobs"][0]["job options"]
+        assert got == {"p_rw": options["rw"], "p_read_pct": int(options["rwmixread"]), "p_bs_bytes": int(options["bs"]),
+                       "p_iodepth": int(options["iodepth"]), "p_numjobs": int(options["numjobs"])}
+        checked += 1
+    assert checked == data.campaigns["local"].points["done"]
+    merged = set(data.percentiles[list(FIO_PARAMETERS)].itertuples(index=False))
+    assert merged == set(fio[list(FIO_PARAMETERS)].itertuples(index=False))
 
 
 def test_a_brief_with_no_measured_campaign(tmp_path):

@@ -5,6 +5,7 @@ typed in, so that a wrong unit, a wrong average or an averaged percentile fails.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -17,7 +18,9 @@ from scipy import stats as scipy_stats
 
 from briefkit.briefs import mix
 from briefkit.core import samples
+from briefkit.tools.base import Point
 from briefkit.tools.fio import jsonplus as fio
+from briefkit.tools.fio.workload import FioWorkload
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio_mix"
 CONFIGS = ["xfs-loop", "disk"]
@@ -42,10 +45,19 @@ def _point(path: Path) -> dict:
             "load": float(m[4]), "rep": int(path.stem.removeprefix("rep"))}
 
 
+def _parameters(path: Path) -> dict:
+    """The point's typed parameter columns, as the fio workload gives them for the job fio ran."""
+    options = _doc(path)["jobs"][0]["job options"]
+    values = {"rw": f"{options['rwmixread']}/{100 - int(options['rwmixread'])}", "bs": int(options["bs"]),
+              "numjobs": int(options["numjobs"]), "iodepth": int(options["iodepth"])}
+    return FioWorkload().parameter_values(Point("x", values), {"pattern": options["rw"]})
+
+
 def _sweep() -> pd.DataFrame:
     """The fixtures as a campaign would hand them over: tidy samples with config, workload label,
-    numjobs and repetition."""
-    parts = [fio.parse(path, brief="fio-6600ion", load_kind="numjobs", campaign="fixture", **_point(path))
+    numjobs, repetition and the point's parameter columns."""
+    parts = [samples.with_parameters(fio.parse(path, brief="fio-6600ion", load_kind="numjobs", campaign="fixture",
+                                               **_point(path)), _parameters(path), FioWorkload.parameters)
              for path in _files()]
     return samples.concat(parts)
 
@@ -80,39 +92,57 @@ def _watts_rows(sweep: pd.DataFrame, watts_of) -> pd.DataFrame:
     these fixtures; the values come from ``watts_of(config, load, rep)`` to exercise the
     efficiency path."""
     keys = sweep[sweep["metric"] == "total_bw"][["brief", "config", "workload", "load_kind", "load", "rep",
-                                                 "campaign"]]
+                                                 "campaign", *samples.parameter_columns(sweep)]]
     rows = [{**row, "metric": "watts", "value": watts_of(row["config"], row["load"], row["rep"]), "unit": "W",
              "tool": "power", "source": "test input"} for row in keys.to_dict("records")]
-    return samples.frame(rows)
+    table = samples.frame(rows)
+    for name in samples.parameter_columns(sweep):   # the point's parameters, as the dataset gives power samples
+        table[name] = pd.array([row[name] for row in rows], dtype=sweep[name].dtype)
+    return table
 
 
 # ------------------------------------------------------------------------------------ labels
 
 
-def test_labels_round_trip_and_match_the_published_and_fio_workload_labels():
-    assert mix.label(70, 262144) == "70/30 256 KiB"
-    assert mix.label(30, 4 * 1024 ** 2) == "30/70 4 MiB"
-    for text in ("30/70 256 KiB", "90/10 4 MiB", "50/50 1 GiB"):
-        assert mix.parse(text).label == text
-    m = mix.parse("90/10 4 MiB")
-    assert (m.read, m.write, m.bs, m.ratio, m.size, m.name) == (90, 10, 4194304, "90/10", "4 MiB", "Read-dominant")
-    assert mix.parse("60/40 256 KiB").name == "60/40 R/W"
-    # the same label as the fio workload gives its samples
+def test_labels_are_printed_from_the_mix_as_the_fio_workload_prints_them():
     from briefkit.tools.fio.workload import workload_label
-    assert workload_label({"rw": "70/30", "bs": "256KiB"}, {}) == mix.label(70, 262144)
+    for read, bs in ((70, 262144), (30, 4 * 1024 ** 2), (50, 1024 ** 3)):
+        values = {"rw": f"{read}/{100 - read}", "bs": bs}
+        assert mix.label(read, bs) == workload_label(values, {})
+    m = mix.Mix(90, 4194304)
+    assert (m.read, m.write, m.bs, m.ratio, m.size, m.name) == (90, 10, 4194304, "90/10", "4 MiB", "Read-dominant")
+    assert mix.Mix(60, 262144).name == "60/40 R/W"
 
 
-@pytest.mark.parametrize("text, message", [("70/20 256 KiB", "add up to 90"), ("randread 4 MiB", "not a mix label"),
-                                           ("70/30 256KB", "not a mix label")])
-def test_a_label_that_is_not_a_mix_is_an_error_naming_it(text, message):
-    with pytest.raises(ValueError, match=message) as info:
-        mix.parse(text)
-    assert repr(text) in str(info.value)
-
-
-def test_mixes_are_ordered_by_read_share_then_block_size(sweep):
+def test_mixes_are_read_from_the_parameter_columns_ordered_by_read_share_then_block_size(sweep):
+    assert [(m.read, m.bs) for m in mix.mixes(sweep)] == sorted({(int(r), int(b)) for r, b in
+                                                                  zip(sweep["p_read_pct"], sweep["p_bs_bytes"])})
     assert [m.label for m in mix.mixes(sweep)] == ["30/70 256 KiB", "30/70 4 MiB", "70/30 256 KiB", "70/30 4 MiB"]
     assert mix.read_shares(sweep) == [30, 70]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t.drop(columns=["p_read_pct"]), "no point parameter column p_read_pct.*briefkit dataset"),
+    (lambda t: t.assign(p_read_pct=pd.array([None] * len(t), dtype="Int64"), p_rw="randread"), "not a plain fio mode"),
+    (lambda t: t.assign(p_iodepth=pd.array(t["rep"] * 8, dtype="Int64")), "I/O depths 8, 16: a mix sweep compares"),
+])
+def test_points_that_are_not_one_mix_sweep_are_an_error_saying_why(sweep, change, message):
+    with pytest.raises(ValueError, match=message):
+        mix.mixes(change(sweep))
+
+
+def test_the_analysis_never_reads_the_label(sweep):
+    """Labels changed to another format (or to nonsense): the mixes, tables and findings are the same, as
+    every selection is by the typed parameter columns."""
+    names = {label: f"workload #{i}" for i, label in enumerate(sorted(sweep["workload"].unique()))}
+    relabelled = sweep.assign(workload=sweep["workload"].map(names))
+    before, after = mix.summary(sweep), mix.summary(relabelled)
+    assert mix.mixes(after) == mix.mixes(before)
+    for read in mix.read_shares(before):
+        for table in (mix.throughput_table, mix.latency_table, mix.multiples_table, mix.efficiency_table):
+            pd.testing.assert_frame_equal(table(after, read, CONFIGS), table(before, read, CONFIGS))
+        pd.testing.assert_frame_equal(mix.point_table(relabelled, read, CONFIGS), mix.point_table(sweep, read, CONFIGS))
+    assert mix.findings(after, CONFIGS) == mix.findings(before, CONFIGS)
 
 
 # ---------------------------------------------------------------------------- repetitions
@@ -135,7 +165,7 @@ def test_mean_latency_is_averaged_but_percentiles_never_are(summary):
     assert {"read_clat_mean", "write_clat_mean"} <= metrics
     assert not [m for m in metrics if re.search(r"_p\d", m)]
     row = summary[(summary["metric"] == "write_clat_mean") & (summary["config"] == "disk")
-                  & (summary["workload"] == "30/70 4 MiB") & (summary["load"] == 2)].iloc[0]
+                  & mix.Mix(30, 4 * 1024 ** 2).rows(summary) & (summary["load"] == 2)].iloc[0]
     expected = np.mean([_doc(p)["jobs"][0]["write"]["clat_ns"]["mean"] / 1e3
                         for p in _reps("disk", "30/70 4 MiB", 2.0)])
     assert row["mean"] == pytest.approx(expected) and row["unit"] == "us"
@@ -151,8 +181,8 @@ def test_a_sample_table_with_another_load_kind_is_refused(sweep):
 
 
 def test_multiple_names_the_leader_and_prints_the_calculation(summary):
-    means = mix.wide(summary, "70/30 256 KiB", "total_bw", CONFIGS)
-    m = mix.multiple(summary, "70/30 256 KiB", "total_bw", 1.0, CONFIGS)
+    means = mix.wide(summary, mix.Mix(70, 256 * 1024), "total_bw", CONFIGS)
+    m = mix.multiple(summary, mix.Mix(70, 256 * 1024), "total_bw", 1.0, CONFIGS)
     a, b = means.loc[1.0, "xfs-loop"], means.loc[1.0, "disk"]
     leader, other = ("xfs-loop", "disk") if a >= b else ("disk", "xfs-loop")
     top, bottom = max(a, b), min(a, b)
@@ -162,8 +192,8 @@ def test_multiple_names_the_leader_and_prints_the_calculation(summary):
 
 
 def test_latency_multiple_puts_the_slower_on_top_and_the_faster_leads(summary):
-    means = mix.wide(summary, "30/70 4 MiB", "read_clat_mean", CONFIGS) * 1e-3
-    m = mix.multiple(summary, "30/70 4 MiB", "read_clat_mean", 2.0, CONFIGS, scale=1e-3, operand_decimals=2)
+    means = mix.wide(summary, mix.Mix(30, 4 * 1024 ** 2), "read_clat_mean", CONFIGS) * 1e-3
+    m = mix.multiple(summary, mix.Mix(30, 4 * 1024 ** 2), "read_clat_mean", 2.0, CONFIGS, scale=1e-3, operand_decimals=2)
     fast = means.loc[2.0].idxmin()
     slow = means.loc[2.0].idxmax()
     assert m.leader == fast
@@ -173,10 +203,10 @@ def test_latency_multiple_puts_the_slower_on_top_and_the_faster_leads(summary):
 
 def test_overlap_follows_the_confidence_intervals(summary):
     for mx in mix.mixes(summary):
-        low = mix.wide(summary, mx.label, "total_bw", CONFIGS, "ci_low")
-        high = mix.wide(summary, mx.label, "total_bw", CONFIGS, "ci_high")
+        low = mix.wide(summary, mx, "total_bw", CONFIGS, "ci_low")
+        high = mix.wide(summary, mx, "total_bw", CONFIGS, "ci_high")
         for load in low.index:
-            m = mix.multiple(summary, mx.label, "total_bw", load, CONFIGS)
+            m = mix.multiple(summary, mx, "total_bw", load, CONFIGS)
             apart = low.loc[load, m.leader] > high.loc[load, m.other]
             assert m.overlap is (not apart)
 
@@ -186,7 +216,7 @@ def test_multiples_table_gives_low_and_high_concurrency_with_the_calculation(sum
     assert list(table.columns) == ["Block size", "Metric", "Low concurrency (numjobs 1)", "High concurrency (numjobs 2)"]
     assert list(table["Block size"]) == ["256 KiB"] * 4 + ["4 MiB"] * 4
     throughput = table[(table["Block size"] == "4 MiB") & (table["Metric"] == "Throughput (MB/s)")].iloc[0]
-    m = mix.multiple(summary, "30/70 4 MiB", "total_bw", 2.0, CONFIGS)
+    m = mix.multiple(summary, mix.Mix(30, 4 * 1024 ** 2), "total_bw", 2.0, CONFIGS)
     assert _plain(throughput["High concurrency (numjobs 2)"]) == f"{m.leader}: {m.calculation}{m.noise_note}"
     assert re.fullmatch(r"(xfs-loop|disk): \(\d[\d,]*\.\d\d / \d[\d,]*\.\d\d\) = ~[\d,.]+x "
                         r"\((Welch p [=<] [\d.]+|within noise: p = [\d.]+), n = 2 vs 2\)",
@@ -262,7 +292,7 @@ def test_with_watts_efficiency_tables_appear_and_follow_3_6_x(sweep):
     assert _plain(table.loc[0, "disk TB/kWh"]) == f"{row['mean']:,.1f} ± {half:,.1f}{flag}"
     multiples = mix.multiples_table(summary, 30, CONFIGS)
     efficiency = multiples[multiples["Metric"] == "Power efficiency (MB/s per W)"].iloc[0]
-    m = mix.multiple(summary, "30/70 256 KiB", "mbps_per_watt", 1.0, CONFIGS, operand_decimals=1)
+    m = mix.multiple(summary, mix.Mix(30, 256 * 1024), "mbps_per_watt", 1.0, CONFIGS, operand_decimals=1)
     assert _plain(efficiency["Low concurrency (numjobs 1)"]).startswith(f"{m.leader}: {m.calculation}")
     assert re.fullmatch(r"\(\d[\d,]*\.\d / \d[\d,]*\.\d\) = ~\d+\.\dx", m.calculation)
     assert "not measured" not in " ".join(mix.findings(summary, CONFIGS))
@@ -280,7 +310,7 @@ def test_watts_of_zero_or_missing_are_not_a_measurement(sweep):
 
 def test_findings_count_the_points_from_the_data(summary):
     lines = mix.findings(summary, CONFIGS)
-    leads = [mix.multiple(summary, m.label, "total_bw", load, CONFIGS)
+    leads = [mix.multiple(summary, m, "total_bw", load, CONFIGS)
              for m in mix.mixes(summary) for load in (1.0, 2.0)]
     for config in CONFIGS:
         own = sum(m.leader == config for m in leads)
@@ -323,9 +353,33 @@ def _printed_value(pub, workload, config, column, load=None):
     raise AssertionError(f"no {column} for {workload} {config} {load}")
 
 
-def test_published_workloads_are_mix_labels(pub):
-    assert [mix.parse(w).label for w in pub.workloads] == list(pub.workloads)
-    assert len(mix.published_mapping_table(pub)) == len({mix.parse(w).read for w in pub.workloads})
+def test_published_mixes_come_from_the_workloads_parameters(pub):
+    found = mix.published_mixes(pub)
+    assert [(m.read, m.bs) for m in found] == [(pub.parameters(w)["p_read_pct"], pub.parameters(w)["p_bs_bytes"])
+                                               for w in pub.workloads]
+    assert [m.label for m in found] == list(pub.workloads)     # the labels the transcription prints
+    assert len(mix.published_mapping_table(pub)) == len({m.read for m in found})
+
+
+def test_the_published_tables_never_read_the_label(pub):
+    """The transcription's labels changed to another format: every published table and figure is the same."""
+    names = {label: f"workload #{i}" for i, label in enumerate(pub.workloads)}
+    relabelled = dataclasses.replace(pub, meta={**pub.meta, "workloads": {names[w]: info for w, info in pub.workloads.items()}},
+                                     points=pub.points.assign(workload=pub.points["workload"].map(names)))
+    for table in (mix.published_mapping_table, mix.published_throughput_table, mix.published_efficiency_table,
+                  mix.published_latency_table):
+        pd.testing.assert_frame_equal(table(relabelled), table(pub))
+    from briefkit.briefs import plots
+    for draw in (mix.published_throughput_figure,
+                 lambda p: mix.published_bars_figure(p, {"mbps_per_watt": "MB/s per W"}, "MB/s per W")):
+        figures = [draw(p) for p in (relabelled, pub)]
+        try:
+            drawn = [[(ax.get_title(), [list(line.get_ydata()) for line in ax.get_lines()],
+                       [patch.get_height() for patch in ax.patches]) for ax in fig.axes] for fig in figures]
+            assert drawn[0] == drawn[1]
+        finally:
+            for fig in figures:
+                plots.plt.close(fig)
 
 
 def test_published_throughput_multiples_are_recomputed_from_the_printed_numbers(pub):
@@ -391,7 +445,7 @@ def test_lead_significance_is_welch_on_the_repetitions_as_fio_measured_them(swee
     beyond = {c: 0 for c in CONFIGS}
     for mx in mix.mixes(summary):
         for load in (1.0, 2.0):
-            m = mix.multiple(summary, mx.label, "total_bw", load, CONFIGS)
+            m = mix.multiple(summary, mx, "total_bw", load, CONFIGS)
             a, b = ([_total_mb_s(p) for p in _reps(c, mx.label, load)] for c in (m.leader, m.other))
             expected = scipy_stats.ttest_ind(a, b, equal_var=False).pvalue
             assert m.test.p == pytest.approx(expected) and (m.test.n_a, m.test.n_b) == (len(a), len(b))
@@ -409,7 +463,7 @@ def test_lead_significance_is_welch_on_the_repetitions_as_fio_measured_them(swee
 
 def test_one_repetition_is_never_a_finding(sweep):
     once = mix.summary(sweep[sweep["rep"] == sweep["rep"].min()])
-    m = mix.multiple(once, mix.mixes(once)[0].label, "total_bw", 1.0, CONFIGS)
+    m = mix.multiple(once, mix.mixes(once)[0], "total_bw", 1.0, CONFIGS)
     assert not m.significant and m.noise_note == " (not tested: n = 1 vs 1)"
     lines = mix.findings(once, CONFIGS)
     assert any("could the throughput difference be tested (n = 1 vs 1)" in line for line in lines)
@@ -418,7 +472,7 @@ def test_one_repetition_is_never_a_finding(sweep):
 
 def test_an_interval_as_wide_as_half_its_mean_is_flagged(summary):
     table = mix.throughput_table(summary, 30, CONFIGS)
-    rows = summary[(summary["metric"] == "total_bw") & summary["workload"].str.startswith("30/70")]
+    rows = summary[(summary["metric"] == "total_bw") & (summary["p_read_pct"] == 30)]
     wide_rows = rows[(rows["ci_high"] - rows["ci_low"]) / 2 >= mix.TOO_WIDE * rows["mean"]]
     cells = [_plain(c) for c in table.drop(columns=["Block size", "numjobs"]).to_numpy().ravel()]
     flagged = [c for c in cells if c.endswith("(n = 2: interval too wide to compare)")]

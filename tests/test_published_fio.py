@@ -8,11 +8,13 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from briefkit.core.numbers import Printed
 from briefkit.dataset import claims, published
-from briefkit.tools.fio.workload import workload_label
+from briefkit.tools.base import Point
+from briefkit.tools.fio.workload import FioWorkload, workload_label
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "data/published/fio-6600ion"
@@ -56,16 +58,41 @@ def _one(table, claim, stated_part=""):
 # ----------------------------------------------------------------------------- transcription
 
 
-def test_workload_labels_are_those_the_fio_workload_gives_its_samples(brief):
+def test_workload_parameters_are_those_the_fio_workload_gives_its_samples(brief):
+    """Each workload's parameters (brief.yaml) are what the fio workload gives a point it runs with them, and
+    its label is the one that point would be shown with."""
     assert len(brief.workloads) == 8
-    for label, info in brief.workloads.items():
-        measured = workload_label({"rw": info["mix"], "bs": info["bs_bytes"]}, {})
-        assert measured == label
-        assert info["rwmixread"] == int(info["mix"].split("/")[0])
-        assert info["bs_bytes"] == {"256 KiB": 256 * 1024, "4 MiB": 4 * 1024 * 1024}[info["block_size"]]
-    mixes = {info["mix"] for info in brief.workloads.values()}
-    sizes = {info["block_size"] for info in brief.workloads.values()}
-    assert mixes == {"30/70", "50/50", "70/30", "90/10"} and sizes == {"256 KiB", "4 MiB"}
+    for label in brief.workloads:
+        given = brief.parameters(label)
+        read = given["p_read_pct"]
+        values = {"rw": f"{read}/{100 - read}", "bs": given["p_bs_bytes"], "iodepth": given["p_iodepth"], "numjobs": 1}
+        assert FioWorkload().parameter_values(Point("x", values), {"pattern": "randrw"}) == {**given, "p_numjobs": 1}
+        assert workload_label(values, {}) == label
+        assert str(given["p_iodepth"]) == brief.meta["how_tested"]["I/O depth"]
+    assert {brief.parameters(w)["p_read_pct"] for w in brief.workloads} == {30, 50, 70, 90}
+    assert {brief.parameters(w)["p_bs_bytes"] for w in brief.workloads} == {256 * 1024, 4 * 1024 * 1024}
+
+
+def test_samples_carry_the_typed_parameters_and_the_load_as_p_numjobs(brief):
+    table = brief.samples()
+    assert {c: str(table[c].dtype) for c in table if c.startswith("p_")} == {
+        "p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64", "p_iodepth": "Int64", "p_numjobs": "Int64"}
+    for row in table.to_dict("records"):
+        assert {k: row[k] for k in brief.parameters(row["workload"])} == brief.parameters(row["workload"])
+        assert pd.isna(row["p_numjobs"]) if math.isnan(row["load"]) else row["p_numjobs"] == row["load"]
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("p_read_pct: 30, p_bs_bytes: 262144", "p_read_pct: 30.5, p_bs_bytes: 262144", "workloads.30/70 256 KiB.parameters"),
+    ("p_read_pct: 30, p_bs_bytes: 262144", "p_read_pct: '30', p_bs_bytes: 262144",
+     "4 MiB.parameters.p_read_pct: 30 is a whole number, but workload '30/70 256 KiB' gives it as text"),
+    ("p_iodepth: 64}", "p_iodepth: 64, p_numjobs: 1}", "the load \\(numjobs\\) is the load column"),
+    ("p_iodepth: 64}", "iodepth: 64}", "workloads.30/70 256 KiB.parameters"),
+])
+def test_parameters_that_are_not_typed_values_are_errors_naming_the_key(tmp_path, old, new, message):
+    with pytest.raises(published.PublishedDataError, match=message) as info:
+        _copy(tmp_path, {"brief.yaml": [(old, new)]})
+    assert "brief.yaml" in str(info.value)
 
 
 def test_samples_every_printed_number_in_canonical_units(brief):

@@ -146,9 +146,9 @@ def test_dataset_writes_series_beside_the_samples(tmp_path):
     data = processed.load("rocksdb-7600", tmp_path)
     assert (folder / "series.parquet").is_file() and (folder / "latency_bins.parquet").is_file()
     series = data.series
-    assert list(series.columns) == tidy_series.TABLE_COLUMNS
+    assert list(series.columns) == [*tidy_series.TABLE_COLUMNS, "p_benchmark", "p_threads", "p_test"]
     assert set(series["metric"]) == {"total_ops"} and len(series)
-    keys = ["campaign", "config", "workload", "load", "rep"]
+    keys = ["campaign", "config", "p_benchmark", "p_threads", "rep"]     # series and samples join by the parameters
     means = series.groupby(keys)["value"].mean()
     samples = data.samples[data.samples["metric"] == "total_ops"].set_index(keys)["value"]
     joined = pd.concat([means.rename("series"), samples.rename("sample")], axis=1, join="inner")

@@ -1,9 +1,10 @@
 """Analysis of a fio read/write mix sweep (the fio-6600ion brief): throughput, mean completion
 latency and efficiency against numjobs for each mix and block size, across configurations.
 
-Input is the tidy sample table (``briefkit.core.samples``) with ``load_kind == "numjobs"`` and
-``workload`` labels of the form ``"70/30 256 KiB"`` (``label``/``parse``): the read and write
-share of ``randrw`` and the block size as fio was given it (base 2).
+Input is the tidy sample table (``briefkit.core.samples``) with ``load_kind == "numjobs"``. A mix is
+read from the point parameter columns ``p_read_pct`` (fio's rwmixread) and ``p_bs_bytes`` (the block
+size as fio was given it), in the published points as in the measured samples; the ``workload`` label
+(``"70/30 256 KiB"``, ``label``) is only printed, never parsed.
 
 What is computed, and why this way
     - Throughput is ``total_bw``: read plus write MB/s (SI, from fio's ``bw_bytes``), the figure
@@ -43,8 +44,8 @@ MIX_NAMES = {30: "Write-heavy", 50: "Balanced", 70: "Read-heavy", 90: "Read-domi
 SUMMARY_METRICS = ("total_bw", "read_bw", "write_bw", "read_clat_mean", "write_clat_mean",
                    "watts", "mbps_per_watt", "tb_per_kwh")
 
-_LABEL = re.compile(r"^\s*(?P<read>\d{1,3})/(?P<write>\d{1,3})\s+(?P<size>\d+)\s*(?P<unit>KiB|MiB|GiB)\s*$")
-_UNIT_BYTES = {"KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+#: The point parameter columns a mix is read from (briefkit.core.samples), and its I/O depth.
+READ_PCT, BS_BYTES, IODEPTH = "p_read_pct", "p_bs_bytes", "p_iodepth"
 
 
 # ------------------------------------------------------------------------------------ labels
@@ -80,26 +81,50 @@ class Mix:
         """``"Read-heavy"`` for 70/30; the R/W ratio itself for a mix the brief does not name."""
         return MIX_NAMES.get(self.read, f"{self.ratio} R/W")
 
+    @property
+    def cell(self) -> str:
+        """``30/70 256 KiB`` for a table cell: it may break after the mix, not inside the block size."""
+        return f"{self.ratio} {nowrap(self.size)}"
+
+    def rows(self, table: pd.DataFrame) -> pd.Series:
+        """Which rows of ``table`` (samples, summary, percentiles, published points) are of this mix."""
+        return ((table[READ_PCT] == self.read) & (table[BS_BYTES] == self.bs)).fillna(False).astype(bool)
+
+    @classmethod
+    def of(cls, parameters, where: str) -> Mix:
+        """The mix of a published workload's parameters (``{"p_read_pct": 70, "p_bs_bytes": 262144}``)."""
+        missing = [c for c in (READ_PCT, BS_BYTES) if parameters.get(c) is None]
+        if missing:
+            raise ValueError(f"{where}: no parameter {' and '.join(missing)}; a mix needs both")
+        return cls(int(parameters[READ_PCT]), int(parameters[BS_BYTES]))
+
 
 def label(read: int, bs: int) -> str:
-    """The workload label of a mix: ``label(70, 262144) == "70/30 256 KiB"``."""
+    """The workload label of a mix, for people: ``label(70, 262144) == "70/30 256 KiB"``."""
     return Mix(read, bs).label
 
 
-def parse(text: str) -> Mix:
-    """``"70/30 256 KiB"`` -> ``Mix(read=70, bs=262144)``; anything else is a ValueError naming it."""
-    match = _LABEL.match(str(text))
-    if not match:
-        raise ValueError(f"workload {text!r} is not a mix label; expected e.g. '70/30 256 KiB'")
-    read, write = int(match["read"]), int(match["write"])
-    if read + write != 100:
-        raise ValueError(f"workload {text!r}: read and write shares add up to {read + write}, not 100")
-    return Mix(read, int(match["size"]) * _UNIT_BYTES[match["unit"]])
-
-
 def mixes(table: pd.DataFrame) -> list[Mix]:
-    """The mixes of a sample or summary table, ordered by read share, then block size."""
-    return sorted({parse(w) for w in table["workload"].dropna().unique()})
+    """The mixes of a sample or summary table (its ``p_read_pct`` and ``p_bs_bytes``), ordered by read
+    share, then block size. Points without both (a plain fio mode) or at several I/O depths are a ValueError."""
+    missing = [c for c in (READ_PCT, BS_BYTES) if c not in table]
+    if missing:
+        raise ValueError(f"the samples have no point parameter column {', '.join(missing)}: write the processed "
+                         "data again (`briefkit dataset BRIEF`)")
+    pairs = table[[READ_PCT, BS_BYTES]].drop_duplicates()
+    if pairs.isna().any(axis=None):
+        raise ValueError(f"some points have no {READ_PCT} or {BS_BYTES}: a mix sweep runs read/write mixes "
+                         "(rw: '70/30'), not a plain fio mode")
+    depths = sorted(table[IODEPTH].dropna().unique()) if IODEPTH in table else []
+    if len(depths) > 1:
+        raise ValueError(f"the points ran at I/O depths {', '.join(str(d) for d in depths)}: a mix sweep compares "
+                         "mixes at one depth (show one campaign per depth)")
+    return sorted(Mix(int(read), int(bs)) for read, bs in pairs.itertuples(index=False))
+
+
+def published_mixes(pub) -> list[Mix]:
+    """The published brief's mixes, from its workloads' parameters (brief.yaml), in its order."""
+    return [Mix.of(pub.parameters(w), f"{pub.folder / 'brief.yaml'}: workloads.{w}.parameters") for w in pub.workloads]
 
 
 def read_shares(table: pd.DataFrame) -> list[int]:
@@ -119,7 +144,7 @@ def has_power(table: pd.DataFrame) -> bool:
 def with_efficiency(table: pd.DataFrame) -> pd.DataFrame:
     """The samples plus ``mbps_per_watt`` and ``tb_per_kwh`` for every repetition that has both
     ``total_bw`` and ``watts``. Nothing is added where watts are missing."""
-    keys = ["brief", "config", "workload", "load_kind", "load", "rep", "campaign"]
+    keys = ["brief", "config", "workload", "load_kind", "load", "rep", "campaign", *samples_mod.parameter_columns(table)]
     work = table[table["metric"] == "total_bw"]
     watts = table[table["metric"] == "watts"]
     if work.empty or watts.empty:
@@ -131,11 +156,11 @@ def with_efficiency(table: pd.DataFrame) -> pd.DataFrame:
         per_watt = efficiency.mbps_per_watt(row.value, row.value_watts)
         if math.isnan(per_watt):
             continue
-        base = {c: getattr(row, c) for c in samples_mod.COLUMNS if c not in ("metric", "value", "unit")}
+        base = {c: getattr(row, c) for c in table.columns if c not in ("metric", "value", "unit")}
         rows.append({**base, "metric": "mbps_per_watt", "value": per_watt, "unit": "MB/s/W"})
         rows.append({**base, "metric": "tb_per_kwh",
                      "value": efficiency.tb_per_kwh(row.value, row.value_watts), "unit": "TB/kWh"})
-    return samples_mod.concat([table, pd.DataFrame(rows, columns=samples_mod.COLUMNS)])
+    return samples_mod.concat([table, pd.DataFrame(rows, columns=table.columns)])
 
 
 def summary(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
@@ -185,11 +210,11 @@ def percentile_samples(percentiles: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------ wide tables
 
 
-def wide(summary_table: pd.DataFrame, workload: str, metric: str, configs: Sequence[str],
+def wide(summary_table: pd.DataFrame, mix: Mix, metric: str, configs: Sequence[str],
          column: str = "mean") -> pd.DataFrame:
-    """One column of the summary (``mean``, ``ci_low``, ``ci_high``, ``n``): index = numjobs,
+    """One column of the summary (``mean``, ``ci_low``, ``ci_high``, ``n``) for one mix: index = numjobs,
     columns = configurations in the given order (absent ones left out)."""
-    rows = summary_table[(summary_table["workload"] == workload) & (summary_table["metric"] == metric)]
+    rows = summary_table[mix.rows(summary_table) & (summary_table["metric"] == metric)]
     if rows.empty:
         return pd.DataFrame(columns=[c for c in configs], dtype=float)
     # dropna=False: with one repetition ci_low/ci_high are all NaN and must stay (as NaN), not vanish
@@ -200,10 +225,10 @@ def wide(summary_table: pd.DataFrame, workload: str, metric: str, configs: Seque
     return table
 
 
-def concurrency_ends(summary_table: pd.DataFrame, workload: str, configs: Sequence[str],
+def concurrency_ends(summary_table: pd.DataFrame, mix: Mix, configs: Sequence[str],
                      metric: str = "total_bw") -> tuple[float, float] | None:
     """(low, high): the smallest and largest numjobs where every configuration has ``metric``."""
-    table = wide(summary_table, workload, metric, configs).dropna()
+    table = wide(summary_table, mix, metric, configs).dropna()
     if table.empty or len(table.columns) < len(configs):
         return None
     return float(table.index.min()), float(table.index.max())
@@ -221,7 +246,7 @@ def times(a: float, b: float) -> str:
 class Multiple:
     """How many times better the leading configuration is at one point: ``(a / b) = ~N.Nx``."""
 
-    workload: str
+    mix: Mix
     metric: str
     load: float
     leader: str
@@ -255,12 +280,12 @@ class Multiple:
         return f"({fmt(a, d)} / {fmt(b, d)}) = {times(a, b)}"
 
 
-def multiple(summary_table: pd.DataFrame, workload: str, metric: str, load: float,
+def multiple(summary_table: pd.DataFrame, mix: Mix, metric: str, load: float,
              configs: Sequence[str], scale: float = 1.0, operand_decimals: int = 0) -> Multiple | None:
     """The lead of the better of the first two ``configs`` at ``load`` (values times ``scale``,
     e.g. 1e-3 for µs -> ms); None where either has no value."""
     first, second = configs[0], configs[1]
-    means = wide(summary_table, workload, metric, configs)
+    means = wide(summary_table, mix, metric, configs)
     if load not in means.index or first not in means or second not in means:
         return None
     a, b = means.loc[load, first], means.loc[load, second]
@@ -268,19 +293,19 @@ def multiple(summary_table: pd.DataFrame, workload: str, metric: str, load: floa
         return None
     higher = not compare.lower_is_better(metric)
     leader, other = (first, second) if (a >= b) == higher else (second, first)
-    low = wide(summary_table, workload, metric, configs, "ci_low")
-    high = wide(summary_table, workload, metric, configs, "ci_high")
+    low = wide(summary_table, mix, metric, configs, "ci_low")
+    high = wide(summary_table, mix, metric, configs, "ci_high")
     bounds = [(low.loc[load, c], high.loc[load, c]) for c in (leader, other)]
     if any(pd.isna(x) for pair in bounds for x in pair):
         overlap = True      # one repetition: no interval, so no lead can be called established
     else:
         overlap = bounds[0][0] <= bounds[1][1] and bounds[1][0] <= bounds[0][1]
     values = means.loc[load, leader] * scale, means.loc[load, other] * scale
-    spread = wide(summary_table, workload, metric, configs, "std")
-    count = wide(summary_table, workload, metric, configs, "n")
+    spread = wide(summary_table, mix, metric, configs, "std")
+    count = wide(summary_table, mix, metric, configs, "n")
     test = stats.welch_from_stats(*(x for c in (leader, other)
                                     for x in (means.loc[load, c], spread.loc[load, c], count.loc[load, c])))
-    return Multiple(workload, metric, load, leader, other, values[0], values[1], bool(overlap),
+    return Multiple(mix, metric, load, leader, other, values[0], values[1], bool(overlap),
                     operand_decimals, test)
 
 
@@ -318,9 +343,9 @@ def _mean_ci(mean: float, low: float, high: float, n: float, decimals: int) -> s
     return text
 
 
-def _cells(summary_table, workload, metric, configs, scale) -> dict[str, pd.DataFrame]:
+def _cells(summary_table, mix, metric, configs, scale) -> dict[str, pd.DataFrame]:
     """mean, ci_low, ci_high (times ``scale``) and n as wide tables."""
-    return {c: wide(summary_table, workload, metric, configs, c) * (1 if c == "n" else scale)
+    return {c: wide(summary_table, mix, metric, configs, c) * (1 if c == "n" else scale)
             for c in ("mean", "ci_low", "ci_high", "n")}
 
 
@@ -335,7 +360,7 @@ def throughput_table(summary_table: pd.DataFrame, read: int, configs: Sequence[s
     configuration."""
     rows = []
     for mix in (m for m in mixes(summary_table) if m.read == read):
-        parts = _cells(summary_table, mix.label, "total_bw", configs, 1.0)
+        parts = _cells(summary_table, mix, "total_bw", configs, 1.0)
         for load in parts["mean"].index:
             row = {"Block size": mix.size, "numjobs": f"{load:g}"}
             for config in configs:
@@ -348,8 +373,8 @@ def latency_table(summary_table: pd.DataFrame, read: int, configs: Sequence[str]
     """Read and write mean completion latency (ms) of one mix at every numjobs, both block sizes."""
     rows = []
     for mix in (m for m in mixes(summary_table) if m.read == read):
-        read_ms = _cells(summary_table, mix.label, "read_clat_mean", configs, 1e-3)
-        write_ms = _cells(summary_table, mix.label, "write_clat_mean", configs, 1e-3)
+        read_ms = _cells(summary_table, mix, "read_clat_mean", configs, 1e-3)
+        write_ms = _cells(summary_table, mix, "write_clat_mean", configs, 1e-3)
         loads = sorted(set(read_ms["mean"].index) | set(write_ms["mean"].index))
         for load in loads:
             row = {"Block size": mix.size, "numjobs": f"{load:g}"}
@@ -365,13 +390,13 @@ def efficiency_table(summary_table: pd.DataFrame, read: int, configs: Sequence[s
     where no watts were measured."""
     rows = []
     for mix in (m for m in mixes(summary_table) if m.read == read):
-        ends = concurrency_ends(summary_table, mix.label, configs)
+        ends = concurrency_ends(summary_table, mix, configs)
         if ends is None:
             continue
         for word, load in zip(("low", "high"), sorted(set(ends))):   # one row when low == high
             row = {"Block size": mix.size, "Concurrency": nowrap(f"{word} ({LOAD_KIND} {load:g})")}
             for metric, unit in (("mbps_per_watt", "MB/s per W"), ("tb_per_kwh", "TB/kWh")):
-                parts = _cells(summary_table, mix.label, metric, configs, 1.0)
+                parts = _cells(summary_table, mix, metric, configs, 1.0)
                 for config in configs:
                     row[f"{config} {unit}"] = _cell(parts, load, config, 1)
             rows.append(row)
@@ -384,7 +409,7 @@ def point_table(table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.Da
     steady state ("not asked" when the campaign did not ask)."""
     rows = []
     for mix in (m for m in mixes(table) if m.read == read):
-        mine = table[table["workload"] == mix.label]
+        mine = table[mix.rows(table)]
         for load in sorted(mine["load"].dropna().unique()):
             for config in configs:
                 at = mine[(mine["load"] == load) & (mine["config"] == config)]
@@ -416,14 +441,14 @@ def multiples_table(summary_table: pd.DataFrame, read: int, configs: Sequence[st
     run-to-run noise (Welch's t-test, ``Multiple.noise_note``); a metric without data says "not measured"."""
     rows = []
     for mix in (m for m in mixes(summary_table) if m.read == read):
-        ends = concurrency_ends(summary_table, mix.label, configs)
+        ends = concurrency_ends(summary_table, mix, configs)
         if ends is None or len(configs) < 2:
             continue
         for metric, name, scale, decimals in MULTIPLE_ROWS:
             row = {"Block size": mix.size, "Metric": name}
             for word, load in (("Low", ends[0]), ("High", ends[1])):
                 column = f"{word} concurrency ({LOAD_KIND} {load:g})"
-                m = multiple(summary_table, mix.label, metric, load, configs, scale, decimals)
+                m = multiple(summary_table, mix, metric, load, configs, scale, decimals)
                 if m is None:
                     have = (summary_table["metric"] == metric).any()
                     row[column] = "n/a" if have else "not measured"
@@ -440,9 +465,9 @@ def percentile_table(merged: pd.DataFrame, configs: Sequence[str], percentile: s
     if merged.empty:
         return pd.DataFrame(rows)
     for m in mixes(merged):
-        at = merged[merged["workload"] == m.label]
+        at = merged[m.rows(merged)]
         load = at["load"].max()
-        row = {"Workload": _workload_cell(m.label), "numjobs": f"{load:g}"}
+        row = {"Workload": m.cell, "numjobs": f"{load:g}"}
         for direction in ("read", "write"):
             for config in configs:
                 value = at[(at["config"] == config) & (at["load"] == load)
@@ -455,9 +480,9 @@ def percentile_table(merged: pd.DataFrame, configs: Sequence[str], percentile: s
 # ------------------------------------------------------------------ the published brief's numbers
 
 
-def _printed(pub, workload: str, config: str, column: str, load: float | None = None):
+def _printed(pub, mix: Mix, config: str, column: str, load: float | None = None):
     """The Printed number of one points.csv cell (None when the brief gives none)."""
-    rows = pub.points[(pub.points["workload"] == workload) & (pub.points["config"] == config)]
+    rows = pub.points[mix.rows(pub.points) & (pub.points["config"] == config)]
     for row in rows.to_dict("records"):
         value = row.get(column)
         load_here = row[pub.load_kind]
@@ -483,17 +508,11 @@ def _two_level(rows: list[dict]) -> pd.DataFrame:
     return table
 
 
-def _workload_cell(workload: str) -> str:
-    """``30/70 256 KiB`` that may break after the mix, not inside the block size."""
-    m = parse(workload)
-    return f"{m.ratio} {nowrap(m.size)}"
-
-
 def published_mapping_table(pub) -> pd.DataFrame:
     """The brief's Table 1, one row per mix: its name and the use case of each block size."""
     rows = {}
-    for workload, info in pub.workloads.items():
-        m = parse(workload)
+    for info, m in zip(pub.workloads.values(), published_mixes(pub)):
+        info = info or {}
         row = rows.setdefault(m.read, {"Workload type": info.get("profile") or m.name, "Mix (R/W)": m.ratio})
         row[f"{m.size} use case"] = info.get("use_case") or "(not given)"
     return pd.DataFrame(list(rows.values()))
@@ -504,19 +523,19 @@ def published_throughput_table(pub) -> pd.DataFrame:
     workload, with the multiples recomputed from those printed numbers."""
     configs = pub.configs
     rows = []
-    for workload in pub.workloads:
-        loads = sorted({p for p in pub.points.loc[pub.points["workload"] == workload, pub.load_kind]
+    for mix in published_mixes(pub):
+        loads = sorted({p for p in pub.points.loc[mix.rows(pub.points), pub.load_kind]
                         if p is not None and not pd.isna(p)})
         if not loads:
             continue
-        row = {("", "Workload"): _workload_cell(workload)}
+        row = {("", "Workload"): mix.cell}
         for config in configs:
             for load in (loads[0], loads[-1]):
-                p = _printed(pub, workload, config, "throughput", load)
+                p = _printed(pub, mix, config, "throughput", load)
                 row[(f"{config} (MB/s)", f"numjobs {load:g}")] = p.text if p else "n/a"
         for word, load in (("low", loads[0]), ("high", loads[-1])):
             row[("Multiple, recomputed", f"{word} (numjobs {load:g})")] = _ratio_text(
-                *(_printed(pub, workload, c, "throughput", load) for c in configs[:2]))
+                *(_printed(pub, mix, c, "throughput", load) for c in configs[:2]))
         rows.append(row)
     return _two_level(rows)
 
@@ -525,11 +544,11 @@ def published_efficiency_table(pub) -> pd.DataFrame:
     """The brief's MB/s per W and TB/kWh per workload, with 3.6 x MB/s per W beside TB/kWh (the
     multiples of MB/s per W are in the reproduction check)."""
     rows = []
-    for workload in pub.workloads:
-        row = {("", "Workload"): _workload_cell(workload)}
+    for mix in published_mixes(pub):
+        row = {("", "Workload"): mix.cell}
         for config in pub.configs:
-            per_watt = _printed(pub, workload, config, "mbps_per_watt")
-            tb = _printed(pub, workload, config, "tb_per_kwh")
+            per_watt = _printed(pub, mix, config, "mbps_per_watt")
+            tb = _printed(pub, mix, config, "tb_per_kwh")
             row[(config, "MB/s per W")] = per_watt.text if per_watt else "n/a"
             row[(config, "TB/kWh")] = tb.text if tb else "n/a"
             row[(config, "3.6 x MB/s per W")] = (fmt(efficiency.TB_PER_KWH_PER_MBPS_PER_W * per_watt.value, 2)
@@ -542,10 +561,10 @@ def published_latency_table(pub) -> pd.DataFrame:
     """The brief's read and write mean completion latency (ms) per workload, with the multiples
     recomputed from the printed numbers."""
     rows = []
-    for workload in pub.workloads:
-        row = {("", "Workload"): _workload_cell(workload)}
+    for mix in published_mixes(pub):
+        row = {("", "Workload"): mix.cell}
         for column, word in (("read_latency", "Read"), ("write_latency", "Write")):
-            printed = [_printed(pub, workload, c, column) for c in pub.configs[:2]]
+            printed = [_printed(pub, mix, c, column) for c in pub.configs[:2]]
             for config, p in zip(pub.configs[:2], printed):
                 row[(f"{word} latency (ms)", config)] = p.text if p else "n/a"
             row[(f"{word} latency (ms)", "multiple, recomputed")] = _ratio_text(*printed)
@@ -654,9 +673,9 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
     fig, row = plt.subplots(1, 2 * n, figsize=(7.6, 2.5), squeeze=False)
     for col, mix in enumerate(sizes):
         top, bottom = row[0][col], row[0][n + col]
-        mean = wide(summary_table, mix.label, "total_bw", configs)
-        low = wide(summary_table, mix.label, "total_bw", configs, "ci_low")
-        high = wide(summary_table, mix.label, "total_bw", configs, "ci_high")
+        mean = wide(summary_table, mix, "total_bw", configs)
+        low = wide(summary_table, mix, "total_bw", configs, "ci_low")
+        high = wide(summary_table, mix, "total_bw", configs, "ci_high")
         for i, config in enumerate(mean.columns):
             y = mean[config]
             err = [(y - low[config]).clip(lower=0).fillna(0), (high[config] - y).clip(lower=0).fillna(0)]
@@ -669,7 +688,7 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
         top.set_ylim(bottom=0)
         plots.thousands(top, "y")
         for direction, style in (("read", "-"), ("write", "--")):
-            lat = wide(summary_table, mix.label, f"{direction}_clat_mean", configs) * 1e-3
+            lat = wide(summary_table, mix, f"{direction}_clat_mean", configs) * 1e-3
             for config in lat.columns:
                 bottom.plot(lat.index, lat[config], linestyle=style, marker="o", markersize=4,
                             linewidth=1.6, color=palette[config])
@@ -695,7 +714,7 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
 
 def _published_grid(pub, rows: list[str]):
     """Panels keyed by (block size, mix) in the brief's order: one row per entry of ``rows``."""
-    found = [parse(w) for w in pub.workloads]
+    found = published_mixes(pub)
     shares = sorted({m.read for m in found})
     bss = sorted({m.size for m in found}, key=lambda size: next(m.bs for m in found if m.size == size))
     return found, shares, bss
@@ -710,9 +729,9 @@ def published_throughput_figure(pub):
     for r, size in enumerate(bss):
         for c, read in enumerate(shares):
             ax = axes[r][c]
-            workload = next((m.label for m in found if m.read == read and m.size == size), None)
-            for config in pub.configs:
-                rows = pub.points[(pub.points["workload"] == workload) & (pub.points["config"] == config)]
+            mix = next((m for m in found if m.read == read and m.size == size), None)
+            for config in pub.configs if mix is not None else []:
+                rows = pub.points[mix.rows(pub.points) & (pub.points["config"] == config)]
                 points = sorted((row[pub.load_kind], row["throughput"].value) for row in rows.to_dict("records")
                                 if row.get("throughput") is not None and pd.notna(row[pub.load_kind]))
                 if points:
@@ -743,7 +762,7 @@ def published_bars_figure(pub, columns: dict[str, str], ylabel: str, decimals: i
     fig, axes = plt.subplots(1, len(panels), figsize=(7.6, 2.9), squeeze=False)
     for ax, (column, title, size) in zip(axes[0], panels):
         table = pd.DataFrame({config: {f"{read}/{100 - read}": (lambda p: p.value if p else float("nan"))(
-            _printed(pub, next(m.label for m in found if m.read == read and m.size == size), config, column))
+            _printed(pub, next(m for m in found if m.read == read and m.size == size), config, column))
             for read in shares} for config in pub.configs})
         plots.grouped_bars(ax, table, ylabel=ylabel, palette=palette, decimals=decimals, log=True, label_size=5.5)
         ax.set_title(f"{title}, {size}", fontsize=8)
@@ -764,9 +783,9 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
         return [f"Only one configuration was measured ({', '.join(configs)}): no comparison."]
     leads = []
     for mix in mixes(summary_table):
-        means = wide(summary_table, mix.label, "total_bw", configs)
+        means = wide(summary_table, mix, "total_bw", configs)
         for load in means.index:
-            m = multiple(summary_table, mix.label, "total_bw", load, configs)
+            m = multiple(summary_table, mix, "total_bw", load, configs)
             if m is not None:
                 leads.append(m)
     if not leads:
@@ -781,7 +800,7 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
         text = f"**{config}** moves more MB/s at {len(own)} of {len(leads)} points, {len(beyond)} of them beyond run-to-run noise"
         if beyond:
             best = max(beyond, key=lambda m: m.value)
-            text += (f"; its largest significant lead is at {best.workload}, {LOAD_KIND} {best.load:g}: "
+            text += (f"; its largest significant lead is at {best.mix.label}, {LOAD_KIND} {best.load:g}: "
                      f"{best.calculation}{best.noise_note}.")
         else:
             best = max(own, key=lambda m: m.value)
@@ -804,9 +823,9 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
     lat = []
     for direction in ("read", "write"):
         metric = f"{direction}_clat_mean"
-        ms = [multiple(summary_table, mix.label, metric, high, configs, 1e-3, 2)
+        ms = [multiple(summary_table, mix, metric, high, configs, 1e-3, 2)
               for mix in mixes(summary_table)
-              for high in [(concurrency_ends(summary_table, mix.label, configs, metric) or (None, None))[1]]
+              for high in [(concurrency_ends(summary_table, mix, configs, metric) or (None, None))[1]]
               if high is not None]
         ms = [m for m in ms if m is not None]
         if ms:
@@ -823,7 +842,7 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
     return lines
 
 
-__all__ = ["Mix", "label", "parse", "times", "mixes", "read_shares", "has_power", "with_efficiency", "summary",
+__all__ = ["Mix", "label", "times", "mixes", "published_mixes", "read_shares", "has_power", "with_efficiency", "summary",
            "percentile_samples", "percentile_table", "wide", "concurrency_ends", "Multiple", "multiple",
            "throughput_table", "latency_table", "efficiency_table", "multiples_table", "figure", "findings", "point_table",
            "method_table", "configurations_table", "published_findings", "published_mapping_table",

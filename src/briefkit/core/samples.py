@@ -2,8 +2,24 @@
 
 Modelled on PerfKitBenchmarker's Sample (metric, value, unit, metadata), flattened into columns so
 that pandas can group and pivot it. Metric names follow ``{direction}_{quantity}[_{statistic}]``.
+
+Point parameters: after ``COLUMNS``, a measured point's matrix values (its point.json ``values``) are
+typed columns named ``p_<name>``, declared by its workload (``briefkit.tools.base.Workload.parameters``):
+
+    fio       p_rw (fio's rw, e.g. randrw), p_read_pct (rwmixread, NA for a plain mode), p_bs_bytes,
+              p_iodepth, p_numjobs
+    db_bench  p_benchmark, p_threads (a sweep), p_test (the flash suite's T1..T5)
+    OLTP      p_clients
+
+A published brief gives the same columns in brief.yaml (``workloads.<label>.parameters``), and its load
+column gives ``p_<load_kind>``. A point without such a value has NA (the dtypes are pandas' nullable
+``Int64`` and ``string``). Analyses select and group by these columns; ``workload`` is a label for
+people and is never parsed.
 """
 from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -15,6 +31,11 @@ COLUMNS = [
     "metric", "value", "unit",
     "host", "tool", "tool_version", "campaign", "started_at", "ended_at", "source",
 ]
+#: the name of every point parameter column starts with this
+PARAMETER_PREFIX = "p_"
+#: the dtypes a point parameter column may have, with the Python type of its values
+PARAMETER_DTYPES: dict[str, type] = {"Int64": int, "string": str}
+
 
 def family(metric: str) -> str:
     """``read_clat_p99.9`` -> ``read_clat``; ``read_bw`` -> ``read_bw`` (briefkit.core.metrics)."""
@@ -56,8 +77,57 @@ def empty() -> pd.DataFrame:
 
 
 def concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """The tables one below the other: COLUMNS, then every point parameter column of any of them
+    (NA where a table has none), each in its parameter dtype."""
     tables = [t for t in tables if len(t)]
-    return pd.concat(tables, ignore_index=True)[COLUMNS] if tables else empty()
+    if not tables:
+        return empty()
+    return with_parameter_dtypes(pd.concat(tables, ignore_index=True), tables, COLUMNS)
+
+
+# --- point parameters ------------------------------------------------------------------------------
+
+def parameter_columns(*tables: pd.DataFrame) -> list[str]:
+    """The point parameter columns of ``tables``, in the order they first appear."""
+    return list(dict.fromkeys(str(c) for t in tables for c in t.columns if str(c).startswith(PARAMETER_PREFIX)))
+
+
+def with_parameters(table: pd.DataFrame, values: Mapping[str, Any], dtypes: Mapping[str, str]) -> pd.DataFrame:
+    """``table`` with a column per declared parameter (``dtypes``: name -> dtype), every row holding
+    the point's value (``values``; a parameter the point does not have is NA)."""
+    unknown = sorted(set(values) - set(dtypes))
+    if unknown:
+        raise ValueError(f"point parameters {unknown} are not declared (declared: {', '.join(dtypes) or 'none'})")
+    table = table.copy()
+    for name, dtype in dtypes.items():
+        kind = PARAMETER_DTYPES.get(dtype)
+        if not name.startswith(PARAMETER_PREFIX) or kind is None:
+            raise ValueError(f"point parameter {name!r} ({dtype}): a parameter is named {PARAMETER_PREFIX}<name> "
+                             f"and is one of {', '.join(PARAMETER_DTYPES)}")
+        value = values.get(name)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise ValueError(f"point parameter {name}: {value!r} is not {'a whole number' if kind is int else 'text'}")
+        table[name] = pd.array([value] * len(table), dtype=dtype)
+    return table
+
+
+def with_parameter_dtypes(table: pd.DataFrame, sources: Iterable[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """``table`` as ``columns`` plus the parameter columns of ``sources``, each cast to the parameter dtype it
+    has there (a column that holds plain objects, e.g. rows built from dicts, takes the dtype of the others)."""
+    sources = list(sources)
+    dtypes: dict[str, str] = {}
+    for source in sources:
+        for name in parameter_columns(source):
+            dtype = str(source[name].dtype)
+            if dtype not in PARAMETER_DTYPES:
+                continue
+            if dtypes.setdefault(name, dtype) != dtype:
+                raise ValueError(f"point parameter {name} is {dtypes[name]} in one table and {dtype} in another")
+    names = parameter_columns(table, *sources)
+    untyped = [n for n in names if n not in dtypes]
+    if untyped:
+        raise ValueError(f"point parameters {untyped} have no dtype (one of {', '.join(PARAMETER_DTYPES)})")
+    return table.reindex(columns=[*columns, *(n for n in names if n not in columns)]).astype(dtypes)
 
 
 def to_csv(table: pd.DataFrame, stream) -> None:

@@ -15,7 +15,8 @@ from briefkit.core import samples
 COLUMNS = ["t_s", "metric", "value", "unit"]
 #: the point's keys the dataset adds (briefkit.dataset), after COLUMNS
 KEYS = ["brief", "campaign", "config", "workload", "load_kind", "load", "rep", "host"]
-#: the columns of data/processed/<brief>/series.parquet
+#: the columns of data/processed/<brief>/series.parquet, followed by the point's parameter columns
+#: (``p_<name>``, briefkit.core.samples)
 TABLE_COLUMNS = [*COLUMNS, *KEYS]
 
 
@@ -44,10 +45,12 @@ def from_arrays(t_s, metric: str, values, unit: str) -> pd.DataFrame:
 
 
 def concat(tables: list[pd.DataFrame], columns: list[str] = COLUMNS) -> pd.DataFrame:
+    """The tables one below the other as ``columns``, then the point parameter columns of any of them
+    (briefkit.core.samples.PARAMETER_PREFIX)."""
     tables = [t for t in tables if len(t)]
     if not tables:
         return empty() if columns == COLUMNS else pd.DataFrame(columns=columns)
-    return pd.concat(tables, ignore_index=True).reindex(columns=columns)
+    return samples.with_parameter_dtypes(pd.concat(tables, ignore_index=True), tables, columns)
 
 
 def empty_table() -> pd.DataFrame:

@@ -1,9 +1,9 @@
 """Repetitions of a measurement: mean with a Student-t confidence interval, and medians.
 
 Both work on a tidy sample table (``briefkit.core.samples``) and group by everything that names a
-measurement point (brief, config, workload, load_kind, load, metric, unit), pooling the
-repetitions (``rep``) and ignoring provenance (host, tool, tool_version, campaign, started_at,
-ended_at, source).
+measurement point (brief, config, workload, load_kind, load, metric, unit and the point parameter
+columns ``p_<name>``), pooling the repetitions (``rep``) and ignoring provenance (host, tool,
+tool_version, campaign, started_at, ended_at, source).
 
 Latency percentiles (``..._p99``, ``..._p99.9``) must not be averaged over repetitions: the
 mean of p99s is not the p99 of the runs. Merge the histograms and read the percentile from the
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from briefkit.core import metrics
+from briefkit.core import metrics, samples
 
 #: Columns that identify a measurement point; the rest is the value, the repetition or provenance.
 POINT_COLUMNS = ["brief", "config", "workload", "load_kind", "load", "metric", "unit"]
@@ -78,23 +78,25 @@ def summarize(table: pd.DataFrame, confidence: float = 0.95,
     Returns the point columns plus ``mean``, ``n``, ``std``, ``ci_low``, ``ci_high``
     (``ci_*`` NaN when n == 1). Percentile metrics: see the module docstring."""
     table = _points(table, percentiles)
+    keys = [*POINT_COLUMNS, *samples.parameter_columns(table)]
     rows = []
-    for key, group in table.groupby(POINT_COLUMNS, dropna=False, sort=False):
+    for key, group in table.groupby(keys, dropna=False, sort=False):
         values = group["value"].astype(float)
         mean, low, high, n = confidence_interval(values, confidence)
         std = float(values.std(ddof=1)) if n > 1 else math.nan
-        rows.append({**dict(zip(POINT_COLUMNS, key)), "mean": mean, "n": n, "std": std,
+        rows.append({**dict(zip(keys, key)), "mean": mean, "n": n, "std": std,
                      "ci_low": low, "ci_high": high})
-    return pd.DataFrame(rows, columns=[*POINT_COLUMNS, "mean", "n", "std", "ci_low", "ci_high"])
+    found = pd.DataFrame(rows, columns=[*keys, "mean", "n", "std", "ci_low", "ci_high"])
+    return samples.with_parameter_dtypes(found, [table], list(found.columns))
 
 
 def median(table: pd.DataFrame, percentiles: Percentiles = "raise") -> pd.DataFrame:
     """Median over repetitions, one row per point: the point columns plus ``median`` and ``n``."""
     table = _points(table, percentiles)
-    grouped = table.assign(value=table["value"].astype(float)).groupby(
-        POINT_COLUMNS, dropna=False, sort=False)["value"]
+    keys = [*POINT_COLUMNS, *samples.parameter_columns(table)]
+    grouped = table.assign(value=table["value"].astype(float)).groupby(keys, dropna=False, sort=False)["value"]
     result = grouped.agg(median="median", n="count").reset_index()
-    return result[[*POINT_COLUMNS, "median", "n"]]
+    return result[[*keys, "median", "n"]]
 
 
 # ------------------------------------------------------------------ differences between two points

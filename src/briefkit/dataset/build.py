@@ -281,9 +281,9 @@ def _series_table(tables: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> pd.DataFrame:
-    """Completion-latency percentiles of each point (campaign, config, host, workload, load) read from the
-    json+ bins of all its repetitions merged (fio's bin merging; never an average of percentiles).
-    The fio files are the ``source`` of the point's fio samples."""
+    """Completion-latency percentiles of each point (campaign, config, host, workload, load and its
+    parameter columns) read from the json+ bins of all its repetitions merged (fio's bin merging; never
+    an average of percentiles). The fio files are the ``source`` of the point's fio samples."""
     return merged_latency(table, base, percentiles)[0]
 
 
@@ -297,7 +297,7 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> 
     bin_rows: list[pd.DataFrame] = []
     # per host: a fleet's hosts are compared, never merged; a client/server file holds every server and
     # "All clients", each its own host (a stand-alone file's units have none: they are the point's host)
-    keys = ["campaign", "config", "host", "workload", "load_kind", "load"]
+    keys = ["campaign", "config", "host", "workload", "load_kind", "load", *tidy.parameter_columns(work)]
     for key, group in work.groupby(keys, sort=True, dropna=False):
         paths = [_locate(p, base) for p in sorted(set(group["source"]))]
         merged: dict[tuple[str, str], Any] = {}
@@ -318,9 +318,11 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> 
             values = sorted(v for v, c in bins.items() if c)
             bin_rows.append(pd.DataFrame({**dict(zip(keys, key)), "family": family,
                                           "value": [v / 1000.0 for v in values], "count": [int(bins[v]) for v in values],
-                                          "unit": "us", "files": len(paths)}, columns=BIN_COLUMNS))
-    found = pd.DataFrame(rows, columns=PERCENTILE_COLUMNS) if rows else empty_percentiles()
-    return found, (pd.concat(bin_rows, ignore_index=True) if bin_rows else empty_bins())
+                                          "unit": "us", "files": len(paths)}))
+    found = tidy.with_parameter_dtypes(pd.DataFrame(rows), [work], PERCENTILE_COLUMNS) if rows else empty_percentiles()
+    found_bins = tidy.with_parameter_dtypes(pd.concat(bin_rows, ignore_index=True), [work], BIN_COLUMNS) \
+        if bin_rows else empty_bins()
+    return found, found_bins
 
 
 def _locate(source: str, base: Path) -> Path:

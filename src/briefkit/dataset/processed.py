@@ -8,6 +8,9 @@
     series.parquet        readings over time within each point (briefkit.core.series): t_s, metric, value,
                           unit and the point's keys brief, campaign, config, workload, load_kind, load,
                           rep, host; SI units as in the samples
+
+Samples, percentiles, latency bins and series end with the point's parameter columns (``p_<name>``,
+typed, NA where a point has none: briefkit.core.samples), which analyses select and group by.
     brief.json            the brief: notebook, published folder, notebook parameters, campaigns to show
     campaigns.json        one record per measured campaign: what was declared (as recorded), what ran
                           (hosts, durations, tool versions, counts), and how today's params.yaml compares
@@ -27,7 +30,8 @@ from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError
 
-SCHEMA_VERSION = 1
+#: 2: the point parameter columns (p_<name>) in samples, percentiles, latency bins and series
+SCHEMA_VERSION = 2
 FILES = ("brief.json", "campaigns.json", "samples.parquet", "percentiles.parquet")
 #: files of later versions of the folder: an older folder without them reads as "not measured"
 OPTIONAL_FILES = ("series.parquet", "latency_bins.parquet")
@@ -165,17 +169,22 @@ def load(brief: str, processed_dir: str | Path) -> BriefData:
                                      f"(or `dvc repro dataset@{brief}`)")
     meta = _json(folder / "brief.json")
     found = _json(folder / "campaigns.json")
-    samples = pd.read_parquet(folder / "samples.parquet")
-    samples = samples.reindex(columns=tidy.COLUMNS)
-    percentiles = pd.read_parquet(folder / "percentiles.parquet").reindex(columns=PERCENTILE_COLUMNS)
+    samples = _read_table(folder / "samples.parquet", tidy.COLUMNS)
+    percentiles = _read_table(folder / "percentiles.parquet", PERCENTILE_COLUMNS)
     campaigns = {name: CampaignRecord.from_json(record) for name, record in found.get("campaigns", {}).items()}
-    series = pd.read_parquet(folder / "series.parquet").reindex(columns=tidy_series.TABLE_COLUMNS) \
+    series = _read_table(folder / "series.parquet", tidy_series.TABLE_COLUMNS) \
         if (folder / "series.parquet").is_file() else tidy_series.empty_table()
-    bins = pd.read_parquet(folder / "latency_bins.parquet").reindex(columns=BIN_COLUMNS) \
+    bins = _read_table(folder / "latency_bins.parquet", BIN_COLUMNS) \
         if (folder / "latency_bins.parquet").is_file() else empty_bins()
     return BriefData(brief=meta.get("brief", brief), notebook=meta.get("notebook"), published=meta.get("published"),
                      parameters=meta.get("parameters") or {}, show=meta.get("show"), samples=samples,
                      percentiles=percentiles, campaigns=campaigns, series=series, latency_bins=bins)
+
+
+def _read_table(path: Path, columns: list[str]) -> pd.DataFrame:
+    """A parquet file of the folder as ``columns`` (missing ones empty), then its point parameter columns."""
+    table = pd.read_parquet(path)
+    return table.reindex(columns=[*columns, *tidy.parameter_columns(table)])
 
 
 def _json(path: Path) -> dict:

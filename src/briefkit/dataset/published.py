@@ -11,6 +11,11 @@
 Numbers stay ``Printed`` (value + printed precision) so that checks can allow for the rounding
 the brief applied to its own inputs. A load the text does not state (an efficiency figure with no
 thread count) is an empty cell in points.csv: ``None`` in cells, NaN in the tidy samples.
+
+A workload's label (``70/30 256 KiB``) is a name; what the workload is, brief.yaml says in its
+``parameters`` (``workloads.<label>.parameters: {p_read_pct: 70, p_bs_bytes: 262144}``), the typed
+columns the measured samples have (briefkit.core.samples). The points and the tidy samples carry them,
+and the samples also ``p_<load_kind>``, the load as a whole number (NA where the text does not state it).
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pandas as pd
-from pydantic import AfterValidator, Field, TypeAdapter, ValidationError, create_model, model_validator
+from pydantic import AfterValidator, Field, StrictInt, TypeAdapter, ValidationError, create_model, model_validator
 
 from briefkit.config import yamlload
 from briefkit.core import compare, samples
@@ -76,6 +81,15 @@ class PublishedBrief:
     @property
     def workloads(self) -> dict:
         return self.meta["workloads"]
+
+    def parameters(self, workload: str) -> dict[str, int | str]:
+        """The typed point parameters brief.yaml gives ``workload`` (``{"p_read_pct": 70, ...}``)."""
+        return dict((self.workloads.get(workload) or {}).get("parameters") or {})
+
+    @property
+    def parameter_dtypes(self) -> dict[str, str]:
+        """Every parameter column of the tidy samples and its dtype: the workloads', then ``p_<load_kind>``."""
+        return parameter_dtypes(self.meta)
 
     @property
     def groups(self) -> dict[str, list[str]]:
@@ -134,8 +148,22 @@ class PublishedBrief:
                 rows.append({"config": record["config"], "workload": record["workload"],
                              "load_kind": self.load_kind, "load": math.nan if load is None else float(load),
                              "rep": 0, "metric": spec["metric"], "value": printed.value, "unit": spec["unit"],
-                             "source": f"published: {record['table']}"})
-        return samples.frame(rows, brief=self.slug, campaign="published", tool="published")
+                             "source": f"published: {record['table']}",
+                             **{name: record[name] for name in samples.parameter_columns(self.points)},
+                             f"{samples.PARAMETER_PREFIX}{self.load_kind}": self._whole_load(load)})
+        table = samples.frame(rows, brief=self.slug, campaign="published", tool="published")   # row order kept
+        for name, dtype in self.parameter_dtypes.items() if rows else ():   # no samples: no columns, as samples.empty()
+            table[name] = pd.array([row.get(name) for row in rows], dtype=dtype)
+        return table
+
+    def _whole_load(self, load) -> int | None:
+        """The load as the ``p_<load_kind>`` parameter: a whole number (None where the text does not state it)."""
+        if load is None:
+            return None
+        if not float(load).is_integer():
+            raise PublishedDataError(f"{self.folder / 'points.csv'}: {self.load_kind} {load} is not a whole number "
+                                     f"(the point parameter p_{self.load_kind} is one)")
+        return int(load)
 
     def relative(self) -> pd.DataFrame:
         """The numbers printed relative to a baseline, one row each: the printed text, the relation
@@ -192,6 +220,11 @@ Label = Annotated[str, Field(pattern=r"^\w[\w .,+%()/-]{0,119}$"), AfterValidato
 #: a file of the brief's folder (source.txt): a plain name, no path
 FileName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,100}(\.[A-Za-z0-9_-]{1,16}){0,3}$")]
 Metric = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.]{0,63}$")]
+
+
+#: a point parameter's name (briefkit.core.samples.PARAMETER_PREFIX) and value: a whole number or text
+ParameterName = Annotated[str, Field(pattern=r"^p_[a-z][a-z0-9_]{0,62}$")]
+Parameters = dict[ParameterName, StrictInt | Label]
 
 
 class _Column(Model):
@@ -375,6 +408,47 @@ class ClaimsFile(Model):
     claims: list[Claim] | None = None
 
 
+# --- point parameters: brief.yaml's workloads.<label>.parameters -------------------------------
+
+def check_parameters(meta: dict, where: str) -> None:
+    """Each workload's ``parameters`` are typed values; one parameter has one type in every workload, and
+    the load's parameter (``p_<load_kind>``) comes from the load column, not from a workload."""
+    load_parameter = f"{samples.PARAMETER_PREFIX}{meta['load_kind']}"
+    types: dict[str, tuple[type, str]] = {}   # parameter -> (type, first workload giving it)
+    for label, info in meta["workloads"].items():
+        found = check(Parameters, (info or {}).get("parameters") or {}, f"{where} workloads.{label}.parameters",
+                      PublishedDataError)
+        for name, value in found.items():
+            if name == load_parameter:
+                raise PublishedDataError(f"{where} workloads.{label}.parameters.{name}: the load ({meta['load_kind']}) "
+                                         "is the load column of points.csv, not a workload's parameter")
+            first = types.setdefault(name, (type(value), label))
+            if first[0] is not type(value):
+                kind = {int: "a whole number", str: "text"}
+                raise PublishedDataError(f"{where} workloads.{label}.parameters.{name}: {value!r} is {kind[type(value)]}, "
+                                         f"but workload {first[1]!r} gives it as {kind[first[0]]}")
+
+
+def parameter_dtypes(meta: dict) -> dict[str, str]:
+    """The parameter columns of a brief's tidy samples and their dtypes: the workloads' (brief.yaml order),
+    then ``p_<load_kind>`` (a whole number)."""
+    dtypes: dict[str, str] = {}
+    for info in meta["workloads"].values():
+        for name, value in ((info or {}).get("parameters") or {}).items():
+            dtypes.setdefault(name, "Int64" if isinstance(value, int) else "string")
+    return {**dtypes, f"{samples.PARAMETER_PREFIX}{meta['load_kind']}": "Int64"}
+
+
+def _with_parameters(points: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """The points with each workload's parameter columns (NA where its workload has no such parameter)."""
+    load_parameter = f"{samples.PARAMETER_PREFIX}{meta['load_kind']}"
+    for name, dtype in parameter_dtypes(meta).items():
+        if name != load_parameter:
+            values = [((meta["workloads"][w] or {}).get("parameters") or {}).get(name) for w in points["workload"]]
+            points[name] = pd.array(values, dtype=dtype)
+    return points
+
+
 # --- points.csv: one model per brief, from brief.yaml's declarations ----------------------------
 
 def point_row_model(meta: dict) -> type[Model]:
@@ -440,7 +514,7 @@ def _read_points(path: Path, meta: dict) -> pd.DataFrame:
                 raise PublishedDataError(f"{path}:{line}: column {column!r}: a second number for {config} "
                                          f"{workload} at {load_kind} {key[2]} (first on line {seen[key]})")
             seen[key] = line
-    return points
+    return _with_parameters(points, meta)
 
 
 def _check_row(model: TypeAdapter, row: dict, path: Path, line: int) -> None:
@@ -502,6 +576,7 @@ def load(folder: str | Path) -> PublishedBrief:
     meta_path = folder / "brief.yaml"
     meta = _read_yaml(meta_path)
     check(BriefFile, meta, f"{meta_path}:", PublishedDataError)
+    check_parameters(meta, f"{meta_path}:")
     if meta["subject"] not in meta["configs"] and meta["subject"] not in (meta.get("groups") or {}):
         raise PublishedDataError(f"{meta_path}: subject {meta['subject']!r} is not one of configs (or groups)")
     if meta.get("baseline") is not None and meta["baseline"] not in meta["configs"]:

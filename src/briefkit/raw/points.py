@@ -1,7 +1,8 @@
 """Tidy samples of one finished point folder: the workload's parser, the point's provenance
-(brief, campaign, config, rep, host and times from point.json) and the power over its measured
-window (power.csv beside it, or an external meter's log). ``point_series``: the same point's readings
-over time (the workload's ``series`` and the power samples), with the point's keys."""
+(brief, campaign, config, rep, host and times from point.json), its matrix values as typed parameter
+columns (``p_<name>``: briefkit.core.samples) and the power over its measured window (power.csv beside
+it, or an external meter's log). ``point_series``: the same point's readings over time (the workload's
+``series`` and the power samples), with the point's keys and parameters."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -45,7 +46,15 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
     base = checkout(raw_dir)
     table["source"] = table["source"].map(lambda s: _relative(s, base), na_action="ignore")
     table["source"] = table["source"].fillna(str(folder.relative_to(base)))
-    return table
+    return with_parameters(table, workload, settings, point)
+
+
+def with_parameters(table: pd.DataFrame, workload: Workload, settings: Mapping[str, Any], point: Point) -> pd.DataFrame:
+    """``table`` with the point's parameter columns (``Workload.parameters``): its matrix values, typed."""
+    try:
+        return tidy.with_parameters(table, workload.parameter_values(point, settings), workload.parameters)
+    except ValueError as exc:
+        raise CampaignError(f"point {point.id}: {exc}") from None
 
 
 def imported_samples(folder: Path, record: Mapping) -> pd.DataFrame:
@@ -111,7 +120,7 @@ def point_series(raw_dir: Path, brief: str, campaign: str, workload: Workload, s
     table["load_kind"] = first["load_kind"] if first is not None else workload.load_axis
     table["load"] = first["load"] if first is not None else point.values.get(workload.load_axis)
     table["host"] = record["host"]
-    return table[tidy_series.TABLE_COLUMNS]
+    return with_parameters(table[tidy_series.TABLE_COLUMNS], workload, settings, point)
 
 
 def power_series(path: Path, start_epoch: float) -> pd.DataFrame:

@@ -25,6 +25,7 @@ import pandas as pd
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import held_interrupts
+from briefkit.core.samples import PARAMETER_PREFIX
 from briefkit.core.validation import check
 from briefkit.tools import steady
 
@@ -130,6 +131,9 @@ class Workload:
     #: pydantic models of ``settings`` and ``matrix`` (keys, types, allow-lists), checked first
     settings_model: type | None = None
     matrix_model: type | None = None
+    #: the typed columns a point's samples carry its matrix values in (``p_<name>`` -> ``Int64`` or
+    #: ``string``: briefkit.core.samples); ``parameter_values`` gives a point's values
+    parameters: Mapping[str, str] = {}
 
     # --- declaration -------------------------------------------------------------------------
     def settings_models(self) -> list[type]:
@@ -208,6 +212,12 @@ class Workload:
         return None
 
     # --- ingest ------------------------------------------------------------------------------
+    def parameter_values(self, point: Point, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The point's matrix values as its parameter columns: ``p_<axis>`` is the axis' value as
+        recorded (None where the point has no such axis). A workload whose values need converting
+        (fio's ``70/30``, ``256KiB``) overrides this."""
+        return {name: point.values.get(name.removeprefix(PARAMETER_PREFIX)) for name in self.parameters}
+
     def prepare_records(self, raw_dir: Path) -> list[dict]:
         """Records of the configurations' set-up found in a campaign's raw folder
         (data/raw/<brief>/<campaign>/<config>/prepare/attempt-<n>/), each with its ``config``:

@@ -135,6 +135,8 @@ class DbBenchWorkload(Workload):
     axes = SWEEP_AXES
     defaults = {**SWEEP_SETTINGS, **FLASH_SETTINGS, "suite": "sweep"}
     tool = TOOL
+    #: a sweep's point has a benchmark and threads, a flash suite's a test (T1..T5)
+    parameters = {"p_benchmark": "string", "p_threads": "Int64", "p_test": "string"}
 
     # --- declaration -------------------------------------------------------------------------
     def settings_models(self) -> list[type]:

@@ -42,7 +42,9 @@ logs (``fio_bw.<job>.log``, ``fio_iops``, ``fio_lat``, ``fio_clat``, ``fio_slat`
 
 Workload label (the ``workload`` column): ``"<read>/<write> <bs>"``, e.g. ``"70/30 256 KiB"``,
 the same labels as the published points of data/published/fio-6600ion; a plain mode gives
-``"randread 256 KiB"``.
+``"randread 256 KiB"``. The label is for people; analyses read the point's values from its typed
+parameter columns (``parameters``): ``p_rw`` (fio's rw: the ``pattern`` for a mix, else the mode),
+``p_read_pct`` (fio's rwmixread; NA for a plain mode), ``p_bs_bytes``, ``p_iodepth`` and ``p_numjobs``.
 """
 from __future__ import annotations
 
@@ -135,6 +137,8 @@ class FioWorkload(Workload):
     matrix_model = FioMatrix
     axes = defaults_of(FioMatrix)
     defaults = defaults_of(FioSettings)
+    parameters = {"p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64", "p_iodepth": "Int64",
+                  "p_numjobs": "Int64"}
 
     # --- declaration -------------------------------------------------------------------------
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
@@ -281,6 +285,14 @@ class FioWorkload(Workload):
             host.run(["rm", "-f", "--", target, f"{target}{MARKER_SUFFIX}"], check=False)
 
     # --- ingest ------------------------------------------------------------------------------
+    def parameter_values(self, point: Point, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The point as fio ran it: ``70/30`` -> p_rw ``randrw`` (the pattern), p_read_pct 70; ``256KiB`` ->
+        p_bs_bytes 262144."""
+        mode, read = parse_mix(point.values["rw"])
+        return {"p_rw": mode or settings["pattern"], "p_read_pct": read,
+                "p_bs_bytes": parse_size(point.values["bs"], "bs"),
+                "p_iodepth": int(point.values["iodepth"]), "p_numjobs": int(point.values["numjobs"])}
+
     def samples(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
         path = Path(point_dir) / OUTPUT_FILE
         if not path.exists():

@@ -82,6 +82,7 @@ class OltpWorkload(Workload):
     axes = defaults_of(OltpMatrix)
     settings_model = OltpSettings
     matrix_model = OltpMatrix
+    parameters = {"p_clients": "Int64"}
     defaults = defaults_of(OltpSettings)
 
     # --- declaration -------------------------------------------------------------------------
