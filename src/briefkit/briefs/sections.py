@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.figure import Figure
 
 from briefkit.briefs import stability
 from briefkit.core import metrics, sizes
@@ -150,6 +152,18 @@ class BriefBase:
         self.names = self.data.selected(show)
         self.records = {name: self.data.campaigns[name] for name in self.names}
         self.out = Blocks()
+        self._drawn: dict[tuple, Any] = {}
+
+    def drawn(self, key: tuple, draw):
+        """The figure (or table) ``key``, made by ``draw()`` once: the sections show the very object a
+        notebook cell got from the same call, so restyling it in the notebook changes the brief. A figure
+        is taken out of pyplot's list, so that a notebook cell drawing it shows nothing by itself."""
+        if key not in self._drawn:
+            made = draw()
+            if isinstance(made, Figure):
+                plt.close(made)
+            self._drawn[key] = made
+        return self._drawn[key]
 
     def checks(self) -> pd.DataFrame:
         return claims.check_all(self.pub) if self.pub is not None else pd.DataFrame()
@@ -158,12 +172,9 @@ class BriefBase:
         return self.data.samples[self.data.samples["campaign"] == name]
 
     def appendix(self):
-        """The long tables the body refers to (Table A1...), after everything else."""
-        items = self.out.take_appendix()
-        if not items:
-            return []
-        return [Block("md", "## Appendix\n\nThe complete data behind the body: every point and repetition, the "
-                            "full reproduction check, and how the campaigns were run and on what."), *items]
+        """The long tables the body refers to (Table A1...), after everything else (the notebook's
+        Markdown cell before it holds the Appendix heading)."""
+        return self.out.take_appendix()
 
     # ----------------------------------------------------------------- shared measured sections
 
