@@ -7,7 +7,6 @@ Everything reads ``data/processed/<brief>/`` (``briefkit.dataset.processed``), l
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -29,6 +28,8 @@ def processed_dir() -> Path:
 
 
 def load(brief: str, folder: str | Path | None = None) -> processed.BriefData:
+    """The brief's processed data, with the briefs' figure look set up."""
+    plots.setup()
     return processed.load(brief, folder if folder is not None else processed_dir())
 
 
@@ -102,7 +103,9 @@ def metric_figure(samples: pd.DataFrame, metric: str, **selection) -> Figure:
             ax.errorbar(line["load"], line["value"], yerr=err, marker="o", markersize=4, capsize=3, linewidth=1.5,
                         color=colour[(campaign, host, config)], label=f"{campaign} / {host} / {config}")
         ax.set_title(str(workload), fontsize=8)
-        ax.set_xlabel(str(samples["load_kind"].dropna().iloc[0]) if samples["load_kind"].notna().any() else "load")
+        ax.set_xticks(sorted(table.loc[table["workload"] == workload, "load"].unique()))
+        ax.set_xlabel(str(samples["load_kind"].dropna().iloc[0]) if samples["load_kind"].notna().any() else "load",
+                      fontsize=8)
         ax.set_ylabel(f"{metrics.label(metric)} ({table['unit'].iloc[0]})", fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(workloads):]:
@@ -113,6 +116,23 @@ def metric_figure(samples: pd.DataFrame, metric: str, **selection) -> Figure:
     return _detached(fig)
 
 
+def pick(samples: pd.DataFrame, metric: str, *, campaigns=None, config=None, workload=None, load=None) -> dict:
+    """One measured point of ``metric`` to look at closely: the first measured campaign of ``campaigns``,
+    the first configuration and workload, and the workload's highest load, unless given."""
+    measured = samples[(samples["campaign"] != "published") & (samples["metric"] == metric)]
+    rows = select(measured, campaign=campaigns, config=config, workload=workload)
+    if rows.empty:
+        raise KeyError(f"no measured sample of {metric!r} for campaigns {campaigns}, config {config}, "
+                       f"workload {workload}")
+    first = rows.iloc[0]
+    rows = rows[(rows["campaign"] == first["campaign"]) & (rows["config"] == first["config"])
+                & (rows["workload"] == first["workload"])]
+    top = float(pd.to_numeric(rows["load"]).max()) if load is None else float(load)
+    if not (pd.to_numeric(rows["load"]) == top).any():
+        raise KeyError(f"no point at load {top:g} (loads: {', '.join(f'{v:g}' for v in sorted(rows['load'].unique()))})")
+    return {"campaign": first["campaign"], "config": first["config"], "workload": first["workload"], "load": top}
+
+
 def series_figure(series: pd.DataFrame, metric: str, *, campaign: str, config: str, workload: str,
                   load: float) -> Figure:
     """One point's ``metric`` over time, one line per repetition (from series.parquet)."""
@@ -120,7 +140,7 @@ def series_figure(series: pd.DataFrame, metric: str, *, campaign: str, config: s
     rows = rows[pd.to_numeric(rows["load"]) == float(load)]
     if rows.empty:
         raise KeyError(f"no {metric!r} series for campaign {campaign}, {config}, {workload} at load {load:g} "
-                       f"(series.parquet has loads {sorted(series['load'].dropna().unique())})")
+                       f"(series.parquet has metrics {', '.join(sorted(series['metric'].unique()))})")
     fig, ax = plt.subplots(figsize=(7.0, 2.8))
     for rep, line in rows.groupby("rep"):
         ax.plot(line["t_s"], line["value"], linewidth=1.2, label=f"repetition {rep:g}")
@@ -132,21 +152,21 @@ def series_figure(series: pd.DataFrame, metric: str, *, campaign: str, config: s
 
 
 def distribution_figure(data: processed.BriefData, *, campaign: str, config: str, workload: str,
-                        load: float) -> Figure:
+                        load: float) -> Figure | None:
     """One point's latency distribution: the share of I/Os slower than each latency from the merged
-    histogram bins (latency_bins.parquet), else the merged percentiles (percentiles.parquet)."""
-    where = {"campaign": campaign, "config": config, "workload": workload}
-    bins, pct = data.latency_bins, data.percentiles
-    bins = select(bins, **where) if len(bins) else bins
-    bins = bins[pd.to_numeric(bins["load"]) == float(load)] if len(bins) else bins
+    histogram bins (latency_bins.parquet), else from the merged percentiles (percentiles.parquet);
+    None when the brief's tool records neither for this point."""
+    def at_point(table: pd.DataFrame) -> pd.DataFrame:
+        if table.empty:
+            return table
+        rows = table[(table["campaign"] == campaign) & (table["config"] == config) & (table["workload"] == workload)]
+        return rows[pd.to_numeric(rows["load"]) == float(load)]
+
+    bins, pct = at_point(data.latency_bins), at_point(data.percentiles)
     if len(bins):
-        fig = stability.distribution_figure(bins, [workload], {config: plots.PALETTE[0]}, ncols=1)
-        return _detached(fig)
-    pct = select(pct, **where) if len(pct) else pct
-    pct = pct[pd.to_numeric(pct["load"]) == float(load)] if len(pct) else pct
+        return _detached(stability.distribution_figure(bins, [workload], {config: plots.PALETTE[0]}, ncols=1))
     if pct.empty:
-        raise KeyError(f"campaign {campaign} has no latency bins nor percentiles for {config}, {workload} at "
-                       f"load {load:g}")
+        return None
     fig, ax = plt.subplots(figsize=(7.0, 2.8))
     for family, line in pct.groupby("family"):
         ax.plot(line["value"], 1 - line["percentile"] / 100, marker="o", markersize=3, label=family)
@@ -162,7 +182,3 @@ def _detached(fig: Figure) -> Figure:
     """Out of pyplot's list: the cell that keeps it in a name shows it once, by its own display."""
     plt.close(fig)
     return fig
-
-
-def loads(samples: pd.DataFrame, metric: str, **selection) -> Sequence[float]:
-    return sorted(points(samples, metric, **selection)["load"].unique())
