@@ -21,7 +21,7 @@ BRIEF = "rocksdb-7600"
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     base = tmp_path_factory.mktemp("explore")
-    archive = subprocess.run(["git", "archive", "HEAD", "data", "params.yaml"], cwd=ROOT, check=True,
+    archive = subprocess.run(["git", "archive", "HEAD", "data", "notebooks", "params.yaml"], cwd=ROOT, check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
     subprocess.run(["briefkit", "dataset", "--quiet", BRIEF], cwd=base, check=True,
