@@ -15,7 +15,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The brief notebooks whose figures and ratio tables are drawn by visible one-call cells.
-ANALYSIS_NOTEBOOKS = ["fio_mix", "rocksdb_sweep"]
+ANALYSIS_NOTEBOOKS = ["fio_mix", "rocksdb_sweep", "rocksdb_suite", "oltp_ramp"]
 MAX_VISIBLE_LINES = 6
 
 
