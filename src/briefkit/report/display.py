@@ -17,6 +17,7 @@ import html
 import inspect
 import itertools
 import os
+import re
 import string
 
 import nbformat
@@ -51,6 +52,7 @@ def fill(template: str, **values) -> str:
 def table(frame: pd.DataFrame, caption: str, *, note: str = "", css_class: str = "brief-table") -> None:
     """A captioned table as the briefs print them ("Table 1: ...")."""
     body = frame.to_html(index=False, escape=True, classes=css_class, border=0, na_rep="n/a")
+    body = re.sub(r">\s+<", "><", body)   # to_html's indentation: a third of a committed notebook, shown as nothing
     note_html = f'<p class="table-note">{html.escape(note)}</p>' if note else ""
     long = " long" if len(frame) > 20 else ""   # may split across pages (its header repeats)
     display(HTML(f'<figure class="table{long}">{body}<figcaption>{html.escape(caption)}</figcaption>{note_html}</figure>'))
