@@ -272,10 +272,10 @@ class RocksdbSweep(BriefBase):
                 self._verdicts_legend()
                 label = self.out.verdicts(self.checks_table, "Published claims against the published data")
         if label:
-            self.out.md(f"{label} (appendix) recomputes each of the {len(self.checks_table)} "
+            self.out.md(f"## Reproduction check\n\n{label} (appendix) recomputes each of the {len(self.checks_table)} "
                         f"numbers the published text states and gives its verdict: {counts}.")
         else:
-            self.out.md("The published text makes no numeric claim.")
+            self.out.md("## Reproduction check\n\nThe published text makes no numeric claim.")
         wrong = self.checks_table[self.checks_table["verdict"] == claims.MISMATCH] if label else []
         if len(wrong):
             self.out.md("What does not match:\n\n" + bullets(
@@ -321,7 +321,7 @@ measured campaign can compare its own.""")
 
     def measured_intro(self):
         out = self.out
-        out.md(self._selection_text())
+        out.md("## Measured\n\n" + self._selection_text())
         for name, m in self.measured.items():
             data, record = m["data"], m["record"]
             loads = sorted(data["load"].dropna().unique())
