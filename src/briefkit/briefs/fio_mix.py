@@ -39,19 +39,51 @@ class FioMix(BriefBase):
 
     # ------------------------------------------------------------------------------------ sections
 
-    def intro(self):
+    def facts(self) -> dict:
+        """The data-dependent values the notebook's prose templates glue into its text."""
         pub = self.pub
-        self.out.md(f"""# {pub.title} Reproduced, and measured here
+        return {"title": pub.title, "subtitle": pub.meta["subtitle"], "points": len(pub.points),
+                "claims": len(self.checks_table),
+                "published_configs": " and ".join(f'**{c}** ({", ".join(pub.meta["configs"][c][:1])})'
+                                                  for c in pub.configs)}
 
-*{pub.meta["subtitle"]}.*
+    # ------------------------------------------------------------------- figures and ratio tables
+    # Each returns the object its section shows (drawn once): a notebook cell may restyle it first.
 
-This brief has two parts. **Part A** re-derives the published brief from its own numbers
-({len(pub.points)} rows transcribed from its text and figure captions) and checks each of its
-{len(self.checks_table)} numeric claims: the "~Nx" ratios, TB/kWh against 3.6 x MB/s per W, and the
-throughput it quotes twice. **Part B** runs the same fio methodology, scaled down to seconds per
-point, on storage configurations measured with briefkit and reports what was measured.
-Multiples follow the published brief: (a / b) with the better configuration on top, written ~N.Nx.""")
-        return self.out.take()
+    def throughput_figure(self):
+        """Published throughput at the lowest and highest numjobs, per mix and block size (page 1)."""
+        return self.drawn(("throughput",), lambda: mix.published_throughput_figure(self.pub))
+
+    def efficiency_figure(self):
+        return self.drawn(("efficiency",), lambda: mix.published_bars_figure(
+            self.pub, {"mbps_per_watt": "MB/s per W"}, "MB/s per W (log scale)"))
+
+    def latency_figure(self):
+        return self.drawn(("latency",), lambda: mix.published_bars_figure(
+            self.pub, {"read_latency": "Read", "write_latency": "Write"}, "mean latency (ms, log scale)", decimals=1))
+
+    def panels(self) -> list[tuple[str, int]]:
+        """(campaign, read share) of each measured mix the brief shows, in its order."""
+        return [(name, read) for name, c in self.campaigns.items()
+                if c["summary"] is not None and len(c["summary"]) for read in mix.read_shares(c["summary"])]
+
+    def mix_figure(self, name: str, read: int):
+        """One measured mix of campaign ``name``: throughput and mean latency against numjobs."""
+        c = self.campaigns[name]
+        return self.drawn(("mix", name, read), lambda: mix.figure(c["summary"], read, c["configs"], c["palette"]))
+
+    def multiples(self, name: str, read: int):
+        """The ratio table of one measured mix: multiples at low and high numjobs, with the calculation."""
+        c = self.campaigns[name]
+
+        def build():
+            table = mix.multiples_table(c["summary"], read, c["configs"])
+            if not mix.has_power(c["samples"]):   # the efficiency rows say "not measured" twice; Part B says it once
+                table = table[~(table.iloc[:, 2:] == "not measured").all(axis=1)]
+            return table
+        return self.drawn(("multiples", name, read), build)
+
+    # ------------------------------------------------------------------------------------ sections
 
     def key_findings(self):
         found = mix.published_findings(self.pub, self.checks_table)
@@ -73,21 +105,13 @@ Multiples follow the published brief: (a / b) with the better configuration on t
                         + bullets(mix.findings(summary, c["configs"])))
         if not shown:
             self.out.md(f"**Measured**: nothing yet. Run `briefkit measure {self.brief}` (see Part B).")
-        self.out.figure(mix.published_throughput_figure(self.pub),
+        self.out.figure(self.throughput_figure(),
                         f"Published throughput (MB/s, log scale) of {' and '.join(self.pub.configs)} at the lowest and "
                         "highest numjobs the brief prints, per mix (columns) and block size (rows).")
         return self.out.take()
 
     def published(self):
         pub, out = self.pub, self.out
-        configs = " and ".join(f'**{c}** ({", ".join(pub.meta["configs"][c][:1])})' for c in pub.configs)
-        out.md(f"""## Part A: the published brief, from its own numbers
-
-The published brief compares {configs}
-with fio randrw at four read/write mixes and two block sizes. It prints throughput only at the two
-ends of its numjobs sweep, and one efficiency and one latency figure per mix and block size
-without saying at which numjobs they were taken. Figure 1 (page 1) draws its throughput, the
-figures below its efficiency and latency, each from the numbers it prints.""")
         with out.appendix():
             out.md("### The published numbers")
             labels = [
@@ -104,11 +128,10 @@ figures below its efficiency and latency, each from the numbers it prints.""")
                 out.table(mix.published_latency_table(pub),
                           "Published mean completion latency (ms) and the multiples recomputed "
                           "from the printed numbers (published Figures 3, 6, 9, 12 and their text)")]
-        out.figure(mix.published_bars_figure(pub, {"mbps_per_watt": "MB/s per W"}, "MB/s per W (log scale)"),
+        out.figure(self.efficiency_figure(),
                    "Published power efficiency, MB/s per W, per mix and block size (log scale; numjobs not stated "
                    f"by the brief). TB/kWh beside 3.6 x MB/s per W: {labels[2]}.")
-        out.figure(mix.published_bars_figure(pub, {"read_latency": "Read", "write_latency": "Write"},
-                                             "mean latency (ms, log scale)", decimals=1),
+        out.figure(self.latency_figure(),
                    "Published mean completion latency (ms, log scale), read and write, per mix and block size. "
                    f"The multiples recomputed from these numbers: {labels[3]}.")
         out.md(f"The workload mapping ({labels[0]}), the throughput the brief prints with its multiples recomputed "
@@ -130,7 +153,6 @@ figures below its efficiency and latency, each from the numbers it prints.""")
 
     def measured_intro(self):
         out = self.out
-        out.md("## Part B: the methodology measured")
         out.md(self._selection())
         for name, c in self.campaigns.items():
             record, summary = c["record"], c["summary"]
@@ -226,14 +248,11 @@ figures below its efficiency and latency, each from the numbers it prints.""")
                                                  "fio's steadystate check, per "
                                                  "repetition; not asked when the campaign did not ask for it.",
                                             css_class="brief-table auto"))
-                out.figure(mix.figure(summary, read, configs, c["palette"]),
+                out.figure(self.mix_figure(name, read),
                            f"{title} ({read}/{100 - read} R/W): throughput (error bars: 95 % confidence interval) "
                            f"and mean completion latency against numjobs, measured; every point in {', '.join(labels)}.")
-                multiples = mix.multiples_table(summary, read, configs)
-                if not powered:   # the efficiency rows say "not measured" twice; Part B says it once
-                    multiples = multiples[~(multiples.iloc[:, 2:] == "not measured").all(axis=1)]
-                out.table(multiples, f"{title}: multiples at low and high concurrency, with the calculation",
-                          css_class="brief-table auto")
+                out.table(self.multiples(name, read),
+                          f"{title}: multiples at low and high concurrency, with the calculation", css_class="brief-table auto")
         return out.take()
 
     def tail_latency(self):

@@ -66,21 +66,108 @@ class OltpRamp(BriefBase):
         return (self.pub, self.checks_table, self.verdicts, self.relative, self.measured, self.labels,
                 self.m_configs, self.rules, self.ramps, self.bases, self.baseline, self.brief, self.out)
 
-    def intro(self):
-        (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
-         out) = self._vars()
-        out.md(f"""# {pub.title}: a reproduction
+    def facts(self) -> dict:
+        """The data-dependent values the notebook's prose templates glue into its text."""
+        return {"title": self.pub.title, "subtitle": self.pub.meta["subtitle"], "claims": len(self.pub.claims),
+                "comparisons": len(self.checks_table)}
 
-*{pub.meta["subtitle"]}.*
+    # ------------------------------------------------------------------- figures and ratio tables
+    # Each returns the object its section shows (drawn once): a notebook cell may restyle it first.
 
-The published brief compares three storage configurations under an OLTP load that is raised until
-a stop condition, and prints its results only relative to its baseline (8x SATA): new orders per
-minute (NOPM), mean and 99.9th percentile transaction time. This brief checks the
-{len(pub.claims)} numeric claims of its text against each other ({len(checks)} comparisons), then
-runs the same method (a TPC-C-like load on PostgreSQL, driven by pgbench, raised step by step until
-a stop condition) on storage configurations of a measured host and compares them the way the
-published brief does.""")
-        return out.take()
+    def headline_figure(self):
+        """Page 1's figure: the published claims as ratios to the baseline."""
+        pub = self.pub
+
+        def draw():
+            ratios = self.relative.pivot_table(index="metric", columns="config", values="ratio", aggfunc="min")
+            ratios = ratios.reindex(index=["nopm", "txn_lat_mean", "txn_lat_p99.9"]).rename(
+                index={"nopm": "NOPM", "txn_lat_mean": "mean transaction time",
+                       "txn_lat_p99.9": "99.9% transaction time"})
+            ratios.insert(0, pub.meta["baseline"], 1.0)
+            fig, ax = plots.figure(height=2.6)
+            plots.grouped_bars(ax, ratios, ylabel=f"relative to {pub.meta['baseline']}",
+                               palette=plots.colours(list(ratios.columns)), missing="not printed", decimals=2)
+            return fig
+        return self.drawn(("headline",), draw)
+
+    def ramp_figure(self, name: str):
+        """Campaign ``name``'s ramps: NOPM against the 99.9th percentile and mean transaction time, one path
+        per configuration, each reported step circled."""
+        found, configs = self.ramps[name], self.m_configs[name]
+
+        def draw():
+            palette = plots.colours(configs)
+            shown = [c for c in configs if c in found]
+            nopm = pd.DataFrame({c: pd.Series({s.clients: s.nopm for s in found[c].steps}) for c in shown})
+            p999 = pd.DataFrame({c: pd.Series({s.clients: s.lat_p999_ms for s in found[c].steps}) for c in shown})
+            mean = pd.DataFrame({c: pd.Series({s.clients: s.lat_mean_ms for s in found[c].steps}) for c in shown})
+            nopm, p999, mean = (t.sort_index() for t in (nopm, p999, mean))
+            fig, (left, right) = plots.figure(ncols=2, width=7.6, height=3.6)
+            for ax, y, what in ((left, p999, "99.9% transaction time (ms)"), (right, mean, "mean transaction time (ms)")):
+                plots.load_paths(ax, nopm, y, xlabel="NOPM", ylabel=what, palette=palette, load_label="clients")
+                plots.thousands(ax)
+                for config in shown:
+                    step = found[config].point
+                    if step is not None:   # the reported step, circled as in the published figures 4 and 5
+                        y_value = step.lat_p999_ms if y is p999 else step.lat_mean_ms
+                        ax.scatter([step.nopm], [y_value], s=260, facecolors="none", edgecolors="#2e9e3f",
+                                   linewidths=2, zorder=5)
+            return fig
+        return self.drawn(("ramps", name), draw)
+
+    def _wal(self, name: str) -> pd.DataFrame:
+        found, configs = self.ramps[name], [c for c in self.m_configs[name] if c in self.ramps[name]]
+        return pd.DataFrame({c: pd.Series({s.clients: s.wal_write_ms for s in found[c].steps})
+                             for c in configs}).sort_index()
+
+    def wal_figure(self, name: str):
+        """Campaign ``name``'s mean WAL write latency of each step, with the stop limit when it is near."""
+        wal, limit = self._wal(name), self.rules[name].wal_limit_ms
+
+        def draw():
+            fig, ax = plots.figure(height=3.0)
+            plots.by_load(ax, wal, ylabel="WAL write latency (ms)", palette=plots.colours(self.m_configs[name]),
+                          xlabel="clients")
+            if limit is not None and wal.max().max() >= limit / 4:
+                ax.axhline(limit, color="#c23b3b", linewidth=1, linestyle="--")
+                ax.annotate(f"stop: {limit:g} ms", xy=(0, limit), xycoords=("axes fraction", "data"), xytext=(4, 3),
+                            textcoords="offset points", fontsize=7, color="#c23b3b")
+            return fig
+        return self.drawn(("wal", name), draw)
+
+    def relative_table(self, name: str) -> pd.DataFrame:
+        """The ratio table of campaign ``name``: each configuration at its reported step against the
+        baseline's, with Welch's significance (empty when the baseline has no reported step)."""
+        found, base, data = self.ramps[name], self.bases[name], self.measured[name]
+
+        def build():
+            table = ramp.relative_table(found, base)
+            if not table.empty:
+                base_clients = found[base].point.clients
+                table["Significance"] = [
+                    step_difference(data, row.Config, found[row.Config].point.clients, base, base_clients,
+                                    RELATIVE_METRICS[row.Metric]).verdict() for row in table.itertuples()]
+            return table
+        return self.drawn(("relative", name), build)
+
+    def relative_figure(self, name: str):
+        """NOPM and transaction times at each reported step relative to the baseline's; None without a
+        reported baseline step."""
+        found, base = self.ramps[name], self.bases[name]
+        if self.relative_table(name).empty:
+            return None
+
+        def draw():
+            bars = pd.DataFrame({r.config: {"NOPM": r.nopm_ratio, "mean transaction time": 1 - r.mean_lower_pct / 100,
+                                            "99.9% transaction time": 1 - r.p999_lower_pct / 100}
+                                 for r in ramp.relative_to(found, base)})
+            fig, ax = plots.figure(height=3.0)
+            plots.grouped_bars(ax, bars, ylabel=f"relative to {base}", palette=plots.colours(self.m_configs[name]),
+                               decimals=2)
+            return fig
+        return self.drawn(("relative figure", name), draw)
+
+    # ------------------------------------------------------------------------------------ sections
 
     def key_findings(self):
         (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
@@ -141,29 +228,17 @@ published brief does.""")
         return out.take()
 
     def _headline(self):
-        """Page 1's figure: the published claims as ratios to the baseline."""
-        pub, relative, out = self.pub, self.relative, self.out
-        ratios = relative.pivot_table(index="metric", columns="config", values="ratio", aggfunc="min")
-        ratios = ratios.reindex(index=["nopm", "txn_lat_mean", "txn_lat_p99.9"]).rename(
-            index={"nopm": "NOPM", "txn_lat_mean": "mean transaction time", "txn_lat_p99.9": "99.9% transaction time"})
-        ratios.insert(0, pub.meta["baseline"], 1.0)
-        pub_palette = plots.colours(list(ratios.columns))
-        fig, ax = plots.figure(height=2.6)
-        plots.grouped_bars(ax, ratios, ylabel=f"relative to {pub.meta['baseline']}", palette=pub_palette,
-                           missing="not printed", decimals=2)
-        self.headline = out.figure(
-            fig, "The published figures 1, 2a and 2b as ratios to the baseline, from the text: NOPM '1.5X more' and "
-                 "'1.7X more' read as 2.5 and 2.7 times the baseline; mean time 23 % and 32 % lower; the 99.9th "
-                 "percentile 88 % to 89 % lower for the NVMe configurations, which one is which not said (one bar, "
-                 "the 89 % end: 0.11).")
+        """Page 1's figure (``headline_figure``) with its caption."""
+        self.headline = self.out.figure(
+            self.headline_figure(),
+            "The published figures 1, 2a and 2b as ratios to the baseline, from the text: NOPM '1.5X more' and "
+            "'1.7X more' read as 2.5 and 2.7 times the baseline; mean time 23 % and 32 % lower; the 99.9th "
+            "percentile 88 % to 89 % lower for the NVMe configurations, which one is which not said (one bar, "
+            "the 89 % end: 0.11).")
 
     def published_check(self):
         (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
          out) = self._vars()
-        out.md("""## The published brief, checked against itself
-
-The brief prints no absolute number: NOPM is drawn relative to the 8x SATA baseline, and the
-transaction times as bars without values.""")
         label = out.verdicts(checks, "Published claims against the published numbers", appendix=True)
         out.md(f"{self.headline} (page 1) re-draws what the text states from its own words; {label} (appendix) checks "
                f"each of its {len(checks)} comparisons: " + ", ".join(f"{n} {v}" for v, n in verdicts.items() if n) + ".")
@@ -204,30 +279,17 @@ transaction times as bars without values.""")
          out) = self._vars()
         for name, data in measured.items():
             found, configs = ramps[name], m_configs[name]
-            palette = plots.colours(configs)
             shown = [c for c in configs if c in found]
-            nopm = pd.DataFrame({c: pd.Series({s.clients: s.nopm for s in found[c].steps}) for c in shown})
-            p999 = pd.DataFrame({c: pd.Series({s.clients: s.lat_p999_ms for s in found[c].steps}) for c in shown})
-            mean = pd.DataFrame({c: pd.Series({s.clients: s.lat_mean_ms for s in found[c].steps}) for c in shown})
-            nopm, p999, mean = (t.sort_index() for t in (nopm, p999, mean))
-            fig, (left, right) = plots.figure(ncols=2, width=7.6, height=3.6)
-            for ax, y, what in ((left, p999, "99.9% transaction time (ms)"), (right, mean, "mean transaction time (ms)")):
-                plots.load_paths(ax, nopm, y, xlabel="NOPM", ylabel=what, palette=palette, load_label="clients")
-                plots.thousands(ax)
-                for config in shown:
-                    step = found[config].point
-                    if step is not None:   # the reported step, circled as in the published figures 4 and 5
-                        y_value = step.lat_p999_ms if y is p999 else step.lat_mean_ms
-                        ax.scatter([step.nopm], [y_value], s=260, facecolors="none", edgecolors="#2e9e3f", linewidths=2, zorder=5)
             label = out.table(ramp.steps_table({c: found[c] for c in shown}),
                               f"Every step of the ramps (campaign {name})",
                               note="NOPM gain and 99.9% rise: against the step before, (this / before - 1). WAL write: "
                                    "mean write plus flush time per WAL flush over the step (pg_stat_wal).",
                               css_class="brief-table auto", appendix=True)
-            out.figure(fig, "Stop conditions: NOPM against the 99.9th percentile (left) and mean (right) transaction time, "
-                            "one path per configuration in client order (labels: clients). The green circle marks each "
-                            "configuration's reported step, the last one before a stop condition, as the published "
-                            f"figures 4 and 5 do. Every step: {label}.")
+            out.figure(self.ramp_figure(name),
+                       "Stop conditions: NOPM against the 99.9th percentile (left) and mean (right) transaction time, "
+                       "one path per configuration in client order (labels: clients). The green circle marks each "
+                       "configuration's reported step, the last one before a stop condition, as the published "
+                       f"figures 4 and 5 do. Every step: {label}.")
             reasons = [f"*{c}*: {found[c].reason}" for c in shown]
             out.md("Where each ramp stopped:\n\n" + bullets(reasons))
         return out.take()
@@ -236,44 +298,27 @@ transaction times as bars without values.""")
         (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
          out) = self._vars()
         for name, data in measured.items():
-            found, configs = ramps[name], [c for c in m_configs[name] if c in ramps[name]]
-            wal = pd.DataFrame({c: pd.Series({s.clients: s.wal_write_ms for s in found[c].steps}) for c in configs}).sort_index()
-            fig, ax = plots.figure(height=3.0)
-            plots.by_load(ax, wal, ylabel="WAL write latency (ms)", palette=plots.colours(m_configs[name]), xlabel="clients")
-            limit = rules[name].wal_limit_ms
-            if limit is not None and wal.max().max() >= limit / 4:
-                ax.axhline(limit, color="#c23b3b", linewidth=1, linestyle="--")
-                ax.annotate(f"stop: {limit:g} ms", xy=(0, limit), xycoords=("axes fraction", "data"), xytext=(4, 3),
-                            textcoords="offset points", fontsize=7, color="#c23b3b")
+            wal, limit = self._wal(name), rules[name].wal_limit_ms
             note = "" if limit is None or wal.max().max() >= limit / 4 else \
                 f" The {limit:g} ms limit lies far above every step (largest: {fmt(wal.max().max(), 3)} ms) and is not drawn."
-            out.figure(fig, "Mean WAL (log) write latency of each step: write plus flush time per flush, from pg_stat_wal "
-                            f"before and after the step (an interval mean, not a percentile).{note}")
+            out.figure(self.wal_figure(name),
+                       "Mean WAL (log) write latency of each step: write plus flush time per flush, from pg_stat_wal "
+                       f"before and after the step (an interval mean, not a percentile).{note}")
         return out.take()
 
     def relative_section(self):
         (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
          out) = self._vars()
         for name, data in measured.items():
-            found, base = ramps[name], bases[name]
-            table = ramp.relative_table(found, base)
-            if not table.empty:
-                base_clients = found[base].point.clients
-                table["Significance"] = [
-                    step_difference(data, row.Config, found[row.Config].point.clients, base, base_clients,
-                                    RELATIVE_METRICS[row.Metric]).verdict() for row in table.itertuples()]
+            base, table = bases[name], self.relative_table(name)
             out.md(f"### At the stop condition: relative to *{base}*")
             if table.empty:
                 out.md(f"*{base}* has no reported step (its first step already met a stop condition), so nothing is "
                           "compared with it.")
                 continue
-            rel = ramp.relative_to(found, base)
-            bars = pd.DataFrame({r.config: {"NOPM": r.nopm_ratio, "mean transaction time": 1 - r.mean_lower_pct / 100,
-                                            "99.9% transaction time": 1 - r.p999_lower_pct / 100} for r in rel})
-            fig, ax = plots.figure(height=3.0)
-            plots.grouped_bars(ax, bars, ylabel=f"relative to {base}", palette=plots.colours(m_configs[name]), decimals=2)
-            out.figure(fig, "NOPM, mean and 99.9th percentile transaction time of each configuration's reported step, "
-                            f"relative to *{base}*'s (the published figures 1, 2a and 2b).")
+            out.figure(self.relative_figure(name),
+                       "NOPM, mean and 99.9th percentile transaction time of each configuration's reported step, "
+                       f"relative to *{base}*'s (the published figures 1, 2a and 2b).")
             out.table(table, f"Each configuration at its reported step, against {base}",
                          note="NOPM as a multiple of the baseline's, (a / b). Transaction times as the brief writes them, "
                               "'% lower' = 1 - (value / baseline). Difference: the briefs' convention, (superior / inferior) - 1 "

@@ -41,18 +41,55 @@ class RocksdbSuite(BriefBase):
     def _suffix(self, name: str, fmt: str = " ({})") -> str:
         return "" if len(self.measured) == 1 else fmt.format(name)
 
-    def intro(self):
-        self.out.md(f"""# {self.pub.title}: the flash suite measured
+    def facts(self) -> dict:
+        """The data-dependent values the notebook's prose templates glue into its text."""
+        return {"title": self.pub.title, "subtitle": self.pub.meta["subtitle"]}
 
-*{self.pub.meta["subtitle"]}.*
+    # ------------------------------------------------------------------- figures and ratio tables
+    # Each returns the object its section shows (drawn once): a notebook cell may restyle it first.
 
-The published post ran the RocksDB wiki's flash benchmarks (T1-T5) on a local NVMe SSD and on the same
-kind of SSD reached over the network (NVMe-oF), for two kinds of SSD, and compared them in ratio tables.
-Its results were tables printed as images: the text gives no number, so there is nothing to recompute.
-This brief runs the same five tests with briefkit on the storage configurations of a measured host and
-lays its results out as the post's tables: one table per configuration, and ratio tables of one
-configuration over another for every test and metric, with the calculation of each ratio.""")
-        return self.out.take()
+    def _chart(self, name: str):
+        m = self.measured[name]
+        return suite.ratio_chart(m["data"], m["pairs"]) if m["pairs"] else None
+
+    def _headline_campaign(self) -> str | None:
+        """The first campaign with a ratio to draw: page 1's figure is its ratios."""
+        return next((name for name in self.measured
+                     if self._chart(name) is not None and len(self._chart(name).columns)), None)
+
+    def _ratio_bars(self, chart, width: float | None, height: float):
+        fig, ax = plots.figure(height=height) if width is None else plots.figure(width=width, height=height)
+        plots.ratio_bars(ax, chart, palette=plots.colours(list(chart.columns)))
+        ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+        return fig
+
+    def headline_figure(self):
+        """Page 1's figure: every ratio of the first campaign with ratios (log scale); None without one."""
+        name = self._headline_campaign()
+        if name is None:
+            return None
+        return self.drawn(("headline",), lambda: self._ratio_bars(self._chart(name), 7.6, 2.3))
+
+    def ratio_figure(self, name: str):
+        """Every ratio of campaign ``name`` (a campaign after the first: page 1 draws the first's); None
+        when it has no ratio."""
+        chart = self._chart(name)
+        if chart is None or not len(chart.columns):
+            return None
+        return self.drawn(("ratios", name), lambda: self._ratio_bars(chart, None, 3.6))
+
+    def pairs(self) -> list[tuple[str, str, str]]:
+        """(campaign, numerator, denominator) of each ratio table with samples on both sides."""
+        return [(name, pair.numerator, pair.denominator) for name, m in self.measured.items()
+                for pair in m["pairs"] if not pair.missing]
+
+    def ratio_table(self, name: str, numerator: str, denominator: str):
+        """One ratio table: each test and metric, numerator over denominator, with significance."""
+        data = self.measured[name]["data"]
+        return self.drawn(("ratio", name, numerator, denominator),
+                          lambda: suite.ratio_table(data, numerator, denominator))
+
+    # ------------------------------------------------------------------------------------ sections
 
     def key_findings(self):
         lines = []
@@ -74,18 +111,12 @@ configuration over another for every test and metric, with the calculation of ea
         for statement in self.pub.meta.get("statements", []):
             lines.append(f"*The post*: {statement['text']}")
         self.out.md(bullets(lines))
-        self.headline = ""
-        for name, m in self.measured.items():   # page 1's figure: the first campaign's ratios
-            chart = suite.ratio_chart(m["data"], m["pairs"]) if m["pairs"] else None
-            if chart is not None and len(chart.columns):
-                fig, ax = plots.figure(width=7.6, height=2.3)
-                plots.ratio_bars(ax, chart, palette=plots.colours(list(chart.columns)))
-                ax.tick_params(axis="x", labelrotation=60, labelsize=7)
-                self.headline = self.out.figure(
-                    fig, f"Every ratio of campaign {name}'s ratio tables (log scale; the values are in the tables of "
-                         "*Ratios*). Above 1 the numerator's number is larger: better for ops/s and MB/s, worse for "
-                         "time and µs/op.")
-                break
+        self.headline, name = "", self._headline_campaign()
+        if name is not None:
+            self.headline = self.out.figure(
+                self.headline_figure(), f"Every ratio of campaign {name}'s ratio tables (log scale; the values are in "
+                "the tables of *Ratios*). Above 1 the numerator's number is larger: better for ops/s and MB/s, worse "
+                "for time and µs/op.")
         return self.out.take()
 
     def tests(self):
@@ -123,22 +154,19 @@ configuration over another for every test and metric, with the calculation of ea
             if not m["pairs"]:
                 continue
             out.md(f"## Ratios{self._suffix(name)}")
-            chart = suite.ratio_chart(m["data"], m["pairs"])
             if self.headline and name == next(iter(self.measured)):
                 out.md(f"{self.headline} (page 1) draws every ratio below.")
-            elif len(chart.columns):
-                fig, ax = plots.figure(height=3.6)
-                plots.ratio_bars(ax, chart, palette=plots.colours(list(chart.columns)))
-                ax.tick_params(axis="x", labelrotation=60, labelsize=7)
-                out.figure(fig, "Every ratio of the tables below (log scale; the values are in the tables). Above 1 "
-                                "the numerator's number is larger: better for ops/s and MB/s, worse for time and µs/op.")
+            elif len(self._chart(name).columns):
+                out.figure(self.ratio_figure(name),
+                           "Every ratio of the tables below (log scale; the values are in the tables). Above 1 "
+                           "the numerator's number is larger: better for ops/s and MB/s, worse for time and µs/op.")
             for pair in m["pairs"]:
                 published_as = f" (as the post's {pair.published}: {pair.caption})" if pair.published else ""
                 if pair.missing:
                     out.md(f"*{pair.title} ratios{published_as}: not measured; {', '.join(pair.missing)} has no "
                            f"samples in campaign {name}.*")
                     continue
-                out.table(suite.ratio_table(m["data"], pair.numerator, pair.denominator),
+                out.table(self.ratio_table(name, pair.numerator, pair.denominator),
                           f"{pair.numerator} / {pair.denominator} ratios{published_as}",
                           note=suite.ratio_summary(m["data"], pair.numerator, pair.denominator) + ". Cells: the "
                                "numerator's mean over its repetitions divided by the denominator's. Significance: "

@@ -72,22 +72,127 @@ class RocksdbSweep(BriefBase):
     def _suffix(self, name: str, fmt: str = ": {}") -> str:
         return "" if len(self.measured) == 1 else fmt.format(name)
 
-    def intro(self):
-        pub, checks = self.pub, self.checks_table
-        if len(pub.points):
-            what = f"""This brief re-derives every figure and table of the published brief from its own appendix data
-({len(pub.points)} load points transcribed from the published text), recomputes each of its
-{len(checks)} numeric claims and says whether it holds. Differences follow the brief's convention:
-(superior / inferior) - 1 for operations per second and efficiency, (inferior / superior) - 1 for latency."""
-        else:
-            what = (f"The published brief shows its results as figures without their data, so there is nothing to "
-                    f"re-derive: this brief lists its {len(pub.claims)} numeric claims ({len(checks)} comparisons) and "
-                    "says for each whether the published text gives the numbers to check it.")
-        self.out.md(f"# {pub.title}: a reproduction\n\n*{pub.meta['subtitle']}.*\n\n{what}")
+    def facts(self) -> dict:
+        """The data-dependent values the notebook's prose templates glue into its text."""
+        pub = self.pub
+        return {"title": pub.title, "subtitle": pub.meta["subtitle"], "points": len(pub.points),
+                "claims": len(self.checks_table), "published_claims": len(pub.claims),
+                "measured_campaigns": ", ".join(f"{n} on {hosts_text(m['record'])}" for n, m in self.measured.items())}
+
+    # ------------------------------------------------------------------- figures and ratio tables
+    # Each returns the object its section shows (drawn once): a notebook cell may restyle it first.
+
+    def _headline_panels(self):
+        if self.pub_workloads:
+            return ([(self.pub.workloads[w]["title"], self.tables[w], self.palette) for w in self.pub_workloads],
+                    "published data")
         if self.measured:
-            self.out.md("Beside it, the same db_bench methodology measured at a much smaller scale (*Measured*; campaign "
-                        + ", ".join(f"{n} on {hosts_text(m['record'])}" for n, m in self.measured.items()) + ").")
-        return self.out.take()
+            name, m = next(iter(self.measured.items()))
+            return ([(sweep.workload_title(w, self.pub.workloads), m["tables"][w], m["palette"]) for w in m["workloads"]],
+                    f"measured, campaign {name}")
+        return [], ""
+
+    def headline_figure(self):
+        """Page 1's figure: performance against 99% latency for each workload, published data when the
+        brief has it, else the first measured campaign; None when there is neither."""
+        panels, _ = self._headline_panels()
+        if not panels:
+            return None
+
+        def draw():
+            fig, axes = plots.figure(ncols=len(panels), width=7.6, height=2.0)
+            for ax, (title, data, palette) in zip(axes if len(panels) > 1 else [axes], panels):
+                plots.load_paths(ax, data["ops"], data["read_lat_p99"], xlabel="operations per second",
+                                 ylabel=f"99% latency ({self.lat_unit})", palette=palette, load_label=self.load_kind)
+                plots.thousands(ax)
+                ax.set_title(title, fontsize=9)
+            return fig
+        return self.drawn(("headline",), draw)
+
+    def power_figure(self, workload: str):
+        """A published workload's drive power against ops/s, and ops/s per W against the load."""
+        data = self.tables[workload]
+
+        def draw():
+            fig, (left, right) = plots.figure(ncols=2, height=2.9)
+            plots.load_paths(left, data["ops"], data["watts"], xlabel="operations per second",
+                             ylabel="drive power (W)", palette=self.palette, load_label=self.load_kind)
+            plots.thousands(left)
+            plots.by_load(right, data["ops_per_watt"], ylabel="ops/s per W", palette=self.palette, xlabel=self.load_kind)
+            plots.thousands(right, "y")
+            return fig
+        return self.drawn(("power", workload), draw)
+
+    def max_difference(self, workload: str):
+        """The ratio table of a published workload: the brief's maximum difference values."""
+        return self.drawn(("difference", workload), lambda: sweep.max_difference_table(
+            self.tables[workload], self.specs, self.subject, self.load_kind.capitalize()))
+
+    def panels(self) -> list[tuple[str, str]]:
+        """(campaign, workload) of each measured workload the brief shows, in its order."""
+        return [(name, w) for name, m in self.measured.items() for w in m["workloads"]]
+
+    def _has_path(self, name: str) -> bool:
+        """A measured figure draws the load path unless page 1's figure already shows it."""
+        return bool(self.pub_workloads) or name != next(iter(self.measured))
+
+    def measured_figure(self, name: str, workload: str):
+        """A measured workload: the load path (unless page 1 shows it), ops/s and 99% latency against load."""
+        m, kind = self.measured[name], self.load_kind
+        data_w, pal, path = m["tables"][workload], m["palette"], self._has_path(name)
+
+        def draw():
+            fig, axes = plots.figure(ncols=3 if path else 2, width=7.6 if path else 7.0, height=2.6)
+            axes = list(axes)
+            if path:
+                ax = axes.pop(0)
+                plots.load_paths(ax, data_w["ops"], data_w["read_lat_p99"], xlabel="operations per second",
+                                 ylabel=f"99% latency ({self.lat_unit})", palette=pal, load_label=kind)
+                plots.thousands(ax)
+            left, right = axes
+            plots.by_load(left, data_w["ops"], ylabel="operations per second", palette=pal, xlabel=kind)
+            plots.thousands(left, "y")
+            plots.by_load(right, data_w["read_lat_p99"], ylabel=f"99% latency ({self.lat_unit})", palette=pal,
+                          xlabel=kind)
+            return fig
+        return self.drawn(("measured", name, workload), draw)
+
+    def efficiency_figure(self, name: str, workload: str):
+        """A measured workload's ops/s per W against load; None when power was not measured."""
+        m = self.measured[name]
+        data_w = m["tables"][workload]
+        if data_w["ops_per_watt"].empty:
+            return None
+
+        def draw():
+            fig, ax = plots.figure(height=3.0)
+            plots.by_load(ax, data_w["ops_per_watt"], ylabel="ops/s per W", palette=m["palette"], xlabel=self.load_kind)
+            return fig
+        return self.drawn(("efficiency", name, workload), draw)
+
+    def measured_difference(self, name: str, workload: str):
+        """The ratio table of a measured workload: maximum differences with their significance."""
+        m = self.measured[name]
+        return self.drawn(("measured difference", name, workload), lambda: sweep.max_difference_table(
+            m["tables"][workload], m["specs"], None, self.load_kind.capitalize(), m["reps"][workload]))
+
+    def bandwidth_figure(self, name: str):
+        """Each configuration's block-device bandwidth at the campaign's top load, per workload."""
+        m = self.measured[name]
+        bw = self._bandwidth(name)
+
+        def draw():
+            fig, ax = plots.figure(height=3.0)
+            plots.grouped_bars(ax, bw.rename(index=lambda w: sweep.workload_title(w, self.pub.workloads)),
+                               ylabel="device bandwidth (MB/s)", palette=m["palette"], decimals=1)
+            return fig
+        return self.drawn(("bandwidth", name), draw)
+
+    def _bandwidth(self, name: str):
+        m = self.measured[name]
+        return sweep.at_load(m["data"], "device_bw", m["workloads"], m["configs"], load=sweep.top_load(m["data"]))
+
+    # ------------------------------------------------------------------------------------ sections
 
     def key_findings(self):
         pub, checks, verdicts = self.pub, self.checks_table, self.verdicts
@@ -138,44 +243,22 @@ class RocksdbSweep(BriefBase):
         return self.out.take()
 
     def _headline(self) -> None:
-        """Page 1's figure: performance against 99% latency for each workload, published data when the
-        brief has it, else the first measured campaign."""
-        kind = self.load_kind
-        if self.pub_workloads:
-            panels = [(self.pub.workloads[w]["title"], self.tables[w], self.palette) for w in self.pub_workloads]
-            source = "published data"
-        elif self.measured:
-            name, m = next(iter(self.measured.items()))
-            panels = [(sweep.workload_title(w, self.pub.workloads), m["tables"][w], m["palette"]) for w in m["workloads"]]
-            source = f"measured, campaign {name}"
-        else:
-            return
-        fig, axes = plots.figure(ncols=len(panels), width=7.6, height=2.0)
-        axes = axes if len(panels) > 1 else [axes]
-        for ax, (title, data, palette) in zip(axes, panels):
-            plots.load_paths(ax, data["ops"], data["read_lat_p99"], xlabel="operations per second",
-                             ylabel=f"99% latency ({self.lat_unit})", palette=palette, load_label=kind)
-            plots.thousands(ax)
-            ax.set_title(title, fontsize=9)
-        self.headline = self.out.figure(
-            fig, f"Operations per second against 99% latency ({source}), one path per configuration.")
+        """Page 1's figure (``headline_figure``) with its caption."""
+        fig = self.headline_figure()
+        if fig is not None:
+            self.headline = self.out.figure(
+                fig, f"Operations per second against 99% latency ({self._headline_panels()[1]}), one path per "
+                     "configuration.")
 
     def published_workloads(self):
-        out, kind = self.out, self.load_kind
+        out = self.out
         for workload in self.pub_workloads:
             data, title = self.tables[workload], self.pub.workloads[workload]["title"]
             out.md(f"## {title}\n\nPerformance and 99% latency of each drive over the thread counts "
                    f"({', '.join(f'{t:g}' for t in data['ops'].index)}) are in {self.headline}; below, the drive "
                    "power and the operations per second per watt derived from it, then the brief's calculation.")
-            fig, (left, right) = plots.figure(ncols=2, height=2.9)
-            plots.load_paths(left, data["ops"], data["watts"], xlabel="operations per second",
-                             ylabel="drive power (W)", palette=self.palette, load_label=kind)
-            plots.thousands(left)
-            plots.by_load(right, data["ops_per_watt"], ylabel="ops/s per W", palette=self.palette, xlabel=kind)
-            plots.thousands(right, "y")
-            out.figure(fig, f"{title} power and power efficiency (published data).")
-            out.table(sweep.max_difference_table(data, self.specs, self.subject, kind.capitalize()),
-                      f"{title}: calculated maximum difference values",
+            out.figure(self.power_figure(workload), f"{title} power and power efficiency (published data).")
+            out.table(self.max_difference(workload), f"{title}: calculated maximum difference values",
                       note=f"Each row is taken at the thread count where the {self.subject} leads by the most, "
                            "against the competitor it leads by the most. Published numbers, no repetitions: not "
                            "tested for significance.")
@@ -264,34 +347,18 @@ measured campaign can compare its own.""")
     def measured_workloads(self):
         out, kind = self.out, self.load_kind
         for name, m in self.measured.items():
-            pal = m["palette"]
             for workload in m["workloads"]:
                 title = f"{sweep.workload_title(workload, self.pub.workloads)} (measured{self._suffix(name, ', {}')})"
-                data_w = m["tables"][workload]
                 out.md(f"### {title}")
-                # One row of panels: the load path (unless page 1's figure shows it), then each metric by load.
-                path = bool(self.pub_workloads) or name != next(iter(self.measured))
-                fig, axes = plots.figure(ncols=3 if path else 2, width=7.6 if path else 7.0, height=2.6)
-                axes = list(axes)
-                if path:
-                    ax = axes.pop(0)
-                    plots.load_paths(ax, data_w["ops"], data_w["read_lat_p99"], xlabel="operations per second",
-                                     ylabel=f"99% latency ({self.lat_unit})", palette=pal, load_label=kind)
-                    plots.thousands(ax)
-                left, right = axes
-                plots.by_load(left, data_w["ops"], ylabel="operations per second", palette=pal, xlabel=kind)
-                plots.thousands(left, "y")
-                plots.by_load(right, data_w["read_lat_p99"], ylabel=f"99% latency ({self.lat_unit})", palette=pal,
-                              xlabel=kind)
-                out.figure(fig, (f"{title}: 99% latency against operations per second, one path per configuration in "
-                                 f"{kind} order (left); " if path else f"{title}: ")
+                path = self._has_path(name)
+                out.figure(self.measured_figure(name, workload),
+                           (f"{title}: 99% latency against operations per second, one path per configuration in "
+                            f"{kind} order (left); " if path else f"{title}: ")
                            + f"operations per second and 99% latency against {kind}.")
-                if not data_w["ops_per_watt"].empty:
-                    fig, ax = plots.figure(height=3.0)
-                    plots.by_load(ax, data_w["ops_per_watt"], ylabel="ops/s per W", palette=pal, xlabel=kind)
-                    out.figure(fig, f"{title}: operations per second per watt.")
-                out.table(sweep.max_difference_table(data_w, m["specs"], None, kind.capitalize(), m["reps"][workload]),
-                          f"{title}: calculated maximum difference values",
+                efficiency = self.efficiency_figure(name, workload)
+                if efficiency is not None:
+                    out.figure(efficiency, f"{title}: operations per second per watt.")
+                out.table(self.measured_difference(name, workload), f"{title}: calculated maximum difference values",
                           note=f"Each row is taken at the {kind} count where one configuration leads another by the "
                                "most beyond run-to-run noise (Leads), else where the gap is largest; the calculation is "
                                "the briefs': (superior / inferior) - 1. Significance: Welch's t-test of the two "
@@ -303,14 +370,10 @@ measured campaign can compare its own.""")
     def device_bandwidth(self):
         out, kind = self.out, self.load_kind
         for name, m in self.measured.items():
-            top = sweep.top_load(m["data"])
-            bw = sweep.at_load(m["data"], "device_bw", m["workloads"], m["configs"], load=top)
+            top, bw = sweep.top_load(m["data"]), self._bandwidth(name)
             out.md(f"### Device bandwidth at {top:g} {kind}{self._suffix(name, ' (campaign {})')}")
-            fig, ax = plots.figure(height=3.0)
-            plots.grouped_bars(ax, bw.rename(index=lambda w: sweep.workload_title(w, self.pub.workloads)),
-                               ylabel="device bandwidth (MB/s)", palette=m["palette"], decimals=1)
             missing = [c for c in bw.columns if bw[c].isna().all()]
-            out.figure(fig, f"Bandwidth of each configuration's block device at {top:g} {kind} "
+            out.figure(self.bandwidth_figure(name), f"Bandwidth of each configuration's block device at {top:g} {kind} "
                             "(MB/s, bytes read and written together, from /proc/diskstats over the db_bench process; "
                             "the counters are the whole device's, so other I/O to it at the same time counts too)."
                        + (f" {', '.join(missing)}: no block device, not measured." if missing else ""))

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.figure import Figure
 
 from briefkit.briefs import stability
 from briefkit.core import metrics, sizes
@@ -153,6 +155,18 @@ class BriefBase:
         self.out = Blocks()
         #: ``compare: [A, B]`` of the brief (params.yaml, copied into brief.json): shown before the appendix
         self.compare = processed.read_brief(brief, processed_dir).get("compare")
+        self._drawn: dict[tuple, Any] = {}
+
+    def drawn(self, key: tuple, draw):
+        """The figure (or table) ``key``, made by ``draw()`` once: the sections show the very object a
+        notebook cell got from the same call, so restyling it in the notebook changes the brief. A figure
+        is taken out of pyplot's list, so that a notebook cell drawing it shows nothing by itself."""
+        if key not in self._drawn:
+            made = draw()
+            if isinstance(made, Figure):
+                plt.close(made)
+            self._drawn[key] = made
+        return self._drawn[key]
 
     def checks(self) -> pd.DataFrame:
         return claims.check_all(self.pub) if self.pub is not None else pd.DataFrame()
@@ -161,24 +175,18 @@ class BriefBase:
         return self.data.samples[self.data.samples["campaign"] == name]
 
     def appendix(self):
-        """The long tables the body refers to (Table A1...), after everything else; the brief's
-        campaign comparison (``compare``) comes first, as the last section of the body."""
-        body = self.comparison()
-        items = self.out.take_appendix()
-        if not items:
-            return body
-        return [*body, Block("md", "## Appendix\n\nThe complete data behind the body: every point and repetition, the "
-                                   "full reproduction check, and how the campaigns were run and on what."), *items]
+        """The long tables the body refers to (Table A1...), after everything else (the notebook's
+        Markdown cell before it holds the Appendix heading)."""
+        return self.out.take_appendix()
 
     def comparison(self) -> list[Block]:
         """Campaign A against campaign B, point by point, when the brief declares ``compare: [A, B]`` (or
         ``{campaigns: [A, B], map: ..., metric: ...}``; briefkit.briefs.campaign_compare); nothing otherwise.
-        Shown once."""
-        if not self.compare or getattr(self, "_compared", False):
+        The last section of the body, before the appendix."""
+        if not self.compare:
             return []
         from briefkit.briefs import campaign_compare  # it builds on this module's blocks
 
-        self._compared = True
         a, b, mapping, metric = campaign_compare.parameter(self.compare)
         comp = campaign_compare.compare(self.data, a, b, mapping=mapping, metric=metric)
         campaign_compare.sections(comp, self.out, heading=f"## Campaign {a} against campaign {b}")

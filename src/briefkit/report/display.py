@@ -1,14 +1,24 @@
-"""Small display helpers for brief notebooks: Markdown, captioned HTML tables, verdict colours.
+"""Small display helpers for brief notebooks: Markdown, glued prose, captioned HTML tables, verdict colours.
 
 Tables are plain ``DataFrame.to_html`` (no random ids), so executed notebooks are byte-stable and
 nbval can compare them.
+
+How a brief notebook tells its story: prose that never depends on the data is a Markdown cell; a
+sentence with numbers from the data is a ``prose(template, **values)`` call in a code cell tagged
+``remove-input`` (the brief shows the Markdown it prints, never the call). The template is the
+sentence as it reads, with ``{name}`` (or ``{name:g}``) where a value goes; the values come from the
+brief object: ``prose(template, **report.facts())``. A template naming a value it is not given is an
+error that names the field, never an empty gap in the brief.
 """
 from __future__ import annotations
 
 import base64
 import html
+import inspect
 import itertools
 import os
+import re
+import string
 
 import nbformat
 import pandas as pd
@@ -23,9 +33,26 @@ def md(text: str) -> None:
     display(Markdown(text))
 
 
+def prose(template: str, **values) -> None:
+    """The glue: ``template`` (Markdown with ``{name}`` fields) filled with ``values`` and shown as Markdown."""
+    md(fill(template, **values))
+
+
+def fill(template: str, **values) -> str:
+    """``template`` (dedented) with its fields filled; an error names each field without a value."""
+    fields = {name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(template) if name}
+    missing = sorted(fields - values.keys())
+    if missing:
+        start = inspect.cleandoc(template)[:60]
+        raise KeyError(f"prose template {start!r}...: no value given for {', '.join(missing)} "
+                       f"(given: {', '.join(sorted(values)) or 'none'})")
+    return inspect.cleandoc(template).format(**values)
+
+
 def table(frame: pd.DataFrame, caption: str, *, note: str = "", css_class: str = "brief-table") -> None:
     """A captioned table as the briefs print them ("Table 1: ...")."""
     body = frame.to_html(index=False, escape=True, classes=css_class, border=0, na_rep="n/a")
+    body = re.sub(r">\s+<", "><", body)   # to_html's indentation: a third of a committed notebook, shown as nothing
     note_html = f'<p class="table-note">{html.escape(note)}</p>' if note else ""
     long = " long" if len(frame) > 20 else ""   # may split across pages (its header repeats)
     display(HTML(f'<figure class="table{long}">{body}<figcaption>{html.escape(caption)}</figcaption>{note_html}</figure>'))
