@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from briefkit.briefs import plots, stability
+from briefkit.briefs import campaign_compare, plots, stability
 from briefkit.core import metrics, stats
 from briefkit.dataset import processed
 
@@ -176,6 +176,38 @@ def distribution_figure(data: processed.BriefData, *, campaign: str, config: str
     ax.set_ylabel("share slower (log)")
     ax.legend(frameon=False, fontsize=7)
     return _detached(fig)
+
+
+def compared(data: processed.BriefData, a: str, b: str, *, mapping: dict[str, str] | None = None,
+             metric: str | None = None) -> campaign_compare.Comparison:
+    """Campaign ``a`` against campaign ``b``, point by point (what ``briefkit compare`` renders): its
+    ``.table``, ``.summary()`` and ``.figure(workload)``. Configurations of the same name are compared;
+    ``mapping`` pairs others ({config of a: config of b}). With no mapping and no name in common (a
+    measured campaign against the published numbers), they pair in the order each campaign lists them,
+    and ``.mapping`` says which pairs were made."""
+    if mapping is None:
+        mapping = in_order(data, a, b, metric)
+    return campaign_compare.compare(data, a, b, mapping=mapping, metric=metric)
+
+
+def comparison_figure(comparison: campaign_compare.Comparison, workload: str | None = None) -> Figure | None:
+    """A and B against load for ``workload`` (default: the first shared one), the ratio with its interval
+    below; None when the campaigns share no point."""
+    workloads = comparison.workloads()
+    if not workloads:
+        return None
+    return _detached(comparison.figure(workload or workloads[0]))
+
+
+def in_order(data: processed.BriefData, a: str, b: str, metric: str | None = None) -> dict[str, str]:
+    """{config of a: config of b} in the order each lists them, when they share no configuration name."""
+    frames = [campaign_compare.side_samples(data, campaign_compare.Side.parse(side)) for side in (a, b)]
+    if metric is not None:
+        frames = [frame[frame["metric"] == metric] for frame in frames]
+    configs_a, configs_b = (list(dict.fromkeys(frame["config"].dropna())) for frame in frames)
+    if set(configs_a) & set(configs_b):
+        return {}
+    return dict(zip(configs_a, configs_b))
 
 
 def _detached(fig: Figure) -> Figure:
