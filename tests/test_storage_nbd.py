@@ -270,3 +270,15 @@ def test_campaign_interrupted_in_set_up_and_in_a_point_resumes(tmp_path, sshd, w
         assert fabric["transport"] == "tcp" and fabric["server_version"] == sh("nbdkit", "--version").stdout.strip()
     finally:
         scrub(tmp_path)
+
+
+def test_the_inventory_reads_the_fabric_per_configuration():
+    from briefkit.target import inventory
+    found = {"configs": {"disk": {"storage": {"kind": "dir"}},
+                         "disk-nbd": {"storage": {"kind": "nbd", "fabric": {"protocol": "NBD", "transport": "tcp",
+                                                                           "port": 10810, "served_on": "file"}}}}}
+    fabrics = inventory.fabrics(found)
+    assert list(fabrics) == ["disk-nbd"]
+    assert fabrics["disk-nbd"]["port"] == 10810 and fabrics["disk-nbd"]["nqn"] is None
+    assert fabrics["disk-nbd"]["served_on"] == "file"
+    assert set(inventory.FABRIC_KEYS) <= set(fabrics["disk-nbd"])
