@@ -283,7 +283,8 @@ class _Ops:
         uid = next((int(line.split()[1]) for line in lines if line.startswith("uid ")), -1)
         problems = [f"{t} is not installed (apt-get install {PACKAGES.get(t, t)})" for t in missing]
         if root and uid != 0:
-            problems.insert(0, f"it runs as uid {uid}, and {kind} needs root (mount, losetup, mkfs)")
+            problems.insert(0, f"it runs as uid {uid}, and {kind} needs root (mount, losetup, mkfs): log in as "
+                                  f"root, or give the host sudo: true")
         if fuse and "nofuse" in lines:
             problems.append("/dev/fuse is missing (load the fuse module, or give the container /dev/fuse)")
         if problems:
