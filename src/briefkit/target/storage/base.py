@@ -491,6 +491,11 @@ class StorageConfig:
         """Teardown when the Prepared of an interrupted run is lost."""
         self.teardown(host, None, workdir=workdir)
 
+    def plan(self, workdir: str) -> list[str]:
+        """The commands set-up and teardown run, for kinds whose set-up is worth reading before it
+        runs (``briefkit measure --dry-run``); most kinds show none."""
+        return []
+
     # -- per kind -----------------------------------------------------------------------------
     def _setup(self, ops: _Ops, sdir: str, state: dict, uid: int) -> Prepared:
         raise NotImplementedError
