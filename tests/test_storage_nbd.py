@@ -282,3 +282,24 @@ def test_the_inventory_reads_the_fabric_per_configuration():
     assert fabrics["disk-nbd"]["port"] == 10810 and fabrics["disk-nbd"]["nqn"] is None
     assert fabrics["disk-nbd"]["served_on"] == "file"
     assert set(inventory.FABRIC_KEYS) <= set(fabrics["disk-nbd"])
+
+
+@needs_nbd
+def test_fio_campaign_on_the_raw_attached_device(tmp_path):
+    work, root = tmp_path / "work", tmp_path / "co"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "notebooks" / "nb.ipynb").write_text("{}")
+    spec = {"workload": "fio", "host": "local", "workdir": str(work), "repetitions": 1,
+            "configs": {"raw-nbd": {"kind": "nbd", "export": "file", "size": "64MiB", "filesystem": "none"}},
+            "matrix": {"rw": ["randwrite"], "bs": ["4KiB"], "numjobs": [1], "iodepth": [4]},
+            "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": 1, "size": "16MiB"}}
+    (root / "params.yaml").write_text(yaml.safe_dump({"briefs": {"b": {"notebook": "nb", "campaigns": {"c": spec}}}}))
+    try:
+        proc = measure(root)
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        entry = json.loads((root / "data/raw/b/c/inventory.json").read_text())["configs"]["raw-nbd"]
+        assert entry["storage"]["raw"] is True and entry["device"].startswith("/dev/loop")
+        assert leftovers(tmp_path) == []
+    finally:
+        scrub(tmp_path)
