@@ -243,7 +243,7 @@ class NbdConfig(StorageConfig):
         head, _, loops = res.stdout.partition("@@losetup")
         lines = head.split("\n")
         try:
-            devices = json.loads(loops).get("loopdevices") or [] if loops.strip() else []
+            devices = (json.loads(loops).get("loopdevices") or []) if loops.strip() else []
         except ValueError:
             devices = []
         fuse_file = self._paths(sdir)["fuse_file"]
@@ -275,8 +275,7 @@ class NbdConfig(StorageConfig):
         device = state.get("device")
         running = {job.split("-", 1)[0] for job in survey["jobs"]}
         alive = "nbdkit" in running and (attach == "kernel" or "nbdfuse" in running)
-        if (not alive or not device or state.get("attach") != attach or state.get("spec") is None
-                or state.get("served") != self._served_spec()):
+        if not alive or not device or state.get("attach") != attach or state.get("served") != self._served_spec():
             return None
         if attach == "fuse" and device not in survey["loops"]:
             return None
