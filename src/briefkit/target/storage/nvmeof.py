@@ -342,21 +342,35 @@ class NvmeofConfig(StorageConfig):
 
     def _configure_target(self, ops: _Ops, sdir: str, state: dict) -> None:
         tops = self._target_ops(ops.host)
-        check_block_target(tops.host, self.target["device"], destroy_data=self.target.get("destroy_data", False),
-                           named_in=[self.target["device"]], where=f"{self.where}.target")
-        made = state.setdefault("target_made", [])
-        for step in self.target_steps():
-            path = step.argv[-1] if step.argv[0] in ("mkdir", "ln") else None
-            if path and tops.run(["test", "-e", path], f"looking for {path}", ok=(0, 1)).returncode == 0:
-                if path not in made:
+        try:
+            check_block_target(tops.host, self.target["device"],
+                               destroy_data=self.target.get("destroy_data", False),
+                               named_in=[self.target["device"]], where=f"{self.where}.target")
+            made = state.setdefault("target_made", [])     # configfs entries this configuration created
+            done = state.setdefault("target_done", [])     # steps finished (a resumed set-up skips them)
+            for step in self.target_steps():
+                if step.line() in done and step.argv[0] != "modprobe":
+                    continue    # e.g. device_path cannot be written again while the namespace is enabled
+                path = step.argv[-1] if step.argv[0] in ("mkdir", "ln") else None
+                exists = path and tops.run(["test", "-e", path], f"looking for {path}", ok=(0, 1)).returncode == 0
+                if exists and path not in made:
+                    what = "target.port_id" if "/ports/" in path and "/subsystems/" not in path else "nqn"
                     raise StorageError(f"{self.where}.target: {path} exists on {tops.host.name} and was not made "
-                                       f"by this configuration; remove it, or choose another "
-                                       f"{'nqn' if 'subsystems' in path and 'ports' not in path else 'target.port_id'}")
-                continue
-            tops.run(list(step.argv), f"{step.what} (nvmet)")
-            if path:
-                made.append(path)
+                                       f"by this configuration; remove it, or choose another {what}")
+                if path and not exists:
+                    made.append(path)           # recorded before it is made: teardown removes it if it exists
+                    ops.write_state(sdir, state)
+                if not exists:
+                    tops.run(list(step.argv), f"{step.what} (nvmet)")
+                done.append(step.line())
                 ops.write_state(sdir, state)    # recorded at once: an interruption is undone from here
+        finally:
+            self._close(tops, ops)
+
+    @staticmethod
+    def _close(tops: _Ops, ops: _Ops) -> None:
+        if tops.host is not ops.host:
+            tops.host.close()
 
     def _connect(self, ops: _Ops, sdir: str, state: dict) -> str:
         nqn = self.subsystem_nqn
@@ -412,15 +426,18 @@ class NvmeofConfig(StorageConfig):
 
     def _unconfigure_target(self, ops: _Ops, made: list[str], problems: list[str]) -> None:
         tops = self._target_ops(ops.host)
-        for step in self.teardown_steps("/"):
-            if step.side != "target":
-                continue
-            path = step.argv[-1] if step.argv[0] in ("rm", "rmdir") else posixpath.dirname(step.argv[-2])
-            if path not in made:
-                continue    # not made by this configuration: left as it was
-            if step.argv[0] == "sh" and not tops.host.exists(step.argv[-2]):
-                continue
-            res = tops.run(list(step.argv), f"{step.what} (nvmet)", ok=(0, 1))
-            if res.returncode != 0 and step.argv[0] == "rmdir":
-                problems.append(f"cannot remove {path} on {tops.host.name}: {res.stderr.strip()}")
-                return
+        try:
+            for step in self.teardown_steps("/"):
+                if step.side != "target":
+                    continue
+                path = step.argv[-1] if step.argv[0] in ("rm", "rmdir") else posixpath.dirname(step.argv[-2])
+                if path not in made:
+                    continue    # not made by this configuration: left as it was
+                if step.argv[0] == "sh" and not tops.host.exists(step.argv[-2]):
+                    continue
+                res = tops.run(list(step.argv), f"{step.what} (nvmet)", ok=(0, 1))
+                if res.returncode != 0 and step.argv[0] == "rmdir" and tops.host.exists(path):
+                    problems.append(f"cannot remove {path} on {tops.host.name}: {res.stderr.strip()}")
+                    return
+        finally:
+            self._close(tops, ops)
