@@ -303,3 +303,14 @@ def test_fio_campaign_on_the_raw_attached_device(tmp_path):
         assert leftovers(tmp_path) == []
     finally:
         scrub(tmp_path)
+
+
+def test_plan_names_the_server_and_client_commands():
+    config = from_spec("disk-nbd", {"kind": "nbd", "export": "tmpfs", "size": "1GiB", "attach": "fuse"})
+    server, client, fs = config.plan("/w")
+    assert server == ("server (tmpfs export, a detached job): nbdkit --foreground --ipaddr 127.0.0.1 --port PORT "
+                      "--pidfile /w/storage/disk-nbd/nbdkit.pid --filter=noextents file "
+                      "file=/w/storage/disk-nbd/export/image cache=none")
+    assert client.startswith("client: nbdfuse --pidfile /w/storage/disk-nbd/nbdfuse.pid /w/storage/disk-nbd/fuse/nbd "
+                             "--tcp 127.0.0.1 PORT; losetup -f --show --direct-io=on")
+    assert fs == "then mkfs.xfs and mount on /w/storage/disk-nbd/mnt"

@@ -457,6 +457,23 @@ class NbdConfig(StorageConfig):
                                   "-q", *self.mkfs_options]) if self.filesystem != "none" else None,
                 "direct_io": self.direct_io if state["attach"] == "fuse" else None, "raw": self.filesystem == "none"}
 
+    def plan(self, workdir: str) -> list[str]:
+        """The server and client commands, for ``briefkit measure --dry-run`` (PORT: chosen at set-up
+        when ``port: auto``)."""
+        sdir, paths = self.state_dir(workdir), self._paths(self.state_dir(workdir))
+        port = "PORT" if self.port == "auto" else str(self.port)
+        server = " ".join(self._nbdkit_argv(sdir, 0)).replace("--port 0", f"--port {port}")
+        client = {"kernel": f"nbd-client {self.address} {port} /dev/nbdN",
+                  "fuse": f"nbdfuse --pidfile {paths['nbdfuse_pid']} {paths['fuse_file']} --tcp {self.address} "
+                          f"{port}; losetup -f --show{' --direct-io=on' if self.direct_io else ''} -- "
+                          f"{paths['fuse_file']}",
+                  "auto": f"nbd-client {self.address} {port} /dev/nbdN where /sys/module/nbd exists, else nbdfuse "
+                          f"{paths['fuse_file']} --tcp {self.address} {port} and a loop device on it"}[self.attach]
+        lines = [f"server ({self.export} export, a detached job): {server}", f"client: {client}"]
+        if self.filesystem != "none":
+            lines.append(f"then {FILESYSTEMS[self.filesystem]} and mount on {paths['mnt']}")
+        return lines
+
     # -- teardown -----------------------------------------------------------------------------
     def _teardown(self, ops, sdir, state, uid, problems):
         self._detach(ops, sdir, state, uid, problems, self._survey(ops, sdir))
