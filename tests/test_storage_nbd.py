@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -183,18 +184,30 @@ def test_a_lost_run_is_cleaned_up_from_its_state_file(workdir, tmp_path, local_h
     assert leftovers(tmp_path) == [] and not sdir.exists()
 
 
+def listen_on_first_free_port(sock) -> int:
+    """Listen on the first port from NBD's 10809 that can be bound (SO_REUSEADDR: a port held only by
+    TIME_WAIT connections of an earlier test counts as free, as it does for nbdkit)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    for port in range(10809, 11009):
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        sock.listen()
+        return port
+    raise AssertionError("no free port from 10809")
+
+
 @needs_nbd
 def test_a_taken_port_is_passed_over(workdir, tmp_path, local_host):
-    import socket
     with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 10809))
-        taken.listen()
+        port = listen_on_first_free_port(taken)
         config = from_spec("n", {"kind": "nbd", "export": "file", "size": "16MiB", "filesystem": "none"})
         prepared = config.setup(local_host, str(workdir))
-        assert prepared.description["fabric"]["port"] > 10809
+        assert prepared.description["fabric"]["port"] > port
         explicit = from_spec("m", {"kind": "nbd", "export": "file", "size": "16MiB", "filesystem": "none",
-                                   "port": 10809}, f"{WHERE}.m")
-        with pytest.raises(StorageError, match=r"configs\.m: nbdkit did not start .*port 10809: address in use"):
+                                   "port": port}, f"{WHERE}.m")
+        with pytest.raises(StorageError, match=rf"configs\.m: nbdkit did not start .*port {port}: address in use"):
             explicit.setup(local_host, str(workdir))
         config.teardown(local_host, prepared)
     assert leftovers(tmp_path) == []
