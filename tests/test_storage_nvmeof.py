@@ -195,3 +195,16 @@ def test_nvme_tcp_over_the_loopback_end_to_end(tmp_path, local_host):
                        for s in (subsystems.iterdir() if subsystems.exists() else []))
     finally:
         subprocess.run(["losetup", "-d", drive], check=False)
+
+
+@pytest.mark.parametrize("key", ["host", "known_hosts", "device"])
+@pytest.mark.parametrize("value", ["x; touch /tmp/briefkit-pwned", "$(touch /tmp/briefkit-pwned)", "/dev/../etc/x",
+                                   "/dev/sdb\n", "-oProxyCommand=touch /tmp/briefkit-pwned"])
+def test_target_fields_refuse_injection(key, value):
+    """The nested target (which the security suite's walk of top-level fields does not reach)."""
+    target = {"device": "/dev/sdb", key: value}
+    with pytest.raises(StorageError, match=rf"{WHERE}\.n\.target\.{key}"):
+        from_spec("n", {"kind": "nvmeof", "transport": "tcp", "address": "10.0.0.2", "target": target}, f"{WHERE}.n")
+    with pytest.raises(StorageError, match=rf"{WHERE}\.n\.target\.client_keys"):
+        from_spec("n", {"kind": "nvmeof", "transport": "tcp", "address": "10.0.0.2",
+                        "target": {"device": "/dev/sdb", "client_keys": [value]}}, f"{WHERE}.n")
