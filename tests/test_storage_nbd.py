@@ -327,3 +327,21 @@ def test_plan_names_the_server_and_client_commands():
     assert client.startswith("client: nbdfuse --pidfile /w/storage/disk-nbd/nbdfuse.pid /w/storage/disk-nbd/fuse/nbd "
                              "--tcp 127.0.0.1 PORT; losetup -f --show --direct-io=on")
     assert fs == "then mkfs.xfs and mount on /w/storage/disk-nbd/mnt"
+
+
+def test_the_rocksdb_brief_says_what_the_network_path_is():
+    from types import SimpleNamespace
+
+    from briefkit.briefs.rocksdb_suite import network_path, replaced_pairs
+    fabric = {"protocol": "NBD", "transport": "tcp", "address": "127.0.0.1", "port": 10811, "loopback": True,
+              "server_version": "nbdkit 1.32.5", "served_on": "tmpfs", "client": "nbdfuse + loop device",
+              "client_version": "nbdfuse 1.14.2"}
+    record = SimpleNamespace(inventory={"configs": {"ram-nbd": {"storage": {"kind": "nbd", "fabric": fabric}},
+                                                    "ram": {"storage": {"kind": "dir"}}}})
+    said = network_path(record, "ram-nbd")
+    assert "NBD over loopback TCP (port 10811)" in said and "nbdkit 1.32.5, a user-space server" in said
+    assert "in a tmpfs (RAM)" in said and "not NVMe-oF: no RDMA, no NIC" in said
+    assert network_path(record, "ram-nbd", short=True) == "NBD over loopback TCP, user-space server, FUSE attach"
+    assert network_path(record, "ram") == ""
+    pairs = replaced_pairs(["disk", "disk-sshfs", "tmpfs", "disk-nbd", "tmpfs-nbd"])
+    assert [p.title for p in pairs] == ["disk-nbd / disk", "disk-sshfs / disk"]
