@@ -7,7 +7,8 @@ export DVC_NO_ANALYTICS := 1
 
 # Debian packages the pipeline and the tests run: PDF rendering, the workload tools, a real sshd.
 APT_PACKAGES := chromium poppler-utils fonts-liberation fio rocksdb-tools postgresql postgresql-client \
-                openssh-server openssh-client xfsprogs util-linux procps sshfs fuse3 ipmitool freeipmi-tools sudo
+                openssh-server openssh-client xfsprogs util-linux procps sshfs fuse3 ipmitool freeipmi-tools sudo \
+                nbdkit libnbd-bin nbd-client nvme-cli
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 

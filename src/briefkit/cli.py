@@ -296,6 +296,9 @@ def _dry_run(slug: str, names: list[str], base: Path) -> int:
             width = min(camp.max_parallel_hosts or len(members), len(members))
             total += sum(guesses) / width
             estimate = f"estimated duration {_duration(sum(guesses) / width)}"
+        for config_name, config in camp.configs.items():     # storage whose set-up runs commands worth reading
+            for line in config.plan(camp.workdir):
+                print(f"# {name}/{config_name} storage: {line}")
         summary.append(f"# {slug}/{name}: {len(plan)} points, {len(plan) - len(todo)} already done, "
                        f"{len(todo)} to run; {estimate}, {_hosts_text(camp)}")
     for line in summary:

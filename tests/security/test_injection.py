@@ -40,7 +40,9 @@ BASE_CAMPAIGN = {"workload": "fio", "host": "local", "workdir": "/var/tmp/briefk
                  "settings": {"ramp_s": 0, "runtime_s": 1, "size": "1MiB"}}
 STORAGE = {"dir": {"kind": "dir", "path": "/var/tmp/x"}, "tmpfs": {"kind": "tmpfs", "size": "1GiB"},
            "loop_xfs": {"kind": "loop_xfs", "size": "1GiB"}, "block": {"kind": "block", "device": "/dev/sdz"},
-           "sshfs": {"kind": "sshfs", "source": "/var/tmp/x"}}
+           "sshfs": {"kind": "sshfs", "source": "/var/tmp/x"},
+           "nbd": {"kind": "nbd", "export": "file", "size": "1GiB"},
+           "nvmeof": {"kind": "nvmeof", "transport": "tcp", "address": "10.0.0.2", "nqn": "nqn.2014-08.org.x:y"}}
 POWER = {DcmiSpec: {"kind": "ipmitool"}, RedfishSpec: {"kind": "redfish", "url": "https://bmc"},
          RaplSpec: {"kind": "rapl"}, CsvSpec: {"kind": "csv", "path": "m.csv"}}
 

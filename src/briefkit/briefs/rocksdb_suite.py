@@ -166,8 +166,10 @@ class RocksdbSuite(BriefBase):
                     out.md(f"*{pair.title} ratios{published_as}: not measured; {', '.join(pair.missing)} has no "
                            f"samples in campaign {name}.*")
                     continue
+                path = network_path(m["record"], pair.numerator, short=True)
                 out.table(self.ratio_table(name, pair.numerator, pair.denominator),
-                          f"{pair.numerator} / {pair.denominator} ratios{published_as}",
+                          f"{pair.numerator} / {pair.denominator} ratios{published_as}"
+                          + (f"; {pair.numerator}: {path}" if path else ""),
                           note=suite.ratio_summary(m["data"], pair.numerator, pair.denominator) + ". Cells: the "
                                "numerator's mean over its repetitions divided by the denominator's. Significance: "
                                "Welch's t-test of the two configurations' repetitions (p < 0.05 counts; with one "
@@ -206,6 +208,20 @@ class RocksdbSuite(BriefBase):
                    f"The post ran {post} of the wiki's data, on the system of the last table, the remote SSD behind "
                    "a 56 Gbps RDMA network. The numbers here show how the suite and its ratio tables are computed "
                    "with briefkit; they are not a measurement of NVMe-oF or of the post's SSDs.")
+            for config in m["configs"]:
+                path = network_path(record, config)
+                if path:
+                    out.md(f"**Network path of {config}.** {path}")
+            side_by_side = replaced_pairs(m["configs"])
+            if side_by_side:
+                out.table(suite.ratio_chart(m["data"], side_by_side).map(lambda v: f"{v:.2f}"),
+                          f"Network block device (NBD) over local, next to the sshfs ratios it replaces "
+                          f"(campaign {name})",
+                          note="Each cell: the networked configuration's number over the local one's (above 1: "
+                               "larger; better for ops/s and MB/s, worse for time and µs/op). sshfs is a "
+                               "file-level protocol through encrypted SSH, NBD a block protocol over plain TCP; "
+                               "both stay on this machine's loopback and say nothing about a NIC or RDMA.",
+                          css_class="brief-table auto")
             if versions:
                 out.md(f"db_bench version {', '.join(versions)} (Debian's rocksdb-tools, built with assertions on; "
                        "the post used a release build of RocksDB 6.0.1).")
@@ -216,3 +232,33 @@ class RocksdbSuite(BriefBase):
         out.table(published_how(pub), "The system and software of the published post")
         out.md(f"The post's methodology is transcribed in `{self.published_path}` (brief.yaml; "
                "the published text is `source.txt` beside it).")
+
+
+def network_path(record, config: str, short: bool = False) -> str:
+    """What the network path of a configuration is, and is not, from the fabric its storage set-up
+    recorded in the inventory; "" for local storage."""
+    storage = (((record.inventory or {}).get("configs") or {}).get(config) or {}).get("storage") or {}
+    fabric = storage.get("fabric") or {}
+    if not fabric:
+        return ""
+    where = "loopback TCP" if fabric.get("loopback") else f"TCP to {fabric.get('address')}"
+    if fabric.get("protocol") == "NBD":
+        if short:
+            return f"NBD over {where}, user-space server, {'FUSE' if 'nbdfuse' in str(fabric.get('client')) else 'kernel'} attach"
+        served = {"file": "an image file on the host's disk", "tmpfs": "an image file in a tmpfs (RAM)",
+                  "block": f"the block device {fabric.get('served')}"}.get(fabric.get("served_on"), fabric.get("served"))
+        return (f"NBD over {where} (port {fabric.get('port')}): {fabric.get('server_version') or 'nbdkit'}, a "
+                f"user-space server, serves {served}; the same host attaches it with "
+                f"{fabric.get('client')} ({fabric.get('client_version') or 'version not recorded'}) and XFS sits on "
+                f"it. It is not NVMe-oF: no RDMA, no NIC, and every I/O crosses user space twice.")
+    return (f"{fabric.get('protocol')} over {fabric.get('transport')} to {fabric.get('address')}:{fabric.get('port')}"
+            + (f" ({fabric.get('nqn')})" if fabric.get("nqn") else ""))
+
+
+def replaced_pairs(configs) -> list:
+    """(X-nbd, X) and (X-sshfs, X) for every local X that has both, for the side-by-side table."""
+    pairs = []
+    for local in configs:
+        if f"{local}-nbd" in configs and f"{local}-sshfs" in configs:
+            pairs += [suite.RatioPair(f"{local}-nbd", local), suite.RatioPair(f"{local}-sshfs", local)]
+    return pairs

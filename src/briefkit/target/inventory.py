@@ -6,6 +6,11 @@ Everything is read from the target through a Host, mostly by reading /proc and /
 process is started for those) plus lscpu, findmnt, lsblk and, for NVMe drives, ``nvme id-ctrl``.
 A value the target does not expose is recorded as None and shown as "not reported"; a tool that is
 not installed is recorded as missing. Neither is an error.
+
+Storage reached over a network (kinds ``nbd`` and ``nvmeof``) describes its fabric in the
+configuration's storage description (``storage.fabric``), which the campaign records per
+configuration in inventory.json (``configs.<name>.storage``); ``fabrics`` reads them back, with the
+keys of ``FABRIC_KEYS`` (transport, address, port, export or NQN, server and its version).
 """
 from __future__ import annotations
 
@@ -47,6 +52,31 @@ fi
 where=$(command -v "$1") || exit 127
 echo "$where"
 exec "$@" 2>&1'''
+
+
+#: what a fabric record says, in this order (a kind may add more keys)
+FABRIC_KEYS = ("protocol", "transport", "address", "port", "export", "nqn", "uri", "server", "server_version",
+               "client", "client_version", "loopback")
+
+
+def fabric(description: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The network path of one configuration (from its storage description), or None for local
+    storage. Every key of FABRIC_KEYS is present (None where the kind does not have it)."""
+    found = (description or {}).get("fabric")
+    if not isinstance(found, Mapping):
+        return None
+    return {**{key: found.get(key) for key in FABRIC_KEYS}, **found}
+
+
+def fabrics(inventory: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Configuration name -> its fabric, for the configurations of an inventory.json reached over a
+    network."""
+    out = {}
+    for name, entry in (inventory.get("configs") or {}).items():
+        found = fabric((entry or {}).get("storage"))
+        if found is not None:
+            out[name] = found
+    return out
 
 
 def collect(host: Host, paths: Iterable[str] = (), tools: Iterable[str] | Mapping[str, Sequence[str]] = DEFAULT_TOOLS,

@@ -10,6 +10,9 @@ A campaign declares its configurations by name (params.yaml, ``briefs.<b>.campai
                  destroy_data: true}
       nvme0raw: {kind: block, device: /dev/nvme1n1, destroy_data: true}     # the raw device, no filesystem
       net:      {kind: sshfs, source: /var/tmp/briefkit/export, port: 22, identity: /root/.ssh/id_ed25519}
+      disk-nbd: {kind: nbd, export: file, size: 2GiB}      # nbdkit + NBD/TCP + nbdfuse/nbd-client + XFS
+      nvme-tcp: {kind: nvmeof, transport: tcp, address: 192.168.10.2,
+                 target: {host: "ssh://root@storage", device: /dev/nvme1n1, destroy_data: true}}
 
 ``from_spec(name, spec, where)`` validates one of them through its kind's pydantic model (every
 key; an error names ``where.key``); ``StorageSpec`` is the union of those models on ``kind``.
@@ -22,7 +25,7 @@ the same from what is on the host, when the Prepared of an interrupted run is lo
 no longer says what was set up.
 
 Kinds, one module each (its model ``Spec`` beside its set-up code): ``dir``, ``tmpfs``, ``loop_xfs``,
-``block``, ``sshfs``. Adding a kind: a module with a ``Spec`` and a ``StorageConfig`` subclass, and
+``block``, ``sshfs``, ``nbd``, ``nvmeof``. Adding a kind: a module with a ``Spec`` and a ``StorageConfig`` subclass, and
 one entry in ``KINDS``.
 
 Everything setup creates lives under ``<workdir>/storage/<name>/`` on the host (the image, the mount
@@ -43,7 +46,7 @@ from pydantic import Field
 
 from briefkit.core.validation import check, check_name
 from briefkit.target.safety import UnsafeTargetError, check_prepared
-from briefkit.target.storage import block, loop_xfs, sshfs, tmpfs
+from briefkit.target.storage import block, loop_xfs, nbd, nvmeof, sshfs, tmpfs
 from briefkit.target.storage import dir as dir_kind
 from briefkit.target.storage.base import (
     FILESYSTEMS,
@@ -58,6 +61,8 @@ from briefkit.target.storage.base import (
 from briefkit.target.storage.block import BlockConfig
 from briefkit.target.storage.dir import DirConfig
 from briefkit.target.storage.loop_xfs import LoopXfsConfig
+from briefkit.target.storage.nbd import NbdConfig
+from briefkit.target.storage.nvmeof import NvmeofConfig
 from briefkit.target.storage.sshfs import SSHFS_OPTIONS, SshfsConfig
 from briefkit.target.storage.tmpfs import TmpfsConfig
 
@@ -69,9 +74,11 @@ __all__ = ["FILESYSTEMS", "KINDS", "MKFS_FLAGS", "MOUNT_OPTIONS", "SSHFS_OPTIONS
            "state_dir"]
 
 KINDS: dict[str, type[StorageConfig]] = {cls.kind: cls for cls in
-                                         (DirConfig, TmpfsConfig, LoopXfsConfig, BlockConfig, SshfsConfig)}
+                                         (DirConfig, TmpfsConfig, LoopXfsConfig, BlockConfig, SshfsConfig,
+                                          NbdConfig, NvmeofConfig)}
 #: a configuration's declaration: one model per kind, chosen by ``kind``
-StorageSpec = Annotated[Union[dir_kind.Spec, tmpfs.Spec, loop_xfs.Spec, block.Spec, sshfs.Spec],  # noqa: UP007
+StorageSpec = Annotated[Union[dir_kind.Spec, tmpfs.Spec, loop_xfs.Spec, block.Spec, sshfs.Spec, nbd.Spec,  # noqa: UP007
+                             nvmeof.Spec],
                         Field(discriminator="kind")]
 
 

@@ -36,7 +36,8 @@ PACKAGES = {
     "losetup": "mount", "mount": "mount", "umount": "mount", "findmnt": "util-linux", "lsblk": "util-linux",
     "blkid": "util-linux", "wipefs": "util-linux", "truncate": "coreutils", "fallocate": "util-linux",
     "mkfs.xfs": "xfsprogs", "mkfs.ext4": "e2fsprogs", "sshfs": "sshfs", "ssh": "openssh-client",
-    "fusermount": "fuse3", "setsid": "util-linux", "flock": "util-linux",
+    "fusermount": "fuse3", "setsid": "util-linux", "flock": "util-linux", "nbdkit": "nbdkit",
+    "nbdfuse": "libnbd-bin", "nbd-client": "nbd-client", "nvme": "nvme-cli", "modprobe": "kmod",
 }
 FILESYSTEMS = {"xfs": "mkfs.xfs", "ext4": "mkfs.ext4"}
 #: how long one setup/teardown command may take (mkfs of a large device, a slow unmount)
@@ -282,7 +283,8 @@ class _Ops:
         uid = next((int(line.split()[1]) for line in lines if line.startswith("uid ")), -1)
         problems = [f"{t} is not installed (apt-get install {PACKAGES.get(t, t)})" for t in missing]
         if root and uid != 0:
-            problems.insert(0, f"it runs as uid {uid}, and {kind} needs root (mount, losetup, mkfs)")
+            problems.insert(0, f"it runs as uid {uid}, and {kind} needs root (mount, losetup, mkfs): log in as "
+                                  f"root, or give the host sudo: true")
         if fuse and "nofuse" in lines:
             problems.append("/dev/fuse is missing (load the fuse module, or give the container /dev/fuse)")
         if problems:
@@ -398,6 +400,8 @@ class StorageConfig:
     needs_root: ClassVar[bool] = False
     #: whether setup mounts something on <state>/mnt
     mounts_something: ClassVar[bool] = True
+    #: whether setup needs /dev/fuse
+    needs_fuse: ClassVar[bool] = False
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:
@@ -436,7 +440,7 @@ class StorageConfig:
         """Make the storage ready on ``host``; safe to call again after an interrupted run."""
         ops = _Ops(host, self.where)
         uid, sdir, state = ops.begin(self.kind, self.required_tools(), root=self.needs_root,
-                                     fuse=self.kind == "sshfs", sdir=self.state_dir(workdir),
+                                     fuse=self.needs_fuse, sdir=self.state_dir(workdir),
                                      make=2 if self.mounts_something else 1)
         if sdir is None:
             raise StorageError(f"{self.where}: cannot create {self.state_dir(workdir)} on {host.name}")
@@ -486,6 +490,11 @@ class StorageConfig:
     def cleanup(self, host: Host, workdir: str) -> None:
         """Teardown when the Prepared of an interrupted run is lost."""
         self.teardown(host, None, workdir=workdir)
+
+    def plan(self, workdir: str) -> list[str]:
+        """The commands set-up and teardown run, for kinds whose set-up is worth reading before it
+        runs (``briefkit measure --dry-run``); most kinds show none."""
+        return []
 
     # -- per kind -----------------------------------------------------------------------------
     def _setup(self, ops: _Ops, sdir: str, state: dict, uid: int) -> Prepared:

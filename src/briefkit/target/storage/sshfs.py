@@ -101,6 +101,7 @@ class SshfsConfig(StorageConfig):
     kind: ClassVar[str] = "sshfs"
     Spec: ClassVar[type[Model]] = Spec
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "stat", "sshfs", "ssh", "setsid", "flock")
+    needs_fuse: ClassVar[bool] = True
 
 
     def _ssh_options(self) -> list[str]:
