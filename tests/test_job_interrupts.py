@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from briefkit.measure import campaign
+from briefkit.measure import diagnose
 from briefkit.target.hosts import JobTimeout
 
 
@@ -86,7 +86,7 @@ def test_a_stop_that_fails_is_reported(local_host, tmp_path, capsys):
         assert f"kill -TERM -- -{job.pid}" in notes[0]
         assert f"briefkit: {notes[0]}" in capsys.readouterr().err
         # the point's failure record (manifest event, point.json) keeps it too
-        assert campaign._failure_text(info.value).endswith("; " + notes[0])
+        assert diagnose.failure_text(info.value).endswith("; " + notes[0])
         assert not job.stop_after_error(info.value)     # said once, not once per layer it passes through
         assert capsys.readouterr().err == ""
     finally:
