@@ -54,16 +54,11 @@ def check_stop() -> None:
 class held_interrupts:  # noqa: N801 - used as a statement, like contextlib's helpers
     """Within the block, SIGINT and SIGTERM are noted; on leaving it the first one noted goes to the
     handler that was in place before (which raises KeyboardInterrupt for Ctrl-C). Nests. In a worker
-    thread no signal arrives: ``interrupted`` then tells whether its run was asked to stop."""
+    thread no signal arrives, and this does nothing: see ``stoppable``."""
 
     def __init__(self) -> None:
         self.pending: int | None = None
         self._previous: dict[int, object] = {}
-
-    @property
-    def interrupted(self) -> bool:
-        """Whether an interrupt is waiting: a signal noted here, or this worker's stop event set."""
-        return self.pending is not None or stop_requested()
 
     def _note(self, signum: int, frame: FrameType | None) -> None:
         if self.pending is None:

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from briefkit.core.interrupts import StopRequested, check_stop, held_interrupts
+from briefkit.core.interrupts import StopRequested, check_stop, held_interrupts, stop_requested
 from briefkit.target.hosts.base import (
     CommandError,
     CommandTimeout,
@@ -176,11 +176,14 @@ class Job:
                                + (f"\n{hint}" if hint else ""))
             pid, abs_workdir = _two_lines(res.stdout, f"job {name} launcher output")
             job = cls(host, abs_workdir, name, int(pid))
-            if held.interrupted:
-                job.stop_after_error(KeyboardInterrupt(f"signal {held.pending}") if held.pending is not None
-                                     else StopRequested("stopped while starting"))
-        # the main thread's interrupt is raised on leaving the block above; a worker's stop here
-        check_stop()
+            if held.pending is not None:
+                job.stop_after_error(KeyboardInterrupt(f"signal {held.pending}"))
+        # No signal reaches a worker thread (a fleet's host): its stop event, set while the launcher ran,
+        # is seen here, with the handle in hand; one set later is seen by the caller's wait().
+        if stop_requested():
+            stop = StopRequested(f"stopped while starting job {name}")
+            job.stop_after_error(stop)
+            raise stop
         return job
 
     @classmethod
