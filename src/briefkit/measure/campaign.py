@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from briefkit.core.errors import CampaignError
-from briefkit.measure.declaration import Campaign, connect, declared, growth, load
+from briefkit.measure.declaration import Campaign, connect, declared, load
 from briefkit.measure.fio_clients import run_clients
 from briefkit.measure.fleet import run_fleet
 from briefkit.measure.lock import CampaignLock
@@ -36,7 +36,7 @@ from briefkit.measure.steps import Progress, Summary
 from briefkit.raw import records
 from briefkit.target.hosts import Host
 
-__all__ = ["Campaign", "Summary", "connect", "declared", "growth", "load", "run"]
+__all__ = ["Campaign", "Summary", "connect", "declared", "load", "run"]  # what the CLI, notebook and tests use
 
 
 def run(slug: str, name: str, host: Host | None = None, progress: Progress = print,

@@ -31,8 +31,7 @@ from briefkit.measure.declaration import Campaign, growth
 from briefkit.measure.diagnose import explain, failure_text
 from briefkit.measure.errors import LockRefused, PointFailed, PrepareFailed, SetupFailed, StepFailed
 from briefkit.raw import records
-from briefkit.raw.manifest import DONE, FAILED, FINAL, GROWN, STARTED, Manifest
-from briefkit.raw.manifest import now as _now
+from briefkit.raw.manifest import DONE, FAILED, FINAL, GROWN, STARTED, Manifest, now
 from briefkit.raw.points import point_samples
 from briefkit.target import inventory, power
 from briefkit.target.hosts import Host
@@ -126,7 +125,7 @@ def check_declaration(camp: Campaign, host: Host, manifest: Manifest, progress: 
         records.write_campaign(camp.raw_dir, records.campaign_record(
             camp.brief, camp.name, declaration=current, labels=camp.labels, host=host.name,
             points=len(camp.plan()), declared_host=camp.host, configs_order=list(camp.configs),
-            workdir=camp.workdir, power=camp.power, created_at=_now()))
+            workdir=camp.workdir, power=camp.power, created_at=now()))
         return
     stored = records.current_campaign(camp.raw_dir).get("declaration")
     if stored == current:
