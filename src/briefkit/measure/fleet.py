@@ -93,8 +93,10 @@ def run_fleet(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summary
     return summary
 
 
-def _run_members(members: dict[str, Campaign], lock: CampaignLock, width: int, progress: Progress,
-                 ) -> tuple[dict[str, Summary], dict[str, BaseException]]:
+Outcomes = tuple[dict[str, Summary], dict[str, BaseException]]     # summaries and errors by host
+
+
+def _run_members(members: dict[str, Campaign], lock: CampaignLock, width: int, progress: Progress) -> Outcomes:
     """Each member in a worker thread, at most ``width`` at once; their summaries and their errors.
     An interrupt of the main thread stops every worker (the stop event) and waits for them."""
     say_lock = threading.Lock()
