@@ -33,13 +33,14 @@ def sshd(tmp_path_factory):
 
 @pytest.fixture
 def sshd_factory(tmp_path_factory):
-    """``sshd_factory()`` -> a started LoopbackSshd on a port of its own; all stopped after the test."""
+    """``sshd_factory(**options)`` -> a started LoopbackSshd on a port of its own (options: LoopbackSshd's,
+    e.g. ``environment``); all stopped after the test."""
     if not os.access(SSHD, os.X_OK):
         pytest.fail(f"{SSHD} is missing: install openssh-server (apt-get install openssh-server)", pytrace=False)
     servers: list[LoopbackSshd] = []
 
-    def start() -> LoopbackSshd:
-        server = LoopbackSshd(tmp_path_factory.mktemp("sshd"))
+    def start(**options) -> LoopbackSshd:
+        server = LoopbackSshd(tmp_path_factory.mktemp("sshd"), **options)
         servers.append(server)
         return server.start()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -211,6 +212,87 @@ def test_an_interrupt_stops_the_running_point_on_every_host(root, sshd_factory):
     assert not [p for p in pid_files if _running(p)], err[-2000:]
     for server in servers:
         assert any(e["event"] == "failed" for e in events(root, server))
+
+
+# mkfifo as the job launcher calls it (briefkit.target.hosts.job), slowed down: each job start takes a
+# few seconds, and says when it begins and ends, so that Ctrl-C can land while jobs are being started
+SLOW_START = """#!/bin/sh
+echo begin >>"$(dirname "$0")/starts"
+sleep 3
+{mkfifo} "$@"; rc=$?
+echo end >>"$(dirname "$0")/starts"
+exit $rc
+"""
+
+
+def slow_start_host(sshd_factory, folder: Path):
+    """A loopback sshd whose sessions find the slow mkfifo first on their PATH."""
+    folder.mkdir()
+    (folder / "mkfifo").write_text(SLOW_START.format(mkfifo=shutil.which("mkfifo")))
+    (folder / "mkfifo").chmod(0o755)
+    return sshd_factory(environment={"PATH": f"{folder}:{os.environ['PATH']}"})
+
+
+def starts(folder: Path) -> tuple[int, int]:
+    """(begun, ended) job starts on the host whose slow mkfifo is in ``folder``."""
+    lines = (folder / "starts").read_text().split() if (folder / "starts").exists() else []
+    return lines.count("begin"), lines.count("end")
+
+
+def fio_processes(workdir: Path) -> list[str]:
+    """fio processes (not zombies) working in ``workdir`` on this machine, where both sshd hosts run."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+            cwd = os.readlink(proc / "cwd")
+        except (OSError, IndexError):
+            continue
+        if os.path.basename(argv[0]) == b"fio" and state != "Z" and cwd.startswith(str(workdir)):
+            found.append(f"{proc.name}: {b' '.join(argv).decode(errors='replace')}")
+    return found
+
+
+def test_an_interrupt_while_jobs_start_leaves_no_fio_on_any_host(root, sshd_factory):
+    """Ctrl-C while a job is being started in a host's worker thread: the start returns its handle,
+    the worker sees the fleet's stop event and stops that job; no fio is left on either host, and the
+    campaign resumes."""
+    folders = [root / "slow-a", root / "slow-b"]
+    servers = [slow_start_host(sshd_factory, folder) for folder in folders]
+    spec = declare(root, servers, numjobs=(1,))
+    spec["settings"].update(runtime_s=20, precondition=False)   # a fio left running would still run
+    (root / "params.yaml").write_text(yaml.safe_dump(
+        {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"fleet": spec}}}}, sort_keys=False))
+    briefkit = [str(Path(sys.executable).parent / "briefkit"), "measure", BRIEF, "--campaign", "fleet"]
+    run = subprocess.Popen(briefkit, stderr=subprocess.PIPE, text=True, env={**os.environ},
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 120
+        while not all(starts(f)[0] for f in folders):
+            assert run.poll() is None, run.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no job start began on both hosts"
+            time.sleep(0.05)
+        starting = [f.name for f in folders if starts(f)[0] > starts(f)[1]]
+        left = [e["event"] for s in servers for e in events(root, s)].count("done")
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    # the signal landed while a job was being started, with every point still to run
+    assert starting and left == 0, (starting, left)
+    assert run.returncode == 130, err[-2000:]
+    assert fio_processes(root / "target") == [], err[-2000:]
+    # every job that was started has been stopped, and both points are still to run
+    assert all(starts(f)[0] == starts(f)[1] for f in folders), [starts(f) for f in folders]
+    assert all(not any(e["event"] == "done" for e in events(root, s)) for s in servers)
+
+    again = subprocess.run(briefkit, capture_output=True, text=True, env={**os.environ}, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert [sum(e["event"] == "done" for e in events(root, s)) for s in servers] == [1, 1]
+    assert fio_processes(root / "target") == []
 
 
 def _running(pid_file: Path) -> bool:

@@ -1,4 +1,4 @@
-"""One run per campaign (briefkit.raw.lock): two real `briefkit measure` processes of one small fio
+"""One run per campaign (briefkit.measure.lock): two real `briefkit measure` processes of one small fio
 campaign, on this machine and over the loopback sshd; a second run is refused at once, naming the
 holder; a lock left by a run killed with SIGKILL is taken over, and the take-over is said."""
 from __future__ import annotations

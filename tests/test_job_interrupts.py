@@ -1,7 +1,8 @@
 """Interrupts (Ctrl-C; SIGTERM as the CLI turns it into KeyboardInterrupt) around detached jobs, on this
 machine and over the real loopback sshd: an interrupt that arrives while a job is being started stops
 that job; one that arrives during a stop waits for the stop to finish; a stop that fails is said on
-stderr and kept with the exception, never passed over."""
+stderr and kept with the exception, never passed over. A worker thread (a fleet's host), which no
+signal reaches, stops the same way when its stop event is set."""
 from __future__ import annotations
 
 import os
@@ -13,7 +14,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from briefkit.measure import campaign
+from briefkit.core.interrupts import StopRequested, stop_requested, stoppable
+from briefkit.measure import diagnose
 from briefkit.target.hosts import JobTimeout
 
 
@@ -86,8 +88,61 @@ def test_a_stop_that_fails_is_reported(local_host, tmp_path, capsys):
         assert f"kill -TERM -- -{job.pid}" in notes[0]
         assert f"briefkit: {notes[0]}" in capsys.readouterr().err
         # the point's failure record (manifest event, point.json) keeps it too
-        assert campaign._failure_text(info.value).endswith("; " + notes[0])
+        assert diagnose.failure_text(info.value).endswith("; " + notes[0])
         assert not job.stop_after_error(info.value)     # said once, not once per layer it passes through
         assert capsys.readouterr().err == ""
     finally:
         os.killpg(job.pid, signal.SIGKILL)
+
+
+def in_worker(event: threading.Event, call) -> tuple[threading.Thread, list[BaseException]]:
+    """Run ``call`` in a worker thread that honours ``event`` (as a fleet's host does); what it raised."""
+    raised: list[BaseException] = []
+
+    def work() -> None:
+        with stoppable(event):
+            try:
+                call()
+            except BaseException as exc:
+                raised.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    return thread, raised
+
+
+def test_a_worker_asked_to_stop_stops_the_job_it_waits_for(host, tmp_path):
+    """No signal reaches a worker thread: the stop event set by the main thread ends its wait, and the
+    job on the host is stopped before the worker returns."""
+    event = threading.Event()
+    job = host.start(["sleep", "60"], str(tmp_path), "waited")
+    thread, raised = in_worker(event, job.wait)
+    time.sleep(0.5)
+    assert thread.is_alive() and job.returncode is None     # still waiting while the job runs
+    event.set()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert [type(e) for e in raised] == [StopRequested]
+    assert (tmp_path / "waited.stopped").read_text().strip() == "TERM"
+    assert job.returncode == 128 + signal.SIGTERM and live(job.pid) == []
+
+
+def test_a_job_started_by_a_worker_asked_to_stop_is_stopped(host, tmp_path):
+    """The stop comes while the launcher runs (here: before it, the same for the worker): the start
+    returns no handle, so it stops the job it started itself and raises StopRequested."""
+    event = threading.Event()
+    event.set()
+    thread, raised = in_worker(event, lambda: host.start(["sleep", "60"], str(tmp_path), "started"))
+    thread.join(30)
+    assert [type(e) for e in raised] == [StopRequested]
+    pgid = int((tmp_path / "started.pid").read_text())
+    assert live(pgid) == []
+    assert (tmp_path / "started.rc").read_text().strip() == str(128 + signal.SIGTERM)
+
+
+def test_outside_a_stoppable_worker_nothing_is_stopped(local_host, tmp_path):
+    event = threading.Event()
+    event.set()                 # set, but this thread does not run inside stoppable(event)
+    assert not stop_requested()
+    job = local_host.start(["true"], str(tmp_path), "free")
+    assert job.wait() == 0

@@ -1,24 +1,60 @@
 """Holding Ctrl-C and SIGTERM back while something must not be cut in half (stopping a job on a host,
-starting one whose handle the caller has not yet received).
+starting one whose handle the caller has not yet received), and stopping worker threads cooperatively.
 
     with held_interrupts():
         job.stop()          # an interrupt now is noted, not raised inside the SSH call
     # ... and raised here, by the handler that was in place (KeyboardInterrupt)
 
-Only the main thread receives signals in Python; elsewhere this does nothing.
+Only the main thread receives signals in Python. A worker thread (a fleet's host) is stopped through
+an event instead: the main thread sets it on Ctrl-C, and the worker, running inside
+``stoppable(event)``, sees it at its next check (``check_stop``; a job wait checks it while it waits,
+a job start right after the job exists) and raises StopRequested, a KeyboardInterrupt, which stops
+its job on the host on the way out as Ctrl-C would.
 """
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 HELD = (signal.SIGINT, signal.SIGTERM)
 
+_worker = threading.local()
+
+
+class StopRequested(KeyboardInterrupt):
+    """This worker's run was asked to stop (Ctrl-C or SIGTERM in the main thread)."""
+
+
+@contextmanager
+def stoppable(event: threading.Event) -> Iterator[None]:
+    """Within the block, this thread stops (StopRequested at its next check) once ``event`` is set."""
+    previous = getattr(_worker, "stop", None)
+    _worker.stop = event
+    try:
+        yield
+    finally:
+        _worker.stop = previous
+
+
+def stop_requested() -> bool:
+    """Whether this thread runs inside ``stoppable`` and its event is set."""
+    event = getattr(_worker, "stop", None)
+    return event is not None and event.is_set()
+
+
+def check_stop() -> None:
+    """Raise StopRequested when this thread was asked to stop (nothing outside ``stoppable``)."""
+    if stop_requested():
+        raise StopRequested("stopped: the run was interrupted")
+
 
 class held_interrupts:  # noqa: N801 - used as a statement, like contextlib's helpers
     """Within the block, SIGINT and SIGTERM are noted; on leaving it the first one noted goes to the
-    handler that was in place before (which raises KeyboardInterrupt for Ctrl-C). Nests."""
+    handler that was in place before (which raises KeyboardInterrupt for Ctrl-C). Nests. In a worker
+    thread no signal arrives, and this does nothing: see ``stoppable``."""
 
     def __init__(self) -> None:
         self.pending: int | None = None

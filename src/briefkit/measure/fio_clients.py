@@ -24,11 +24,13 @@ from typing import Any
 
 from briefkit.config.params import parse_ssh_url
 from briefkit.core.errors import CampaignError
-from briefkit.measure import campaign as executor
-from briefkit.measure.campaign import Campaign, Progress, Summary
+from briefkit.measure import steps
+from briefkit.measure.declaration import Campaign, connect
+from briefkit.measure.diagnose import explain, one_line
+from briefkit.measure.errors import PrepareFailed, SetupFailed
+from briefkit.measure.lock import CampaignLock, TargetLock
+from briefkit.measure.steps import Pending, Progress, Summary, Tally
 from briefkit.raw import records
-from briefkit.raw.lock import CampaignLock, TargetLock
-from briefkit.raw.manifest import Manifest
 from briefkit.target import inventory, power
 from briefkit.target.hosts import Host, LocalHost
 from briefkit.target.hosts.job import Job
@@ -49,13 +51,12 @@ def address_of(spec: Any) -> str:
 
 def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summary:
     slug, name = camp.brief, camp.name
-    plan, manifest, todo = executor.pending(camp)
-    finished = len(plan) - len(todo)
+    left = steps.pending(camp)
     progress(f"{slug}/{name}: fio client/server on {len(camp.hosts)} hosts ({', '.join(camp.hosts)}): "
-             f"{len(plan)} points, {finished} already done, {len(todo)} to run")
+             f"{len(left.plan)} points, {left.finished} already done, {len(left.todo)} to run")
     started = time.monotonic()
-    if not todo:
-        return Summary(len(plan), finished, 0, 0, 0.0)
+    if not left.todo:
+        return Summary(len(left.plan), left.finished, 0, 0, 0.0)
     if (camp.raw_dir / records.FLEET).exists():
         raise CampaignError(f"{camp.raw_dir}: measured as a fleet (each host its own points), not fio client/server; "
                             f"declare a new campaign name for client/server runs")
@@ -67,59 +68,40 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
     hosts: dict[str, Host] = {}
     locks: list[TargetLock] = []
     try:
-        for host_name, target in targets.items():
-            host = hosts[host_name] = executor.connect(target.host, f"params.yaml: briefs.{slug}.campaigns.{name}.hosts")
-            target_lock = TargetLock(host, target.remote_root(), lock, f"{slug}/{name}", progress)
-            try:
-                target_lock.acquire()
-            except CampaignError as exc:
-                exc._recorded = True        # refused: another run owns this campaign, and nothing failed
-                raise
-            locks.append(target_lock)
-            executor._check_tool(target, host)
-            executor._stop_orphans(host, target.remote_root(), progress)   # a killed run's fio servers too
-        executor._check_tool(client, controller)
-        executor._check_declaration(dataclasses.replace(client, host=list(camp.hosts.values())), controller,
-                                    manifest, progress)
-        source = power.from_config(camp.power, controller, where=f"briefs.{slug}.campaigns.{name}.power")
-        tally = executor._Tally(client, plan, {p.id for p in plan} - {p.id for p in todo})
-        for config in camp.configs:
-            points = [p for p in todo if p.config == config]
-            if points:
-                _run_config(client, targets, hosts, controller, config, points, manifest, source, tally, progress)
-        progress(f"{slug}/{name}: finished: {tally.ran} points run in {executor._duration(time.monotonic() - started)}")
-        return Summary(len(plan), finished + tally.ran, 0, tally.ran, time.monotonic() - started)
-    except BaseException as exc:
-        if not getattr(exc, "_recorded", False):
-            executor._record_failure(manifest, exc, stage=getattr(exc, "_stage", "run"),
-                                     config=getattr(exc, "_config", None))
-        raise
+        with steps.failures_recorded(client, controller, left.manifest):
+            for host_name, target in targets.items():
+                hosts[host_name] = connect(target.host, f"{camp.where()}.hosts")
+                locks.append(TargetLock(hosts[host_name], target.remote_root(), lock, f"{slug}/{name}", progress))
+                locks[-1].acquire()
+                steps.check_tool(target, hosts[host_name])
+                steps.stop_orphans(hosts[host_name], target.remote_root(), progress)   # a killed run's fio servers too
+            steps.check_tool(client, controller)
+            steps.check_declaration(dataclasses.replace(client, host=list(camp.hosts.values())), controller,
+                                    left.manifest, progress)
+            source = power.from_config(camp.power, controller, where=f"briefs.{slug}.campaigns.{name}.power")
+            tally = Tally(client, left)
+            for config, points in left.by_config(camp.configs):
+                _run_config(client, targets, hosts, controller, config, points, left, source, tally, progress)
     finally:
         for target_lock in locks:
             target_lock.release()
         for host in hosts.values():
             host.close()
+    summary = tally.summary(time.monotonic() - started)
+    progress(f"{slug}/{name}: finished: {summary.ran} points run in {steps.duration(summary.seconds)}")
+    return summary
 
 
 def _run_config(client: Campaign, targets: dict[str, Campaign], hosts: dict[str, Host], controller: Host,
-                config: str, points, manifest: Manifest, source, tally, progress: Progress) -> None:
+                config: str, points, left: Pending, source, tally: Tally, progress: Progress) -> None:
     settings = client.settings
     prepared: dict[str, Any] = {}
     states: dict[str, dict] = {}
     servers: dict[str, Job] = {}
     try:
         for host_name, target in targets.items():
-            host = hosts[host_name]
-            progress(f"[{host_name}] {config}: setting up {client.config_specs[config].get('kind')} storage")
-            try:
-                prepared[host_name] = target.configs[config].setup(host, target.workdir)
-                prep_remote = f"{target.remote_root()}/{config}/prepare"
-                host.mkdir(prep_remote)
-                states[host_name] = target.workload.prepare(host, prepared[host_name], settings, prep_remote,
-                                                            progress) or {}
-            except BaseException as exc:
-                executor._mark(exc, "setup", config)
-                raise
+            prepared[host_name] = _setup(target, hosts[host_name], host_name, config, progress)
+            states[host_name] = _prepare(target, hosts[host_name], config, prepared[host_name], progress)
         _record_inventory(client, targets, hosts, config, prepared)
         found = []
         for index, (host_name, target) in enumerate(targets.items()):
@@ -133,14 +115,30 @@ def _run_config(client: Campaign, targets: dict[str, Campaign], hosts: dict[str,
         progress(f"{config}: fio servers listening: {', '.join(f'{s.name} at {s.address}:{s.port}' for s in found)}")
         first = next(iter(prepared.values()))
         for point in points:
-            frame = executor._run_point(client, controller, point, first, {"servers": found}, manifest, source, progress)
-            tally.final.add(point.id)
-            tally.ran += 1
-            tally.times.append(frame.attrs["seconds"])
-            progress(tally.line(point, frame.attrs["seconds"]))
+            measured = steps.run_point(client, controller, point, first, {"servers": found}, left.manifest, source,
+                                       progress)
+            progress(tally.ran_point(measured))
     finally:
         stop_servers(servers, progress)
         _teardown(targets, hosts, config, prepared, states, settings)
+
+
+def _setup(target: Campaign, host: Host, host_name: str, config: str, progress: Progress):
+    progress(f"[{host_name}] {config}: setting up {target.config_specs[config].get('kind')} storage")
+    try:
+        return target.configs[config].setup(host, target.workdir)
+    except BaseException as exc:
+        raise SetupFailed(explain(exc, target, host), exc, config=config) from exc
+
+
+def _prepare(target: Campaign, host: Host, config: str, prepared, progress: Progress) -> dict:
+    """The data file the host's server reads and writes, laid out (FioWorkload.prepare)."""
+    prep_remote = f"{target.remote_root()}/{config}/prepare"
+    try:
+        host.mkdir(prep_remote)
+        return target.workload.prepare(host, prepared, target.settings, prep_remote, progress) or {}
+    except BaseException as exc:
+        raise PrepareFailed(explain(exc, target, host), exc, config=config) from exc
 
 
 def _teardown(targets, hosts, config: str, prepared: dict, states: dict, settings) -> None:
@@ -162,7 +160,7 @@ def _teardown(targets, hosts, config: str, prepared: dict, states: dict, setting
 def _server_folder(host: Host, parent: str) -> str:
     """A new ``attempt-<n>`` folder for this run's server (a killed run's folder, and its job record,
     are kept as they are)."""
-    numbers = executor._attempts(host.listdir(parent)) if host.exists(parent) else []
+    numbers = steps.attempts(host.listdir(parent)) if host.exists(parent) else []
     folder = f"{parent}/attempt-{max(numbers, default=0) + 1}"
     host.mkdir(folder)
     return folder
@@ -175,7 +173,7 @@ def stop_servers(servers: dict[str, Job], progress: Progress) -> None:
         try:
             job.stop(grace=2.0)
         except Exception as exc:
-            progress(f"[{host_name}] could not stop fio --server ({executor._line(exc)}); the next run stops it")
+            progress(f"[{host_name}] could not stop fio --server ({one_line(exc)}); the next run stops it")
 
 
 def _wait_listening(server: Server, job: Job) -> None:

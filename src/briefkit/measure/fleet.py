@@ -1,7 +1,7 @@
 """Fleet campaigns: the same plan on several hosts at once (``hosts: [...]`` in params.yaml).
 
-Each host is a member campaign that the one-host executor (briefkit.measure.campaign._run_locked)
-runs unchanged, in a thread of its own and with its own Host object:
+Each host is a member campaign that the one-host run (briefkit.measure.onehost.run_host) runs
+unchanged, in a thread of its own and with its own Host object:
 
     data/raw/<brief>/<campaign>/.lock            the controller's lock, held once for the whole fleet
     data/raw/<brief>/<campaign>/fleet.json       the hosts by folder name (briefkit.raw.records.FLEET)
@@ -15,22 +15,30 @@ fails) stops only its own member campaign: its failure is in its own manifest, t
 and a re-run resumes it alone (the finished members have nothing left to run). The work folder of
 a host is ``<workdir>/<host>`` so that two entries reaching the same machine (two ports, as in the
 tests) never share storage, locks or run folders.
+
+Ctrl-C and SIGTERM reach the main thread only. It then sets the fleet's stop event, which every
+worker honours (briefkit.core.interrupts.stoppable): a job wait stops its job on the host, a job
+being started is stopped once started, and no new step begins; the main thread waits for every
+worker to return before the interrupt goes on.
 """
 from __future__ import annotations
 
 import copy
-import ctypes
 import dataclasses
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any
 
 from briefkit.core.errors import CampaignError
-from briefkit.measure import campaign as executor
-from briefkit.measure.campaign import Campaign, Progress, Summary
+from briefkit.core.interrupts import held_interrupts, stoppable
+from briefkit.measure.declaration import Campaign
+from briefkit.measure.diagnose import one_line
+from briefkit.measure.errors import FleetFailed
+from briefkit.measure.lock import CampaignLock
+from briefkit.measure.onehost import run_host
+from briefkit.measure.steps import Progress, Summary, duration
 from briefkit.raw import records
-from briefkit.raw.lock import CampaignLock
 
 
 def member(camp: Campaign, name: str, spec: Any) -> Campaign:
@@ -60,8 +68,8 @@ def record_fleet(camp: Campaign) -> None:
 
 
 def run_fleet(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summary:
-    """Run every host's member campaign, hosts in parallel; raise after all have ended when any
-    failed, naming each failed host."""
+    """Run every host's member campaign, hosts in parallel; raise FleetFailed after all have ended
+    when any failed, naming each failed host."""
     started = time.monotonic()
     if (camp.raw_dir / records.CAMPAIGN).exists():
         raise CampaignError(f"{camp.raw_dir}: measured as one campaign on one host (or fio client/server); a fleet "
@@ -71,51 +79,52 @@ def run_fleet(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summary
     width = min(camp.max_parallel_hosts or len(members), len(members))
     progress(f"{camp.brief}/{camp.name}: a fleet of {len(members)} hosts ({', '.join(members)}), "
              f"{width} at a time")
-    say_lock = threading.Lock()
-    results: dict[str, Summary] = {}
-    failures: dict[str, BaseException] = {}
-    threads: dict[Future, tuple[str, list]] = {}
-    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="briefkit-host")
-    try:
-        for name, one in members.items():
-            ident: list = []
-            threads[pool.submit(_run_member, one, lock, prefixed(progress, name, say_lock), ident)] = (name, ident)
-        pending = set(threads)
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                name = threads[future][0]
-                error = future.exception()
-                if error is None:
-                    results[name] = future.result()
-                else:
-                    failures[name] = error
-                    progress(f"[{name}] failed: {executor._line(error)}")
-    except BaseException as exc:
-        # Ctrl-C / SIGTERM reach the main thread only: hand them to every host still running, whose
-        # executor then stops its job on the host as in a one-host campaign
-        for future, (_, ident) in threads.items():
-            if not future.done() and ident:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident[0]), ctypes.py_object(type(exc)))
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+    results, failures = _run_members(members, lock, width, progress)
     summary = Summary(total=sum(s.total for s in results.values()), done=sum(s.done for s in results.values()),
                       skipped=sum(s.skipped for s in results.values()), ran=sum(s.ran for s in results.values()),
                       seconds=time.monotonic() - started)
     if failures:
-        said = "; ".join(f"{name}: {executor._line(exc)}" for name, exc in failures.items())
-        error = CampaignError(f"{camp.brief}/{camp.name}: {len(failures)} of {len(members)} hosts failed ({said}); "
-                              f"the other hosts' points are kept; run the same command again to resume the "
-                              f"failed hosts")
-        error.summary = summary
-        error.failed_hosts = sorted(failures)
-        raise error
+        said = "; ".join(f"{name}: {one_line(exc)}" for name, exc in failures.items())
+        raise FleetFailed(f"{camp.brief}/{camp.name}: {len(failures)} of {len(members)} hosts failed ({said}); "
+                          f"the other hosts' points are kept; run the same command again to resume the "
+                          f"failed hosts", summary, sorted(failures))
     progress(f"{camp.brief}/{camp.name}: fleet finished: {summary.ran} points run on {len(members)} hosts in "
-             f"{executor._duration(summary.seconds)}")
+             f"{duration(summary.seconds)}")
     return summary
 
 
-def _run_member(one: Campaign, lock: CampaignLock, say: Progress, ident: list) -> Summary:
-    ident.append(threading.get_ident())
-    return executor._run_locked(one, lock, None, say)
+Outcomes = tuple[dict[str, Summary], dict[str, BaseException]]     # summaries and errors by host
+
+
+def _run_members(members: dict[str, Campaign], lock: CampaignLock, width: int, progress: Progress) -> Outcomes:
+    """Each member in a worker thread, at most ``width`` at once; their summaries and their errors.
+    An interrupt of the main thread stops every worker (the stop event) and waits for them."""
+    say_lock = threading.Lock()
+    stop = threading.Event()
+    results: dict[str, Summary] = {}
+    failures: dict[str, BaseException] = {}
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="briefkit-host")
+    futures: dict[Future, str] = {}
+    try:
+        for name, one in members.items():
+            futures[pool.submit(_run_member, one, lock, prefixed(progress, name, say_lock), stop)] = name
+        for future in as_completed(futures):
+            name = futures[future]
+            error = future.exception()
+            if error is None:
+                results[name] = future.result()
+            else:
+                failures[name] = error
+                progress(f"[{name}] failed: {one_line(error)}")
+    except BaseException:
+        stop.set()
+        with held_interrupts():     # a second Ctrl-C must not cut the wait for the hosts' jobs to stop
+            pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return results, failures
+
+
+def _run_member(one: Campaign, lock: CampaignLock, say: Progress, stop: threading.Event) -> Summary:
+    with stoppable(stop):
+        return run_host(one, lock, None, say)

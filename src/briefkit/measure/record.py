@@ -25,8 +25,10 @@ import pandas as pd
 
 from briefkit.config import project
 from briefkit.core.errors import CampaignError
-from briefkit.measure import campaign
-from briefkit.raw.manifest import FINAL, Manifest
+from briefkit.measure import declaration
+from briefkit.measure.declaration import Campaign
+from briefkit.measure.steps import duration, pending
+from briefkit.raw.manifest import Manifest
 from briefkit.target import inventory
 from briefkit.target.hosts import Host
 
@@ -34,12 +36,11 @@ RUNS = "runs"
 NOTEBOOK = Path("notebooks") / "measure" / "measure.ipynb"
 
 
-def todo(camp: campaign.Campaign) -> list:
-    status = Manifest(camp.raw_dir / "manifest.jsonl").status()
-    return [p for p in camp.plan() if status.get(p.id, {}).get("event") not in FINAL]
+def todo(camp: Campaign) -> list:
+    return pending(camp).todo
 
 
-def plan_table(camp: campaign.Campaign) -> pd.DataFrame:
+def plan_table(camp: Campaign) -> pd.DataFrame:
     """One row per point of the plan: configuration, swept values, repetition, already done or not,
     and the workload's own estimate of its run time."""
     left = {p.id for p in todo(camp)}
@@ -51,14 +52,14 @@ def plan_table(camp: campaign.Campaign) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plan_text(camp: campaign.Campaign) -> str:
+def plan_text(camp: Campaign) -> str:
     table = plan_table(camp)
     left = table[table["state"] == "to run"]
     estimates = left["estimate_s"].tolist()
     if any(e is None or pd.isna(e) for e in estimates):
         estimate = "estimated duration unknown (the workload gives no estimate for some points)"
     else:
-        estimate = f"estimated duration {campaign._duration(sum(estimates))} (tool run time, without set-up)"
+        estimate = f"estimated duration {duration(sum(estimates))} (tool run time, without set-up)"
     return (f"{camp.brief}/{camp.name}: {camp.workload.name}, {len(table)} points "
             f"({len(camp.configs)} configurations: {', '.join(camp.configs)}; matrix "
             f"{', '.join(f'{k}={v}' for k, v in camp.matrix.items())}; {_repetitions(camp.repetitions)}); "
@@ -72,7 +73,7 @@ def _repetitions(value) -> str:
     return f"{value} repetition(s)"
 
 
-def target_inventory(camp: campaign.Campaign, host: Host) -> pd.DataFrame:
+def target_inventory(camp: Campaign, host: Host) -> pd.DataFrame:
     """What the target is, before anything runs: CPU, memory, OS, kernel and the tool's version."""
     tools = [camp.workload.tool] if camp.workload.tool else []
     found = inventory.collect(host, [], tools=tools)
@@ -89,10 +90,10 @@ def target_inventory(camp: campaign.Campaign, host: Host) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["item", "value"])
 
 
-def connect(camp: campaign.Campaign, host: Any = None) -> Host:
+def connect(camp: Campaign, host: Any = None) -> Host:
     """The host of the run: ``host`` (a declaration: local, ssh://..., a mapping) or the declared one."""
     where = "host parameter" if host is not None else f"params.yaml: briefs.{camp.brief}.campaigns.{camp.name}.host"
-    return campaign.connect(host if host is not None else camp.host, where)
+    return declaration.connect(host if host is not None else camp.host, where)
 
 
 def progress_printer(stream=None) -> Callable[[str], None]:
@@ -102,7 +103,7 @@ def progress_printer(stream=None) -> Callable[[str], None]:
     return say
 
 
-def summary_table(camp: campaign.Campaign) -> pd.DataFrame:
+def summary_table(camp: Campaign) -> pd.DataFrame:
     """Per point of the plan: its last event (done, failed, skipped, started = interrupted, or not run),
     attempt, seconds and error."""
     status = Manifest(camp.raw_dir / "manifest.jsonl").status()
@@ -117,7 +118,7 @@ def summary_table(camp: campaign.Campaign) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def failures_table(camp: campaign.Campaign) -> pd.DataFrame:
+def failures_table(camp: Campaign) -> pd.DataFrame:
     """Every ``failed`` event of the campaign's manifest (points and set-up), oldest first."""
     events = [e for e in Manifest(camp.raw_dir / "manifest.jsonl").events() if e.get("event") == "failed"]
     return pd.DataFrame([{"at": e.get("at"), "point": e.get("point") or e.get("stage") or "",
@@ -145,7 +146,7 @@ def run_notebook(slug: str, name: str, host: str | None = None, base: Path | Non
     """Measure the campaign through the measurement notebook; the executed notebook is kept as
     runs/<n>.ipynb in its raw folder. None when no point is left (nothing runs, nothing is written)."""
     base = base or project.root()
-    camp = campaign.load(slug, name, base)
+    camp = declaration.load(slug, name, base)
     if not todo(camp):
         say(f"{slug}/{name}: all {len(camp.plan())} points are done; nothing to measure (no run record written)")
         return None

@@ -67,7 +67,7 @@ def judge(workload: str, frames: Sequence[pd.DataFrame]) -> dict[str, Any]:
 
 
 class Adaptive:
-    """The executor's hooks for one campaign run (briefkit.measure.campaign._run_config)."""
+    """The executor's hooks for one campaign run (briefkit.measure.onehost.run_points)."""
 
     def __init__(self, spec: Mapping[str, Any], workload: str, manifest: Manifest, progress: Callable[[str], None]):
         self.min, self.max = int(spec["min"]), int(spec["max"])

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from briefkit.core.interrupts import held_interrupts
+from briefkit.core.interrupts import StopRequested, check_stop, held_interrupts, stop_requested
 from briefkit.target.hosts.base import (
     CommandError,
     CommandTimeout,
@@ -178,6 +178,12 @@ class Job:
             job = cls(host, abs_workdir, name, int(pid))
             if held.pending is not None:
                 job.stop_after_error(KeyboardInterrupt(f"signal {held.pending}"))
+        # No signal reaches a worker thread (a fleet's host): its stop event, set while the launcher ran,
+        # is seen here, with the handle in hand; one set later is seen by the caller's wait().
+        if stop_requested():
+            stop = StopRequested(f"stopped while starting job {name}")
+            job.stop_after_error(stop)
+            raise stop
         return job
 
     @classmethod
@@ -205,7 +211,9 @@ class Job:
         The end is noticed within one round trip of the job's end (a command on the host waits for
         it, up to ALIVE_EVERY seconds at a time), not at the next ``interval``. A dropped connection
         is reconnected with backoff and the wait goes on.
-        Any exception here, KeyboardInterrupt and ``timeout`` included, stops the job first.
+        Any exception here, KeyboardInterrupt and ``timeout`` included, stops the job first; so does a
+        stop asked of this worker thread (briefkit.core.interrupts.stoppable), seen between two waits
+        on the host (within ALIVE_EVERY seconds), which then raises StopRequested.
         ``check=True`` raises CommandError (with the stderr tail) on a non-zero exit code.
         """
         now = time.monotonic()
@@ -213,6 +221,7 @@ class Job:
         next_progress, next_alive = now + interval, now + ALIVE_EVERY
         try:
             while True:
+                check_stop()
                 horizon = min(next_alive, next_progress if progress is not None else next_alive,
                               deadline if deadline is not None else next_alive)
                 ended = self._await(max(horizon - time.monotonic(), 0.0))

@@ -9,7 +9,8 @@
 A second run of the campaign is refused at once with a message naming the holder. A target lock
 left by a dead run is taken over (and the take-over is said): it is stale when it names this
 controller's lock file, which this process now holds, or when its holder's pid is gone from this
-machine. A target lock held from another controller is never taken over.
+machine. A target lock held from another controller is never taken over. Every refusal is a
+LockRefused: nothing of the campaign failed, so it is not recorded in its manifest.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from briefkit.core.errors import CampaignError
+from briefkit.measure.errors import LockRefused
 
 LOCK = ".lock"
 
@@ -72,7 +73,7 @@ class CampaignLock:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise CampaignError(f"{folder}: cannot create the campaign's raw folder ({exc.strerror}); "
+            raise LockRefused(f"{folder}: cannot create the campaign's raw folder ({exc.strerror}); "
                                 f"free space or fix the permissions of data/raw, then run again") from None
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -82,7 +83,7 @@ class CampaignLock:
                 os.close(fd)
                 if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                     raise
-                raise CampaignError(
+                raise LockRefused(
                     f"{self.what}: another `briefkit measure` runs this campaign ({describe(self.read())}; lock "
                     f"{self.path}); wait for it to finish, or stop it (its finished points are kept) and run "
                     f"again") from None
@@ -100,7 +101,7 @@ class CampaignLock:
             os.pwrite(fd, (json.dumps(self.holder) + "\n").encode(), 0)
         except OSError as exc:
             self.release()
-            raise CampaignError(f"{self.path}: cannot write the campaign lock ({exc.strerror}); free space on "
+            raise LockRefused(f"{self.path}: cannot write the campaign lock ({exc.strerror}); free space on "
                                 f"{folder} and run again") from None
         return self
 
@@ -152,7 +153,7 @@ class TargetLock:
                 self.held = True
                 return self
             if res.returncode != 17:
-                raise CampaignError(f"on {self.host.name}: cannot create the campaign lock {self.path} "
+                raise LockRefused(f"on {self.host.name}: cannot create the campaign lock {self.path} "
                                     f"({res.stderr.strip() or f'exit {res.returncode}'}); check that the workdir "
                                     f"is writable and not full, then run again")
             found = self.host.run(["cat", "--", self.path], check=False)
@@ -164,7 +165,7 @@ class TargetLock:
             except ValueError:
                 holder = {}
             if not self._stale(holder):
-                raise CampaignError(
+                raise LockRefused(
                     f"{self.what}: another `briefkit measure` runs this campaign on {self.host.name} "
                     f"({describe(holder)}; lock {self.host.name}:{self.path}); wait for it to finish, or stop "
                     f"it and run again. If that run is gone, remove {self.path} on {self.host.name}")
@@ -175,7 +176,7 @@ class TargetLock:
                 self.say(f"taking over the stale campaign lock {self.host.name}:{self.path} "
                          f"(left by {describe(holder)}, which is no longer running)")
                 return self
-        raise CampaignError(f"on {self.host.name}: cannot take the campaign lock {self.path}: it keeps "
+        raise LockRefused(f"on {self.host.name}: cannot take the campaign lock {self.path}: it keeps "
                             f"changing; is another run starting?")
 
     def _stale(self, holder: dict) -> bool:
