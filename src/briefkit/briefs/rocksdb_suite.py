@@ -98,9 +98,11 @@ class RocksdbSuite(BriefBase):
         for name, m in self.measured.items():
             configs, record = m["configs"], m["record"]
             scale = (record.settings or {}).get("scale")
-            lines.append(f"**Measured** (campaign {name} on {hosts_text(record)}): "
-                         + "; ".join(named(c, m["labels"]) for c in configs)
-                         + f", at {suite.scale_text(scale) if scale else 'a scale not recorded'}.")
+            # names only: what each configuration is, is said under "How we tested" (page 1 keeps its figure)
+            lines.append(f"**Measured** (campaign {name} on {hosts_text(record)}): {len(configs)} configurations, "
+                         + ", ".join(f"*{c}*" for c in configs)
+                         + " (what each is: *How we tested*), at "
+                         + f"{suite.scale_text(scale) if scale else 'a scale not recorded'}.")
             if len(configs) < 2:
                 lines.append("Only one configuration was measured: there is no ratio to compute.")
             for pair in m["pairs"]:
