@@ -20,11 +20,12 @@ import os
 import re
 import string
 
+import matplotlib.pyplot as plt
 import nbformat
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from briefkit.briefs import plots
+from briefkit.report import svg as figures
 
 VERDICT_CLASS = {"matches": "ok", "rounding": "round", "does not match": "bad", "not checkable": "unchecked"}
 
@@ -84,9 +85,9 @@ def figure(fig, alt: str) -> None:
     script uses them), or PNG under BRIEFKIT_FIGURES=png (the nbval run, which compares no image).
     The text/plain fallback is the alt text, so the checked notebooks compare what each figure shows."""
     if os.environ.get("BRIEFKIT_FIGURES", "svg") == "png":
-        data = {"image/png": base64.b64encode(plots.png(fig)).decode("ascii")}
+        data = {"image/png": base64.b64encode(figures.png(fig)).decode("ascii")}
     else:
-        data = {"image/svg+xml": plots.svg(fig, alt, f"bk-fig-{next(_FIGURE_IDS)}")}
+        data = {"image/svg+xml": figures.svg(fig, alt, f"bk-fig-{next(_FIGURE_IDS)}")}
     data["text/plain"] = f"[Figure: {alt}]"
     display(data, raw=True, metadata={"briefkit": {"alt": alt}})
 
@@ -107,7 +108,7 @@ def emit(blocks) -> None:
             verdict_table(block.content, block.caption)
         elif block.kind == "figure":
             figure(block.content, block.caption)
-            plots.plt.close(block.content)
+            plt.close(block.content)
         else:
             raise ValueError(f"unknown block kind {block.kind!r}")
 
