@@ -20,8 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from scipy import stats as scipy_stats
 
 from briefkit import cli
+from briefkit.briefs import campaign_compare
+from briefkit.dataset import processed
 from briefkit.measure import imported
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +35,7 @@ NUMJOBS = (1, 2)
 
 def run_fio(out: Path, data: Path, numjobs: int) -> None:
     subprocess.run(["fio", "--name=mix70", f"--filename={data}", "--size=8M", "--rw=randrw", "--rwmixread=70",
-                    "--bs=64k", f"--numjobs={numjobs}", "--iodepth=4", "--ioengine=psync", "--runtime=1",
+                    "--bs=256k", f"--numjobs={numjobs}", "--iodepth=4", "--ioengine=psync", "--runtime=1",
                     "--time_based", "--group_reporting", "--output-format=json+", f"--output={out}"],
                    check=True, capture_output=True)
 
@@ -102,7 +105,7 @@ def test_fio_results_become_a_campaign_the_brief_labels_imported(lab, checkout):
         assert point["imported_from"] == str(original) and point["file"] == copy.name
         assert point["stated"]["job options"] == job["job options"]
         assert point["tool_version"] == json.loads(original.read_text())["fio version"].removeprefix("fio-")
-        assert point["values"] == {"rw": "70/30", "bs": "64KiB", "numjobs": int(job["job options"]["numjobs"]),
+        assert point["values"] == {"rw": "70/30", "bs": "256KiB", "numjobs": int(job["job options"]["numjobs"]),
                                    "iodepth": 4}
         assert point["rep"] == int(re.search(r"#(\d)", original.name).group(1))   # made in this order
 
@@ -115,7 +118,7 @@ def test_fio_results_become_a_campaign_the_brief_labels_imported(lab, checkout):
     assert found["configs"] == ["nvme"] and found["imported"]["files"] == 4
     samples = pd.read_parquet(processed / "samples.parquet")
     bw = samples[(samples["campaign"] == "lab") & (samples["metric"] == "total_bw")]
-    assert sorted(bw["workload"].unique()) == ["70/30 64 KiB"]
+    assert sorted(bw["workload"].unique()) == ["70/30 256 KiB"]
     for numjobs in NUMJOBS:
         for rep in (1, 2):
             value = bw[(bw["load"] == numjobs) & (bw["rep"] == rep)]["value"]
@@ -130,6 +133,37 @@ def test_fio_results_become_a_campaign_the_brief_labels_imported(lab, checkout):
     assert "Campaign lab is imported, not measured by briefkit: 4 result files made elsewhere" in text
     assert "Campaign lab (imported) as recorded with its raw data" in text
     assert "numjobs 1, 2, 2 repetitions each" in text
+
+
+@pytest.mark.slow
+def test_an_imported_campaign_is_compared_with_the_reference_campaign(lab, checkout):
+    """The lab's files (70/30 256 KiB at numjobs 1 and 2, iodepth 4) against the committed reference
+    campaign (the same mix at iodepth 64): the shared points, each Welch test recomputed here from the
+    samples, the points only the reference has listed, and the rendered comparison."""
+    shutil.copytree(ROOT / "data/raw" / FIO_BRIEF / "local", checkout / "data/raw" / FIO_BRIEF / "local")
+    assert briefkit("import", FIO_BRIEF, "lab", lab / "fio", "--config", "nvme") == 0
+    assert briefkit("dataset", FIO_BRIEF) == 0
+    said = io.StringIO()
+    with redirect_stdout(said):
+        assert cli.main(["compare", FIO_BRIEF, "lab", "local", "--map", "nvme=xfs-loop", "--quiet"]) == 0
+    data = processed.load(FIO_BRIEF, checkout / "data/processed")
+    comp = campaign_compare.compare(data, "lab", "local", mapping={"nvme": "xfs-loop"})
+    shared = comp.shared
+    assert set(shared["workload"]) == {"70/30 256 KiB"} and set(shared["load"]) == set(NUMJOBS)
+    samples = data.samples[data.samples["metric"] == "total_bw"]
+    for _, row in shared.iterrows():
+        at = (samples["workload"] == row["workload"]) & (samples["load"] == row["load"])
+        a = samples[at & (samples["campaign"] == "lab")]["value"].to_numpy()
+        b = samples[at & (samples["campaign"] == "local") & (samples["config"] == "xfs-loop")]["value"].to_numpy()
+        assert (row["n_a"], row["n_b"]) == (len(a), len(b)) and len(a) == 2 and len(b) >= 2
+        assert row["ratio"] == pytest.approx(a.mean() / b.mean())
+        assert row["p"] == pytest.approx(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
+    only_reference = comp.table[comp.table["present"] == campaign_compare.ONLY_B]
+    # the reference's numjobs 4 and 8 of the same mix are listed as the reference's only, not dropped
+    assert {4, 8} <= set(only_reference[only_reference["workload"] == "70/30 256 KiB"]["load"])
+    assert f"of {len(shared)} points" in said.getvalue()
+    html = (checkout / "reports/compare" / f"{FIO_BRIEF}--lab--local.html").read_text(encoding="utf-8")
+    assert "lab" in html and (checkout / "reports/compare" / f"{FIO_BRIEF}--lab--local.pdf").stat().st_size > 0
 
 
 def test_a_duplicate_and_a_file_already_imported_are_refused(lab, checkout):
