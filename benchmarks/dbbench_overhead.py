@@ -26,8 +26,8 @@ import time
 import types
 from pathlib import Path
 
-from briefkit.target.hosts import LocalHost
-from briefkit.target.hosts.sshd import LoopbackSshd
+from briefkit.hosts import LocalHost
+from briefkit.hosts.sshd import LoopbackSshd
 from briefkit.tools.base import Point, PointRun
 from briefkit.tools.dbbench import ingest as parser
 from briefkit.tools.dbbench.workload import DbBenchWorkload, point_samples

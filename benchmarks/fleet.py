@@ -3,7 +3,7 @@ host after host.
 
     .venv/bin/python benchmarks/fleet.py [--runs 3] [--points 4]
 
-Two loopback sshd instances on this machine are the two hosts (briefkit.target.hosts.sshd, each its
+Two loopback sshd instances on this machine are the two hosts (briefkit.hosts.sshd, each its
 own port and keys). The job is fio's ``ioengine=null`` (randrw 70/30, 4 KiB, time_based, 1 s per
 point): each point lasts its runtime whatever the CPU does, so the figure is the harness's own
 concurrency (storage set-up, SSH commands, fetching, records), not a disk's.
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import yaml
 
+from briefkit.hosts.sshd import LoopbackSshd
 from briefkit.measure import campaign
-from briefkit.target.hosts.sshd import LoopbackSshd
 
 SETTINGS = {"ioengine": "null", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "1MiB", "precondition": False}
 SLUG = "fleet-bench"

@@ -10,14 +10,14 @@ between the arms is the harness and nothing else.
 Arms, per point (wall clock, start to finish):
 - bare fio: ``fio --output-format=json+ --output=F job`` as a subprocess, the same job file;
 - FioWorkload.run: the job file written through the host, fio started detached, its end noticed
-  (briefkit.target.hosts.job), on LocalHost and over SSH;
+  (briefkit.hosts.job), on LocalHost and over SSH;
 - the executor: ``campaign.run`` of a campaign of ``--points`` points on a ``dir`` configuration;
   the time per point is the interval between consecutive ``done`` lines of the manifest (the
   first point, which carries storage set-up and prepare, is left out). It covers everything
   the executor does per point: leftover-job check, attempt folders, the run, fetching the
   folder, point.json, the manifest, and ingesting the point's json+ for the stop rule.
 Over SSH (``--only local,ssh,ssh-norc``) the target is this machine through a loopback sshd
-(briefkit.target.hosts.sshd): ``ssh`` logs in as root with this machine's ~/.bashrc, ``ssh-norc``
+(briefkit.hosts.sshd): ``ssh`` logs in as root with this machine's ~/.bashrc, ``ssh-norc``
 with ``SetEnv SHLVL=1``, so that bash skips it. The per-point cost over SSH, with a slow login
 shell too, is benchmarks/ssh_overhead.py's subject; by default this script measures locally.
 
@@ -28,7 +28,7 @@ the harness over bare (ratio >= 0.98 expected), as the ratio of medians and the 
 ratios.
 
 Reading the SSH rows: SshHost keeps one command channel per connection (one login shell for the
-whole campaign, see briefkit.target.hosts.ssh), so the target's ~/.bashrc is paid once, not per
+whole campaign, see briefkit.hosts.ssh), so the target's ~/.bashrc is paid once, not per
 command; the job's end is noticed by one waiting command, and the folder listed and fetched over SFTP.
 
 Disk-bound throughput is not compared here on purpose: this machine's virtual disk switches
@@ -49,9 +49,9 @@ from pathlib import Path
 
 import yaml
 
+from briefkit.hosts import Host, LocalHost
+from briefkit.hosts.sshd import LoopbackSshd
 from briefkit.measure import campaign
-from briefkit.target.hosts import Host, LocalHost
-from briefkit.target.hosts.sshd import LoopbackSshd
 from briefkit.tools.base import PointRun
 from briefkit.tools.fio.job import command, job_file
 from briefkit.tools.fio.workload import FioWorkload

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from briefkit.target.hosts import Host, LocalHost
-from briefkit.target.hosts.sshd import LoopbackSshd
+from briefkit.hosts import Host, LocalHost
+from briefkit.hosts.sshd import LoopbackSshd
 
 STAMP = "date +%s.%N"
 

@@ -4,7 +4,7 @@ deliberately slow one (a ~/.bashrc that sleeps 0.2 s) and none (bash told to ski
 
     .venv/bin/python benchmarks/ssh_overhead.py [--pairs 5] [--points 4] [--only local,asis,slow,none]
 
-The target is this machine through a real loopback sshd (briefkit.target.hosts.sshd), one per login
+The target is this machine through a real loopback sshd (briefkit.hosts.sshd), one per login
 variant: ``slow`` sets HOME (sshd's SetEnv) to a folder whose .bashrc is ``sleep 0.2``, so root's own
 ~/.bashrc is never touched; ``none`` sets SHLVL=1, so that bash skips ~/.bashrc.
 
@@ -32,8 +32,8 @@ from pathlib import Path
 
 from harness_overhead import Arms, executor_intervals
 
-from briefkit.target.hosts import LocalHost
-from briefkit.target.hosts.sshd import LoopbackSshd
+from briefkit.hosts import LocalHost
+from briefkit.hosts.sshd import LoopbackSshd
 
 SLOW_BASHRC = "sleep 0.2\n"
 

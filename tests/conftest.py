@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from briefkit.target.hosts import LocalHost
-from briefkit.target.hosts.sshd import SSHD, LoopbackSshd
+from briefkit.hosts import LocalHost
+from briefkit.hosts.sshd import SSHD, LoopbackSshd
 
 
 @pytest.fixture(scope="session")

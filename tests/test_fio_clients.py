@@ -20,9 +20,9 @@ import yaml
 from briefkit.config.params import FIO_SERVER_PORTS
 from briefkit.dataset import build as dataset
 from briefkit.dataset import processed
+from briefkit.hosts.base import CommandError
 from briefkit.measure import campaign
 from briefkit.raw import campaign as raw_campaign
-from briefkit.target.hosts.base import CommandError
 from briefkit.tools.fio.bins import DEFAULT_PERCENTILES
 from briefkit.tools.fio.clients import Server, client_command, server_command
 from briefkit.tools.fio.jsonplus import ALL_CLIENTS, documents

@@ -214,7 +214,7 @@ def test_an_interrupt_stops_the_running_point_on_every_host(root, sshd_factory):
         assert any(e["event"] == "failed" for e in events(root, server))
 
 
-# mkfifo as the job launcher calls it (briefkit.target.hosts.job), slowed down: each job start takes a
+# mkfifo as the job launcher calls it (briefkit.hosts.job), slowed down: each job start takes a
 # few seconds, and says when it begins and ends, so that Ctrl-C can land while jobs are being started
 SLOW_START = """#!/bin/sh
 echo begin >>"$(dirname "$0")/starts"

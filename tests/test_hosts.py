@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.target.hosts import (
+from briefkit.hosts import (
     CommandError,
     CommandTimeout,
     HostConnectionError,
@@ -26,8 +26,8 @@ from briefkit.target.hosts import (
     LocalHost,
     SshHost,
 )
-from briefkit.target.hosts.ssh import parse_ssh_url
-from briefkit.target.hosts.sshd import LoopbackSshd, free_port
+from briefkit.hosts.ssh import parse_ssh_url
+from briefkit.hosts.sshd import LoopbackSshd, free_port
 
 AWKWARD = [
     "two words", "it's", '"double"', "$(touch PWNED1)", "`touch PWNED2`", "; touch PWNED3", "&& touch PWNED4",

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from briefkit import inventory
 from briefkit.briefs import sections
-from briefkit.target import inventory
-from briefkit.target.hosts import LocalHost
+from briefkit.hosts import LocalHost
 
 MISSING = "briefkit-missing-tool"
 

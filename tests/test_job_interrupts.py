@@ -15,8 +15,8 @@ from contextlib import contextmanager
 import pytest
 
 from briefkit.core.interrupts import StopRequested, stop_requested, stoppable
+from briefkit.hosts import JobTimeout
 from briefkit.measure import diagnose
-from briefkit.target.hosts import JobTimeout
 
 
 @pytest.fixture(params=["local", "ssh"])

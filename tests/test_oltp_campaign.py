@@ -149,7 +149,7 @@ def test_a_raw_device_is_refused():
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     """A cluster made by prepare() and one step at 2 clients, run on this machine."""
-    from briefkit.target.hosts import LocalHost
+    from briefkit.hosts import LocalHost
 
     base = reachable_dir()
     host = LocalHost()

@@ -31,7 +31,7 @@ from briefkit.tools.pgbench.tpcc import (
 )
 
 try:
-    from briefkit.target.hosts import LocalHost
+    from briefkit.hosts import LocalHost
 except ImportError:  # the host layer is optional for this test: fall back to the plain callable
     LocalHost = None
 

@@ -1,4 +1,4 @@
-"""Power sources, the background recorder and the window math (briefkit.target.power).
+"""Power sources, the background recorder and the window math (briefkit.power).
 
 What is real here and what is not:
 - No BMC exists on this machine (no /dev/ipmi0), so DCMI parsing is tested on fixtures written to
@@ -34,7 +34,7 @@ import pytest
 from briefkit.core import samples as tidy
 from briefkit.core import units
 from briefkit.core.errors import ParseError
-from briefkit.target.power import (
+from briefkit.power import (
     NOT_MEASURED,
     CsvMeter,
     DcmiSampler,
@@ -61,10 +61,10 @@ from briefkit.target.power import (
 )
 
 try:
-    from briefkit.target.hosts import LocalHost
+    from briefkit.hosts import LocalHost
 except ImportError:
     try:
-        from briefkit.target.hosts.local import LocalHost
+        from briefkit.hosts.local import LocalHost
     except ImportError:  # the host layer is not there yet: the same interface, minimal
         class _Result:
             def __init__(self, returncode: int, stdout: str, stderr: str):

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from briefkit.target.safety import UnsafeTargetError, check_block_target, check_prepared, inspect_block_device
+from briefkit.storage.safety import UnsafeTargetError, check_block_target, check_prepared, inspect_block_device
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices and mounts need root")
 

@@ -19,9 +19,9 @@ from briefkit.briefs import stability
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import ParseError
 from briefkit.dataset import build, processed
+from briefkit.power import LOG_COLUMNS
 from briefkit.raw import campaign as raw_campaign
 from briefkit.raw.points import power_series
-from briefkit.target.power import LOG_COLUMNS
 from briefkit.tools.dbbench import ingest as dbbench_parse
 from briefkit.tools.dbbench import report_csv as dbbench_csv
 from briefkit.tools.fio import bins as fio_bins

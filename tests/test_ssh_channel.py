@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from briefkit.target.hosts import CommandError, CommandTimeout, HostConnectionError, HostError
-from briefkit.target.hosts.sshd import LoopbackSshd
+from briefkit.hosts import CommandError, CommandTimeout, HostConnectionError, HostError
+from briefkit.hosts.sshd import LoopbackSshd
 
 BASHRC = """\
 echo login >> "$HOME/logins"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.target import storage
-from briefkit.target.hosts import LocalHost
-from briefkit.target.safety import UnsafeTargetError, check_prepared
-from briefkit.target.storage import Prepared, StorageError, from_spec
+from briefkit import storage
+from briefkit.hosts import LocalHost
+from briefkit.storage import Prepared, StorageError, from_spec
+from briefkit.storage.safety import UnsafeTargetError, check_prepared
 
 WHERE = "briefs.b.campaigns.c.configs"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices and mounts need root")

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from briefkit import storage
 from briefkit.raw.manifest import Manifest
-from briefkit.target import storage
-from briefkit.target.storage import StorageError, from_spec
+from briefkit.storage import StorageError, from_spec
 
 WHERE = "briefs.b.campaigns.c.configs"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
@@ -286,7 +286,7 @@ def test_campaign_interrupted_in_set_up_and_in_a_point_resumes(tmp_path, sshd, w
 
 
 def test_the_inventory_reads_the_fabric_per_configuration():
-    from briefkit.target import inventory
+    from briefkit import inventory
     found = {"configs": {"disk": {"storage": {"kind": "dir"}},
                          "disk-nbd": {"storage": {"kind": "nbd", "fabric": {"protocol": "NBD", "transport": "tcp",
                                                                            "port": 10810, "served_on": "file"}}}}}

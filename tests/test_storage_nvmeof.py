@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from briefkit.target.hosts import LocalHost
-from briefkit.target.storage import StorageError, from_spec
-from briefkit.target.storage.nvmeof import CONFIGFS
+from briefkit.hosts import LocalHost
+from briefkit.storage import StorageError, from_spec
+from briefkit.storage.nvmeof import CONFIGFS
 
 WHERE = "briefs.b.campaigns.c.configs"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")

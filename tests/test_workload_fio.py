@@ -14,7 +14,7 @@ import pytest
 from briefkit import tools as workloads
 from briefkit.core.errors import CampaignError
 from briefkit.core.sizes import block as size_label
-from briefkit.target.hosts import CommandError, JobTimeout
+from briefkit.hosts import CommandError, JobTimeout
 from briefkit.tools.base import PointRun
 from briefkit.tools.fio import jsonplus as fio_output
 from briefkit.tools.fio.job import job_file
@@ -404,7 +404,7 @@ def test_raw_device_blank_is_written(tmp_path, local_host, fio_installed, loop_d
 
 def test_raw_device_with_a_filesystem_is_refused_without_consent(tmp_path, local_host, fio_installed,
                                                                  loop_device):
-    from briefkit.target.safety import UnsafeTargetError
+    from briefkit.storage.safety import UnsafeTargetError
 
     subprocess.run(["mkfs.ext4", "-q", "-F", loop_device], check=True, capture_output=True)
     workload, matrix, settings = raw_settings()

@@ -240,7 +240,7 @@ def _measure_notebook(args) -> int:
     from briefkit.measure import record
 
     if args.host and args.host != "local":
-        from briefkit.target.hosts.ssh import parse_ssh_url
+        from briefkit.hosts.ssh import parse_ssh_url
 
         parse_ssh_url(args.host, "--host")
     record.run_notebook(args.brief, args.campaign, host=args.host, base=checkout.root(), say=_say)
@@ -256,7 +256,7 @@ def _measure_host(args, campaign, name: str, base: Path):
         raise SystemExit(f"briefs.{args.brief}.campaigns.{name} is a fleet campaign: its hosts (and sudo: true "
                          f"for each) are declared in params.yaml under hosts; --host and --sudo do not apply")
     if args.host and args.host != "local":
-        from briefkit.target.hosts.ssh import parse_ssh_url
+        from briefkit.hosts.ssh import parse_ssh_url
 
         parse_ssh_url(args.host, "--host")
     spec = args.host or campaign.load(args.brief, name, base).host
@@ -354,7 +354,7 @@ def _loopback_sshd(args) -> int:
     machine (the sshfs configurations of the embedded rocksdb-nvmeof campaign)."""
     import time
 
-    from briefkit.target.hosts.sshd import LoopbackSshd
+    from briefkit.hosts.sshd import LoopbackSshd
 
     server = LoopbackSshd(args.dir, port=args.port).start()
     print(f"sshd on 127.0.0.1:{server.port}; client key {args.dir}/client_ed25519, known_hosts "

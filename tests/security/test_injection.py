@@ -22,14 +22,13 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from briefkit import tools
+from briefkit import storage, tools
 from briefkit.config import project
 from briefkit.config.params import BriefSpec, CampaignSpec, SshOptions
 from briefkit.core.errors import BriefkitError
 from briefkit.dataset import claims, published
 from briefkit.measure import campaign
-from briefkit.target import storage
-from briefkit.target.power.config import CsvSpec, DcmiSpec, RaplSpec, RedfishSpec
+from briefkit.power.config import CsvSpec, DcmiSpec, RaplSpec, RedfishSpec
 
 #: values that are text for people, never passed to a tool or a shell
 FREE_TEXT = {("labels",), ("parameters",)}

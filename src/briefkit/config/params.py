@@ -18,8 +18,8 @@
             fio_server_port: 8765       against ``fio --server`` on each host (port, port+1, ...)
             workdir: /var/tmp/briefkit
             repetitions: 1                or adaptive: {min: 2, max: 6, half_width: 5%} (AdaptiveRepetitions)
-            power: {kind: none}     briefkit.target.power.config.PowerSpec (a union on kind)
-            configs: {<name>: {kind: ..., ...}}   briefkit.target.storage.StorageSpec (a union on kind)
+            power: {kind: none}     briefkit.power.config.PowerSpec (a union on kind)
+            configs: {<name>: {kind: ..., ...}}   briefkit.storage.StorageSpec (a union on kind)
             labels: {<name>: text}
             matrix: {...}           the workload's own model (briefkit.tools.get(workload).validate)
             settings: {...}
@@ -39,8 +39,8 @@ from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, mode
 from briefkit import tools
 from briefkit.core.errors import ParamsError
 from briefkit.core.validation import NAME_PATTERN, AbsPath, Bool, Model, Name, check
-from briefkit.target.power.config import PowerSpec
-from briefkit.target.storage import StorageSpec
+from briefkit.power.config import PowerSpec
+from briefkit.storage import StorageSpec
 
 DEFAULT_WORKDIR = "/var/tmp/briefkit"
 

@@ -18,7 +18,7 @@ class CampaignError(BriefkitError):
 
 
 class HostError(Exception):
-    """Base class of every error a host raises (briefkit.target.hosts): not a BriefkitError, because
+    """Base class of every error a host raises (briefkit.hosts): not a BriefkitError, because
     a host that fails mid-run is not a declaration the user got wrong. Defined here so that the command
     line can report it without importing the SSH layer."""
 

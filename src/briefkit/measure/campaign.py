@@ -27,6 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from briefkit.core.errors import CampaignError
+from briefkit.hosts import Host
 from briefkit.measure.declaration import Campaign, connect, declared, load
 from briefkit.measure.fio_clients import run_clients
 from briefkit.measure.fleet import run_fleet
@@ -34,7 +35,6 @@ from briefkit.measure.lock import CampaignLock
 from briefkit.measure.onehost import run_host
 from briefkit.measure.steps import Progress, Summary
 from briefkit.raw import records
-from briefkit.target.hosts import Host
 
 __all__ = ["Campaign", "Summary", "connect", "declared", "load", "run"]  # what the CLI, notebook and tests use
 

@@ -6,8 +6,8 @@
       hosts: [host, ...]                    a fleet instead (briefkit.measure.fleet): each host runs the plan
       workdir: /var/tmp/briefkit            on the host: storage and run folders live under it
       repetitions: 1                        or {min: 2, max: 6, half_width: 5%} (briefkit.measure.repetitions)
-      power: {kind: none}                   briefkit.target.power.from_config
-      configs: {name: {kind: ..., ...}}     briefkit.target.storage, compared by the brief
+      power: {kind: none}                   briefkit.power.from_config
+      configs: {name: {kind: ..., ...}}     briefkit.storage, compared by the brief
       labels: {name: text}                  how the brief names each configuration
       matrix: {axis: [values]}              the workload's axes; the plan is configs x matrix x reps
       settings: {key: value}                the workload's fixed settings
@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from briefkit import storage
 from briefkit import tools as workloads
 from briefkit.config import project
 from briefkit.config.params import CampaignSpec, HostSpec, host_slug, max_repetitions, parse_ssh_url
 from briefkit.core.errors import CampaignError
 from briefkit.core.validation import check, check_name
+from briefkit.hosts import Host, LocalHost, SshHost
 from briefkit.raw import records
-from briefkit.target import storage
-from briefkit.target.hosts import Host, LocalHost, SshHost
 from briefkit.tools.base import Point, Workload
 
 
@@ -39,7 +39,7 @@ class Campaign:
     workdir: str
     repetitions: Any                    # a count, or {min, max, half_width} (briefkit.measure.repetitions)
     power: Mapping[str, Any]
-    configs: dict[str, Any]             # name -> briefkit.target.storage.StorageConfig
+    configs: dict[str, Any]             # name -> briefkit.storage.StorageConfig
     config_specs: dict[str, Any]
     labels: dict[str, str]
     matrix: dict[str, list]

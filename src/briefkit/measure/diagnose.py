@@ -11,10 +11,10 @@ import shutil
 from pathlib import Path
 
 from briefkit.core.errors import BriefkitError, CampaignError
+from briefkit.hosts import Host, HostError
+from briefkit.hosts.job import JobLost
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.errors import UnexpectedError
-from briefkit.target.hosts import Host, HostError
-from briefkit.target.hosts.job import JobLost
 
 #: below this much free space a file system counts as full
 FULL_BYTES = 1 << 20

@@ -22,8 +22,11 @@ import socket
 import time
 from typing import Any
 
+from briefkit import inventory, power
 from briefkit.config.params import parse_ssh_url
 from briefkit.core.errors import CampaignError
+from briefkit.hosts import Host, LocalHost
+from briefkit.hosts.job import Job
 from briefkit.measure import steps
 from briefkit.measure.declaration import Campaign, connect
 from briefkit.measure.diagnose import explain, one_line
@@ -31,9 +34,6 @@ from briefkit.measure.errors import PrepareFailed, SetupFailed
 from briefkit.measure.lock import CampaignLock, TargetLock
 from briefkit.measure.steps import Pending, Progress, Summary, Tally
 from briefkit.raw import records
-from briefkit.target import inventory, power
-from briefkit.target.hosts import Host, LocalHost
-from briefkit.target.hosts.job import Job
 from briefkit.tools.fio.clients import FioClients, Server, server_command
 
 #: how long a started server has to accept connections from this machine

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import time
 
+from briefkit import power
 from briefkit.core.interrupts import check_stop
+from briefkit.hosts import Host
 from briefkit.measure import repetitions, steps
 from briefkit.measure.declaration import Campaign, connect
 from briefkit.measure.diagnose import explain
@@ -18,8 +20,6 @@ from briefkit.measure.errors import StepFailed
 from briefkit.measure.lock import CampaignLock, TargetLock
 from briefkit.measure.steps import Pending, Progress, Summary, Tally
 from briefkit.raw.manifest import DONE, SKIPPED
-from briefkit.target import power
-from briefkit.target.hosts import Host
 from briefkit.tools.base import Point
 
 

@@ -23,14 +23,14 @@ from typing import Any
 
 import pandas as pd
 
+from briefkit import inventory
 from briefkit.config import project
 from briefkit.core.errors import CampaignError
+from briefkit.hosts import Host
 from briefkit.measure import declaration
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.steps import duration, pending
 from briefkit.raw.manifest import Manifest
-from briefkit.target import inventory
-from briefkit.target.hosts import Host
 
 RUNS = "runs"
 NOTEBOOK = Path("notebooks") / "measure" / "measure.ipynb"

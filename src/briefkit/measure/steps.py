@@ -24,8 +24,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from briefkit import inventory, power
 from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import check_stop
+from briefkit.hosts import Host
+from briefkit.hosts.job import Job
 from briefkit.measure import steady
 from briefkit.measure.declaration import Campaign, growth
 from briefkit.measure.diagnose import explain, failure_text
@@ -33,9 +36,6 @@ from briefkit.measure.errors import LockRefused, PointFailed, PrepareFailed, Set
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, FAILED, FINAL, GROWN, STARTED, Manifest, now
 from briefkit.raw.points import point_samples
-from briefkit.target import inventory, power
-from briefkit.target.hosts import Host
-from briefkit.target.hosts.job import Job
 from briefkit.tools.base import Point, PointRun
 
 Progress = Callable[[str], None]

@@ -12,12 +12,11 @@ from typing import Any
 
 import pandas as pd
 
-from briefkit import tools
+from briefkit import power, tools
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import CampaignError
 from briefkit.raw import records
-from briefkit.target import power
 from briefkit.tools.base import Point, Workload
 
 

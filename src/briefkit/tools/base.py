@@ -30,8 +30,8 @@ from briefkit.core.validation import check
 from briefkit.tools import steady
 
 if TYPE_CHECKING:
-    from briefkit.target.hosts import Host
-    from briefkit.target.storage import Prepared
+    from briefkit.hosts import Host
+    from briefkit.storage import Prepared
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")

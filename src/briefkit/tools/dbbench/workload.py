@@ -94,8 +94,8 @@ from briefkit.tools.dbbench import stdout as dbbench_stdout
 from briefkit.tools.dbbench.output import TOOL
 
 if TYPE_CHECKING:
-    from briefkit.target.hosts import Host
-    from briefkit.target.storage import Prepared
+    from briefkit.hosts import Host
+    from briefkit.storage import Prepared
 
 SUITES = ("sweep", "flash")
 FLASH_TESTS = ("T1", "T2", "T3", "T4", "T5")

@@ -32,7 +32,7 @@ Settings (``settings:``)
 
 Target
     A file ``briefkit-fio.data`` in ``storage.path``; or, when ``storage.raw_device``, the block
-    device ``storage.device`` itself, after the destroy guard (briefkit.target.safety.check_prepared)
+    device ``storage.device`` itself, after the destroy guard (briefkit.storage.safety.check_prepared)
     has passed, before the preconditioning write and before every point that writes.
 
 Each point's folder holds ``fio.job`` (the job file), ``fio.json`` (json+, written by fio before
@@ -58,8 +58,8 @@ import pandas as pd
 from briefkit.core import sizes
 from briefkit.core.errors import CampaignError
 from briefkit.core.validation import defaults as defaults_of
-from briefkit.target.hosts.base import CommandError, stderr_tail
-from briefkit.target.safety import UnsafeTargetError, check_prepared
+from briefkit.hosts.base import CommandError, stderr_tail
+from briefkit.storage.safety import UnsafeTargetError, check_prepared
 from briefkit.tools import steady
 from briefkit.tools.base import Point, PointRun, Workload
 from briefkit.tools.fio import jsonplus as fio_output
@@ -69,8 +69,8 @@ from briefkit.tools.fio.job import _seconds as seconds
 from briefkit.tools.fio.settings import _MIX, BRIEF_MIXES, FioMatrix, FioSettings  # noqa: F401 (BRIEF_MIXES: re-exported)
 
 if TYPE_CHECKING:
-    from briefkit.target.hosts import Host
-    from briefkit.target.storage import Prepared
+    from briefkit.hosts import Host
+    from briefkit.storage import Prepared
 
 #: the data file in ``storage.path`` (all jobs of a point share it)
 DATA_FILE = "briefkit-fio.data"
@@ -327,7 +327,7 @@ def steady_options(settings: Mapping[str, Any]) -> dict[str, str]:
 
 
 def check_raw_target(host: Host, storage: Prepared, where: str) -> None:
-    """The destroy guard (briefkit.target.safety.check_prepared) before fio writes to a raw device: a
+    """The destroy guard (briefkit.storage.safety.check_prepared) before fio writes to a raw device: a
     device holding data is refused unless its configuration names it with ``destroy_data: true``,
     and a device in use is always refused. ``where`` says what was about to write."""
 

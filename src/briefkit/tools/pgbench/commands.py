@@ -1,6 +1,6 @@
 """Running a command through whatever the caller gives: a host object or a plain callable.
 
-The OLTP functions accept either a ``briefkit.target.hosts`` host (``host.run(argv, timeout=None,
+The OLTP functions accept either a ``briefkit.hosts`` host (``host.run(argv, timeout=None,
 check=True, cwd=None, env=None) -> Result(returncode, stdout, stderr)``) or a callable
 ``run(argv) -> (returncode, stdout, stderr)``. Both are normalised here, so the rest of the
 package sees one shape and raises one error.

@@ -58,8 +58,8 @@ from briefkit.tools.pgbench.settings import MANAGED, OltpMatrix, OltpSettings, s
 from briefkit.tools.pgbench.tpcc import LOAD_SQL, SCHEMA_SQL, Scale, pgbench_argv, script_names, write_scripts
 
 if TYPE_CHECKING:
-    from briefkit.target.hosts import Host
-    from briefkit.target.storage import Prepared
+    from briefkit.hosts import Host
+    from briefkit.storage import Prepared
 
 DBNAME = "tpcc"
 #: server settings the workload manages itself (the socket and port) or needs (WAL timing)

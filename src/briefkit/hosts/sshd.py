@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from briefkit.target.hosts.ssh import SshHost, known_hosts_pattern
+from briefkit.hosts.ssh import SshHost, known_hosts_pattern
 
 SSHD = "/usr/sbin/sshd"
 SSH_KEYGEN = "ssh-keygen"

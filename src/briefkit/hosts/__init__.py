@@ -9,7 +9,7 @@ Both offer the same synchronous API::
     host.fetch(remote, local); host.put(local, remote)
     host.read_text(path); host.write_text(path, text); host.exists(path); host.mkdir(path); host.listdir(path)
 """
-from briefkit.target.hosts.base import (
+from briefkit.hosts.base import (
     CommandError,
     CommandTimeout,
     ConnectionLost,
@@ -20,9 +20,9 @@ from briefkit.target.hosts.base import (
     JobError,
     Result,
 )
-from briefkit.target.hosts.job import Job, JobLost, JobTimeout
-from briefkit.target.hosts.local import LocalHost
-from briefkit.target.hosts.ssh import SshHost
+from briefkit.hosts.job import Job, JobLost, JobTimeout
+from briefkit.hosts.local import LocalHost
+from briefkit.hosts.ssh import SshHost
 
 __all__ = [
     "CommandError", "CommandTimeout", "ConnectionLost", "Host", "HostConnectionError", "HostError", "HostKeyError",

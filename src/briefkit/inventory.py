@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
-from briefkit.target.hosts import Host, HostConnectionError
+from briefkit.hosts import Host, HostConnectionError
 
 SCHEMA = 1
 

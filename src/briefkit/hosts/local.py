@@ -10,7 +10,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from briefkit.target.hosts.base import CommandTimeout, Host, Result, as_root, check_argv, check_env
+from briefkit.hosts.base import CommandTimeout, Host, Result, as_root, check_argv, check_env
 
 #: seconds between TERM and KILL when a command overruns its timeout (as `timeout -k` does remotely)
 KILL_AFTER = 5.0

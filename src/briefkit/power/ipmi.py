@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from briefkit.target.power.base import Host, PowerError, PowerSample, PowerSource
+from briefkit.power.base import Host, PowerError, PowerSample, PowerSource
 
 DOMAIN = "system (BMC DCMI)"
 

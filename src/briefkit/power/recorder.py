@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from briefkit.core.errors import ParseError
-from briefkit.target.power.base import PowerSample, PowerSource
+from briefkit.power.base import PowerSample, PowerSource
 
 LOG_COLUMNS = [*PowerSample.field_names(), "error"]
 

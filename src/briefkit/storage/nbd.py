@@ -25,7 +25,7 @@ the FUSE file (nbdfuse then exits) and stop its job, stop nbdkit, unmount the tm
 ``server_cache: none`` (default) runs nbdkit's file plugin with ``cache=none``, so the server's page
 cache does not keep what was read or written (the way an NVMe-oF target serves a namespace from the
 device); ``default`` lets the server's page cache work. A ``block`` export passes the destroy-data
-guard (briefkit.target.safety) before nbdkit serves it writable.
+guard (briefkit.storage.safety) before nbdkit serves it writable.
 """
 from __future__ import annotations
 
@@ -39,9 +39,8 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import AfterValidator
 
 from briefkit.core.validation import AbsPath, Bool, Model, Port
-from briefkit.target.hosts.base import HostError
-from briefkit.target.safety import check_block_target
-from briefkit.target.storage.base import (
+from briefkit.hosts.base import HostError
+from briefkit.storage.base import (
     FILESYSTEMS,
     PACKAGES,
     MkfsOptions,
@@ -53,6 +52,7 @@ from briefkit.target.storage.base import (
     _human,
     _Ops,
 )
+from briefkit.storage.safety import check_block_target
 
 #: NBD's IANA port: where ``port: auto`` starts looking
 FIRST_PORT = 10809

@@ -47,7 +47,7 @@ class Result(Protocol):
 
 
 class Host(Protocol):
-    """The part of ``briefkit.target.hosts`` (LocalHost, SshHost) that power sources use."""
+    """The part of ``briefkit.hosts`` (LocalHost, SshHost) that power sources use."""
 
     def run(self, argv: Sequence[str], timeout: float | None = None, check: bool = True) -> Result: ...
 

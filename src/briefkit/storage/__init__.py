@@ -45,10 +45,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 from pydantic import Field
 
 from briefkit.core.validation import check, check_name
-from briefkit.target.safety import UnsafeTargetError, check_prepared
-from briefkit.target.storage import block, loop_xfs, nbd, nvmeof, sshfs, tmpfs
-from briefkit.target.storage import dir as dir_kind
-from briefkit.target.storage.base import (
+from briefkit.storage import block, loop_xfs, nbd, nvmeof, sshfs, tmpfs
+from briefkit.storage import dir as dir_kind
+from briefkit.storage.base import (
     FILESYSTEMS,
     MKFS_FLAGS,
     MOUNT_OPTIONS,
@@ -58,16 +57,17 @@ from briefkit.target.storage.base import (
     _Ops,
     state_dir,
 )
-from briefkit.target.storage.block import BlockConfig
-from briefkit.target.storage.dir import DirConfig
-from briefkit.target.storage.loop_xfs import LoopXfsConfig
-from briefkit.target.storage.nbd import NbdConfig
-from briefkit.target.storage.nvmeof import NvmeofConfig
-from briefkit.target.storage.sshfs import SSHFS_OPTIONS, SshfsConfig
-from briefkit.target.storage.tmpfs import TmpfsConfig
+from briefkit.storage.block import BlockConfig
+from briefkit.storage.dir import DirConfig
+from briefkit.storage.loop_xfs import LoopXfsConfig
+from briefkit.storage.nbd import NbdConfig
+from briefkit.storage.nvmeof import NvmeofConfig
+from briefkit.storage.safety import UnsafeTargetError, check_prepared
+from briefkit.storage.sshfs import SSHFS_OPTIONS, SshfsConfig
+from briefkit.storage.tmpfs import TmpfsConfig
 
 if TYPE_CHECKING:
-    from briefkit.target.hosts import Host
+    from briefkit.hosts import Host
 
 __all__ = ["FILESYSTEMS", "KINDS", "MKFS_FLAGS", "MOUNT_OPTIONS", "SSHFS_OPTIONS", "Prepared", "StorageConfig",
            "StorageError", "StorageSpec", "UnsafeTargetError", "check_prepared", "cleanup", "from_spec",

@@ -20,8 +20,8 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import AfterValidator
 
 from briefkit.core.validation import AbsPath, Model, Port
-from briefkit.target.hosts.base import HostError
-from briefkit.target.storage.base import (
+from briefkit.hosts.base import HostError
+from briefkit.storage.base import (
     StorageConfig,
     StorageError,
     _Ops,

@@ -1,7 +1,7 @@
 """``kind: block``: a real device. With ``filesystem`` (xfs or ext4): mkfs and mount it; without: the raw
 device (``raw_device``), and ``path`` is ``<state>/files`` (on the host's own disk, NOT the device
 under test) for the workload's side files; teardown removes it only if it is empty. The destroy-data
-guard (briefkit.target.safety) runs before mkfs, and workloads run it (``safety.check_prepared``)
+guard (briefkit.storage.safety) runs before mkfs, and workloads run it (``safety.check_prepared``)
 before every point that writes to the raw device."""
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import AfterValidator
 
 from briefkit.core.validation import AbsPath, Bool, Model
-from briefkit.target.safety import check_block_target
-from briefkit.target.storage.base import (
+from briefkit.storage.base import (
     FILESYSTEMS,
     MkfsOptions,
     MountOptions,
@@ -21,6 +20,7 @@ from briefkit.target.storage.base import (
     StorageError,
     _has_options,
 )
+from briefkit.storage.safety import check_block_target
 
 
 def _device(value: str) -> str:

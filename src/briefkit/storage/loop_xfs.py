@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from briefkit.core.validation import Bool, Model
-from briefkit.target.safety import check_block_target
-from briefkit.target.storage.base import (
+from briefkit.storage.base import (
     _IMAGE,
     _LOOP_INFO,
     MkfsOptions,
@@ -23,6 +22,7 @@ from briefkit.target.storage.base import (
     _human,
     _Ops,
 )
+from briefkit.storage.safety import check_block_target
 
 
 class Spec(Model):

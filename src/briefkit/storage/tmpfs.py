@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from briefkit.core.validation import Model
-from briefkit.target.storage.base import (
+from briefkit.storage.base import (
     MountOptions,
     Size,
     StorageConfig,

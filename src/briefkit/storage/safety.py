@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from briefkit.target.hosts import Host
+    from briefkit.hosts import Host
 
 __all__ = ["BlockState", "UnsafeTargetError", "check_block_target", "check_prepared", "inspect_block_device"]
 

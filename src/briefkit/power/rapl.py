@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from briefkit.target.power.base import Host, PowerError, PowerSample, PowerSource
+from briefkit.power.base import Host, PowerError, PowerSample, PowerSource
 
 DEFAULT_ROOT = "/sys/class/powercap"
 _ZONE = re.compile(r"^intel-rapl(:\d+)+$")
@@ -51,7 +51,7 @@ class LocalFiles:
 
 
 class HostFiles:
-    """Files on a host (briefkit.target.hosts): one ``cat`` per poll for all counters, one round trip."""
+    """Files on a host (briefkit.hosts): one ``cat`` per poll for all counters, one round trip."""
 
     def __init__(self, host: Host):
         self.host = host

@@ -17,7 +17,7 @@ from typing import Iterable
 
 import numpy as np
 
-from briefkit.target.power.base import NOT_MEASURED, PowerSample
+from briefkit.power.base import NOT_MEASURED, PowerSample
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What every host offers, whatever the transport: the result record, the errors, and the base class.
 
 A host runs argument lists (never shell strings built from user values), starts detached jobs
-(briefkit.target.hosts.job) and moves files. LocalHost and SshHost implement the few primitives; the
+(briefkit.hosts.job) and moves files. LocalHost and SshHost implement the few primitives; the
 job protocol is written once, on top of ``run``, so both transports behave the same.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from briefkit.core.errors import HostError
 
 if TYPE_CHECKING:
-    from briefkit.target.hosts.job import Job
+    from briefkit.hosts.job import Job
 
 #: how much of stderr an error message quotes
 STDERR_TAIL_LINES = 20
@@ -334,15 +334,15 @@ class Host(ABC):
         """Release the transport. Detached jobs keep running."""
 
     def start(self, argv: Sequence[str], workdir: str, name: str) -> Job:
-        """Start ``argv`` detached in ``workdir``; see briefkit.target.hosts.job."""
+        """Start ``argv`` detached in ``workdir``; see briefkit.hosts.job."""
         # job.py builds on this module's Host and CommandResult, so it is imported here, not at the top
-        from briefkit.target.hosts.job import Job
+        from briefkit.hosts.job import Job
 
         return Job.start(self, argv, workdir, name)
 
     def attach(self, workdir: str, name: str) -> Job:
         """Follow a job started earlier (by this or another process) from its files."""
-        from briefkit.target.hosts.job import Job
+        from briefkit.hosts.job import Job
 
         return Job.attach(self, workdir, name)
 

@@ -23,7 +23,7 @@ import urllib.request
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from briefkit.target.power.base import PowerError, PowerSample, PowerSource
+from briefkit.power.base import PowerError, PowerSample, PowerSource
 
 RESOURCES = ("auto", "sensor", "environment", "power_supplies", "power")
 _AUTO_ORDER = ("sensor", "environment", "power")

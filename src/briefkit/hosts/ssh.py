@@ -34,7 +34,7 @@ connection, a few ms per command after that. The protocol:
 - one command at a time per channel; concurrent calls each take an idle channel or open another
   (up to MAX_CHANNELS, each one login), and idle channels are kept for the connection's life.
 
-Detached jobs (briefkit.target.hosts.job) start, are waited for and stop through the same channel
+Detached jobs (briefkit.hosts.job) start, are waited for and stop through the same channel
 (a wait occupies it; a command meanwhile gets a second one).
 
 A non-root login with passwordless sudo: ``SshHost(..., sudo=True)`` runs every command (detached
@@ -59,7 +59,7 @@ from urllib.parse import unquote, urlsplit
 
 import asyncssh
 
-from briefkit.target.hosts.base import (
+from briefkit.hosts.base import (
     CommandTimeout,
     ConnectionLost,
     Host,

@@ -18,14 +18,14 @@ from briefkit.core.efficiency import (
     tb_per_kwh,
     watts_per_nopm,
 )
-from briefkit.target.power.base import NOT_MEASURED, NoPower, PowerError, PowerSample, PowerSource
-from briefkit.target.power.config import from_config
-from briefkit.target.power.ipmi import DcmiReading, DcmiSampler, parse_freeipmi, parse_ipmitool
-from briefkit.target.power.meter import CsvMeter
-from briefkit.target.power.rapl import HostFiles, LocalFiles, RaplSampler
-from briefkit.target.power.recorder import LOG_COLUMNS, PowerRecorder, read_power_errors, read_power_log
-from briefkit.target.power.redfish import RedfishError, RedfishSampler
-from briefkit.target.power.window import WindowPower, not_measured, series, window_power
+from briefkit.power.base import NOT_MEASURED, NoPower, PowerError, PowerSample, PowerSource
+from briefkit.power.config import from_config
+from briefkit.power.ipmi import DcmiReading, DcmiSampler, parse_freeipmi, parse_ipmitool
+from briefkit.power.meter import CsvMeter
+from briefkit.power.rapl import HostFiles, LocalFiles, RaplSampler
+from briefkit.power.recorder import LOG_COLUMNS, PowerRecorder, read_power_errors, read_power_log
+from briefkit.power.redfish import RedfishError, RedfishSampler
+from briefkit.power.window import WindowPower, not_measured, series, window_power
 
 __all__ = [
     "NOT_MEASURED", "NoPower", "PowerError", "PowerSample", "PowerSource", "from_config",

@@ -25,11 +25,11 @@ from pydantic import AfterValidator, Field
 
 from briefkit.core import units
 from briefkit.core.validation import AbsPath, Bool, Model, check
-from briefkit.target.power.base import Host, NoPower, PowerSource
-from briefkit.target.power.ipmi import DcmiSampler
-from briefkit.target.power.meter import DEFAULT_DOMAIN, CsvMeter
-from briefkit.target.power.rapl import DEFAULT_ROOT, HostFiles, LocalFiles, RaplSampler
-from briefkit.target.power.redfish import RESOURCES, RedfishSampler
+from briefkit.power.base import Host, NoPower, PowerSource
+from briefkit.power.ipmi import DcmiSampler
+from briefkit.power.meter import DEFAULT_DOMAIN, CsvMeter
+from briefkit.power.rapl import DEFAULT_ROOT, HostFiles, LocalFiles, RaplSampler
+from briefkit.power.redfish import RESOURCES, RedfishSampler
 
 _TEXT = r"^[A-Za-z0-9][A-Za-z0-9 ._:@%+()-]{0,127}$"
 #: ipmitool / ipmi-dcmi options briefkit passes before the subcommand: option -> its value's pattern
@@ -188,7 +188,7 @@ def from_config(params: Mapping[str, Any] | None, host: Host | None = None, *, w
 def _needs_host(host: Host | None, where: str, kind: str) -> Host:
     if host is None:
         raise ValueError(f"{where}.kind: a {kind} source runs commands on a host; pass host= "
-                         "(briefkit.target.hosts.LocalHost() for this machine)")
+                         "(briefkit.hosts.LocalHost() for this machine)")
     return host
 
 

@@ -26,10 +26,10 @@ from pydantic import AfterValidator
 
 from briefkit.core.sizes import parse_size
 from briefkit.core.validation import Model, check
-from briefkit.target.hosts.base import CommandTimeout
+from briefkit.hosts.base import CommandTimeout
 
 if TYPE_CHECKING:
-    from briefkit.target.hosts import Host
+    from briefkit.hosts import Host
 
 #: Debian packages of the tools setup runs, for "not installed" messages
 PACKAGES = {
@@ -447,7 +447,7 @@ class StorageConfig:
         if state.get("kind") not in (None, self.kind):
             raise StorageError(f"{self.where}: {sdir} on {host.name} holds a {state.get('kind')} configuration "
                                f"of an earlier run; tear that down first "
-                               f"(briefkit.target.storage.cleanup(host, workdir, "
+                               f"(briefkit.storage.cleanup(host, workdir, "
                                f"{self.name!r})) or rename this configuration")
         state.update(kind=self.kind, name=self.name, spec=self.to_dict())
         try:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from briefkit.core.interrupts import StopRequested, check_stop, held_interrupts, stop_requested
-from briefkit.target.hosts.base import (
+from briefkit.hosts.base import (
     CommandError,
     CommandTimeout,
     HostConnectionError,
@@ -43,7 +43,7 @@ from briefkit.target.hosts.base import (
 )
 
 if TYPE_CHECKING:
-    from briefkit.target.hosts.base import Host
+    from briefkit.hosts.base import Host
 
 #: seconds between checks that the job's wrapper is still alive
 ALIVE_EVERY = 2.0

@@ -36,10 +36,9 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 from pydantic import AfterValidator, Field
 
 from briefkit.core.validation import AbsPath, Bool, Model, Port
-from briefkit.target.hosts import SshHost
-from briefkit.target.hosts.ssh import parse_ssh_url
-from briefkit.target.safety import check_block_target
-from briefkit.target.storage.base import (
+from briefkit.hosts import SshHost
+from briefkit.hosts.ssh import parse_ssh_url
+from briefkit.storage.base import (
     FILESYSTEMS,
     MkfsOptions,
     MountOptions,
@@ -48,9 +47,10 @@ from briefkit.target.storage.base import (
     _has_options,
     _Ops,
 )
+from briefkit.storage.safety import check_block_target
 
 if TYPE_CHECKING:
-    from briefkit.target.hosts import Host
+    from briefkit.hosts import Host
 
 CONFIGFS = "/sys/kernel/config/nvmet"
 #: how long the namespace may take to appear after ``nvme connect`` (seconds)

@@ -19,7 +19,7 @@ from typing import Sequence
 
 from briefkit.core import units
 from briefkit.core.errors import ParseError
-from briefkit.target.power.base import PowerSample, PowerSource
+from briefkit.power.base import PowerSample, PowerSource
 
 DEFAULT_DOMAIN = "drive (external meter)"
 
