@@ -7,6 +7,7 @@ test computes itself from samples.parquet with scipy. The unit tests use small h
 from __future__ import annotations
 
 import io
+import json
 import math
 import re
 import subprocess
@@ -24,6 +25,8 @@ from briefkit import cli
 from briefkit.briefs import campaign_compare
 from briefkit.core.numbers import fmt
 from briefkit.dataset import processed
+
+ROOT = Path(__file__).resolve().parents[1]
 
 BRIEF = "fio-cmp"
 KEYS = ["config", "workload", "load_kind", "load"]
@@ -241,20 +244,29 @@ def test_the_brief_parameter_shows_the_comparison_before_the_appendix(measured):
 
     brief = BriefBase(BRIEF, measured / "data/processed")
     assert processed.read_brief(BRIEF, measured / "data/processed")["compare"] == ["mine", "single"]
-    blocks = brief.appendix()
+    blocks = brief.comparison()
     assert blocks[0].content == "## Campaign mine against campaign single"
     kinds = [b.kind for b in blocks]
     assert "figure" in kinds and "table" in kinds
     assert re.search(r"of the 1 shared points are not tested .* Points one side has: 1 only in mine\.", blocks[1].content)
-    assert brief.appendix() == []     # shown once
     # the long form pairs configurations of other names
     assert campaign_compare.parameter({"campaigns": ["mine", "local"], "map": {"disk": "scratch"}}) == \
         ("mine", "local", {"disk": "scratch"}, None)
-    brief.compare, brief._compared = {"campaigns": ["mine", "local"], "map": {"disk": "scratch"}}, False
-    blocks = brief.appendix()
+    brief.compare = {"campaigns": ["mine", "local"], "map": {"disk": "scratch"}}
+    blocks = brief.comparison()
     assert blocks[0].content == "## Campaign mine against campaign local"
     assert "of 2 points" in blocks[1].content and "configurations paired as disk with scratch" in \
         " ".join(b.content for b in blocks if b.kind == "md")
+    brief.compare = None
+    assert brief.comparison() == []      # a brief that declares no comparison shows none
+
+
+@pytest.mark.parametrize("notebook", ["fio_mix", "rocksdb_sweep", "rocksdb_suite", "oltp_ramp"])
+def test_every_brief_notebook_shows_the_comparison_just_before_the_appendix(notebook):
+    cells = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())["cells"]
+    sources = ["".join(cell["source"]) for cell in cells]
+    appendix = next(i for i, text in enumerate(sources) if text.startswith("## Appendix"))
+    assert "emit(report.comparison())" in sources[appendix - 1]
 
 
 def test_map_options_are_pairs_of_configurations():
