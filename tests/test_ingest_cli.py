@@ -61,3 +61,11 @@ def test_a_file_of_no_known_layout(capsys, tmp_path):
     path.write_text("nothing measured here\n")
     code, table, err = run(capsys, "hammerdb", path)
     assert code == 1 and table.empty and f"{path}:" in err
+
+
+@pytest.mark.parametrize("tool", ["fio", "dbbench", "pgbench", "hammerdb"])
+def test_a_folder_is_named_as_a_folder_not_a_traceback(capsys, tool):
+    code, table, err = run(capsys, tool, FIXTURES / tool, FIXTURES / "fio" / "perjob.jsonplus.json") \
+        if tool == "fio" else run(capsys, tool, FIXTURES / tool)
+    assert code == 1 and "Traceback" not in err
+    assert f"{FIXTURES / tool}: a folder; give its files" in err

@@ -155,6 +155,10 @@ def _ingest(args) -> int:
         options[key] = [name.strip() for name in value.split(",")] if key == "scripts" else value
     tables, empty = [], []
     for path in args.files:
+        if Path(path).is_dir():   # (--series reads a folder of fio logs; samples come from files)
+            print(f"briefkit: error: {path}: a folder; give its files (e.g. {path.rstrip('/')}/*)", file=sys.stderr)
+            empty.append(path)
+            continue
         try:
             table = module.parse(Path(path), **options)
         except BriefkitError as exc:
