@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,20 @@ def test_measure_notebook_with_nothing_left_runs_nothing_and_writes_nothing(monk
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
     assert cli.main(["measure-notebook", "oltp-9300", "nope"]) == 2
     assert "briefs.oltp-9300.campaigns.nope: no such campaign" in capsys.readouterr().err
+
+
+def test_measure_notebook_validates_the_whole_params_file_as_measure_does(tmp_path, monkeypatch, capsys):
+    """The measuring stage's command refuses what `briefkit measure` refuses, before anything runs: here a
+    notebook path that leaves notebooks/, in a brief other than the one measured."""
+    root = Path(__file__).resolve().parents[1]
+    shutil.copy(root / "params.yaml", tmp_path / "params.yaml")
+    shutil.copytree(root / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(root / "data/published", tmp_path / "data/published")
+    params = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    params["briefs"]["rocksdb-7600"]["notebook"] = "../x"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
+    for command in (["measure", "oltp-9300", "--dry-run"], ["measure-notebook", "oltp-9300", "local"]):
+        assert cli.main(command) == 2, command
+        assert "briefs.rocksdb-7600.notebook" in capsys.readouterr().err
+    assert not (tmp_path / "data/raw").exists()

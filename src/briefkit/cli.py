@@ -241,13 +241,16 @@ def _measure(args) -> int:
 
 
 def _measure_notebook(args) -> int:
+    from briefkit.config import project
     from briefkit.measure import record
 
+    base = checkout.root()
+    project.brief(args.brief, base)   # the whole params.yaml validated first, as `briefkit measure` does
     if args.host and args.host != "local":
         from briefkit.hosts.ssh import parse_ssh_url
 
         parse_ssh_url(args.host, "--host")
-    record.run_notebook(args.brief, args.campaign, host=args.host, base=checkout.root(), say=_say)
+    record.run_notebook(args.brief, args.campaign, host=args.host, base=base, say=_say)
     return 0
 
 
