@@ -31,7 +31,7 @@ from briefkit.measure.errors import PrepareFailed, SetupFailed
 from briefkit.measure.lock import CampaignLock, TargetLock
 from briefkit.measure.steps import Pending, Progress, Summary, Tally
 from briefkit.raw import records
-from briefkit.target import inventory, power
+from briefkit.target import power
 from briefkit.target.hosts import Host, LocalHost
 from briefkit.target.hosts.job import Job
 from briefkit.tools.fio.clients import FioClients, Server, server_command
@@ -196,7 +196,7 @@ def _record_inventory(client: Campaign, targets, hosts, config: str, prepared) -
     found = records.read_inventory(client.raw_dir) or {}
     fleet = found.get("fleet", {})
     for host_name, ready in prepared.items():
-        entry = fleet.get(host_name) or inventory.collect(hosts[host_name], [ready.path], tools=["fio"])
+        entry = fleet.get(host_name) or steps.tool_inventory(client.workload, hosts[host_name], [ready.path])
         entry.setdefault("configs", {})[config] = {"label": client.labels[config], "path": ready.path,
                                                    "device": ready.device, "storage": ready.description}
         fleet[host_name] = entry
