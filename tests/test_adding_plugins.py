@@ -3,7 +3,7 @@
 In a copy of src/briefkit, a toy tool (one folder: a workload running ``dd`` on the host and a parser of
 dd's report) and a toy storage kind (one module: a directory) are added, each with its one line in its
 list; then the copy's command line ingests a dd report with ``briefkit ingest toy`` and measures a
-one-point campaign ``workload: toy`` on a ``kind: toydir`` configuration, in subprocesses whose
+one-point campaign (two repetitions) ``workload: toy`` on a ``kind: toydir`` configuration, in subprocesses whose
 PYTHONPATH is the copy. Nothing else in the tree is edited: if adding either needed another edit, the
 commands here fail.
 """
@@ -169,7 +169,10 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind(tree, tmp_path):
     project = tmp_path / "project"
     (project / "notebooks").mkdir(parents=True)
     (project / "notebooks" / "nb.ipynb").write_text("{}")
-    campaign = {"workload": "toy", "host": "local", "workdir": str(project / "host"), "repetitions": 1,
+    # adaptive repetitions judge the metric the workload declares as its headline (the group's event
+    # names it; without a headline it would name none)
+    adaptive = {"min": 2, "max": 2, "half_width": "100%"}
+    campaign = {"workload": "toy", "host": "local", "workdir": str(project / "host"), "repetitions": adaptive,
                 "configs": {"here": {"kind": "toydir", "path": str(project / "disk")}},
                 "labels": {"here": "a toy directory"}, "matrix": {"count": [4]}, "settings": {}}
     (project / "params.yaml").write_text(yaml.safe_dump(
@@ -179,7 +182,9 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind(tree, tmp_path):
     raw = project / "data" / "raw" / "demo" / "local"
     events = [json.loads(line) for line in (raw / "manifest.jsonl").read_text().splitlines()]
     done = [e for e in events if e["event"] == "done"]
-    assert [e["point"] for e in done] == ["here/count=4/rep1"]
+    assert [e["point"] for e in done] == ["here/count=4/rep1", "here/count=4/rep2"]
+    stop = [e for e in events if e["event"] == "repetitions"]
+    assert [(e["metric"], e["n"]) for e in stop] == [("write_bw", 2)] and stop[0]["mean"] > 0
     # what the workload declared reached the executor: its program's version in inventory.json, and
     # the toy kind's description of the storage
     inventory = json.loads((raw / "inventory.json").read_text())
@@ -192,5 +197,5 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind(tree, tmp_path):
         capture_output=True, text=True, timeout=300)
     assert samples.returncode == 0, samples.stderr
     rows = json.loads(samples.stdout)
-    assert len(rows) == 1 and rows[0]["tool"] == "toy" and rows[0]["metric"] == "write_bw"
-    assert rows[0]["value"] > 0 and rows[0]["p_count"] == 4 and rows[0]["config"] == "here"
+    assert len(rows) == 2 and {r["tool"] for r in rows} == {"toy"} and {r["metric"] for r in rows} == {"write_bw"}
+    assert all(r["value"] > 0 and r["p_count"] == 4 and r["config"] == "here" for r in rows)

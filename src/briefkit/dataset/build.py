@@ -86,8 +86,9 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
     return folder
 
 
-#: per workload, the figures a run is summed up by in `dvc exp show`: the best point's mean over repetitions
-HEADLINE = ("read_bw", "write_bw", "read_iops", "write_iops", "ops", "nopm", "tpm")
+def summary_metrics() -> tuple[str, ...]:
+    """The figures a run is summed up by in `dvc exp show`: every workload's ``summary``, in registry order."""
+    return tuple(dict.fromkeys(metric for workload in tools.workloads() for metric in workload.summary))
 
 
 def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) -> dict:
@@ -95,10 +96,11 @@ def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) ->
     (planned, done, skipped, failed, left) and headline figures (the highest mean over repetitions
     of any point), so that `dvc exp show` compares experiments."""
     out: dict[str, Any] = {"brief": slug, "campaigns": {}}
+    figures = summary_metrics()
     for name, record in campaigns.items():
         entry: dict[str, Any] = {f"points_{k}": v for k, v in record["points"].items()}
         mine = table[table["campaign"] == name] if "campaign" in table else table.iloc[0:0]
-        for metric in HEADLINE:
+        for metric in figures:
             rows = mine[mine["metric"] == metric]
             if len(rows):
                 means = rows.groupby(["config", "workload", "load_kind", "load"], dropna=False)["value"].mean()

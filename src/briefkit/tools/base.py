@@ -171,6 +171,9 @@ class Workload:
     #: the metrics adaptive repetitions judge a point by: the first one a point's samples have
     #: (briefkit.measure.repetitions)
     headline: Sequence[str] = ()
+    #: the figures a campaign is summed up by in `dvc exp show` (the dataset's <brief>.metrics.json:
+    #: the best point's mean over repetitions)
+    summary: Sequence[str] = ()
     #: reads the merged latency histograms of a point's source files for the dataset stage
     #: (latency_bins.parquet, percentiles.parquet); None: the tool records none
     latency_bins: LatencyBins | None = None

@@ -137,6 +137,7 @@ class DbBenchWorkload(Workload):
     tool = TOOL
     programs = (Program(TOOL, "rocksdb-tools"),)
     headline = ("ops",)
+    summary = ("ops",)
     #: a sweep's point has a benchmark and threads, a flash suite's a test (T1..T5)
     parameters = {"p_benchmark": "string", "p_threads": "Int64", "p_test": "string"}
 

@@ -136,6 +136,7 @@ class FioWorkload(Workload):
     tool = "fio"
     programs = (Program("fio", "fio"),)
     headline = ("total_bw",)
+    summary = ("read_bw", "write_bw", "read_iops", "write_iops")
     latency_bins = staticmethod(latency.merged)
     settings_model = FioSettings
     matrix_model = FioMatrix

@@ -85,6 +85,7 @@ class OltpWorkload(Workload):
                         required_on_path=False))
     #: the ``all`` row's (briefkit.measure.repetitions)
     headline = ("nopm", "tpm")
+    summary = ("nopm", "tpm")
     axes = defaults_of(OltpMatrix)
     settings_model = OltpSettings
     matrix_model = OltpMatrix
