@@ -1,10 +1,11 @@
 """The README's "Adding a tool, a storage kind or a power source", followed to the letter.
 
 In a copy of src/briefkit, a toy tool (one folder: a workload running ``dd`` on the host and a parser of
-dd's report) and a toy storage kind (one module: a directory) are added, each with its one line in its
-list; then the copy's command line ingests a dd report with ``briefkit ingest toy`` and measures a
-one-point campaign (two repetitions) ``workload: toy`` on a ``kind: toydir`` configuration, in subprocesses whose
-PYTHONPATH is the copy. Nothing else in the tree is edited: if adding either needed another edit, the
+dd's report), a toy storage kind (one module: a directory) and a toy power source (one module: a
+file of microwatts) are added, each with its one line in its list; then the copy's command line
+ingests a dd report with ``briefkit ingest toy`` and measures a one-point campaign (two repetitions)
+``workload: toy`` on a ``kind: toydir`` configuration with ``power: {kind: toyfile}``, in subprocesses whose
+PYTHONPATH is the copy. Nothing else in the tree is edited: if adding any of them needed another edit, the
 commands here fail.
 """
 from __future__ import annotations
@@ -110,6 +111,40 @@ class Config(StorageConfig):
 '''
 
 
+TOY_POWER = '''"""``kind: toyfile``: a power reading in microwatts read from one file on the host (as hwmon\'s
+``power1_input``), once per poll."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Literal
+
+from briefkit.core.validation import AbsPath
+from briefkit.target.power.base import Host, PowerSample, PowerSource, SpecBase, needs_host
+
+
+class Spec(SpecBase):
+    kind: Literal["toyfile"]
+    path: AbsPath
+
+
+class ToyFile(PowerSource):
+    kind = "toyfile"
+    domain = "system (toy file)"
+
+    def __init__(self, host: Host, path: str):
+        self.host, self.path = host, path
+
+    def sample(self) -> list[PowerSample]:
+        microwatts = float(self.host.read_text(self.path))
+        return [PowerSample(t=time.time(), watts=microwatts / 1e6, domain=self.domain, source=self.kind)]
+
+
+def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
+    return ToyFile(needs_host(host, where, spec.kind), spec.path)
+'''
+
+
 def add_to_list(path: Path, name: str, new: str) -> None:
     """The one line: ``name = [...]`` gets ``new`` at its end."""
     text = path.read_text()
@@ -131,6 +166,8 @@ def tree(tmp_path_factory) -> Path:
     add_to_list(package / "tools" / "__init__.py", "TOOL_PACKAGES", "toy")
     (package / "target" / "storage" / "toydir.py").write_text(TOY_STORAGE)
     add_to_list(package / "target" / "storage" / "__init__.py", "KIND_MODULES", "toydir")
+    (package / "target" / "power" / "toyfile.py").write_text(TOY_POWER)
+    add_to_list(package / "target" / "power" / "config.py", "SOURCE_MODULES", "toyfile")
     return root
 
 
@@ -165,16 +202,18 @@ def test_a_toy_tool_is_ingested_after_one_folder_and_one_line(tree, tmp_path):
     assert out.returncode == 1 and "other.txt" in out.stderr and "dd's report" in out.stderr
 
 
-def test_a_toy_campaign_runs_on_a_toy_storage_kind(tree, tmp_path):
+def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree, tmp_path):
     project = tmp_path / "project"
     (project / "notebooks").mkdir(parents=True)
     (project / "notebooks" / "nb.ipynb").write_text("{}")
+    (project / "power1_input").write_text("42000000\n")     # 42 W, in microwatts
     # adaptive repetitions judge the metric the workload declares as its headline (the group's event
     # names it; without a headline it would name none)
     adaptive = {"min": 2, "max": 2, "half_width": "100%"}
     campaign = {"workload": "toy", "host": "local", "workdir": str(project / "host"), "repetitions": adaptive,
                 "configs": {"here": {"kind": "toydir", "path": str(project / "disk")}},
-                "labels": {"here": "a toy directory"}, "matrix": {"count": [4]}, "settings": {}}
+                "labels": {"here": "a toy directory"}, "matrix": {"count": [64]}, "settings": {},
+                "power": {"kind": "toyfile", "path": str(project / "power1_input"), "interval_s": 0.01}}
     (project / "params.yaml").write_text(yaml.safe_dump(
         {"briefs": {"demo": {"notebook": "nb", "campaigns": {"local": campaign}}}}))
     out = briefkit(tree, "measure", "demo", "--campaign", "local", cwd=project)
@@ -182,7 +221,7 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind(tree, tmp_path):
     raw = project / "data" / "raw" / "demo" / "local"
     events = [json.loads(line) for line in (raw / "manifest.jsonl").read_text().splitlines()]
     done = [e for e in events if e["event"] == "done"]
-    assert [e["point"] for e in done] == ["here/count=4/rep1", "here/count=4/rep2"]
+    assert [e["point"] for e in done] == ["here/count=64/rep1", "here/count=64/rep2"]
     stop = [e for e in events if e["event"] == "repetitions"]
     assert [(e["metric"], e["n"]) for e in stop] == [("write_bw", 2)] and stop[0]["mean"] > 0
     # what the workload declared reached the executor: its program's version in inventory.json, and
@@ -197,5 +236,8 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind(tree, tmp_path):
         capture_output=True, text=True, timeout=300)
     assert samples.returncode == 0, samples.stderr
     rows = json.loads(samples.stdout)
-    assert len(rows) == 2 and {r["tool"] for r in rows} == {"toy"} and {r["metric"] for r in rows} == {"write_bw"}
-    assert all(r["value"] > 0 and r["p_count"] == 4 and r["config"] == "here" for r in rows)
+    bandwidth = [r for r in rows if r["metric"] == "write_bw"]
+    assert len(bandwidth) == 2 and {r["tool"] for r in bandwidth} == {"toy"}
+    assert all(r["value"] > 0 and r["p_count"] == 64 and r["config"] == "here" for r in bandwidth)
+    # the toy power source was polled while each point ran: its watts are the window's mean
+    assert [r["value"] for r in rows if r["metric"] == "watts"] == [42.0, 42.0]
