@@ -109,6 +109,8 @@ def is_missing(value: float | None) -> bool:
 # --- declarations: each source module exports ``Spec`` (a SpecBase) and ``build(spec, host, where, base)``
 
 _TEXT = r"^[A-Za-z0-9][A-Za-z0-9 ._:@%+()-]{0,127}$"
+
+
 def _text(value: str) -> str:
     if not re.fullmatch(_TEXT, value) or ".." in value:
         raise ValueError(f"{value!r} must be letters, digits and ' ._:@%+()-' (no '..'), starting with a letter "
@@ -121,10 +123,12 @@ Seconds = Annotated[float | int, Field(gt=0)]
 
 
 class SpecBase(Model):
+    """What every source's declaration takes besides its ``kind``."""
     interval_s: Seconds = 1.0
 
 
 def needs_host(host: Host | None, where: str, kind: str) -> Host:
+    """``host``, for a source that runs commands or reads files on one."""
     if host is None:
         raise ValueError(f"{where}.kind: a {kind} source runs commands on a host; pass host= "
                          "(briefkit.target.hosts.LocalHost() for this machine)")
