@@ -21,7 +21,7 @@ from briefkit.core.errors import CampaignError, ParseError
 from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
-from briefkit.tools.base import Workload
+from briefkit.tools.base import Program, Workload
 
 DD_RATE = re.compile(r"^(\d+) bytes .* copied, ([0-9.]+) s", re.M)
 
@@ -182,6 +182,16 @@ def test_the_stop_rule_skips_the_rest_of_a_configuration_for_good(project_root):
     assert {e["point"] for e in skipped} == {"a/count=3/rep1", "a/count=4/rep1", "b/count=3/rep1", "b/count=4/rep1"}
     assert all("enough" in e["reason"] for e in skipped)
     assert campaign.run("demo", "local", progress=lambda _: None).ran == 0
+
+
+def test_the_programs_a_workload_declares_are_checked_before_anything_runs(project_root, monkeypatch):
+    monkeypatch.setattr(DdWorkload, "programs", (Program("dd", "coreutils"),
+                                                 Program("briefkit-no-such-program", "briefkit-example-package")))
+    declare(project_root)
+    with pytest.raises(CampaignError, match=r"briefkit-no-such-program is not installed on .*"
+                                            r"apt-get install briefkit-example-package"):
+        campaign.run("demo", "local", progress=lambda _: None)
+    assert not [e for e in events(project_root) if e["event"] == "done"]
 
 
 def test_declaration_errors_name_the_key(project_root):

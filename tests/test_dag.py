@@ -92,7 +92,7 @@ def notebook_entries() -> set[str]:
 
 def registered() -> set[str]:
     """Modules the tool registry imports by name at run time (grimp cannot see string imports)."""
-    names = set()
+    names = {f"briefkit.tools.{package}" for package in tools.TOOL_PACKAGES}
     for tool in tools.TOOLS.values():
         names.add(tool.parser)
         if tool.workload:

@@ -529,9 +529,9 @@ def parser() -> argparse.ArgumentParser:
     sshd = _command(sub, "loopback-sshd", _loopback_sshd)
     sshd.add_argument("--dir", default="/var/tmp/briefkit/sshd", help="keys, config and log (default: %(default)s)")
     sshd.add_argument("--port", type=int, default=2222, help="default: %(default)s")
-    from briefkit.tools import TOOLS
+    from briefkit.tools import TOOL_PACKAGES  # names only: no tool package is imported for --help
     ingest_cmd = _command(sub, "ingest", _ingest)
-    ingest_cmd.add_argument("tool", choices=sorted(TOOLS))
+    ingest_cmd.add_argument("tool", choices=sorted(TOOL_PACKAGES))
     ingest_cmd.add_argument("files", nargs="+")
     ingest_cmd.add_argument("--keep-failed", action="store_true",
                             help="fio: keep a job that failed (error != 0), marked by a job_error row, "

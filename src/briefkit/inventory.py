@@ -26,16 +26,6 @@ from briefkit.hosts import Host, HostConnectionError
 
 SCHEMA = 1
 
-#: tool name -> command that prints its version
-DEFAULT_TOOLS: dict[str, list[str]] = {
-    "fio": ["fio", "--version"],
-    "db_bench": ["db_bench", "--version"],
-    "pgbench": ["pgbench", "--version"],
-    "postgres": ["postgres", "--version"],
-}
-#: where a tool lives when it is not on PATH (Debian keeps the PostgreSQL server off PATH)
-FALLBACK_GLOBS = {"postgres": "/usr/lib/postgresql/*/bin/postgres"}
-
 _LSBLK_COLUMNS = "NAME,KNAME,PATH,TYPE,SIZE,ROTA,MODEL,REV,TRAN,PHY-SEC,LOG-SEC,SCHED"
 _VERSION = re.compile(r"\d+(?:\.\d+)+")
 
@@ -79,21 +69,24 @@ def fabrics(inventory: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def collect(host: Host, paths: Iterable[str] = (), tools: Iterable[str] | Mapping[str, Sequence[str]] = DEFAULT_TOOLS,
-            ) -> dict[str, Any]:
+def collect(host: Host, paths: Iterable[str] = (), tools: Iterable[str] | Mapping[str, Sequence[str]] = (),
+            fallbacks: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The inventory of ``host``: hardware, OS, the storage under each of ``paths``, tool versions.
 
-    ``tools`` is a list of names (known ones use DEFAULT_TOOLS, others ``NAME --version``) or a
-    mapping name -> version command.
+    ``tools`` is a list of names (asked ``NAME --version``) or a mapping name -> version command (a
+    workload's ``programs``: briefkit.tools.base.Program); ``fallbacks`` maps a name to a glob where
+    the program lives when it is not on the PATH (Debian keeps the PostgreSQL server off it).
     """
     if not isinstance(tools, Mapping):
-        tools = {name: DEFAULT_TOOLS.get(name, [name, "--version"]) for name in tools}
+        tools = {name: [name, "--version"] for name in tools}
+    fallbacks = fallbacks or {}
     paths = list(paths)
     # Each probe is a round trip; over SSH they overlap (the connection multiplexes channels).
     with ThreadPoolExecutor(max_workers=6) as pool:
         cpu = pool.submit(_cpu, host)
         storage = {path: pool.submit(_path, host, path) for path in paths}
-        versions = {name: pool.submit(_tool, host, name, list(argv)) for name, argv in tools.items()}
+        versions = {name: pool.submit(_tool, host, list(argv), fallbacks.get(name, ""))
+                    for name, argv in tools.items()}
         memory, os_release = _memory(host), _os_release(host)
         kernel = {"release": _read(host, "/proc/sys/kernel/osrelease"),
                   "version": _read(host, "/proc/sys/kernel/version")}
@@ -249,8 +242,8 @@ def _nvme(host: Host, device: str) -> dict[str, Any] | None:
             "power_states_max_w": power}
 
 
-def _tool(host: Host, name: str, argv: list[str]) -> dict[str, Any]:
-    res = host.run(["sh", "-c", _TOOL, "briefkit-tool", FALLBACK_GLOBS.get(name, ""), *argv], check=False)
+def _tool(host: Host, argv: list[str], fallback: str) -> dict[str, Any]:
+    res = host.run(["sh", "-c", _TOOL, "briefkit-tool", fallback, *argv], check=False)
     if res.returncode == 127 and not res.stdout.strip():
         return {"status": "missing", "version": None, "path": None, "output": None, "command": argv}
     where, _, output = res.stdout.partition("\n")

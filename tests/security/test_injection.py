@@ -28,7 +28,7 @@ from briefkit.config.params import BriefSpec, CampaignSpec, SshOptions
 from briefkit.core.errors import BriefkitError
 from briefkit.dataset import claims, published
 from briefkit.measure import campaign
-from briefkit.power.config import CsvSpec, DcmiSpec, RaplSpec, RedfishSpec
+from briefkit.power import ipmi, meter, rapl, redfish
 
 #: values that are text for people, never passed to a tool or a shell
 FREE_TEXT = {("labels",), ("parameters",)}
@@ -42,8 +42,8 @@ STORAGE = {"dir": {"kind": "dir", "path": "/var/tmp/x"}, "tmpfs": {"kind": "tmpf
            "sshfs": {"kind": "sshfs", "source": "/var/tmp/x"},
            "nbd": {"kind": "nbd", "export": "file", "size": "1GiB"},
            "nvmeof": {"kind": "nvmeof", "transport": "tcp", "address": "10.0.0.2", "nqn": "nqn.2014-08.org.x:y"}}
-POWER = {DcmiSpec: {"kind": "ipmitool"}, RedfishSpec: {"kind": "redfish", "url": "https://bmc"},
-         RaplSpec: {"kind": "rapl"}, CsvSpec: {"kind": "csv", "path": "m.csv"}}
+POWER = {ipmi.Spec: {"kind": "ipmitool"}, redfish.Spec: {"kind": "redfish", "url": "https://bmc"},
+         rapl.Spec: {"kind": "rapl"}, meter.Spec: {"kind": "csv", "path": "m.csv"}}
 
 
 def payloads(marker: Path, *, name: bool) -> list[tuple[str, object]]:

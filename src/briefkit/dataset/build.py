@@ -38,11 +38,9 @@ from briefkit.raw import campaign as raw_campaign
 from briefkit.raw import records
 from briefkit.raw.campaign import RecordedCampaign
 from briefkit.raw.manifest import DONE, FAILED, SKIPPED
-from briefkit.tools.fio import bins as fio_bins
-from briefkit.tools.fio import jsonplus as fio_json
 
-#: percentiles kept for every fio point: fio's default list
-PERCENTILES = fio_bins.DEFAULT_PERCENTILES
+#: percentiles kept for every point with latency bins: fio's default list
+PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99)
 COMPARED_KEYS = (*records.DECLARATION_KEYS, "labels")
 
 
@@ -88,8 +86,9 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
     return folder
 
 
-#: per workload, the figures a run is summed up by in `dvc exp show`: the best point's mean over repetitions
-HEADLINE = ("read_bw", "write_bw", "read_iops", "write_iops", "ops", "nopm", "tpm")
+def summary_metrics() -> tuple[str, ...]:
+    """The figures a run is summed up by in `dvc exp show`: every workload's ``summary``, in registry order."""
+    return tuple(dict.fromkeys(metric for workload in tools.workloads() for metric in workload.summary))
 
 
 def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) -> dict:
@@ -97,10 +96,11 @@ def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) ->
     (planned, done, skipped, failed, left) and headline figures (the highest mean over repetitions
     of any point), so that `dvc exp show` compares experiments."""
     out: dict[str, Any] = {"brief": slug, "campaigns": {}}
+    figures = summary_metrics()
     for name, record in campaigns.items():
         entry: dict[str, Any] = {f"points_{k}": v for k, v in record["points"].items()}
         mine = table[table["campaign"] == name] if "campaign" in table else table.iloc[0:0]
-        for metric in HEADLINE:
+        for metric in figures:
             rows = mine[mine["metric"] == metric]
             if len(rows):
                 means = rows.groupby(["config", "workload", "load_kind", "load"], dropna=False)["value"].mean()
@@ -282,8 +282,9 @@ def _series_table(tables: list[pd.DataFrame]) -> pd.DataFrame:
 
 def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> pd.DataFrame:
     """Completion-latency percentiles of each point (campaign, config, host, workload, load and its
-    parameter columns) read from the json+ bins of all its repetitions merged (fio's bin merging; never
-    an average of percentiles). The fio files are the ``source`` of the point's fio samples."""
+    parameter columns) read from the latency bins of all its repetitions merged (the tool's own
+    ``Workload.latency_bins``, e.g. fio's json+ bins; never an average of percentiles). The files are
+    the ``source`` of the point's samples."""
     return merged_latency(table, base, percentiles)[0]
 
 
@@ -292,27 +293,22 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> 
     and family, each bucket's value in us and its count over all repetitions), for exact distributions."""
     if not len(table):
         return empty_percentiles(), empty_bins()
-    work = table[(table["tool"] == "fio") & table["source"].notna()]
     rows: list[dict] = []
     bin_rows: list[pd.DataFrame] = []
+    hooks = _latency_hooks(set(table["tool"].dropna()))
+    work = table[table["tool"].isin(list(hooks)) & table["source"].notna()]
     # per host: a fleet's hosts are compared, never merged; a client/server file holds every server and
     # "All clients", each its own host (a stand-alone file's units have none: they are the point's host)
     keys = ["campaign", "config", "host", "workload", "load_kind", "load", *tidy.parameter_columns(work)]
     for key, group in work.groupby(keys, sort=True, dropna=False):
         paths = [_locate(p, base) for p in sorted(set(group["source"]))]
-        merged: dict[tuple[str, str], Any] = {}
         try:
-            for hist_key, bins in fio_json.merged_histograms(paths, "clat").items():
-                if hist_key.host is not None and hist_key.host != key[2]:
-                    continue
-                family = f"{hist_key.direction}_clat"
-                merged[family] = fio_bins.merge_bins(merged.get(family, {}), bins)
+            histograms = hooks[group["tool"].iloc[0]](paths, key[2], percentiles)
         except (ParseError, FileNotFoundError):
             continue
-        for family, bins in sorted(merged.items()):
-            if not sum(bins.values()):
-                continue
-            for p, ns in fio_bins.percentiles_from_bins(bins, percentiles).items():
+        for histogram in histograms:
+            family, bins = histogram.family, histogram.bins
+            for p, ns in histogram.percentiles.items():
                 rows.append({**dict(zip(keys, key)), "family": family, "percentile": float(p),
                              "value": float(ns) / 1000.0, "unit": "us", "files": len(paths)})
             values = sorted(v for v, c in bins.items() if c)
@@ -323,6 +319,12 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> 
     found_bins = tidy.with_parameter_dtypes(pd.concat(bin_rows, ignore_index=True), [work], BIN_COLUMNS) \
         if bin_rows else empty_bins()
     return found, found_bins
+
+
+def _latency_hooks(tools_found: set[str]) -> dict[str, Any]:
+    """``tool`` column value -> its workload's ``latency_bins`` hook, for the tools that have one."""
+    workloads = [w for w in map(tools.for_samples, sorted(tools_found)) if w is not None]
+    return {w.tool: w.latency_bins for w in workloads if w.latency_bins is not None}
 
 
 def _locate(source: str, base: Path) -> Path:

@@ -22,7 +22,7 @@ import socket
 import time
 from typing import Any
 
-from briefkit import inventory, power
+from briefkit import power
 from briefkit.config.params import parse_ssh_url
 from briefkit.core.errors import CampaignError
 from briefkit.hosts import Host, LocalHost
@@ -196,7 +196,7 @@ def _record_inventory(client: Campaign, targets, hosts, config: str, prepared) -
     found = records.read_inventory(client.raw_dir) or {}
     fleet = found.get("fleet", {})
     for host_name, ready in prepared.items():
-        entry = fleet.get(host_name) or inventory.collect(hosts[host_name], [ready.path], tools=["fio"])
+        entry = fleet.get(host_name) or steps.tool_inventory(client.workload, hosts[host_name], [ready.path])
         entry.setdefault("configs", {})[config] = {"label": client.labels[config], "path": ready.path,
                                                    "device": ready.device, "storage": ready.description}
         fleet[host_name] = entry

@@ -82,7 +82,7 @@ def run_points(camp: Campaign, host: Host, config: str, points: list[Point], lef
     status = left.manifest.status()
     done = [(p, steps.samples_of(camp, p, status[p.id])) for p in left.plan
             if p.config == config and status.get(p.id, {}).get("event") == DONE]
-    adaptive = repetitions.make(camp.repetitions, camp.workload.name, left.manifest, progress)
+    adaptive = repetitions.make(camp.repetitions, camp.workload, left.manifest, progress)
     for index, point in enumerate(points):
         check_stop()
         reason = camp.workload.stop_reason(config, done, camp.settings)

@@ -23,13 +23,12 @@ from typing import Any
 
 import pandas as pd
 
-from briefkit import inventory
 from briefkit.config import project
 from briefkit.core.errors import CampaignError
 from briefkit.hosts import Host
 from briefkit.measure import declaration
 from briefkit.measure.declaration import Campaign
-from briefkit.measure.steps import duration, pending
+from briefkit.measure.steps import duration, pending, tool_inventory
 from briefkit.raw.manifest import Manifest
 
 RUNS = "runs"
@@ -75,8 +74,7 @@ def _repetitions(value) -> str:
 
 def target_inventory(camp: Campaign, host: Host) -> pd.DataFrame:
     """What the target is, before anything runs: CPU, memory, OS, kernel and the tool's version."""
-    tools = [camp.workload.tool] if camp.workload.tool else []
-    found = inventory.collect(host, [], tools=tools)
+    found = tool_inventory(camp.workload, host)
     rows = [] if found.get("host") else [("host", host.name)]
 
     def walk(prefix: str, value: Any) -> None:

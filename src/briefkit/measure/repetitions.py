@@ -5,7 +5,7 @@
 The plan holds ``max`` repetitions of every point (a configuration and its matrix values: a
 *group*). Before a repetition beyond ``min`` runs, the 95 % Student-t interval
 (briefkit.core.stats.confidence_interval) of the group's finished repetitions is computed for the
-workload's headline metric (``HEADLINE``); when its half-width is at most ``half_width`` percent of
+workload's headline metric (``Workload.headline``); when its half-width is at most ``half_width`` percent of
 the mean, that repetition and the group's later ones are skipped (a ``skipped`` event each, so a
 resumed campaign does not run them). Why a group stopped is one ``repetitions`` event in
 manifest.jsonl per group:
@@ -30,11 +30,9 @@ import pandas as pd
 
 from briefkit.core.stats import confidence_interval
 from briefkit.raw.manifest import SKIPPED, Manifest
-from briefkit.tools.base import Point
+from briefkit.tools.base import Point, Workload
 
 EVENT = "repetitions"
-#: per workload, the metrics whose interval decides (the first one a point has); OLTP: the ``all`` row
-HEADLINE: dict[str, tuple[str, ...]] = {"fio": ("total_bw",), "dbbench": ("ops",), "oltp": ("nopm", "tpm")}
 CONFIDENCE = 0.95
 
 
@@ -43,10 +41,10 @@ def group_id(point: Point) -> str:
     return point.id.rsplit("/", 1)[0]
 
 
-def headline(workload: str, frame: pd.DataFrame) -> tuple[str, float] | None:
-    """(metric, value) of one point's samples: the first ``HEADLINE`` metric it has (summed over
-    its reporting units; OLTP's ``all`` row when there is one); None when it has none."""
-    for metric in HEADLINE.get(workload, ()):
+def headline(metrics: Sequence[str], frame: pd.DataFrame) -> tuple[str, float] | None:
+    """(metric, value) of one point's samples: the first of the workload's headline ``metrics`` it
+    has (summed over its reporting units; OLTP's ``all`` row when there is one); None when it has none."""
+    for metric in metrics:
         rows = frame[frame["metric"] == metric]
         if "workload" in rows and (rows["workload"] == "all").any():
             rows = rows[rows["workload"] == "all"]
@@ -55,10 +53,10 @@ def headline(workload: str, frame: pd.DataFrame) -> tuple[str, float] | None:
     return None
 
 
-def judge(workload: str, frames: Sequence[pd.DataFrame]) -> dict[str, Any]:
+def judge(metrics: Sequence[str], frames: Sequence[pd.DataFrame]) -> dict[str, Any]:
     """The interval of a group's finished repetitions: metric, n, mean, half_width_pct (NaN with
     fewer than two values, or a mean of 0)."""
-    found = [h for h in (headline(workload, f) for f in frames) if h is not None]
+    found = [h for h in (headline(metrics, f) for f in frames) if h is not None]
     metric = found[0][0] if found else None
     values = [v for m, v in found if m == metric]
     mean, low, high, n = confidence_interval(values, CONFIDENCE)
@@ -69,7 +67,8 @@ def judge(workload: str, frames: Sequence[pd.DataFrame]) -> dict[str, Any]:
 class Adaptive:
     """The executor's hooks for one campaign run (briefkit.measure.onehost.run_points)."""
 
-    def __init__(self, spec: Mapping[str, Any], workload: str, manifest: Manifest, progress: Callable[[str], None]):
+    def __init__(self, spec: Mapping[str, Any], workload: Workload, manifest: Manifest,
+                 progress: Callable[[str], None]):
         self.min, self.max = int(spec["min"]), int(spec["max"])
         self.target = float(str(spec["half_width"]).rstrip("%"))
         self.workload, self.manifest, self.progress = workload, manifest, progress
@@ -99,7 +98,7 @@ class Adaptive:
         """Before ``point`` runs: True (and a ``skipped`` event) when its group reached the target."""
         if point.rep <= self.min:
             return False
-        found = judge(self.workload, self._frames(point, done))
+        found = judge(self.workload.headline, self._frames(point, done))
         if not self._reached(found):
             return False
         self._record(point, found, "target")
@@ -112,7 +111,7 @@ class Adaptive:
         """After ``point`` ran (or when a configuration's points are all final): record why its
         group stopped once that is decided."""
         frames = self._frames(point, done)
-        found = judge(self.workload, frames)
+        found = judge(self.workload.headline, frames)
         if found["n"] >= self.min and self._reached(found):
             self._record(point, found, "target")
         elif len(frames) >= self.max:
@@ -125,6 +124,6 @@ class Adaptive:
                 self.after(point, done)
 
 
-def make(repetitions: Any, workload: str, manifest: Manifest, progress: Callable[[str], None]) -> Adaptive | None:
+def make(repetitions: Any, workload: Workload, manifest: Manifest, progress: Callable[[str], None]) -> Adaptive | None:
     """The hooks for a campaign's ``repetitions`` declaration; None for a plain count."""
     return Adaptive(repetitions, workload, manifest, progress) if isinstance(repetitions, Mapping) else None

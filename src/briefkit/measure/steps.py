@@ -36,12 +36,9 @@ from briefkit.measure.errors import LockRefused, PointFailed, PrepareFailed, Set
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, FAILED, FINAL, GROWN, STARTED, Manifest, now
 from briefkit.raw.points import point_samples
-from briefkit.tools.base import Point, PointRun
+from briefkit.tools.base import Point, PointRun, Workload
 
 Progress = Callable[[str], None]
-
-#: the tools a workload runs by name from the target's PATH (OLTP finds PostgreSQL's own bin folder)
-ON_PATH = {"fio": "fio", "db_bench": "rocksdb-tools"}
 
 # $1 = the campaign's run folder: the jobs there that have no exit code yet (NAME.pid without NAME.rc)
 _UNFINISHED = ('[ -d "$1" ] || exit 0; find "$1" -name "*.pid" -type f | while read -r f; do '
@@ -88,14 +85,22 @@ def pending(camp: Campaign) -> Pending:
 # --- before anything runs -----------------------------------------------------------------------
 
 def check_tool(camp: Campaign, host: Host) -> None:
-    tool = camp.workload.tool
-    if tool not in ON_PATH:
-        return
-    res = host.run(["sh", "-c", 'command -v -- "$1"', "briefkit-which", tool], check=False)
-    if not res.ok:
-        raise CampaignError(
-            f"{camp.brief}/{camp.name}: {tool} is not installed on {host.name} (not found on the PATH of its "
-            f"commands); install it there (e.g. apt-get install {ON_PATH[tool]}) and run the same command again")
+    """Each program the workload needs on the host's PATH (``Workload.programs``) is there."""
+    for program in camp.workload.programs:
+        if not program.required_on_path:
+            continue
+        res = host.run(["sh", "-c", 'command -v -- "$1"', "briefkit-which", program.name], check=False)
+        if not res.ok:
+            raise CampaignError(
+                f"{camp.brief}/{camp.name}: {program.name} is not installed on {host.name} (not found on the PATH of "
+                f"its commands); install it there (e.g. apt-get install {program.package}) and run the same "
+                "command again")
+
+
+def tool_inventory(workload: Workload, host: Host, paths=()) -> dict:
+    """inventory.collect with the versions of the workload's programs."""
+    return inventory.collect(host, paths, tools={p.name: p.version_command for p in workload.programs},
+                             fallbacks={p.name: p.fallback for p in workload.programs if p.fallback})
 
 
 def stop_orphans(host: Host, remote_root: str, progress: Progress) -> None:
@@ -185,8 +190,7 @@ def record_inventory(camp: Campaign, host: Host, config: str, prepared) -> None:
     """inventory.json: the host (collected once) and the storage of each configuration."""
     found = records.read_inventory(camp.raw_dir)
     if found is None or found.get("host") != host.name:
-        tools = [camp.workload.tool] if camp.workload.tool else []
-        found = inventory.collect(host, [prepared.path], tools=tools)
+        found = tool_inventory(camp.workload, host, [prepared.path])
         found["configs"] = {}
     elif prepared.path not in found.get("paths", {}):
         found["paths"].update(inventory.collect(host, [prepared.path], tools=[])["paths"])

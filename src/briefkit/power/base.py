@@ -1,4 +1,5 @@
-"""What every power source shares: the timestamped sample, the source interface, the host interface.
+"""What every power source shares: the timestamped sample, the source interface, the host interface,
+and the pieces of their declarations (``SpecBase``: each source module's ``Spec`` extends it).
 
 A sample says *what* it measured (``domain``: e.g. "system (BMC DCMI)", "CPU package (RAPL)",
 "drive (external meter)"), because a wall-power figure, a CPU-package figure and a drive figure
@@ -7,8 +8,13 @@ are not interchangeable and a brief must never present one as another.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, fields
-from typing import Protocol, Sequence
+from typing import Annotated, Protocol, Sequence
+
+from pydantic import AfterValidator, Field
+
+from briefkit.core.validation import Model
 
 #: Wording the briefs use when there is no power figure (never a guessed wattage).
 NOT_MEASURED = "not measured"
@@ -98,3 +104,32 @@ class NoPower(PowerSource):
 
 def is_missing(value: float | None) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+# --- declarations: each source module exports ``Spec`` (a SpecBase) and ``build(spec, host, where, base)``
+
+_TEXT = r"^[A-Za-z0-9][A-Za-z0-9 ._:@%+()-]{0,127}$"
+
+
+def _text(value: str) -> str:
+    if not re.fullmatch(_TEXT, value) or ".." in value:
+        raise ValueError(f"{value!r} must be letters, digits and ' ._:@%+()-' (no '..'), starting with a letter "
+                         "or digit")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
+Seconds = Annotated[float | int, Field(gt=0)]
+
+
+class SpecBase(Model):
+    """What every source's declaration takes besides its ``kind``."""
+    interval_s: Seconds = 1.0
+
+
+def needs_host(host: Host | None, where: str, kind: str) -> Host:
+    """``host``, for a source that runs commands or reads files on one."""
+    if host is None:
+        raise ValueError(f"{where}.kind: a {kind} source runs commands on a host; pass host= "
+                         "(briefkit.hosts.LocalHost() for this machine)")
+    return host

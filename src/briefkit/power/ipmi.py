@@ -30,9 +30,13 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Callable, Literal, Sequence
 
-from briefkit.power.base import Host, PowerError, PowerSample, PowerSource
+from pydantic import AfterValidator
+
+from briefkit.core.validation import Bool
+from briefkit.power.base import Host, PowerError, PowerSample, PowerSource, Seconds, SpecBase, needs_host
 
 DOMAIN = "system (BMC DCMI)"
 
@@ -200,3 +204,63 @@ class DcmiSampler(PowerSource):
         return [PowerSample(t=(before + after) / 2, watts=reading.current_w, domain=self.domain,
                             source=self.kind, sensor=self.argv[0],
                             poll_ms=(after - before) * 1e3)]
+
+
+# --- declaration (params.yaml ``power: {kind: ipmitool | freeipmi, ...}``) ---
+
+#: ipmitool / ipmi-dcmi options briefkit passes before the subcommand: option -> its value's pattern
+#: (None: a flag). Nothing that reads commands from a file or names another program.
+IPMI_OPTIONS: dict[str, str | None] = {
+    "-I": r"lan|lanplus|open|imb|bmc|free|serial-terminal|serial-basic|usb|dbus",
+    "-H": r"[A-Za-z0-9][A-Za-z0-9.:-]{0,252}", "-U": r"[A-Za-z0-9_.@-]{1,64}", "-p": r"[0-9]{1,5}",
+    "-f": r"/[A-Za-z0-9._/@%+-]{1,255}", "-L": r"CALLBACK|USER|OPERATOR|ADMINISTRATOR", "-C": r"[0-9]{1,2}",
+    "-N": r"[0-9]{1,3}", "-R": r"[0-9]{1,3}", "-E": None,
+    "-t": r"0x[0-9A-Fa-f]{1,2}", "-b": r"[0-9]{1,2}", "-m": r"0x[0-9A-Fa-f]{1,2}",
+    "-h": r"[A-Za-z0-9][A-Za-z0-9.:-]{0,252}", "-u": r"[A-Za-z0-9_.@-]{1,64}",
+    "--hostname": r"[A-Za-z0-9][A-Za-z0-9.:-]{0,252}", "--username": r"[A-Za-z0-9_.@-]{1,64}",
+    "--driver-type": r"[A-Za-z0-9_]{1,32}",
+    "--privilege-level": r"[a-z-]{1,16}", "--config-file": r"/[A-Za-z0-9._/@%+-]{1,255}",
+}
+
+
+#: secrets on a command line: the declaration is recorded in campaign.json and every point.json (in git)
+_SECRETS = {"-P", "-y", "-k", "--password", "--k-g"}
+
+
+def _ipmi_args(value: list[str]) -> list[str]:
+    expect = None
+    for arg in value:
+        if expect is None and arg.split("=", 1)[0] in _SECRETS:
+            raise ValueError(f"{arg.split('=', 1)[0]}: a password or key is never written in params.yaml (the "
+                             "declaration is recorded in campaign.json and point.json, which are committed); "
+                             "keep it on the target host outside git: ipmitool -f FILE (a password file) or -E "
+                             "(IPMI_PASSWORD in the login's environment), FreeIPMI --config-file FILE")
+        if expect is not None:
+            if not re.fullmatch(IPMI_OPTIONS[expect], arg):
+                raise ValueError(f"{arg!r} is not a value {expect} takes")
+            expect = None
+        elif arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in IPMI_OPTIONS:
+            option, setting = arg.split("=", 1)
+            if IPMI_OPTIONS[option] is None or not re.fullmatch(IPMI_OPTIONS[option], setting):
+                raise ValueError(f"{arg!r}: {setting!r} is not a value {option} takes")
+        elif arg in IPMI_OPTIONS:
+            expect = arg if IPMI_OPTIONS[arg] is not None else None
+        else:
+            raise ValueError(f"{arg!r} is not an option briefkit passes to the IPMI tool "
+                             f"(known: {', '.join(IPMI_OPTIONS)})")
+    if expect is not None:
+        raise ValueError(f"{expect} needs a value")
+    return value
+
+
+class Spec(SpecBase):
+    """Whole-system power from the BMC (DCMI), through ipmitool or FreeIPMI."""
+    kind: Literal["ipmitool", "freeipmi"]
+    args: Annotated[list[str], AfterValidator(_ipmi_args)] = []
+    require_active: Bool = True
+    timeout_s: Seconds = 15.0
+
+
+def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
+    return DcmiSampler(needs_host(host, where, spec.kind), spec.kind, list(spec.args),
+                       require_active=spec.require_active, timeout_s=float(spec.timeout_s))

@@ -13,13 +13,16 @@ skipped (the meter recorded nothing); anything else unreadable is an error namin
 from __future__ import annotations
 
 import csv
+import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from typing import Annotated, Literal, Sequence
+
+from pydantic import AfterValidator, Field
 
 from briefkit.core import units
 from briefkit.core.errors import ParseError
-from briefkit.power.base import PowerSample, PowerSource
+from briefkit.power.base import Host, PowerSample, PowerSource, SpecBase, Text
 
 DEFAULT_DOMAIN = "drive (external meter)"
 
@@ -96,3 +99,48 @@ class CsvMeter(PowerSource):
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=timezone.utc)
         return moment.timestamp()
+
+
+# --- declaration (params.yaml ``power: {kind: csv, ...}``) ---
+
+def _unit(dimension: str, example: str):
+    def check_unit(value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9/ ._*^-]{1,32}", value):
+            raise ValueError(f"expected a unit of {'time' if dimension == 's' else 'power'} like {example!r}")
+        try:
+            units.factor(value, dimension)
+        except Exception:   # pint raises several kinds of error on text that is not a unit
+            raise ValueError(f"expected a unit of {'time' if dimension == 's' else 'power'} like {example!r}") from None
+        return value
+    return check_unit
+
+
+def _log_path(value: str) -> str:
+    # relative to the campaign's raw folder: the dataset stage reads it from there (its DVC dependency),
+    # and a declaration can never make briefkit read a file elsewhere on the machine
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*", value):
+        raise ValueError(f"{value!r} is not a meter log's path inside the campaign's raw folder "
+                         "(data/raw/BRIEF/CAMPAIGN/): a relative path of letters, digits and _ . -, no '..'")
+    return value
+
+
+class Spec(SpecBase):
+    """An external meter's log, imported after the run."""
+    kind: Literal["csv"]
+    path: Annotated[str, AfterValidator(_log_path)]
+    time_column: Text = "time"
+    watts_column: Text | Annotated[list[Text], Field(min_length=1)] = "watts"
+    clock_offset_s: float | int = 0.0
+    time_unit: Annotated[str, AfterValidator(_unit("s", "s"))] = "s"
+    watts_unit: Annotated[str, AfterValidator(_unit("W", "W"))] = "W"
+    domain: Text = DEFAULT_DOMAIN
+    delimiter: Annotated[str, Field(min_length=1, max_length=1)] = ","
+
+
+def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
+    """The meter log inside ``base``; without one (while measuring: the log comes after the run) it
+    cannot be read yet, and ``load`` says so."""
+    path = Path(spec.path) if base is None else Path(base) / spec.path
+    return CsvMeter(path, inside=base, time_column=spec.time_column, watts_column=spec.watts_column,
+                    clock_offset_s=float(spec.clock_offset_s), time_unit=spec.time_unit,
+                    watts_unit=spec.watts_unit, domain=spec.domain, delimiter=spec.delimiter)

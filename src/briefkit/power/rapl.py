@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Literal, Protocol, Sequence
 
-from briefkit.power.base import Host, PowerError, PowerSample, PowerSource
+from briefkit.core.validation import AbsPath
+from briefkit.power.base import Host, PowerError, PowerSample, PowerSource, SpecBase, Text
 
 DEFAULT_ROOT = "/sys/class/powercap"
 _ZONE = re.compile(r"^intel-rapl(:\d+)+$")
@@ -162,3 +163,17 @@ class RaplSampler(PowerSource):
                                        domain=domain_of(name), source=self.kind, sensor=f"{zone}/{name}",
                                        poll_ms=(after - before) * 1e3))
         return samples
+
+
+# --- declaration (params.yaml ``power: {kind: rapl, ...}``) ---
+
+class Spec(SpecBase):
+    """CPU package / DRAM energy counters (never drive power)."""
+    kind: Literal["rapl"]
+    root: AbsPath = DEFAULT_ROOT
+    zones: list[Text] | None = None
+
+
+def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
+    files = HostFiles(host) if host is not None else LocalFiles()
+    return RaplSampler(files, spec.root, zones=spec.zones)

@@ -16,14 +16,20 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import re
 import ssl
 import time
 import urllib.error
 import urllib.request
 from datetime import datetime, timezone
-from typing import Any, Callable
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal
 
-from briefkit.power.base import PowerError, PowerSample, PowerSource
+from pydantic import AfterValidator, Field
+
+from briefkit.core.validation import AbsPath, Bool
+from briefkit.power.base import Host, PowerError, PowerSample, PowerSource, Seconds, SpecBase, Text
 
 RESOURCES = ("auto", "sensor", "environment", "power_supplies", "power")
 _AUTO_ORDER = ("sensor", "environment", "power")
@@ -217,3 +223,38 @@ def _tls_context(verify: bool | str) -> ssl.SSLContext:
     if isinstance(verify, str):
         return ssl.create_default_context(cafile=verify)
     return ssl.create_default_context()
+
+
+# --- declaration (params.yaml ``power: {kind: redfish, ...}``) ---
+
+def _url(value: str) -> str:
+    if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?", value):
+        raise ValueError("expected an http:// or https:// URL of the BMC")
+    return value
+
+
+class Spec(SpecBase):
+    """Whole-system power from the BMC over Redfish."""
+    kind: Literal["redfish"]
+    url: Annotated[str, AfterValidator(_url)]
+    chassis: Text | None = None
+    resource: Literal[tuple(RESOURCES)] = "auto"  # type: ignore[valid-type]
+    sensor: Text = "TotalPower"
+    power_control: Annotated[int, Field(ge=0)] = 0
+    username: Text | None = None
+    password_env: Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]{0,63}$")] | None = None
+    verify_tls: Bool | AbsPath = True
+    timeout_s: Seconds = 10.0
+
+
+def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
+    password = None
+    if spec.password_env is not None:
+        if spec.username is None:
+            raise ValueError(f"{where}.password_env: given without {where}.username")
+        if spec.password_env not in os.environ:
+            raise ValueError(f"{where}.password_env: environment variable {spec.password_env!r} is not set")
+        password = os.environ[spec.password_env]
+    return RedfishSampler(spec.url, spec.chassis, resource=spec.resource, sensor=spec.sensor,
+                          power_control=spec.power_control, username=spec.username, password=password,
+                          verify_tls=spec.verify_tls, timeout_s=float(spec.timeout_s))

@@ -24,9 +24,10 @@ the same from what is on the host, when the Prepared of an interrupted run is lo
 ``cleanup(host, workdir, name)`` from the record setup left there (``storage.json``), when params.yaml
 no longer says what was set up.
 
-Kinds, one module each (its model ``Spec`` beside its set-up code): ``dir``, ``tmpfs``, ``loop_xfs``,
-``block``, ``sshfs``, ``nbd``, ``nvmeof``. Adding a kind: a module with a ``Spec`` and a ``StorageConfig`` subclass, and
-one entry in ``KINDS``.
+Kinds, one module each (its model ``Spec`` beside its set-up code, and ``Config``, its
+``StorageConfig`` subclass): ``dir``, ``tmpfs``, ``loop_xfs``, ``block``, ``sshfs``, ``nbd``,
+``nvmeof``. ``KINDS`` and ``StorageSpec`` are derived from ``KIND_MODULES``: adding a kind is a
+module exporting ``Spec`` and ``Config``, and its name in that list.
 
 Everything setup creates lives under ``<workdir>/storage/<name>/`` on the host (the image, the mount
 point ``mnt``, the state file ``storage.json``, sshfs' own log), apart from a missing ``dir`` /
@@ -39,14 +40,13 @@ it never removes anything it did not create, and never ``rm -r``s a mount point.
 """
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import Field
 
 from briefkit.core.validation import check, check_name
-from briefkit.storage import block, loop_xfs, nbd, nvmeof, sshfs, tmpfs
-from briefkit.storage import dir as dir_kind
 from briefkit.storage.base import (
     FILESYSTEMS,
     MKFS_FLAGS,
@@ -57,14 +57,8 @@ from briefkit.storage.base import (
     _Ops,
     state_dir,
 )
-from briefkit.storage.block import BlockConfig
-from briefkit.storage.dir import DirConfig
-from briefkit.storage.loop_xfs import LoopXfsConfig
-from briefkit.storage.nbd import NbdConfig
-from briefkit.storage.nvmeof import NvmeofConfig
 from briefkit.storage.safety import UnsafeTargetError, check_prepared
-from briefkit.storage.sshfs import SSHFS_OPTIONS, SshfsConfig
-from briefkit.storage.tmpfs import TmpfsConfig
+from briefkit.storage.sshfs import SSHFS_OPTIONS
 
 if TYPE_CHECKING:
     from briefkit.hosts import Host
@@ -73,13 +67,13 @@ __all__ = ["FILESYSTEMS", "KINDS", "MKFS_FLAGS", "MOUNT_OPTIONS", "SSHFS_OPTIONS
            "StorageError", "StorageSpec", "UnsafeTargetError", "check_prepared", "cleanup", "from_spec",
            "state_dir"]
 
-KINDS: dict[str, type[StorageConfig]] = {cls.kind: cls for cls in
-                                         (DirConfig, TmpfsConfig, LoopXfsConfig, BlockConfig, SshfsConfig,
-                                          NbdConfig, NvmeofConfig)}
+#: the storage kinds: modules of this package, each exporting ``Spec`` (its model) and ``Config``
+KIND_MODULES = ["dir", "tmpfs", "loop_xfs", "block", "sshfs", "nbd", "nvmeof"]
+
+_MODULES = [importlib.import_module(f"{__name__}.{name}") for name in KIND_MODULES]
+KINDS: dict[str, type[StorageConfig]] = {module.Config.kind: module.Config for module in _MODULES}
 #: a configuration's declaration: one model per kind, chosen by ``kind``
-StorageSpec = Annotated[Union[dir_kind.Spec, tmpfs.Spec, loop_xfs.Spec, block.Spec, sshfs.Spec, nbd.Spec,  # noqa: UP007
-                             nvmeof.Spec],
-                        Field(discriminator="kind")]
+StorageSpec = Annotated[Union[tuple(module.Spec for module in _MODULES)], Field(discriminator="kind")]  # noqa: UP007
 
 
 def from_spec(name: str, spec: Mapping[str, Any], where: str | None = None) -> StorageConfig:

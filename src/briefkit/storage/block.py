@@ -134,3 +134,7 @@ class BlockConfig(StorageConfig):
             else:
                 problems.append(f"{fs.get('source')} is mounted on {mnt} and is not {self.device}; left mounted")
                 return
+
+
+#: what the registry reads (briefkit.storage.KIND_MODULES): this kind's model is ``Spec``
+Config = BlockConfig

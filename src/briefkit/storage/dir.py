@@ -41,3 +41,7 @@ class DirConfig(StorageConfig):
         created = state.get("created_dir")
         if created and created == self.path:
             ops.run(["rmdir", "--", created], f"removing {created}", ok=(0, 1))  # only if empty: not ours to empty
+
+
+#: what the registry reads (briefkit.storage.KIND_MODULES): this kind's model is ``Spec``
+Config = DirConfig

@@ -144,3 +144,7 @@ class LoopXfsConfig(StorageConfig):
 
     def _made_files(self, sdir):
         return [posixpath.join(sdir, "image")]
+
+
+#: what the registry reads (briefkit.storage.KIND_MODULES): this kind's model is ``Spec``
+Config = LoopXfsConfig

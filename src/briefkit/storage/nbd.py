@@ -527,3 +527,7 @@ class NbdConfig(StorageConfig):
     def _made_files(self, sdir):
         paths = self._paths(sdir)
         return [posixpath.join(sdir, "image"), paths["nbdkit_pid"], paths["nbdfuse_pid"]]
+
+
+#: what the registry reads (briefkit.storage.KIND_MODULES): this kind's model is ``Spec``
+Config = NbdConfig

@@ -441,3 +441,7 @@ class NvmeofConfig(StorageConfig):
                     return
         finally:
             self._close(tops, ops)
+
+
+#: what the registry reads (briefkit.storage.KIND_MODULES): this kind's model is ``Spec``
+Config = NvmeofConfig

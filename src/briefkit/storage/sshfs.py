@@ -179,3 +179,7 @@ class SshfsConfig(StorageConfig):
         created = state.get("created_source")
         if created and created == self.source:
             ops.run(["rmdir", "--", created], f"removing {created}", ok=(0, 1))
+
+
+#: what the registry reads (briefkit.storage.KIND_MODULES): this kind's model is ``Spec``
+Config = SshfsConfig

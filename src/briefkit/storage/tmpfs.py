@@ -66,3 +66,7 @@ class TmpfsConfig(StorageConfig):
             else:
                 problems.append(f"{fs.get('source')} is mounted on {mnt} and was not mounted by this configuration")
                 break
+
+
+#: what the registry reads (briefkit.storage.KIND_MODULES): this kind's model is ``Spec``
+Config = TmpfsConfig

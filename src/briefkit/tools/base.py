@@ -7,8 +7,12 @@ calls ``Workload.run`` with a ``PointRun``; then it fetches everything the point
 into data/raw/<brief>/<campaign>/<point id>/attempt-<n>/ and records the point in the manifest.
 ``Workload.samples`` later turns one fetched point folder into tidy samples.
 
-A workload module defines one subclass of ``Workload`` and registers it in
-briefkit.tools.REGISTRY. It never builds shell strings: argv lists only.
+A workload module defines one subclass of ``Workload``, named in its tool package's ``TOOL``
+declaration (briefkit.tools). The subclass also says what the rest of briefkit needs to know about
+the tool: ``programs`` (checked on the host before a campaign, their versions recorded in
+inventory.json), ``headline`` (the metrics adaptive repetitions judge) and ``latency_bins`` (the
+dataset's merged latency histograms; None when the tool has none). It never builds shell strings:
+argv lists only.
 """
 from __future__ import annotations
 
@@ -60,6 +64,34 @@ class Point:
     def describe(self) -> str:
         axes = " ".join(f"{k}={v}" for k, v in self.values.items())
         return f"{self.config} {axes} rep {self.rep}".strip()
+
+
+@dataclass(frozen=True)
+class Program:
+    """A program a workload runs on the target."""
+
+    name: str                         # as found on the target's PATH
+    package: str                      # the Debian package that installs it (named when it is missing)
+    version: tuple[str, ...] = ()     # argv printing its version (default ``NAME --version``)
+    fallback: str = ""                # a glob where it lives off the PATH (Debian's PostgreSQL server)
+    required_on_path: bool = True     # checked before a campaign runs (False: the workload finds it itself)
+
+    @property
+    def version_command(self) -> list[str]:
+        return list(self.version or (self.name, "--version"))
+
+
+@dataclass(frozen=True)
+class LatencyHistogram:
+    """One latency family of a point (e.g. ``read_clat``), all its files' histograms merged."""
+
+    family: str
+    bins: Mapping[int, int]           # bucket value (ns) -> count
+    percentiles: Mapping[float, int]  # percentile -> value (ns), read from the bins as the tool does
+
+
+#: (the point's source files, the host whose units are kept or None, the percentiles wanted)
+LatencyBins = Callable[[Sequence[Path], "str | None", Sequence[float]], list[LatencyHistogram]]
 
 
 @dataclass
@@ -134,6 +166,17 @@ class Workload:
     #: the typed columns a point's samples carry its matrix values in (``p_<name>`` -> ``Int64`` or
     #: ``string``: briefkit.core.samples); ``parameter_values`` gives a point's values
     parameters: Mapping[str, str] = {}
+    #: the programs it runs on the target: checked before a campaign, versions in inventory.json
+    programs: Sequence[Program] = ()
+    #: the metrics adaptive repetitions judge a point by: the first one a point's samples have
+    #: (briefkit.measure.repetitions)
+    headline: Sequence[str] = ()
+    #: the figures a campaign is summed up by in `dvc exp show` (the dataset's <brief>.metrics.json:
+    #: the best point's mean over repetitions)
+    summary: Sequence[str] = ()
+    #: reads the merged latency histograms of a point's source files for the dataset stage
+    #: (latency_bins.parquet, percentiles.parquet); None: the tool records none
+    latency_bins: LatencyBins | None = None
 
     # --- declaration -------------------------------------------------------------------------
     def settings_models(self) -> list[type]:

@@ -1,0 +1,4 @@
+"""db_bench: RocksDB's benchmark. ``ingest`` reads its stdout and report files; ``workload`` runs it."""
+from briefkit.tools import Tool
+
+TOOL = Tool("dbbench", f"{__name__}.ingest", f"{__name__}.workload:DbBenchWorkload")

@@ -86,7 +86,7 @@ from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.validation import check
 from briefkit.tools import diskstats, steady
-from briefkit.tools.base import Point, PointRun, Workload
+from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.dbbench import command as cmd
 from briefkit.tools.dbbench import report_csv
 from briefkit.tools.dbbench import settings as settings_models
@@ -135,6 +135,9 @@ class DbBenchWorkload(Workload):
     axes = SWEEP_AXES
     defaults = {**SWEEP_SETTINGS, **FLASH_SETTINGS, "suite": "sweep"}
     tool = TOOL
+    programs = (Program(TOOL, "rocksdb-tools"),)
+    headline = ("ops",)
+    summary = ("ops",)
     #: a sweep's point has a benchmark and threads, a flash suite's a test (T1..T5)
     parameters = {"p_benchmark": "string", "p_threads": "Int64", "p_test": "string"}
 

@@ -61,8 +61,9 @@ from briefkit.core.validation import defaults as defaults_of
 from briefkit.hosts.base import CommandError, stderr_tail
 from briefkit.storage.safety import UnsafeTargetError, check_prepared
 from briefkit.tools import steady
-from briefkit.tools.base import Point, PointRun, Workload
+from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.fio import jsonplus as fio_output
+from briefkit.tools.fio import latency
 from briefkit.tools.fio import logs as fio_logs
 from briefkit.tools.fio.job import RW_MODES, FioJob, command, job_file, parse_size
 from briefkit.tools.fio.job import _seconds as seconds
@@ -133,6 +134,10 @@ class FioWorkload(Workload):
     name = "fio"
     load_axis = "numjobs"
     tool = "fio"
+    programs = (Program("fio", "fio"),)
+    headline = ("total_bw",)
+    summary = ("read_bw", "write_bw", "read_iops", "write_iops")
+    latency_bins = staticmethod(latency.merged)
     settings_model = FioSettings
     matrix_model = FioMatrix
     axes = defaults_of(FioMatrix)

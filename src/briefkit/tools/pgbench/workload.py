@@ -47,7 +47,7 @@ from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.validation import defaults as defaults_of
 from briefkit.tools import steady
-from briefkit.tools.base import Point, PointRun, Workload
+from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.pgbench import progress as pgbench_progress
 from briefkit.tools.pgbench import summary as pgbench_summary
 from briefkit.tools.pgbench import txlog as pgbench_txlog
@@ -79,6 +79,13 @@ class OltpWorkload(Workload):
     name = "oltp"
     load_axis = "clients"
     tool = "pgbench"
+    #: found in PostgreSQL's own bin folder (find_bindir), so not required on the PATH
+    programs = (Program("pgbench", "postgresql", required_on_path=False),
+                Program("postgres", "postgresql", fallback="/usr/lib/postgresql/*/bin/postgres",
+                        required_on_path=False))
+    #: the ``all`` row's (briefkit.measure.repetitions)
+    headline = ("nopm", "tpm")
+    summary = ("nopm", "tpm")
     axes = defaults_of(OltpMatrix)
     settings_model = OltpSettings
     matrix_model = OltpMatrix

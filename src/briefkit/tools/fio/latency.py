@@ -1,0 +1,26 @@
+"""The fio workload's latency hook (``Workload.latency_bins``): a point's json+ completion-latency
+bins, every file (repetition) merged bucket by bucket, and the percentiles fio reads from them.
+
+A client/server file holds every server and "All clients" as their own host; ``host`` keeps one of
+them (None: a stand-alone file, whose units have no host)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from briefkit.tools.base import LatencyHistogram
+from briefkit.tools.fio import bins as fio_bins
+from briefkit.tools.fio import jsonplus
+
+
+def merged(paths: Sequence[Path], host: str | None, percentiles: Sequence[float]) -> list[LatencyHistogram]:
+    """One histogram per direction (``read_clat``, ``write_clat``...) with I/Os; raises ParseError
+    or FileNotFoundError for a file it cannot read."""
+    families: dict[str, dict] = {}
+    for key, bins in jsonplus.merged_histograms(list(paths), "clat").items():
+        if key.host is not None and key.host != host:
+            continue
+        family = f"{key.direction}_clat"
+        families[family] = fio_bins.merge_bins(families.get(family, {}), bins)
+    return [LatencyHistogram(family, dict(bins), fio_bins.percentiles_from_bins(bins, percentiles))
+            for family, bins in sorted(families.items()) if sum(bins.values())]

@@ -1,0 +1,243 @@
+"""The README's "Adding a tool, a storage kind or a power source", followed to the letter.
+
+In a copy of src/briefkit, a toy tool (one folder: a workload running ``dd`` on the host and a parser of
+dd's report), a toy storage kind (one module: a directory) and a toy power source (one module: a
+file of microwatts) are added, each with its one line in its list; then the copy's command line
+ingests a dd report with ``briefkit ingest toy`` and measures a one-point campaign (two repetitions)
+``workload: toy`` on a ``kind: toydir`` configuration with ``power: {kind: toyfile}``, in subprocesses whose
+PYTHONPATH is the copy. Nothing else in the tree is edited: if adding any of them needed another edit, the
+commands here fail.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "briefkit"
+
+TOY_INIT = '''"""toy: dd's own report of a write, read as a bandwidth."""
+from briefkit.tools import Tool
+
+TOOL = Tool("toy", f"{__name__}.ingest", f"{__name__}.workload:ToyWorkload")
+'''
+
+TOY_INGEST = '''"""``briefkit ingest toy``: dd's report (``N bytes ... copied, S s, ...``) as one write_bw sample."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from briefkit.core import samples
+from briefkit.core.errors import ParseError
+
+_REPORT = re.compile(r"^(\\d+) bytes .* copied, ([0-9.]+) s", re.M)
+
+
+def parse(path, **provenance):
+    path = Path(path)
+    found = _REPORT.search(path.read_text())
+    if not found:
+        raise ParseError(path, "no 'N bytes ... copied, S s' line: not dd's report")
+    rate = int(found[1]) / float(found[2])
+    return samples.frame([{"metric": "write_bw", "value": rate, "unit": "B/s"}],
+                         **{"tool": "toy", "source": str(path), **provenance})
+'''
+
+TOY_WORKLOAD = '''"""The toy workload: dd writes ``count`` blocks of 64 KiB on the configuration's storage."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from briefkit.tools.base import Program, Workload
+from briefkit.tools.toy import ingest
+
+
+class ToyWorkload(Workload):
+    name = "toy"
+    load_axis = "count"
+    axes = {"count": [4]}
+    tool = "toy"
+    programs = (Program("dd", "coreutils"),)
+    headline = ("write_bw",)
+    parameters = {"p_count": "Int64"}
+
+    def run(self, run):
+        argv = ["dd", "if=/dev/zero", f"of={run.storage.path}/toy.bin", "bs=64K",
+                f"count={run.point.values['count']}", "conv=fsync"]
+        if run.run_job(argv, "dd") != 0:
+            raise RuntimeError("dd failed")
+
+    def samples(self, point_dir, point, settings):
+        return ingest.parse(Path(point_dir) / "dd.stderr", workload="toy", load_kind="count",
+                            load=point.values["count"])
+'''
+
+TOY_STORAGE = '''"""``kind: toydir``: a directory, created if missing (and removed again if it is left empty)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from briefkit.core.validation import AbsPath, Model
+from briefkit.storage.base import StorageConfig
+
+
+class Spec(Model):
+    kind: Literal["toydir"]
+    path: AbsPath
+
+
+@dataclass(frozen=True)
+class Config(StorageConfig):
+    path: str = ""
+    kind: ClassVar[str] = "toydir"
+    Spec: ClassVar[type[Model]] = Spec
+    mounts_something: ClassVar[bool] = False
+
+    def _setup(self, ops, sdir, state, uid):
+        _, path = ops.mkdir(self.path)
+        return self._prepared(sdir, path, ops.mount_of(path)["device"], {"path": path, "toy": True})
+
+    def _teardown(self, ops, sdir, state, uid, problems):
+        ops.run(["rmdir", "--", self.path], f"removing {self.path}", ok=(0, 1))
+'''
+
+
+TOY_POWER = '''"""``kind: toyfile``: a power reading in microwatts read from one file on the host (as hwmon\'s
+``power1_input``), once per poll."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Literal
+
+from briefkit.core.validation import AbsPath
+from briefkit.power.base import Host, PowerSample, PowerSource, SpecBase, needs_host
+
+
+class Spec(SpecBase):
+    kind: Literal["toyfile"]
+    path: AbsPath
+
+
+class ToyFile(PowerSource):
+    kind = "toyfile"
+    domain = "system (toy file)"
+
+    def __init__(self, host: Host, path: str):
+        self.host, self.path = host, path
+
+    def sample(self) -> list[PowerSample]:
+        microwatts = float(self.host.read_text(self.path))
+        return [PowerSample(t=time.time(), watts=microwatts / 1e6, domain=self.domain, source=self.kind)]
+
+
+def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
+    return ToyFile(needs_host(host, where, spec.kind), spec.path)
+'''
+
+
+def add_to_list(path: Path, name: str, new: str) -> None:
+    """The one line: ``name = [...]`` gets ``new`` at its end."""
+    text = path.read_text()
+    changed, count = re.subn(rf"^({name} = \[.*?)\]$", rf'\1, "{new}"]', text, flags=re.M)
+    assert count == 1, f"{path}: no one-line list {name}"
+    path.write_text(changed)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("tree")
+    package = root / "src" / "briefkit"
+    shutil.copytree(SRC, package, ignore=shutil.ignore_patterns("__pycache__"))
+    toy = package / "tools" / "toy"
+    toy.mkdir()
+    (toy / "__init__.py").write_text(TOY_INIT)
+    (toy / "ingest.py").write_text(TOY_INGEST)
+    (toy / "workload.py").write_text(TOY_WORKLOAD)
+    add_to_list(package / "tools" / "__init__.py", "TOOL_PACKAGES", "toy")
+    (package / "target" / "storage" / "toydir.py").write_text(TOY_STORAGE)
+    add_to_list(package / "target" / "storage" / "__init__.py", "KIND_MODULES", "toydir")
+    (package / "target" / "power" / "toyfile.py").write_text(TOY_POWER)
+    add_to_list(package / "target" / "power" / "config.py", "SOURCE_MODULES", "toyfile")
+    return root
+
+
+def briefkit(tree: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "BRIEFKIT_ROOT": str(cwd or tree)}
+    return subprocess.run([sys.executable, "-m", "briefkit.cli", *args], cwd=cwd or tree, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_copy_is_the_one_under_test(tree):
+    out = briefkit(tree, "--help")
+    assert out.returncode == 0, out.stderr
+    found = subprocess.run([sys.executable, "-c", "import briefkit; print(briefkit.__file__)"],
+                           env={**os.environ, "PYTHONPATH": str(tree / "src")}, capture_output=True, text=True)
+    assert found.stdout.strip() == str(tree / "src" / "briefkit" / "__init__.py")
+
+
+def test_a_toy_tool_is_ingested_after_one_folder_and_one_line(tree, tmp_path):
+    report = tmp_path / "dd.stderr"
+    done = subprocess.run(["dd", "if=/dev/zero", f"of={tmp_path / 'x.bin'}", "bs=64K", "count=2"],
+                          capture_output=True, text=True, check=True)
+    report.write_text(done.stderr)
+    out = briefkit(tree, "ingest", "toy", str(report))
+    assert out.returncode == 0, out.stderr
+    rows = [line.split(",") for line in out.stdout.strip().splitlines()]
+    header, row = rows[0], dict(zip(rows[0], rows[1]))
+    assert len(rows) == 2 and "metric" in header
+    assert row["tool"] == "toy" and row["metric"] == "write_bw" and float(row["value"]) > 0
+    # a file that is not dd's report is refused, naming it
+    (tmp_path / "other.txt").write_text("hello\n")
+    out = briefkit(tree, "ingest", "toy", str(tmp_path / "other.txt"))
+    assert out.returncode == 1 and "other.txt" in out.stderr and "dd's report" in out.stderr
+
+
+def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree, tmp_path):
+    project = tmp_path / "project"
+    (project / "notebooks").mkdir(parents=True)
+    (project / "notebooks" / "nb.ipynb").write_text("{}")
+    (project / "power1_input").write_text("42000000\n")     # 42 W, in microwatts
+    # adaptive repetitions judge the metric the workload declares as its headline (the group's event
+    # names it; without a headline it would name none)
+    adaptive = {"min": 2, "max": 2, "half_width": "100%"}
+    campaign = {"workload": "toy", "host": "local", "workdir": str(project / "host"), "repetitions": adaptive,
+                "configs": {"here": {"kind": "toydir", "path": str(project / "disk")}},
+                "labels": {"here": "a toy directory"}, "matrix": {"count": [64]}, "settings": {},
+                "power": {"kind": "toyfile", "path": str(project / "power1_input"), "interval_s": 0.01}}
+    (project / "params.yaml").write_text(yaml.safe_dump(
+        {"briefs": {"demo": {"notebook": "nb", "campaigns": {"local": campaign}}}}))
+    out = briefkit(tree, "measure", "demo", "--campaign", "local", cwd=project)
+    assert out.returncode == 0, out.stdout + out.stderr
+    raw = project / "data" / "raw" / "demo" / "local"
+    events = [json.loads(line) for line in (raw / "manifest.jsonl").read_text().splitlines()]
+    done = [e for e in events if e["event"] == "done"]
+    assert [e["point"] for e in done] == ["here/count=64/rep1", "here/count=64/rep2"]
+    stop = [e for e in events if e["event"] == "repetitions"]
+    assert [(e["metric"], e["n"]) for e in stop] == [("write_bw", 2)] and stop[0]["mean"] > 0
+    # what the workload declared reached the executor: its program's version in inventory.json, and
+    # the toy kind's description of the storage
+    inventory = json.loads((raw / "inventory.json").read_text())
+    assert inventory["tools"]["dd"]["version"], inventory["tools"]
+    assert inventory["configs"]["here"]["storage"]["toy"] is True
+    samples = subprocess.run(
+        [sys.executable, "-c", "from briefkit.dataset import build; "
+         "print(build.campaign_samples('demo', 'local').to_json(orient='records'))"],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(tree / "src"), "BRIEFKIT_ROOT": str(project)},
+        capture_output=True, text=True, timeout=300)
+    assert samples.returncode == 0, samples.stderr
+    rows = json.loads(samples.stdout)
+    bandwidth = [r for r in rows if r["metric"] == "write_bw"]
+    assert len(bandwidth) == 2 and {r["tool"] for r in bandwidth} == {"toy"}
+    assert all(r["value"] > 0 and r["p_count"] == 64 and r["config"] == "here" for r in bandwidth)
+    # the toy power source was polled while each point ran: its watts are the window's mean
+    assert [r["value"] for r in rows if r["metric"] == "watts"] == [42.0, 42.0]
