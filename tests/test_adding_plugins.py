@@ -164,10 +164,10 @@ def tree(tmp_path_factory) -> Path:
     (toy / "ingest.py").write_text(TOY_INGEST)
     (toy / "workload.py").write_text(TOY_WORKLOAD)
     add_to_list(package / "tools" / "__init__.py", "TOOL_PACKAGES", "toy")
-    (package / "target" / "storage" / "toydir.py").write_text(TOY_STORAGE)
-    add_to_list(package / "target" / "storage" / "__init__.py", "KIND_MODULES", "toydir")
-    (package / "target" / "power" / "toyfile.py").write_text(TOY_POWER)
-    add_to_list(package / "target" / "power" / "config.py", "SOURCE_MODULES", "toyfile")
+    (package / "storage" / "toydir.py").write_text(TOY_STORAGE)
+    add_to_list(package / "storage" / "__init__.py", "KIND_MODULES", "toydir")
+    (package / "power" / "toyfile.py").write_text(TOY_POWER)
+    add_to_list(package / "power" / "config.py", "SOURCE_MODULES", "toyfile")
     return root
 
 
