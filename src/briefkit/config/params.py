@@ -38,58 +38,44 @@ from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, mode
 
 from briefkit import tools
 from briefkit.core.errors import ParamsError
-from briefkit.core.validation import NAME_PATTERN, AbsPath, Bool, Model, Name, check
+from briefkit.core.validation import (
+    NAME_PATTERN,
+    SSH_URL_PATTERN,
+    AbsPath,
+    Bool,
+    Model,
+    Name,
+    SshUrl,
+    SshUrlText,
+    check,
+    check_ssh_url,
+)
 from briefkit.target.power.config import PowerSpec
 from briefkit.target.storage import StorageSpec
 
 DEFAULT_WORKDIR = "/var/tmp/briefkit"
 
-_USER = r"[a-z_][a-z0-9_.-]{0,31}"
-_HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\]"
-_SSH_URL = re.compile(rf"^ssh://(?:(?P<user>{_USER})@)?(?P<host>{_HOSTNAME})(?::(?P<port>[0-9]{{1,6}}))?/?$")
-
-
-def parse_ssh_url(value: Any) -> dict[str, Any]:
-    """``ssh://[user@]host[:port]`` -> {user, hostname, port}; ValueError saying what is wrong."""
-    if not isinstance(value, str) or not value.startswith("ssh://"):
-        raise ValueError(f"expected ssh://[user@]host[:port], got {value!r}")
-    match = _SSH_URL.fullmatch(value)
-    if not match:
-        raise ValueError(f"{value!r} is not ssh://[user@]host[:port] (user: lower-case letters, digits, _ . -; "
-                         "host: a name or address)")
-    port = int(match["port"]) if match["port"] else 22
-    if not 1 <= port <= 65535:
-        raise ValueError(f"{value!r}: port {port} is outside 1-65535")
-    return {"user": match["user"], "hostname": match["host"].strip("[]"), "port": port}
-
-
 class SshOptions(Model):
     """A host reached over SSH, with its options."""
 
-    ssh: str
+    ssh: SshUrlText
     known_hosts: AbsPath | None = None
     client_keys: list[AbsPath] | None = None
     sudo: Bool = False
-
-    @model_validator(mode="after")
-    def _url(self):
-        parse_ssh_url(self.ssh)
-        return self
 
 
 def _host(value: Any) -> Any:
     if value == "local":
         return value
     if isinstance(value, str):
-        parse_ssh_url(value)
-        return value
+        return check_ssh_url(value)
     if isinstance(value, Mapping):
         return check(SshOptions, value, "", ValueError).model_dump(exclude_none=True)
     raise ValueError("expected local, ssh://[user@]host[:port] or {ssh: ..., known_hosts: ..., client_keys: [...], "
                      f"sudo: false}}, got {value!r}")
 
 
-_HOST_SCHEMA = {"anyOf": [{"const": "local"}, {"type": "string", "pattern": _SSH_URL.pattern},
+_HOST_SCHEMA = {"anyOf": [{"const": "local"}, {"type": "string", "pattern": SSH_URL_PATTERN},
                           SshOptions.model_json_schema()]}
 HostSpec = Annotated[Any, PlainValidator(_host), WithJsonSchema(_HOST_SCHEMA)]
 
@@ -105,8 +91,8 @@ def host_slug(spec: Any) -> str:
     path component that cannot leave its folder (no ``/``, no ``..``)."""
     if spec == "local":
         return "local"
-    url = parse_ssh_url(spec["ssh"] if isinstance(spec, Mapping) else spec)
-    text = url["hostname"].lower() + (f"-{url['port']}" if url["port"] != 22 else "")
+    url = SshUrl.parse(spec["ssh"] if isinstance(spec, Mapping) else spec)
+    text = url.hostname.lower() + (f"-{url.port}" if url.port != 22 else "")
     text = re.sub(r"[^a-z0-9._-]+", "-", text).strip("-.")
     if not _HOST_SLUG.fullmatch(text) or ".." in text:
         raise ValueError(f"{spec!r}: no safe folder name can be made from this address")

@@ -21,9 +21,9 @@ from typing import Any
 
 from briefkit import tools as workloads
 from briefkit.config import project
-from briefkit.config.params import CampaignSpec, HostSpec, host_slug, max_repetitions, parse_ssh_url
+from briefkit.config.params import CampaignSpec, HostSpec, host_slug, max_repetitions
 from briefkit.core.errors import CampaignError
-from briefkit.core.validation import check, check_name
+from briefkit.core.validation import SshUrl, check, check_name
 from briefkit.raw import records
 from briefkit.target import storage
 from briefkit.target.hosts import Host, LocalHost, SshHost
@@ -120,8 +120,8 @@ def connect(spec: Any, where: str = "host") -> Host:
     if spec == "local":
         return LocalHost()
     options = dict(spec) if isinstance(spec, Mapping) else {"ssh": spec}
-    url = parse_ssh_url(options.pop("ssh"))
-    return SshHost(url["hostname"], url["port"], url["user"], client_keys=options.get("client_keys"),
+    url = SshUrl.parse(options.pop("ssh"))
+    return SshHost(url.hostname, url.port, url.user, client_keys=options.get("client_keys"),
                    known_hosts=options.get("known_hosts"), sudo=options.get("sudo", False))
 
 

@@ -22,8 +22,8 @@ import socket
 import time
 from typing import Any
 
-from briefkit.config.params import parse_ssh_url
 from briefkit.core.errors import CampaignError
+from briefkit.core.validation import SshUrl
 from briefkit.measure import steps
 from briefkit.measure.declaration import Campaign, connect
 from briefkit.measure.diagnose import explain, one_line
@@ -46,7 +46,7 @@ def address_of(spec: Any) -> str:
     if spec == "local":
         return "127.0.0.1"
     url = spec["ssh"] if isinstance(spec, dict) else spec
-    return parse_ssh_url(url)["hostname"]
+    return SshUrl.parse(url).hostname
 
 
 def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summary:
