@@ -43,6 +43,7 @@ from briefkit.core.validation import (
     SSH_URL_PATTERN,
     AbsPath,
     Bool,
+    KeyError_,
     Model,
     Name,
     SshUrl,
@@ -108,9 +109,9 @@ def _hosts(value: Any) -> list:
             spec = _host(item)
             name = host_slug(spec)
         except ValueError as exc:
-            raise ValueError(f"[{index}]: {exc}") from None
+            raise KeyError_(index, str(exc)) from None
         if name in seen:
-            raise ValueError(f"[{index}]: {item!r} is the same host as [{seen[name]}] (both are {name!r}); "
+            raise KeyError_(index, f"{item!r} is the same host as [{seen[name]}] (both are {name!r}); "
                              f"each host may be named once")
         seen[name] = index
         hosts.append(spec)
