@@ -129,6 +129,18 @@ def _workload(value: str) -> str:
     return value
 
 
+_PERCENT = re.compile(r"[0-9]{1,3}(\.[0-9]{1,6})?%")
+
+
+def _percent(value: Any) -> str:
+    if not isinstance(value, str) or not _PERCENT.fullmatch(value) or not 0 < float(value.rstrip("%")) <= 100:
+        raise ValueError(f"expected a percentage of the mean above 0 and at most 100 %, like 5%, got {value!r}")
+    return value
+
+
+Percent = Annotated[str, PlainValidator(_percent), WithJsonSchema({"type": "string", "pattern": f"^{_PERCENT.pattern}$"})]
+
+
 class AdaptiveRepetitions(Model):
     """``repetitions: {min: 2, max: 6, half_width: 5%}``: after ``min`` repetitions of a point
     (a configuration and its matrix values) more are run, one at a time, until the 95 % Student-t
@@ -137,14 +149,12 @@ class AdaptiveRepetitions(Model):
 
     min: Annotated[int, Field(ge=2)]
     max: Annotated[int, Field(ge=2, le=1000)]
-    half_width: Annotated[str, Field(pattern=r"^[0-9]{1,3}(\.[0-9]{1,6})?%$")]
+    half_width: Percent
 
     @model_validator(mode="after")
     def _bounds(self):
         if self.max < self.min:
             raise ValueError(f"max: {self.max} is below min ({self.min})")
-        if not 0 < self.target_pct <= 100:
-            raise ValueError(f"half_width: expected a percentage above 0 and at most 100 %, got {self.half_width!r}")
         return self
 
     @property
@@ -152,30 +162,34 @@ class AdaptiveRepetitions(Model):
         return float(self.half_width.rstrip("%"))
 
 
-def _repetitions(value: Any) -> Any:
+def _repetitions(value: Any) -> int | AdaptiveRepetitions:
+    if isinstance(value, AdaptiveRepetitions):
+        return value
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
             raise ValueError(f"must be greater than or equal to 1, not {value}")
         return value
     if isinstance(value, Mapping):
-        width = value.get("half_width")
-        if width is not None and not (isinstance(width, str) and re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,6})?%", width)):
-            raise ValueError(f"half_width: expected a percentage of the mean like 5%, got {width!r}")
         try:
-            return check(AdaptiveRepetitions, value, "", ValueError).model_dump()
+            return check(AdaptiveRepetitions, value, "", ValueError)
         except ValueError as exc:
             raise ValueError(str(exc).removeprefix(": ")) from None
     raise ValueError(f"expected a whole number >= 1 or {{min: 2, max: 6, half_width: 5%}}, got {value!r}")
 
 
-#: a plain count, or an adaptive declaration (kept as a mapping: it is recorded in campaign.json as such)
-RepetitionsSpec = Annotated[Any, PlainValidator(_repetitions), WithJsonSchema({
+#: ``repetitions``: a plain count (PositiveInt) or an AdaptiveRepetitions
+Repetitions = Annotated[int | AdaptiveRepetitions, PlainValidator(_repetitions), WithJsonSchema({
     "anyOf": [{"type": "integer", "minimum": 1}, AdaptiveRepetitions.model_json_schema()]})]
 
 
-def max_repetitions(value: Any) -> int:
+def max_repetitions(value: int | AdaptiveRepetitions) -> int:
     """The most repetitions a point may get: the plain count, or an adaptive declaration's ``max``."""
-    return int(value["max"]) if isinstance(value, Mapping) else int(value)
+    return value.max if isinstance(value, AdaptiveRepetitions) else value
+
+
+def repetitions_record(value: int | AdaptiveRepetitions) -> int | dict[str, Any]:
+    """``repetitions`` as campaign.json records it: the count, or {min, max, half_width}."""
+    return value.model_dump() if isinstance(value, AdaptiveRepetitions) else value
 
 
 class CampaignSpec(Model):
@@ -188,7 +202,7 @@ class CampaignSpec(Model):
     fio_server: Bool = False
     fio_server_port: Annotated[int, Field(ge=FIO_SERVER_PORTS.start, lt=FIO_SERVER_PORTS.stop)] = FIO_SERVER_PORTS.start
     workdir: AbsPath = DEFAULT_WORKDIR
-    repetitions: RepetitionsSpec = 1
+    repetitions: Repetitions = 1
     power: PowerSpec | None = None
     configs: Annotated[dict[Name, StorageSpec], Field(min_length=1)]
     labels: dict[Name, str] = {}

@@ -21,7 +21,14 @@ from typing import Any
 
 from briefkit import tools as workloads
 from briefkit.config import project
-from briefkit.config.params import CampaignSpec, HostSpec, host_slug, max_repetitions
+from briefkit.config.params import (
+    AdaptiveRepetitions,
+    CampaignSpec,
+    HostSpec,
+    host_slug,
+    max_repetitions,
+    repetitions_record,
+)
 from briefkit.core.errors import CampaignError
 from briefkit.core.validation import SshUrl, check, check_name
 from briefkit.raw import records
@@ -37,7 +44,7 @@ class Campaign:
     workload: Workload
     host: Any
     workdir: str
-    repetitions: Any                    # a count, or {min, max, half_width} (briefkit.measure.repetitions)
+    repetitions: int | AdaptiveRepetitions  # a count, or adaptive (briefkit.measure.repetitions)
     power: Mapping[str, Any]
     configs: dict[str, Any]             # name -> briefkit.target.storage.StorageConfig
     config_specs: dict[str, Any]
@@ -56,7 +63,7 @@ class Campaign:
 
     def declaration(self) -> dict[str, Any]:
         """What must not change between a campaign's first run and its resume."""
-        return {"workload": self.workload.name, "repetitions": self.repetitions, "configs": self.config_specs,
+        return {"workload": self.workload.name, "repetitions": repetitions_record(self.repetitions), "configs": self.config_specs,
                 "matrix": self.matrix, "settings": self.settings}
 
     def remote_root(self) -> str:
