@@ -11,6 +11,8 @@ value is accepted only if it matches, never because it lacks something known to 
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import posixpath
 import re
 from collections.abc import Callable, Mapping
@@ -26,6 +28,7 @@ from pydantic import (
     StrictBool,
     TypeAdapter,
     ValidationError,
+    validate_call,
 )
 
 #: names of briefs, campaigns and configurations: they name folders on the controller and the host
@@ -327,6 +330,22 @@ def messages(exc: ValidationError, where: str, model: Any = None, data: Any = No
             merged[key] = [text]
     return [f"{key}{'' if key.endswith(':') else ':'} {' or '.join(dict.fromkeys(texts))}"
             for key, texts in merged.items()]
+
+
+def checked_arguments(function: Callable) -> Callable:
+    """``function`` with its arguments checked against their annotations (pydantic, strict); a bad
+    one raises ValueError naming the argument (``threads: must be greater than or equal to 1, not 0``)."""
+    inner = validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(function)
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        named = signature.bind(*args, **kwargs).arguments   # every argument by name, so errors name it
+        try:
+            return inner(**named)
+        except ValidationError as exc:
+            raise ValueError("; ".join(messages(exc, ""))) from None
+    return call
 
 
 def check(model: type[M] | Any, data: Any, where: str, error: Callable[[str], Exception], *,
