@@ -199,7 +199,7 @@ def test_declaration_errors_name_the_key(project_root):
     with pytest.raises(CampaignError, match=r"briefs\.demo\.campaigns\.local\.repetitions"):
         campaign.load("demo", "local")
     declare(project_root, matrix={"size": [1]})
-    with pytest.raises(CampaignError, match=r"campaigns\.local\.matrix: unknown axis \['size'\]"):
+    with pytest.raises(CampaignError, match=r"campaigns\.local\.matrix\.size: unknown key \(known: count\)"):
         campaign.load("demo", "local")
     declare(project_root, host="ssh:/nohost")
     with pytest.raises(CampaignError, match=r"campaigns\.local\.host"):

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from briefkit import cli
+from briefkit.core.validation import SshUrl
 from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
 
@@ -129,13 +130,18 @@ def test_dry_run_says_unknown_when_a_workload_has_no_estimate(project_root, caps
 @pytest.mark.parametrize("url, expected", [
     ("ssh://root@host:notaport", "'notaport', not a number"),
     ("ssh://root@host:99999", "99999, outside 1-65535"),
+    ("ssh://Bob@host", "has the user 'Bob'"),
 ])
-def test_a_wrong_host_address_names_the_value_and_the_form(project_root, capsys, url, expected):
+@pytest.mark.parametrize("command", [["measure", "mine"], ["measure-notebook", "mine", "quick"]])
+def test_a_wrong_host_address_names_the_value_and_the_form(project_root, capsys, url, expected, command):
+    """--host is refused with the message params.yaml gives for the same address (one parser)."""
     declare(project_root, {"quick": fio_campaign(project_root)})
-    assert cli.main(["measure", "mine", "--host", url]) == 2
+    assert cli.main([*command, "--host", url]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("briefkit: error: --host: ") and expected in err
-    assert "expected ssh://[user@]host[:port]" in err and "Traceback" not in err
+    with pytest.raises(ValueError) as same:
+        SshUrl.parse(url)
+    assert err.strip() == f"briefkit: error: --host: {same.value}"
+    assert expected in err and "expected ssh://[user@]host[:port]" in err
 
 
 def test_a_storage_error_that_needs_root_gets_the_next_step():

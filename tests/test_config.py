@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from briefkit.config import project, schema, yamlload
-from briefkit.config.params import parse_ssh_url, validate_params
+from briefkit.config.params import validate_params
 from briefkit.core.errors import ParamsError
-from briefkit.core.validation import check_name
+from briefkit.core.validation import SshUrl, check_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,16 +62,39 @@ def test_bad_names(name):
 
 
 @pytest.mark.parametrize("url, words", [
-    ("ssh://root@h:99999", "port 99999 is outside 1-65535"),
-    ("ssh://root@h:0", "port 0 is outside 1-65535"),
-    ("ssh://h;id", "is not ssh://"),
-    ("ssh://-oProxyCommand=x@h", "is not ssh://"),
-    ("http://h", "expected ssh://"),
+    ("ssh://root@h:99999", "has the port 99999, outside 1-65535"),
+    ("ssh://root@h:0", "has the port 0, outside 1-65535"),
+    ("ssh://h;id", "has the host 'h;id', which is not a name or an address"),
+    ("ssh://-oProxyCommand=x@h", "has the user '-oProxyCommand=x'"),
+    ("ssh://Bob@h", "has the user 'Bob'"),
+    ("ssh://a:secret@h", "contains a password"),
+    ("ssh://h/etc", "has a path or query"),
+    ("http://h", "is not an SSH address"),
 ])
 def test_ssh_urls(url, words):
     with pytest.raises(ValueError, match=words):
-        parse_ssh_url(url)
-    assert parse_ssh_url("ssh://u@h.example:2222") == {"user": "u", "hostname": "h.example", "port": 2222}
+        SshUrl.parse(url)
+    assert SshUrl.parse("ssh://u@h.example:2222") == SshUrl("ssh://u@h.example:2222", "u", "h.example", 2222)
+    assert SshUrl.parse("ssh://[::1]/") == SshUrl("ssh://[::1]/", None, "::1", 22)
+
+
+@pytest.mark.parametrize("url", ["ssh://Bob@host", "ssh://root@host:notaport", "ssh://h;id"])
+def test_one_ssh_address_parser_refuses_alike_everywhere(url):
+    """params.yaml (host, hosts, {ssh: ...}) and SshHost give one message (--host: test_cli)."""
+    from briefkit.hosts import SshHost
+
+    with pytest.raises(ValueError) as direct:
+        SshUrl.parse(url)
+    message = str(direct.value)
+    assert "expected ssh://[user@]host[:port]" in message
+    camp = {"workload": "fio", "configs": {"tmp": {"kind": "tmpfs", "size": "1GiB"}}}
+    for key, value, path in [("host", url, "host"), ("host", {"ssh": url}, "host: ssh"), ("hosts", [url], "hosts[0]")]:
+        with pytest.raises(ParamsError) as err:
+            validate_params({"briefs": {"b": {"notebook": "x", "campaigns": {"c": {**camp, key: value}}}}}, "p.yaml")
+        assert str(err.value) == f"p.yaml: briefs.b.campaigns.c.{path}: {message}"
+    with pytest.raises(ValueError) as err:
+        SshHost.from_url(url, where="--host")
+    assert str(err.value) == f"--host: {message}"
 
 
 @pytest.mark.parametrize("data, words", [

@@ -122,7 +122,7 @@ def test_a_short_real_run_parses_back(tmp_path):
     ({"runtime": "ten minutes"}, "runtime"),
     ({"runtime": None}, "runtime"),  # time_based without a runtime
     ({"ramp_time": -1}, "ramp_time"),
-    ({"options": {"Bad-Key": 1}}, "options"),
+    ({"options": {"Bad-Key": 1}}, "options.Bad-Key"),
     ({"options": {"bs": 4096}}, "options.bs"),
     ({"options": {"description": "x\n[job2]"}}, "options.description"),
     ({"options": {"percentile_list": " 50"}}, "options.percentile_list"),

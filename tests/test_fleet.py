@@ -74,7 +74,7 @@ def test_host_and_hosts_together_are_refused_naming_the_key():
 def test_the_same_host_twice_and_fleet_keys_without_a_fleet_are_refused():
     base = {"workload": "fio", "configs": {"d": {"kind": "dir", "path": "/x"}}}
     twice = {**base, "hosts": ["ssh://root@node-a:22", "ssh://other@NODE-A"]}
-    with pytest.raises(ParamsError, match=r"hosts: \[1\].*same host as \[0\].*'node-a'"):
+    with pytest.raises(ParamsError, match=r"hosts\[1\]: .*same host as \[0\].*'node-a'"):
         validate_params({"briefs": {"b": {"notebook": "nb", "campaigns": {"c": twice}}}})
     alone = {**base, "max_parallel_hosts": 2}
     with pytest.raises(ParamsError, match=r"max_parallel_hosts: only for a fleet campaign"):

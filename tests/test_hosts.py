@@ -26,7 +26,6 @@ from briefkit.hosts import (
     LocalHost,
     SshHost,
 )
-from briefkit.hosts.ssh import parse_ssh_url
 from briefkit.hosts.sshd import LoopbackSshd, free_port
 
 AWKWARD = [
@@ -317,8 +316,8 @@ def test_read_text_reads_proc_files_whole(host):
 # -- address, key and known_hosts errors -----------------------------------------------------
 
 @pytest.mark.parametrize("url, expected", [
-    ("ssh://root@host:notaport", "the port in 'ssh://root@host:notaport' is 'notaport', not a number"),
-    ("ssh://root@host:99999", "the port in 'ssh://root@host:99999' is 99999, outside 1-65535"),
+    ("ssh://root@host:notaport", "'ssh://root@host:notaport' has the port 'notaport', not a number"),
+    ("ssh://root@host:99999", "'ssh://root@host:99999' has the port 99999, outside 1-65535"),
     ("ssh://root@:22", "names no host"),
     ("root@host", "is not an SSH address"),
 ])
@@ -330,8 +329,9 @@ def test_bad_ssh_address_names_the_value_and_the_expected_form(url, expected):
 
 
 def test_ssh_address_forms():
-    assert parse_ssh_url("ssh://127.0.0.1") == (None, "127.0.0.1", 22)
-    assert parse_ssh_url("ssh://bench@[::1]:2223") == ("bench", "::1", 2223)
+    assert SshHost.from_url("ssh://127.0.0.1").port == 22
+    v6 = SshHost.from_url("ssh://bench@[::1]:2223")
+    assert (v6.username, v6.hostname, v6.port) == ("bench", "::1", 2223)
     host = SshHost.from_url("ssh://bench@192.0.2.7:2200", sudo=True)
     assert (host.username, host.hostname, host.port, host.sudo) == ("bench", "192.0.2.7", 2200, True)
 

@@ -364,7 +364,8 @@ def test_published_mixes_come_from_the_workloads_parameters(pub):
 def test_the_published_tables_never_read_the_label(pub):
     """The transcription's labels changed to another format: every published table and figure is the same."""
     names = {label: f"workload #{i}" for i, label in enumerate(pub.workloads)}
-    relabelled = dataclasses.replace(pub, meta={**pub.meta, "workloads": {names[w]: info for w, info in pub.workloads.items()}},
+    workloads = {names[w]: info for w, info in pub.workloads.items()}
+    relabelled = dataclasses.replace(pub, meta=pub.meta.model_copy(update={"workloads": workloads}),
                                      points=pub.points.assign(workload=pub.points["workload"].map(names)))
     for table in (mix.published_mapping_table, mix.published_throughput_table, mix.published_efficiency_table,
                   mix.published_latency_table):

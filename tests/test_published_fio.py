@@ -68,7 +68,7 @@ def test_workload_parameters_are_those_the_fio_workload_gives_its_samples(brief)
         values = {"rw": f"{read}/{100 - read}", "bs": given["p_bs_bytes"], "iodepth": given["p_iodepth"], "numjobs": 1}
         assert FioWorkload().parameter_values(Point("x", values), {"pattern": "randrw"}) == {**given, "p_numjobs": 1}
         assert workload_label(values, {}) == label
-        assert str(given["p_iodepth"]) == brief.meta["how_tested"]["I/O depth"]
+        assert str(given["p_iodepth"]) == brief.meta.how_tested["I/O depth"]
     assert {brief.parameters(w)["p_read_pct"] for w in brief.workloads} == {30, 50, 70, 90}
     assert {brief.parameters(w)["p_bs_bytes"] for w in brief.workloads} == {256 * 1024, 4 * 1024 * 1024}
 

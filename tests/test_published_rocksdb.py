@@ -43,12 +43,12 @@ def test_claims_use_the_names_of_measured_db_bench_samples(brief):
     measured_metrics = set(parsed["metric"]) | {"device_bw"}     # device_bw: the workload's diskstats sample
     for claim in brief.claims:
         for metric in claim.get("metrics", [claim.get("metric")]):
-            assert metric in measured_metrics and metric in brief.meta["metrics"], (claim["id"], metric)
+            assert metric in measured_metrics and metric in brief.meta.metrics, (claim["id"], metric)
             samples.canonical_unit(metric)
         for workload in claim.get("workloads", [claim.get("workload")]):
             assert workload is None or workload in brief.workloads
     assert brief.load_kind == dbbench_workload.DbBenchWorkload.load_axis
-    assert brief.meta["metrics"]["read_lat_p99"]["unit"] == samples.canonical_unit("read_lat_p99") == "us"
+    assert brief.meta.metrics["read_lat_p99"]["unit"] == samples.canonical_unit("read_lat_p99") == "us"
 
 
 def _measured(values: dict) -> pd.DataFrame:
@@ -132,7 +132,7 @@ def test_nvmeof_methodology_without_claims():
     source = (NVMEOF / "source.txt").read_text(encoding="utf-8")
     for info in brief.workloads.values():
         assert info["title"] in source and info["text"] in source
-    for pair in brief.meta["ratios"].values():
+    for pair in brief.meta.ratios.values():
         assert set(pair) <= set(brief.configs)
 
 

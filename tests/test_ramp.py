@@ -116,12 +116,12 @@ def test_repetitions_take_the_median_when_asked():
 def test_rule_from_campaign_settings():
     rule = StopRule.from_settings({"plateau": True, "min_nopm_gain_pct": 3, "max_p999_rise_pct": 25,
                                    "wal_limit_ms": None, "duration_s": 10})
-    assert rule == StopRule(True, 3.0, 25.0, None)
+    assert rule == StopRule(plateau=True, min_nopm_gain_pct=3.0, max_p999_rise_pct=25.0, wal_limit_ms=None)
     assert StopRule.from_settings({}) == StopRule()
     for settings, key in (({"plateau": "yes"}, "s.plateau"), ({"wal_limit_ms": 0}, "s.wal_limit_ms"),
                           ({"min_nopm_gain_pct": "5%"}, "s.min_nopm_gain_pct"),
                           ({"max_p999_rise_pct": float("nan")}, "s.max_p999_rise_pct"),
-                          ({"plateau": False, "wal_limit_ms": None}, "s: a StopRule needs")):
+                          ({"plateau": False, "wal_limit_ms": None}, "s: a ramp needs at least one stop condition")):
         with pytest.raises(ValueError, match=key.replace(".", r"\.")):
             StopRule.from_settings(settings, "s")
 

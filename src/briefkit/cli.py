@@ -240,16 +240,21 @@ def _measure(args) -> int:
     return 0
 
 
+def _check_host_option(value: str | None) -> None:
+    """``--host``: local or an SSH address, checked before anything runs (SshUrl, as in params.yaml)."""
+    if value and value != "local":
+        from briefkit.core.validation import SshUrl
+
+        SshUrl.parse(value, "--host")   # a ValueError is reported by main() with the form expected
+
+
 def _measure_notebook(args) -> int:
     from briefkit.config import project
     from briefkit.measure import record
 
     base = checkout.root()
     project.brief(args.brief, base)   # the whole params.yaml validated first, as `briefkit measure` does
-    if args.host and args.host != "local":
-        from briefkit.hosts.ssh import parse_ssh_url
-
-        parse_ssh_url(args.host, "--host")
+    _check_host_option(args.host)
     record.run_notebook(args.brief, args.campaign, host=args.host, base=base, say=_say)
     return 0
 
@@ -262,10 +267,7 @@ def _measure_host(args, campaign, name: str, base: Path):
     if campaign.load(args.brief, name, base).hosts is not None:
         raise SystemExit(f"briefs.{args.brief}.campaigns.{name} is a fleet campaign: its hosts (and sudo: true "
                          f"for each) are declared in params.yaml under hosts; --host and --sudo do not apply")
-    if args.host and args.host != "local":
-        from briefkit.hosts.ssh import parse_ssh_url
-
-        parse_ssh_url(args.host, "--host")
+    _check_host_option(args.host)
     spec = args.host or campaign.load(args.brief, name, base).host
     host = campaign.connect(spec, "--host" if args.host else f"briefs.{args.brief}.campaigns.{name}.host")
     if args.sudo:

@@ -42,9 +42,9 @@ class FioMix(BriefBase):
     def facts(self) -> dict:
         """The data-dependent values the notebook's prose templates glue into its text."""
         pub = self.pub
-        return {"title": pub.title, "subtitle": pub.meta["subtitle"], "points": len(pub.points),
+        return {"title": pub.title, "subtitle": pub.meta.subtitle, "points": len(pub.points),
                 "claims": len(self.checks_table),
-                "published_configs": " and ".join(f'**{c}** ({", ".join(pub.meta["configs"][c][:1])})'
+                "published_configs": " and ".join(f'**{c}** ({", ".join(pub.meta.configs[c][:1])})'
                                                   for c in pub.configs)}
 
     # ------------------------------------------------------------------- figures and ratio tables
@@ -146,7 +146,7 @@ class FioMix(BriefBase):
                         + f"\n\nEvery checked number with its verdict: {label} (appendix).")
         else:
             self.out.md(f"The claims of the brief are not transcribed yet ({self.published_path}/claims.yaml).")
-        slips = self.pub.meta.get("text_slips", [])
+        slips = self.pub.meta.text_slips or []
         if slips:
             self.out.md("Other slips in the text:\n\n" + bullets(slips))
         return self.out.take()
@@ -291,7 +291,7 @@ class FioMix(BriefBase):
         out = self.out
         out.md("### How it was tested")
         for name, c in self.campaigns.items():
-            out.table(mix.method_table(c["record"], self.pub.meta.get("how_tested"), mix.has_power(c["samples"])),
+            out.table(mix.method_table(c["record"], self.pub.meta.how_tested, mix.has_power(c["samples"])),
                       f"fio parameters, published and in campaign {name}")
             self.inventory(name)
         if not self.campaigns:

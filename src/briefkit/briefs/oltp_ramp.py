@@ -68,7 +68,7 @@ class OltpRamp(BriefBase):
 
     def facts(self) -> dict:
         """The data-dependent values the notebook's prose templates glue into its text."""
-        return {"title": self.pub.title, "subtitle": self.pub.meta["subtitle"], "claims": len(self.pub.claims),
+        return {"title": self.pub.title, "subtitle": self.pub.meta.subtitle, "claims": len(self.pub.claims),
                 "comparisons": len(self.checks_table)}
 
     # ------------------------------------------------------------------- figures and ratio tables
@@ -83,9 +83,9 @@ class OltpRamp(BriefBase):
             ratios = ratios.reindex(index=["nopm", "txn_lat_mean", "txn_lat_p99.9"]).rename(
                 index={"nopm": "NOPM", "txn_lat_mean": "mean transaction time",
                        "txn_lat_p99.9": "99.9% transaction time"})
-            ratios.insert(0, pub.meta["baseline"], 1.0)
+            ratios.insert(0, pub.meta.baseline, 1.0)
             fig, ax = plots.figure(height=2.6)
-            plots.grouped_bars(ax, ratios, ylabel=f"relative to {pub.meta['baseline']}",
+            plots.grouped_bars(ax, ratios, ylabel=f"relative to {pub.meta.baseline}",
                                palette=plots.colours(list(ratios.columns)), missing="not printed", decimals=2)
             return fig
         return self.drawn(("headline",), draw)
@@ -242,7 +242,7 @@ class OltpRamp(BriefBase):
         label = out.verdicts(checks, "Published claims against the published numbers", appendix=True)
         out.md(f"{self.headline} (page 1) re-draws what the text states from its own words; {label} (appendix) checks "
                f"each of its {len(checks)} comparisons: " + ", ".join(f"{n} {v}" for v, n in verdicts.items() if n) + ".")
-        slips = pub.meta.get("text_slips", [])
+        slips = pub.meta.text_slips or []
         if slips:
             out.md("Other slips in the text:\n\n" + bullets(slips))
         return out.take()
@@ -399,7 +399,7 @@ extrapolates it. The runs above use pgbench's per-transaction log, which gives i
          out) = self._vars()
         with out.appendix():
             out.md("### How the published brief was tested")
-            out.table(pd.DataFrame(list(pub.meta["how_tested"].items()), columns=["", "Published system"]),
+            out.table(pd.DataFrame(list(pub.meta.how_tested.items()), columns=["", "Published system"]),
                       "The system and software of the published brief", css_class="brief-table wrap")
             files = [f for f in ("points.csv", "relative.csv", "claims.yaml") if (pub.folder / f).exists()]
             out.md(f"The published numbers were transcribed into `{self.published_path}` "

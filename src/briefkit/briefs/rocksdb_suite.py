@@ -36,14 +36,14 @@ class RocksdbSuite(BriefBase):
             self.measured[name] = {
                 "data": data, "record": record, "configs": configs,
                 "labels": {c: (record.labels or {}).get(c) or c for c in record.configs},
-                "pairs": suite.ratio_pairs(ratios, configs, self.pub.meta.get("tables")) if len(configs) > 1 else []}
+                "pairs": suite.ratio_pairs(ratios, configs, self.pub.meta.tables) if len(configs) > 1 else []}
 
     def _suffix(self, name: str, fmt: str = " ({})") -> str:
         return "" if len(self.measured) == 1 else fmt.format(name)
 
     def facts(self) -> dict:
         """The data-dependent values the notebook's prose templates glue into its text."""
-        return {"title": self.pub.title, "subtitle": self.pub.meta["subtitle"]}
+        return {"title": self.pub.title, "subtitle": self.pub.meta.subtitle}
 
     # ------------------------------------------------------------------- figures and ratio tables
     # Each returns the object its section shows (drawn once): a notebook cell may restyle it first.
@@ -110,7 +110,7 @@ class RocksdbSuite(BriefBase):
                 said = (f"not measured: {', '.join(pair.missing)} has no samples" if pair.missing else
                         suite.ratio_summary(m["data"], pair.numerator, pair.denominator).split(": ", 1)[1])
                 lines.append(f"**{pair.title}**{as_table}: {said}.")
-        for statement in self.pub.meta.get("statements", []):
+        for statement in self.pub.meta.statements or []:
             lines.append(f"*The post*: {statement['text']}")
         self.out.md(bullets(lines))
         self.headline, name = "", self._headline_campaign()
@@ -205,7 +205,7 @@ class RocksdbSuite(BriefBase):
         for name, m in self.measured.items():
             record = m["record"]
             versions = sorted(m["data"]["tool_version"].dropna().unique())
-            post = suite.fraction(pub.meta["scale"]) if pub.meta.get("scale") else "a scale it does not state"
+            post = suite.fraction(pub.meta.scale) if pub.meta.scale else "a scale it does not state"
             out.md(f"**Scale.** This campaign ran {suite.scale_statement(record.settings or {}, memory_bytes(record))} "
                    f"The post ran {post} of the wiki's data, on the system of the last table, the remote SSD behind "
                    "a 56 Gbps RDMA network. The numbers here show how the suite and its ratio tables are computed "

@@ -75,7 +75,7 @@ class RocksdbSweep(BriefBase):
     def facts(self) -> dict:
         """The data-dependent values the notebook's prose templates glue into its text."""
         pub = self.pub
-        return {"title": pub.title, "subtitle": pub.meta["subtitle"], "points": len(pub.points),
+        return {"title": pub.title, "subtitle": pub.meta.subtitle, "points": len(pub.points),
                 "claims": len(self.checks_table), "published_claims": len(pub.claims),
                 "measured_campaigns": ", ".join(f"{n} on {hosts_text(m['record'])}" for n, m in self.measured.items())}
 
@@ -281,7 +281,7 @@ class RocksdbSweep(BriefBase):
             self.out.md("What does not match:\n\n" + bullets(
                 f"{row.where}: *{row.statement or row.stated}*. {row.reason[:1].upper()}{row.reason[1:]}."
                 for row in wrong.itertuples()))
-        slips = self.pub.meta.get("text_slips", [])
+        slips = self.pub.meta.text_slips or []
         if slips:
             self.out.md("Other slips in the text:\n\n" + bullets(slips))
         return self.out.take()

@@ -433,7 +433,7 @@ def named(config: str, labels: dict, emphasis: bool = True) -> str:
 
 
 def published_how(pub) -> pd.DataFrame:
-    return pd.DataFrame(list(pub.meta["how_tested"].items()), columns=["", "Published system"])
+    return pd.DataFrame(list(pub.meta.how_tested.items()), columns=["", "Published system"])
 
 
 def published_files(pub) -> str:

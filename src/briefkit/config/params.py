@@ -38,58 +38,45 @@ from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, mode
 
 from briefkit import tools
 from briefkit.core.errors import ParamsError
-from briefkit.core.validation import NAME_PATTERN, AbsPath, Bool, Model, Name, check
+from briefkit.core.validation import (
+    NAME_PATTERN,
+    SSH_URL_PATTERN,
+    AbsPath,
+    Bool,
+    KeyError_,
+    Model,
+    Name,
+    SshUrl,
+    SshUrlText,
+    check,
+    check_ssh_url,
+)
 from briefkit.power.config import PowerSpec
 from briefkit.storage import StorageSpec
 
 DEFAULT_WORKDIR = "/var/tmp/briefkit"
 
-_USER = r"[a-z_][a-z0-9_.-]{0,31}"
-_HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\]"
-_SSH_URL = re.compile(rf"^ssh://(?:(?P<user>{_USER})@)?(?P<host>{_HOSTNAME})(?::(?P<port>[0-9]{{1,6}}))?/?$")
-
-
-def parse_ssh_url(value: Any) -> dict[str, Any]:
-    """``ssh://[user@]host[:port]`` -> {user, hostname, port}; ValueError saying what is wrong."""
-    if not isinstance(value, str) or not value.startswith("ssh://"):
-        raise ValueError(f"expected ssh://[user@]host[:port], got {value!r}")
-    match = _SSH_URL.fullmatch(value)
-    if not match:
-        raise ValueError(f"{value!r} is not ssh://[user@]host[:port] (user: lower-case letters, digits, _ . -; "
-                         "host: a name or address)")
-    port = int(match["port"]) if match["port"] else 22
-    if not 1 <= port <= 65535:
-        raise ValueError(f"{value!r}: port {port} is outside 1-65535")
-    return {"user": match["user"], "hostname": match["host"].strip("[]"), "port": port}
-
-
 class SshOptions(Model):
     """A host reached over SSH, with its options."""
 
-    ssh: str
+    ssh: SshUrlText
     known_hosts: AbsPath | None = None
     client_keys: list[AbsPath] | None = None
     sudo: Bool = False
-
-    @model_validator(mode="after")
-    def _url(self):
-        parse_ssh_url(self.ssh)
-        return self
 
 
 def _host(value: Any) -> Any:
     if value == "local":
         return value
     if isinstance(value, str):
-        parse_ssh_url(value)
-        return value
+        return check_ssh_url(value)
     if isinstance(value, Mapping):
         return check(SshOptions, value, "", ValueError).model_dump(exclude_none=True)
     raise ValueError("expected local, ssh://[user@]host[:port] or {ssh: ..., known_hosts: ..., client_keys: [...], "
                      f"sudo: false}}, got {value!r}")
 
 
-_HOST_SCHEMA = {"anyOf": [{"const": "local"}, {"type": "string", "pattern": _SSH_URL.pattern},
+_HOST_SCHEMA = {"anyOf": [{"const": "local"}, {"type": "string", "pattern": SSH_URL_PATTERN},
                           SshOptions.model_json_schema()]}
 HostSpec = Annotated[Any, PlainValidator(_host), WithJsonSchema(_HOST_SCHEMA)]
 
@@ -105,8 +92,8 @@ def host_slug(spec: Any) -> str:
     path component that cannot leave its folder (no ``/``, no ``..``)."""
     if spec == "local":
         return "local"
-    url = parse_ssh_url(spec["ssh"] if isinstance(spec, Mapping) else spec)
-    text = url["hostname"].lower() + (f"-{url['port']}" if url["port"] != 22 else "")
+    url = SshUrl.parse(spec["ssh"] if isinstance(spec, Mapping) else spec)
+    text = url.hostname.lower() + (f"-{url.port}" if url.port != 22 else "")
     text = re.sub(r"[^a-z0-9._-]+", "-", text).strip("-.")
     if not _HOST_SLUG.fullmatch(text) or ".." in text:
         raise ValueError(f"{spec!r}: no safe folder name can be made from this address")
@@ -122,9 +109,9 @@ def _hosts(value: Any) -> list:
             spec = _host(item)
             name = host_slug(spec)
         except ValueError as exc:
-            raise ValueError(f"[{index}]: {exc}") from None
+            raise KeyError_(index, str(exc)) from None
         if name in seen:
-            raise ValueError(f"[{index}]: {item!r} is the same host as [{seen[name]}] (both are {name!r}); "
+            raise KeyError_(index, f"{item!r} is the same host as [{seen[name]}] (both are {name!r}); "
                              f"each host may be named once")
         seen[name] = index
         hosts.append(spec)
@@ -142,6 +129,18 @@ def _workload(value: str) -> str:
     return value
 
 
+_PERCENT = re.compile(r"[0-9]{1,3}(\.[0-9]{1,6})?%")
+
+
+def _percent(value: Any) -> str:
+    if not isinstance(value, str) or not _PERCENT.fullmatch(value) or not 0 < float(value.rstrip("%")) <= 100:
+        raise ValueError(f"expected a percentage of the mean above 0 and at most 100 %, like 5%, got {value!r}")
+    return value
+
+
+Percent = Annotated[str, PlainValidator(_percent), WithJsonSchema({"type": "string", "pattern": f"^{_PERCENT.pattern}$"})]
+
+
 class AdaptiveRepetitions(Model):
     """``repetitions: {min: 2, max: 6, half_width: 5%}``: after ``min`` repetitions of a point
     (a configuration and its matrix values) more are run, one at a time, until the 95 % Student-t
@@ -150,14 +149,12 @@ class AdaptiveRepetitions(Model):
 
     min: Annotated[int, Field(ge=2)]
     max: Annotated[int, Field(ge=2, le=1000)]
-    half_width: Annotated[str, Field(pattern=r"^[0-9]{1,3}(\.[0-9]{1,6})?%$")]
+    half_width: Percent
 
     @model_validator(mode="after")
     def _bounds(self):
         if self.max < self.min:
             raise ValueError(f"max: {self.max} is below min ({self.min})")
-        if not 0 < self.target_pct <= 100:
-            raise ValueError(f"half_width: expected a percentage above 0 and at most 100 %, got {self.half_width!r}")
         return self
 
     @property
@@ -165,30 +162,34 @@ class AdaptiveRepetitions(Model):
         return float(self.half_width.rstrip("%"))
 
 
-def _repetitions(value: Any) -> Any:
+def _repetitions(value: Any) -> int | AdaptiveRepetitions:
+    if isinstance(value, AdaptiveRepetitions):
+        return value
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
             raise ValueError(f"must be greater than or equal to 1, not {value}")
         return value
     if isinstance(value, Mapping):
-        width = value.get("half_width")
-        if width is not None and not (isinstance(width, str) and re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,6})?%", width)):
-            raise ValueError(f"half_width: expected a percentage of the mean like 5%, got {width!r}")
         try:
-            return check(AdaptiveRepetitions, value, "", ValueError).model_dump()
+            return check(AdaptiveRepetitions, value, "", ValueError)
         except ValueError as exc:
             raise ValueError(str(exc).removeprefix(": ")) from None
     raise ValueError(f"expected a whole number >= 1 or {{min: 2, max: 6, half_width: 5%}}, got {value!r}")
 
 
-#: a plain count, or an adaptive declaration (kept as a mapping: it is recorded in campaign.json as such)
-RepetitionsSpec = Annotated[Any, PlainValidator(_repetitions), WithJsonSchema({
+#: ``repetitions``: a plain count (PositiveInt) or an AdaptiveRepetitions
+Repetitions = Annotated[int | AdaptiveRepetitions, PlainValidator(_repetitions), WithJsonSchema({
     "anyOf": [{"type": "integer", "minimum": 1}, AdaptiveRepetitions.model_json_schema()]})]
 
 
-def max_repetitions(value: Any) -> int:
+def max_repetitions(value: int | AdaptiveRepetitions) -> int:
     """The most repetitions a point may get: the plain count, or an adaptive declaration's ``max``."""
-    return int(value["max"]) if isinstance(value, Mapping) else int(value)
+    return value.max if isinstance(value, AdaptiveRepetitions) else value
+
+
+def repetitions_record(value: int | AdaptiveRepetitions) -> int | dict[str, Any]:
+    """``repetitions`` as campaign.json records it: the count, or {min, max, half_width}."""
+    return value.model_dump() if isinstance(value, AdaptiveRepetitions) else value
 
 
 class CampaignSpec(Model):
@@ -201,7 +202,7 @@ class CampaignSpec(Model):
     fio_server: Bool = False
     fio_server_port: Annotated[int, Field(ge=FIO_SERVER_PORTS.start, lt=FIO_SERVER_PORTS.stop)] = FIO_SERVER_PORTS.start
     workdir: AbsPath = DEFAULT_WORKDIR
-    repetitions: RepetitionsSpec = 1
+    repetitions: Repetitions = 1
     power: PowerSpec | None = None
     configs: Annotated[dict[Name, StorageSpec], Field(min_length=1)]
     labels: dict[Name, str] = {}

@@ -19,12 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
+from pydantic import Field, model_validator
 
 from briefkit.core import compare
 from briefkit.core.numbers import fmt
+from briefkit.core.validation import Bool, Model, check
 
 
 @dataclass(frozen=True)
@@ -38,41 +40,26 @@ class Step:
     wal_write_ms: float | None = None
 
 
-@dataclass(frozen=True)
-class StopRule:
-    plateau: bool = True
-    min_nopm_gain_pct: float = 5.0
-    max_p999_rise_pct: float = 20.0
-    wal_limit_ms: float | None = 5.0  # None: no log-latency condition
+class StopRule(Model):
+    """The stop conditions of a ramp. An OLTP campaign's settings are this model's fields and more
+    (briefkit.tools.pgbench.settings.OltpSettings), so they are checked once, here."""
 
-    #: the campaign settings (params.yaml) that make a rule
-    SETTINGS = ("plateau", "min_nopm_gain_pct", "max_p999_rise_pct", "wal_limit_ms")
+    plateau: Bool = True
+    min_nopm_gain_pct: Annotated[float, Field(allow_inf_nan=False)] = 5.0
+    max_p999_rise_pct: Annotated[float, Field(allow_inf_nan=False)] = 20.0
+    wal_limit_ms: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = 5.0  # None: no log-latency condition
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _a_condition(self):
         if not self.plateau and self.wal_limit_ms is None:
-            raise ValueError("a StopRule needs at least one condition (plateau or wal_limit_ms)")
+            raise ValueError("a ramp needs at least one stop condition (plateau: true or a wal_limit_ms)")
+        return self
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], where: str = "settings") -> StopRule:
-        """The rule of a campaign's settings (keys ``SETTINGS``; missing ones take the defaults).
-        A bad value raises ValueError naming ``where.<key>``."""
-        values = {key: settings[key] for key in cls.SETTINGS if key in settings}
-        if "plateau" in values and not isinstance(values["plateau"], bool):
-            raise ValueError(f"{where}.plateau: expected true or false, got {values['plateau']!r}")
-        for key in ("min_nopm_gain_pct", "max_p999_rise_pct", "wal_limit_ms"):
-            if key not in values or (key == "wal_limit_ms" and values[key] is None):
-                continue
-            value = values[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{where}.{key}: expected a number, got {value!r}")
-            if key == "wal_limit_ms" and value <= 0:
-                raise ValueError(f"{where}.wal_limit_ms: expected a positive number of ms (or null to switch "
-                                 f"the log-latency condition off), got {value!r}")
-            values[key] = float(value)
-        try:
-            return cls(**values)
-        except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+        """The rule of a campaign's settings (its keys; missing ones take the defaults). A bad value
+        raises ValueError naming ``where.<key>``."""
+        return check(cls, {key: settings[key] for key in cls.model_fields if key in settings}, where, ValueError)
 
 
 def describe(rule: StopRule) -> str:

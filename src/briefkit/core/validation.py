@@ -11,9 +11,12 @@ value is accepted only if it matches, never because it lacks something known to 
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import posixpath
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
@@ -25,6 +28,7 @@ from pydantic import (
     StrictBool,
     TypeAdapter,
     ValidationError,
+    validate_call,
 )
 
 #: names of briefs, campaigns and configurations: they name folders on the controller and the host
@@ -68,6 +72,80 @@ def check_program(value: Any) -> str:
     return value
 
 
+SSH_URL_FORM = "ssh://[user@]host[:port], e.g. ssh://root@192.0.2.10:22"
+_SSH_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
+_SSH_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]{2,45}\]")
+#: the JSON Schema pattern of an SSH address (the parser below says what is wrong with one)
+SSH_URL_PATTERN = (rf"^ssh://(?:{_SSH_USER.pattern}@)?(?:{_SSH_HOST.pattern})(?::[0-9]{{1,5}})?/?$")
+
+
+@dataclass(frozen=True)
+class SshUrl:
+    """``ssh://[user@]host[:port]``: the one parser of SSH addresses (params.yaml, ``--host``,
+    SshHost, an NVMe-oF target). ``text`` is the address as written (recorded as such)."""
+
+    text: str
+    user: str | None
+    hostname: str
+    port: int = 22
+
+    @classmethod
+    def parse(cls, value: Any, where: str = "") -> SshUrl:
+        """The address ``value``; ValueError naming the value, what is wrong and the expected form
+        (prefixed with ``where:`` when given)."""
+        try:
+            return cls._parse(value)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}" if where else str(exc)) from None
+
+    @classmethod
+    def _parse(cls, value: Any) -> SshUrl:
+        def refused(why: str) -> ValueError:
+            return ValueError(f"{value!r} {why} (expected {SSH_URL_FORM})")
+
+        if not isinstance(value, str) or not value.startswith("ssh://"):
+            raise refused("is not an SSH address")
+        rest = value.removeprefix("ssh://").removesuffix("/")
+        if any(c in rest for c in "/?#"):
+            raise refused("has a path or query, which an SSH address does not take")
+        user, at, address = rest.rpartition("@")
+        if ":" in user:
+            raise refused("contains a password; briefkit logs in by key only")
+        if at and not _SSH_USER.fullmatch(user):
+            raise refused(f"has the user {user!r}: a user is lower-case letters, digits, _ . - "
+                          "(first a letter or _), at most 32")
+        host, port_text = cls._split_port(address)
+        if not host:
+            raise refused("names no host")
+        if not _SSH_HOST.fullmatch(host):
+            raise refused(f"has the host {host!r}, which is not a name or an address")
+        if port_text is not None:
+            if not port_text.isdigit() or len(port_text) > 5:
+                raise refused(f"has the port {port_text!r}, not a number")
+            if not 1 <= int(port_text) <= 65535:
+                raise refused(f"has the port {int(port_text)}, outside 1-65535")
+        return cls(value, user or None, host.strip("[]"), int(port_text) if port_text else 22)
+
+    @staticmethod
+    def _split_port(address: str) -> tuple[str, str | None]:
+        """``host:port`` or ``[v6]:port`` -> (host, port text or None)."""
+        head = address.rpartition("]")[0] + "]" if address.startswith("[") and "]" in address else ""
+        tail = address[len(head):]
+        if ":" not in tail:
+            return address, None
+        host, _, port = tail.rpartition(":")
+        return head + host, port
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def check_ssh_url(value: Any) -> str:
+    """``value`` if it is an SSH address (see SshUrl), else ValueError saying why."""
+    SshUrl.parse(value)
+    return value
+
+
 def _port(value: int) -> int:
     if not 1 <= value <= 65535:
         raise ValueError(f"expected a TCP port number (1-65535), not {value!r}")
@@ -82,6 +160,8 @@ Name = Annotated[str, AfterValidator(_name)]
 AbsPath = Annotated[str, AfterValidator(check_abspath)]
 Bool = StrictBool
 Port = Annotated[int, AfterValidator(_port)]
+#: an SSH address as written, checked by SshUrl.parse (SshUrl.parse(text) gives its parts)
+SshUrlText = Annotated[str, AfterValidator(check_ssh_url), Field(json_schema_extra={"pattern": SSH_URL_PATTERN})]
 
 
 def _listed(value: Any) -> Any:
@@ -250,6 +330,22 @@ def messages(exc: ValidationError, where: str, model: Any = None, data: Any = No
             merged[key] = [text]
     return [f"{key}{'' if key.endswith(':') else ':'} {' or '.join(dict.fromkeys(texts))}"
             for key, texts in merged.items()]
+
+
+def checked_arguments(function: Callable) -> Callable:
+    """``function`` with its arguments checked against their annotations (pydantic, strict); a bad
+    one raises ValueError naming the argument (``threads: must be greater than or equal to 1, not 0``)."""
+    inner = validate_call(config=ConfigDict(strict=True, arbitrary_types_allowed=True))(function)
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        named = signature.bind(*args, **kwargs).arguments   # every argument by name, so errors name it
+        try:
+            return inner(**named)
+        except ValidationError as exc:
+            raise ValueError("; ".join(messages(exc, ""))) from None
+    return call
 
 
 def check(model: type[M] | Any, data: Any, where: str, error: Callable[[str], Exception], *,

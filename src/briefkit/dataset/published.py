@@ -55,7 +55,7 @@ class Cell:
 class PublishedBrief:
     slug: str
     folder: Path
-    meta: dict
+    meta: BriefFile                 # brief.yaml
     points: pd.DataFrame            # one row per (table, workload, config, load); metric columns hold Printed
     claims: list[dict] = field(default_factory=list)
     relative_points: pd.DataFrame | None = None   # relative.csv, values as Printed
@@ -63,28 +63,28 @@ class PublishedBrief:
 
     @property
     def title(self) -> str:
-        return self.meta["title"]
+        return self.meta.title
 
     @property
     def subject(self) -> str:
         """The configuration the brief argues for (or a group of them, see ``groups``)."""
-        return self.meta["subject"]
+        return self.meta.subject
 
     @property
     def load_kind(self) -> str:
-        return self.meta["load_kind"]
+        return self.meta.load_kind
 
     @property
     def configs(self) -> list[str]:
-        return list(self.meta["configs"])
+        return list(self.meta.configs)
 
     @property
     def workloads(self) -> dict:
-        return self.meta["workloads"]
+        return self.meta.workloads
 
     def parameters(self, workload: str) -> dict[str, int | str]:
         """The typed point parameters brief.yaml gives ``workload`` (``{"p_read_pct": 70, ...}``)."""
-        return dict((self.workloads.get(workload) or {}).get("parameters") or {})
+        return self.meta.parameters(workload)
 
     @property
     def parameter_dtypes(self) -> dict[str, str]:
@@ -94,16 +94,16 @@ class PublishedBrief:
     @property
     def groups(self) -> dict[str, list[str]]:
         """Named sets of configurations the text speaks of together ("the NVMe configurations")."""
-        return dict(self.meta.get("groups") or {})
+        return dict(self.meta.groups or {})
 
     @cached_property
     def metrics(self) -> dict[str, dict]:
         """metric -> its column spec (from ``columns`` and ``derived`` of brief.yaml)."""
-        specs = {spec["metric"]: {**spec, "column": column}
-                 for column, spec in (self.meta.get("columns") or {}).items()}
-        for metric, spec in (self.meta.get("derived") or {}).items():
+        specs = {spec.metric: {**spec.model_dump(exclude_none=True), "column": column}
+                 for column, spec in (self.meta.columns or {}).items()}
+        for metric, spec in (self.meta.derived or {}).items():
             specs[metric] = {**spec, "metric": metric}
-        for metric, spec in (self.meta.get("metrics") or {}).items():   # described, not printed
+        for metric, spec in (self.meta.metrics or {}).items():   # described, not printed
             specs.setdefault(metric, {**spec, "metric": metric})
         return specs
 
@@ -141,13 +141,13 @@ class PublishedBrief:
         rows = []
         for record in self.points.to_dict("records"):
             load = _load(record[self.load_kind])
-            for column, spec in (self.meta.get("columns") or {}).items():
+            for column, spec in (self.meta.columns or {}).items():
                 printed = record[column]
                 if printed is None or (isinstance(printed, float) and math.isnan(printed)):
                     continue
                 rows.append({"config": record["config"], "workload": record["workload"],
                              "load_kind": self.load_kind, "load": math.nan if load is None else float(load),
-                             "rep": 0, "metric": spec["metric"], "value": printed.value, "unit": spec["unit"],
+                             "rep": 0, "metric": spec.metric, "value": printed.value, "unit": spec.unit,
                              "source": f"published: {record['table']}",
                              **{name: record[name] for name in samples.parameter_columns(self.points)},
                              f"{samples.PARAMETER_PREFIX}{self.load_kind}": self._whole_load(load)})
@@ -261,6 +261,10 @@ class BriefFile(Model):
     tables: dict[str, Any] | None = None
     ratios: dict[str, Any] | None = None
     statements: list | None = None
+
+    def parameters(self, workload: str) -> dict[str, int | str]:
+        """The typed point parameters of ``workload`` (``{"p_read_pct": 70, ...}``); {} for none."""
+        return dict((self.workloads.get(workload) or {}).get("parameters") or {})
 
 
 # --- claims.yaml: one model per claim kind (briefkit.dataset.claims checks them) ----------------
@@ -410,17 +414,16 @@ class ClaimsFile(Model):
 
 # --- point parameters: brief.yaml's workloads.<label>.parameters -------------------------------
 
-def check_parameters(meta: dict, where: str) -> None:
+def check_parameters(meta: BriefFile, where: str) -> None:
     """Each workload's ``parameters`` are typed values; one parameter has one type in every workload, and
     the load's parameter (``p_<load_kind>``) comes from the load column, not from a workload."""
-    load_parameter = f"{samples.PARAMETER_PREFIX}{meta['load_kind']}"
+    load_parameter = f"{samples.PARAMETER_PREFIX}{meta.load_kind}"
     types: dict[str, tuple[type, str]] = {}   # parameter -> (type, first workload giving it)
-    for label, info in meta["workloads"].items():
-        found = check(Parameters, (info or {}).get("parameters") or {}, f"{where} workloads.{label}.parameters",
-                      PublishedDataError)
+    for label in meta.workloads:
+        found = check(Parameters, meta.parameters(label), f"{where} workloads.{label}.parameters", PublishedDataError)
         for name, value in found.items():
             if name == load_parameter:
-                raise PublishedDataError(f"{where} workloads.{label}.parameters.{name}: the load ({meta['load_kind']}) "
+                raise PublishedDataError(f"{where} workloads.{label}.parameters.{name}: the load ({meta.load_kind}) "
                                          "is the load column of points.csv, not a workload's parameter")
             first = types.setdefault(name, (type(value), label))
             if first[0] is not type(value):
@@ -429,40 +432,40 @@ def check_parameters(meta: dict, where: str) -> None:
                                          f"but workload {first[1]!r} gives it as {kind[first[0]]}")
 
 
-def parameter_dtypes(meta: dict) -> dict[str, str]:
+def parameter_dtypes(meta: BriefFile) -> dict[str, str]:
     """The parameter columns of a brief's tidy samples and their dtypes: the workloads' (brief.yaml order),
     then ``p_<load_kind>`` (a whole number)."""
     dtypes: dict[str, str] = {}
-    for info in meta["workloads"].values():
-        for name, value in ((info or {}).get("parameters") or {}).items():
+    for label in meta.workloads:
+        for name, value in meta.parameters(label).items():
             dtypes.setdefault(name, "Int64" if isinstance(value, int) else "string")
-    return {**dtypes, f"{samples.PARAMETER_PREFIX}{meta['load_kind']}": "Int64"}
+    return {**dtypes, f"{samples.PARAMETER_PREFIX}{meta.load_kind}": "Int64"}
 
 
-def _with_parameters(points: pd.DataFrame, meta: dict) -> pd.DataFrame:
+def _with_parameters(points: pd.DataFrame, meta: BriefFile) -> pd.DataFrame:
     """The points with each workload's parameter columns (NA where its workload has no such parameter)."""
-    load_parameter = f"{samples.PARAMETER_PREFIX}{meta['load_kind']}"
+    load_parameter = f"{samples.PARAMETER_PREFIX}{meta.load_kind}"
     for name, dtype in parameter_dtypes(meta).items():
         if name != load_parameter:
-            values = [((meta["workloads"][w] or {}).get("parameters") or {}).get(name) for w in points["workload"]]
+            values = [meta.parameters(w).get(name) for w in points["workload"]]
             points[name] = pd.array(values, dtype=dtype)
     return points
 
 
 # --- points.csv: one model per brief, from brief.yaml's declarations ----------------------------
 
-def point_row_model(meta: dict) -> type[Model]:
+def point_row_model(meta: BriefFile) -> type[Model]:
     """The model of one points.csv row of a brief: ``table``, a ``workload`` and a ``config`` that
     brief.yaml declares, the load column and every metric column as printed numbers (text; an
     empty cell: not stated / not printed)."""
     cell = Annotated[PrintedText | Literal[""], Field(default="")]
     fields: dict[str, Any] = {
         "table": (Label, ...),
-        "workload": (Literal[tuple(meta["workloads"])], ...),
-        "config": (Literal[tuple(meta["configs"])], ...),
-        meta["load_kind"]: (cell, ""),
+        "workload": (Literal[tuple(meta.workloads)], ...),
+        "config": (Literal[tuple(meta.configs)], ...),
+        meta.load_kind: (cell, ""),
     }
-    fields.update({column: (cell, "") for column in meta.get("columns") or {}})
+    fields.update({column: (cell, "") for column in meta.columns or {}})
     return create_model("PointRow", __base__=Model, **fields)
 
 
@@ -482,11 +485,11 @@ def _check_configs(raw: pd.DataFrame, known, path: Path, what: str = "configs") 
             raise PublishedDataError(f"{path}:{line}: config {config!r} is not listed in brief.yaml {what}")
 
 
-def _read_points(path: Path, meta: dict) -> pd.DataFrame:
+def _read_points(path: Path, meta: BriefFile) -> pd.DataFrame:
     """points.csv, every row checked by the brief's row model (``point_row_model``); an error names
     the file, the line and the column."""
-    load_kind = meta["load_kind"]
-    columns = meta.get("columns")
+    load_kind = meta.load_kind
+    columns = meta.columns
     if not columns:
         raise PublishedDataError(f"{path.parent / 'brief.yaml'}: key 'columns' is missing (points.csv needs it)")
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -532,15 +535,15 @@ def _check_row(model: TypeAdapter, row: dict, path: Path, line: int) -> None:
         raise PublishedDataError(f"{path}:{line}: column {column!r}: {text}") from None
 
 
-def _read_relative(path: Path, meta: dict) -> pd.DataFrame:
+def _read_relative(path: Path, meta: BriefFile) -> pd.DataFrame:
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
     missing = [c for c in RELATIVE_COLUMNS if c not in raw.columns]
     if missing:
         raise PublishedDataError(f"{path}: columns {missing} are missing (expected {list(RELATIVE_COLUMNS)})")
-    known = [*meta["configs"], *(meta.get("groups") or {})]
+    known = [*meta.configs, *(meta.groups or {})]
     _check_configs(raw, known, path, "configs or groups")
     for line, (baseline, relation) in enumerate(zip(raw["baseline"], raw["relation"]), start=2):
-        if baseline not in meta["configs"]:
+        if baseline not in meta.configs:
             raise PublishedDataError(f"{path}:{line}: baseline {baseline!r} is not listed in brief.yaml configs")
         if relation not in compare.RELATIONS:
             raise PublishedDataError(f"{path}:{line}: relation {relation!r} is not one of {', '.join(compare.RELATIONS)}")
@@ -549,24 +552,24 @@ def _read_relative(path: Path, meta: dict) -> pd.DataFrame:
     return out
 
 
-def _check_claim_names(claim: dict, where: str, meta: dict) -> None:
+def _check_claim_names(claim: dict, where: str, meta: BriefFile) -> None:
     """The workloads and configurations a claim names must be ones brief.yaml declares."""
-    configs = {*meta["configs"], *(meta.get("groups") or {})}
+    configs = {*meta.configs, *(meta.groups or {})}
 
     def need(key: str, names, known, what: str) -> None:
         for name in names if isinstance(names, list) else [names]:
             if name is not None and name not in known:
                 raise PublishedDataError(f"{where}.{key}: {name!r} is not one of brief.yaml's {what}")
 
-    need("workload", claim.get("workload"), meta["workloads"], "workloads")
-    need("workloads", claim.get("workloads") or [], meta["workloads"], "workloads")
+    need("workload", claim.get("workload"), meta.workloads, "workloads")
+    need("workloads", claim.get("workloads") or [], meta.workloads, "workloads")
     need("config", claim.get("config"), configs, "configs")
     need("over", claim.get("over") or [], configs, "configs")
     need("configs", claim.get("configs") or [], configs, "configs")
     for side in ("numerator", "denominator"):
         spec = claim.get(side)
         spec = spec if isinstance(spec, dict) else {"config": spec} if spec is not None else {}
-        need(f"{side}.workload", spec.get("workload"), meta["workloads"], "workloads")
+        need(f"{side}.workload", spec.get("workload"), meta.workloads, "workloads")
         need(f"{side}.config", [c for c in (spec.get("config") if isinstance(spec.get("config"), list)
                                             else [spec.get("config")]) if c != "others"], configs, "configs")
 
@@ -574,15 +577,14 @@ def _check_claim_names(claim: dict, where: str, meta: dict) -> None:
 def load(folder: str | Path) -> PublishedBrief:
     folder = Path(folder)
     meta_path = folder / "brief.yaml"
-    meta = _read_yaml(meta_path)
-    check(BriefFile, meta, f"{meta_path}:", PublishedDataError)
+    meta = check(BriefFile, _read_yaml(meta_path), f"{meta_path}:", PublishedDataError)
     check_parameters(meta, f"{meta_path}:")
-    if meta["subject"] not in meta["configs"] and meta["subject"] not in (meta.get("groups") or {}):
-        raise PublishedDataError(f"{meta_path}: subject {meta['subject']!r} is not one of configs (or groups)")
-    if meta.get("baseline") is not None and meta["baseline"] not in meta["configs"]:
-        raise PublishedDataError(f"{meta_path}: baseline {meta['baseline']!r} is not one of configs")
-    for group, members in (meta.get("groups") or {}).items():
-        unknown = [m for m in members if m not in meta["configs"]]
+    if meta.subject not in meta.configs and meta.subject not in (meta.groups or {}):
+        raise PublishedDataError(f"{meta_path}: subject {meta.subject!r} is not one of configs (or groups)")
+    if meta.baseline is not None and meta.baseline not in meta.configs:
+        raise PublishedDataError(f"{meta_path}: baseline {meta.baseline!r} is not one of configs")
+    for group, members in (meta.groups or {}).items():
+        unknown = [m for m in members if m not in meta.configs]
         if unknown:
             raise PublishedDataError(f"{meta_path}: groups.{group}: {unknown} not in configs")
     points_path = folder / "points.csv"
@@ -590,7 +592,7 @@ def load(folder: str | Path) -> PublishedBrief:
         points = _read_points(points_path, meta)
     else:   # a brief whose numbers were all in images: no data, claims only
         points = pd.DataFrame({**{c: pd.Series(dtype=object) for c in KEY_COLUMNS},
-                               meta["load_kind"]: pd.Series(dtype=float)})
+                               meta.load_kind: pd.Series(dtype=float)})
     relative_path = folder / "relative.csv"
     relative = _read_relative(relative_path, meta) if relative_path.exists() else None
     claims_path = folder / "claims.yaml"
@@ -620,11 +622,11 @@ def appendix_table(brief: PublishedBrief, workload: str) -> pd.DataFrame:
     for row in rows.to_dict("records"):
         load = _load(row[brief.load_kind])
         record = out.setdefault(load, {("", brief.load_kind.capitalize()): load_label(brief, load)})
-        for column, spec in brief.meta["columns"].items():
+        for column, spec in (brief.meta.columns or {}).items():
             printed = row[column]
-            key = (row["config"], spec["label"])
+            key = (row["config"], spec.label)
             if printed is not None or key not in record:
-                record[key] = "" if printed is None else f"{printed.text}{spec.get('suffix', '')}"
+                record[key] = "" if printed is None else f"{printed.text}{spec.suffix or ''}"
     if not out:   # no printed data for this workload
         return pd.DataFrame(columns=pd.MultiIndex.from_tuples([("", brief.load_kind.capitalize())]))
     table = pd.DataFrame(list(out.values())).fillna("")
@@ -640,15 +642,15 @@ def from_samples(brief: PublishedBrief, table: pd.DataFrame, name: str = "the me
     if table.empty:
         points = pd.DataFrame({**{c: pd.Series(dtype=object) for c in KEY_COLUMNS},
                                brief.load_kind: pd.Series(dtype=float)})
-        meta = {**brief.meta, "columns": {}}
+        meta = brief.meta.model_copy(update={"columns": {}})
         return PublishedBrief(brief.slug, brief.folder, meta, points, brief.claims, None, name)
     keys = ["workload", "config", "load", "metric"]
     medians = table.groupby(keys, dropna=False, sort=False)["value"].median().reset_index()
     units = table.groupby("metric")["unit"].first().to_dict()
-    described = {**{spec["metric"]: spec for spec in (brief.meta.get("columns") or {}).values()},
-                 **(brief.meta.get("metrics") or {})}
-    columns = {metric: {"metric": metric, "unit": units[metric],
-                        "label": described.get(metric, {}).get("label", metric)} for metric in units}
+    described = {**{spec.metric: spec.label for spec in (brief.meta.columns or {}).values()},
+                 **{metric: spec.get("label") for metric, spec in (brief.meta.metrics or {}).items()}}
+    columns = {metric: _Column(metric=metric, unit=units[metric], label=described.get(metric) or metric)
+               for metric in units}
     wide = {}
     for record in medians.to_dict("records"):
         row = wide.setdefault((record["workload"], record["config"], _load(record["load"])),
@@ -658,12 +660,12 @@ def from_samples(brief: PublishedBrief, table: pd.DataFrame, name: str = "the me
     points = pd.DataFrame(list(wide.values()))
     for metric in columns:
         points[metric] = points[metric].astype(object).where(points[metric].notna(), None)
-    configs = dict(brief.meta["configs"])
+    configs = dict(brief.meta.configs)
     configs.update({c: [] for c in points["config"].unique() if c not in configs})
-    workloads = dict(brief.meta["workloads"])
+    workloads = dict(brief.meta.workloads)
     workloads.update({w: {"title": w} for w in points["workload"].unique() if w not in workloads})
-    meta = {**brief.meta, "columns": columns, "configs": configs, "workloads": workloads}
-    meta.pop("metrics", None)
+    meta = brief.meta.model_copy(update={"columns": columns, "configs": configs, "workloads": workloads,
+                                         "metrics": None})
     return PublishedBrief(brief.slug, brief.folder, meta, points, brief.claims, None, name)
 
 

@@ -55,10 +55,10 @@ import time
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit
 
 import asyncssh
 
+from briefkit.core.validation import SshUrl
 from briefkit.hosts.base import (
     CommandTimeout,
     ConnectionLost,
@@ -126,7 +126,6 @@ SBIN = "/usr/local/sbin:/usr/sbin:/sbin"
 #: the key files OpenSSH (and asyncssh) try when none is given, in ~/.ssh
 DEFAULT_KEYS = ("id_ed25519_sk", "id_ecdsa_sk", "id_ed448", "id_ed25519", "id_ecdsa", "id_rsa", "id_dsa")
 
-URL_FORM = "ssh://[user@]host[:port], e.g. ssh://root@192.0.2.10:22"
 
 
 def _bad_known_hosts_lines(text: str) -> list[tuple[int, str]]:
@@ -144,31 +143,6 @@ def _bad_known_hosts_lines(text: str) -> list[tuple[int, str]]:
         except (asyncssh.KeyImportError, ValueError, IndexError):
             bad.append((number, line))
     return bad
-
-
-def parse_ssh_url(url: str, where: str = "host") -> tuple[str | None, str, int]:
-    """``ssh://[user@]host[:port]`` -> (user or None, host, port), with a message naming the value and
-    the expected form when it is not one (ValueError)."""
-    if not isinstance(url, str) or not url.startswith("ssh://"):
-        raise ValueError(f"{where}: {url!r} is not an SSH address (expected {URL_FORM}, or local)")
-    parts = urlsplit(url)
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ValueError(f"{where}: {url!r} has a path or query, which an SSH address does not take "
-                         f"(expected {URL_FORM})")
-    if parts.password is not None:
-        raise ValueError(f"{where}: {url!r} contains a password; briefkit logs in by key only (expected {URL_FORM})")
-    if not parts.hostname:
-        raise ValueError(f"{where}: {url!r} names no host (expected {URL_FORM})")
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    port_text = netloc.rsplit("]", 1)[-1].rpartition(":")[2] if ":" in netloc.rsplit("]", 1)[-1] else ""
-    if ":" in netloc.rsplit("]", 1)[-1]:
-        if not port_text.isdigit():
-            raise ValueError(f"{where}: the port in {url!r} is {port_text!r}, not a number (expected {URL_FORM})")
-        if not 1 <= int(port_text) <= 65535:
-            raise ValueError(f"{where}: the port in {url!r} is {port_text}, outside 1-65535 (expected {URL_FORM})")
-    port = int(port_text) if port_text else 22
-    user = unquote(parts.username) if parts.username else None
-    return user, parts.hostname, port
 
 
 #: The command channel's helper, run by ``sh`` once per channel. It reads the session's marker first
@@ -340,8 +314,8 @@ class SshHost(Host):
     def from_url(cls, url: str, where: str = "host", **options) -> SshHost:
         """An SshHost from ``ssh://[user@]host[:port]``; ``options`` as for the constructor
         (client_keys, known_hosts, sudo, ...)."""
-        user, hostname, port = parse_ssh_url(url, where)
-        return cls(hostname, port, user, **options)
+        parsed = SshUrl.parse(url, where)
+        return cls(parsed.hostname, parsed.port, parsed.user, **options)
 
     # -- connection -------------------------------------------------------------------------
     def connect(self) -> SshHost:

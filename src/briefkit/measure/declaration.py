@@ -22,9 +22,16 @@ from typing import Any
 from briefkit import storage
 from briefkit import tools as workloads
 from briefkit.config import project
-from briefkit.config.params import CampaignSpec, HostSpec, host_slug, max_repetitions, parse_ssh_url
+from briefkit.config.params import (
+    AdaptiveRepetitions,
+    CampaignSpec,
+    HostSpec,
+    host_slug,
+    max_repetitions,
+    repetitions_record,
+)
 from briefkit.core.errors import CampaignError
-from briefkit.core.validation import check, check_name
+from briefkit.core.validation import SshUrl, check, check_name
 from briefkit.hosts import Host, LocalHost, SshHost
 from briefkit.raw import records
 from briefkit.tools.base import Point, Workload
@@ -37,7 +44,7 @@ class Campaign:
     workload: Workload
     host: Any
     workdir: str
-    repetitions: Any                    # a count, or {min, max, half_width} (briefkit.measure.repetitions)
+    repetitions: int | AdaptiveRepetitions  # a count, or adaptive (briefkit.measure.repetitions)
     power: Mapping[str, Any]
     configs: dict[str, Any]             # name -> briefkit.storage.StorageConfig
     config_specs: dict[str, Any]
@@ -56,7 +63,7 @@ class Campaign:
 
     def declaration(self) -> dict[str, Any]:
         """What must not change between a campaign's first run and its resume."""
-        return {"workload": self.workload.name, "repetitions": self.repetitions, "configs": self.config_specs,
+        return {"workload": self.workload.name, "repetitions": repetitions_record(self.repetitions), "configs": self.config_specs,
                 "matrix": self.matrix, "settings": self.settings}
 
     def remote_root(self) -> str:
@@ -120,8 +127,8 @@ def connect(spec: Any, where: str = "host") -> Host:
     if spec == "local":
         return LocalHost()
     options = dict(spec) if isinstance(spec, Mapping) else {"ssh": spec}
-    url = parse_ssh_url(options.pop("ssh"))
-    return SshHost(url["hostname"], url["port"], url["user"], client_keys=options.get("client_keys"),
+    url = SshUrl.parse(options.pop("ssh"))
+    return SshHost(url.hostname, url.port, url.user, client_keys=options.get("client_keys"),
                    known_hosts=options.get("known_hosts"), sudo=options.get("sudo", False))
 
 

@@ -23,8 +23,8 @@ import time
 from typing import Any
 
 from briefkit import power
-from briefkit.config.params import parse_ssh_url
 from briefkit.core.errors import CampaignError
+from briefkit.core.validation import SshUrl
 from briefkit.hosts import Host, LocalHost
 from briefkit.hosts.job import Job
 from briefkit.measure import steps
@@ -46,7 +46,7 @@ def address_of(spec: Any) -> str:
     if spec == "local":
         return "127.0.0.1"
     url = spec["ssh"] if isinstance(spec, dict) else spec
-    return parse_ssh_url(url)["hostname"]
+    return SshUrl.parse(url).hostname
 
 
 def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summary:

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from briefkit.config import project
+from briefkit.config.params import AdaptiveRepetitions
 from briefkit.core.errors import CampaignError
 from briefkit.hosts import Host
 from briefkit.measure import declaration
@@ -65,10 +66,10 @@ def plan_text(camp: Campaign) -> str:
             f"{len(table) - len(left)} already done, {len(left)} to run; {estimate}")
 
 
-def _repetitions(value) -> str:
-    if isinstance(value, dict):
-        return (f"{value['min']} to {value['max']} repetitions, until the 95 % interval is within "
-                f"±{value['half_width']}")
+def _repetitions(value: int | AdaptiveRepetitions) -> str:
+    if isinstance(value, AdaptiveRepetitions):
+        return (f"{value.min} to {value.max} repetitions, until the 95 % interval is within "
+                f"±{value.half_width}")
     return f"{value} repetition(s)"
 
 

@@ -23,11 +23,12 @@ killed run gets it the next time its configuration runs points.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
 
+from briefkit.config.params import AdaptiveRepetitions
 from briefkit.core.stats import confidence_interval
 from briefkit.raw.manifest import SKIPPED, Manifest
 from briefkit.tools.base import Point, Workload
@@ -67,10 +68,9 @@ def judge(metrics: Sequence[str], frames: Sequence[pd.DataFrame]) -> dict[str, A
 class Adaptive:
     """The executor's hooks for one campaign run (briefkit.measure.onehost.run_points)."""
 
-    def __init__(self, spec: Mapping[str, Any], workload: Workload, manifest: Manifest,
+    def __init__(self, spec: AdaptiveRepetitions, workload: Workload, manifest: Manifest,
                  progress: Callable[[str], None]):
-        self.min, self.max = int(spec["min"]), int(spec["max"])
-        self.target = float(str(spec["half_width"]).rstrip("%"))
+        self.min, self.max, self.target = spec.min, spec.max, spec.target_pct
         self.workload, self.manifest, self.progress = workload, manifest, progress
         self.decided = {e.get("group") for e in manifest.events() if e.get("event") == EVENT}
 
@@ -124,6 +124,7 @@ class Adaptive:
                 self.after(point, done)
 
 
-def make(repetitions: Any, workload: Workload, manifest: Manifest, progress: Callable[[str], None]) -> Adaptive | None:
+def make(repetitions: int | AdaptiveRepetitions, workload: Workload, manifest: Manifest,
+         progress: Callable[[str], None]) -> Adaptive | None:
     """The hooks for a campaign's ``repetitions`` declaration; None for a plain count."""
-    return Adaptive(repetitions, workload, manifest, progress) if isinstance(repetitions, Mapping) else None
+    return Adaptive(repetitions, workload, manifest, progress) if isinstance(repetitions, AdaptiveRepetitions) else None

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from briefkit import tools
-from briefkit.config.params import RepetitionsSpec, max_repetitions
+from briefkit.config.params import AdaptiveRepetitions, Repetitions, max_repetitions
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import CampaignError
@@ -224,7 +224,7 @@ def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
     specs = declaration["configs"]
     if not isinstance(specs, Mapping) or not specs:
         raise CampaignError(f"{where}: declaration.configs names no configuration")
-    declared_reps = check(RepetitionsSpec, declaration["repetitions"], f"{where}: declaration.repetitions",
+    declared_reps = check(Repetitions, declaration["repetitions"], f"{where}: declaration.repetitions",
                           CampaignError)
     repetitions = max_repetitions(declared_reps)
     matrix = declaration["matrix"]
@@ -239,7 +239,7 @@ def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
         brief=brief or record.get("brief") or campaign_dir.parent.name, name=campaign_dir.name, raw_dir=raw_dir,
         fleet_host=raw_dir.name if fleet else None,
         record=record, workload=workload, repetitions=repetitions,
-        adaptive=dict(declared_reps) if isinstance(declared_reps, Mapping) else None, configs=configs,
+        adaptive=declared_reps.model_dump() if isinstance(declared_reps, AdaptiveRepetitions) else None, configs=configs,
         config_specs={c: dict(specs[c]) for c in configs}, labels={c: str(labels.get(c, c)) for c in configs},
         matrix={a: list(matrix[a]) for a in axes}, settings=dict(declaration["settings"]))
 

@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 
-from briefkit.core.validation import AbsPath, Bool, Model, Port
+from briefkit.core.validation import AbsPath, Bool, Model, Port, SshUrl
 from briefkit.hosts import SshHost
-from briefkit.hosts.ssh import parse_ssh_url
 from briefkit.storage.base import (
     FILESYSTEMS,
     MkfsOptions,
@@ -100,10 +99,7 @@ def _device(value: str) -> str:
 
 def _ssh_or_local(value: str) -> str:
     if value != "local":
-        try:
-            parse_ssh_url(value, "host")
-        except ValueError as exc:
-            raise ValueError(str(exc).removeprefix("host: ")) from None
+        SshUrl.parse(value)
     return value
 
 
@@ -294,8 +290,8 @@ class NvmeofConfig(StorageConfig):
         spec = self.target or {}
         if spec.get("host", "local") == "local":
             return host
-        user, hostname, port = parse_ssh_url(spec["host"], f"{self.where}.target.host")
-        return SshHost(hostname, port, user, client_keys=spec.get("client_keys"), known_hosts=spec.get("known_hosts"),
+        url = SshUrl.parse(spec["host"], f"{self.where}.target.host")
+        return SshHost(url.hostname, url.port, url.user, client_keys=spec.get("client_keys"), known_hosts=spec.get("known_hosts"),
                        sudo=spec.get("sudo", False))
 
     def _target_ops(self, host: Host) -> _Ops:

@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+from pydantic import create_model
 
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import held_interrupts
 from briefkit.core.samples import PARAMETER_PREFIX
-from briefkit.core.validation import check
+from briefkit.core.validation import Axis, Model, check
 from briefkit.tools import steady
 
 if TYPE_CHECKING:
@@ -45,6 +46,13 @@ def slug(value: Any) -> str:
     """A file-name-safe form of an axis value: ``70/30`` -> ``70-30``, ``256k`` stays."""
     text = _UNSAFE.sub("-", str(value)).strip("-")
     return text or "x"
+
+
+def open_model(name: str, keys: Mapping[str, Any], axis: bool = False) -> type[Model]:
+    """The model of a workload that declares none: exactly its keys (any value), with their defaults;
+    ``axis``: each a matrix axis (one value or a non-empty list of distinct values)."""
+    kind = Axis(Any) if axis else Any
+    return create_model(name, __base__=Model, **{key: (kind, default) for key, default in keys.items()})
 
 
 @dataclass(frozen=True)
@@ -186,28 +194,14 @@ class Workload:
 
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
                  ) -> tuple[dict[str, list], dict[str, Any]]:
-        """Check and complete the campaign's ``matrix`` and ``settings``; errors name the key."""
-
-        if self.matrix_model is not None:
-            check(self.matrix_model, dict(matrix), f"{where}.matrix", CampaignError)
-        if self.settings_model is not None:
-            check(self.settings_model, dict(settings), f"{where}.settings", CampaignError)
-        unknown = set(matrix) - set(self.axes)
-        if unknown:
-            raise CampaignError(f"{where}.matrix: unknown axis {sorted(unknown)} for workload {self.name} "
-                                f"(known: {', '.join(self.axes)})")
-        unknown = set(settings) - set(self.defaults)
-        if unknown:
-            raise CampaignError(f"{where}.settings: unknown key(s) {sorted(unknown)} for workload {self.name} "
-                                f"(known: {', '.join(self.defaults)})")
-        full_matrix = {}
-        for axis, default in self.axes.items():
-            values = matrix.get(axis, default)
-            if not isinstance(values, list):
-                values = [values]
-            if not values:
-                raise CampaignError(f"{where}.matrix.{axis}: needs at least one value")
-            full_matrix[axis] = values
+        """Check and complete the campaign's ``matrix`` and ``settings`` with the workload's models
+        (keys, types, allow-lists; errors name the key): the matrix as the model gives it, every
+        axis a list in the workload's order; the settings over the defaults, as written."""
+        matrix_model = self.matrix_model or open_model(f"{self.name}_matrix", self.axes, axis=True)
+        settings_model = self.settings_model or open_model(f"{self.name}_settings", self.defaults)
+        checked = check(matrix_model, dict(matrix), f"{where}.matrix", CampaignError)
+        check(settings_model, dict(settings), f"{where}.settings", CampaignError)
+        full_matrix = {axis: list(getattr(checked, axis)) for axis in self.axes}
         return full_matrix, steady.normalize({**self.defaults, **settings})
 
     def plan(self, configs: Sequence[str], matrix: Mapping[str, list], repetitions: int) -> list[Point]:

@@ -15,8 +15,12 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from typing import Annotated
+
+from pydantic import Field
 
 from briefkit.core.flash import FLASH_KEYS, FLASH_THREADS
+from briefkit.core.validation import checked_arguments
 
 #: Benchmarks db_bench 7.8.3 lists in ``--help`` (workloads and meta operations).
 KNOWN_BENCHMARKS = frozenset({
@@ -43,19 +47,20 @@ _FLAG_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 Value = int | str | bool
 
 
-def _positive_int(key: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{key} must be a positive integer, got {value!r}")
-    return value
+#: what the builders' arguments may be (checked by pydantic, see checked_arguments)
+PositiveInt = Annotated[int, Field(gt=0)]
+OneLine = Annotated[str, Field(min_length=1, pattern=r"^[^\n\x00]*$")]
+Scale = Annotated[float, Field(gt=0, le=1)]
 
 
 def _text(key: str, value) -> str:
-    if not isinstance(value, str) or not value or "\n" in value or "\0" in value:
+    """A flag's string value: one line (the builders' own arguments are checked by their types)."""
+    if not value or "\n" in value or "\0" in value:
         raise ValueError(f"{key} must be a non-empty one-line string, got {value!r}")
     return value
 
 
-def _benchmark(key: str, value, allowed: Sequence[str]) -> str:
+def _benchmark(key: str, value: str, allowed: Sequence[str]) -> str:
     if value not in KNOWN_BENCHMARKS:
         raise ValueError(f"{key}: unknown db_bench benchmark {value!r}")
     if value not in allowed:
@@ -81,38 +86,39 @@ def _argv(binary: str, flags: Mapping[str, Value], extra: Mapping[str, Value] | 
         if name in merged:
             raise ValueError(f"extra flag {name!r} is already set by the builder ({merged[name]!r})")
         merged[name] = value
-    return [_text("binary", binary)] + [_flag(name, value) for name, value in merged.items()]
+    return [binary] + [_flag(name, value) for name, value in merged.items()]
 
 
-def _keyspace(num, key_size, value_size) -> dict[str, int]:
-    return {"num": _positive_int("num", num), "key_size": _positive_int("key_size", key_size),
-            "value_size": _positive_int("value_size", value_size)}
+def _keyspace(num: int, key_size: int, value_size: int) -> dict[str, int]:
+    return {"num": num, "key_size": key_size, "value_size": value_size}
 
 
-def load_argv(*, db: str, num: int, value_size: int = 100, key_size: int = 16,
-              benchmark: str = "fillrandom", seed: int = 1, threads: int = 1, histogram: bool = True,
-              statistics: bool = False, cache_size: int | None = None,
-              extra: Mapping[str, Value] | None = None, binary: str = DEFAULT_BINARY) -> list[str]:
+@checked_arguments
+def load_argv(*, db: OneLine, num: PositiveInt, value_size: PositiveInt = 100, key_size: PositiveInt = 16,
+              benchmark: str = "fillrandom", seed: PositiveInt = 1, threads: PositiveInt = 1, histogram: bool = True,
+              statistics: bool = False, cache_size: PositiveInt | None = None,
+              extra: Mapping[str, Value] | None = None, binary: OneLine = DEFAULT_BINARY) -> list[str]:
     """A load step: ``benchmark`` (fillrandom or fillseq) writes ``num`` keys per thread into a
     fresh DB at ``db`` (``--use_existing_db=0``: db_bench destroys what is there)."""
     flags: dict[str, Value] = {
         "benchmarks": _benchmark("benchmark", benchmark, LOAD_BENCHMARKS),
-        "db": _text("db", db), "use_existing_db": 0, **_keyspace(num, key_size, value_size),
-        "threads": _positive_int("threads", threads), "seed": _positive_int("seed", seed),
-        "histogram": bool(histogram), "statistics": bool(statistics),
+        "db": db, "use_existing_db": 0, **_keyspace(num, key_size, value_size),
+        "threads": threads, "seed": seed, "histogram": histogram, "statistics": statistics,
     }
     if cache_size is not None:
-        flags["cache_size"] = _positive_int("cache_size", cache_size)
+        flags["cache_size"] = cache_size
     return _argv(binary, flags, extra)
 
 
-def point_argv(*, benchmark: str, db: str, num: int, threads: int, duration: int, seed: int,
-               value_size: int = 100, key_size: int = 16, cache_size: int | None = None,
-               use_direct_reads: bool = False, histogram: bool = True, statistics: bool = True,
-               report_file: str | None = None, report_interval_seconds: int = 1,
-               write_rate_limit: int | None = None, readwritepercent: int | None = None,
-               ops_between_duration_checks: int | None = None,
-               extra: Mapping[str, Value] | None = None, binary: str = DEFAULT_BINARY) -> list[str]:
+@checked_arguments
+def point_argv(*, benchmark: str, db: OneLine, num: PositiveInt, threads: PositiveInt, duration: PositiveInt,
+               seed: PositiveInt, value_size: PositiveInt = 100, key_size: PositiveInt = 16,
+               cache_size: PositiveInt | None = None, use_direct_reads: bool = False, histogram: bool = True,
+               statistics: bool = True, report_file: OneLine | None = None, report_interval_seconds: PositiveInt = 1,
+               write_rate_limit: PositiveInt | None = None,
+               readwritepercent: Annotated[int, Field(ge=0, le=100)] | None = None,
+               ops_between_duration_checks: PositiveInt | None = None,
+               extra: Mapping[str, Value] | None = None, binary: OneLine = DEFAULT_BINARY) -> list[str]:
     """One measured point on an existing DB: ``threads`` clients for ``duration`` seconds.
 
     ``num`` is the key range (the load's ``num`` times its threads). ``write_rate_limit``
@@ -122,37 +128,34 @@ def point_argv(*, benchmark: str, db: str, num: int, threads: int, duration: int
     default 1000), so a point overruns its duration by up to that many op latencies per thread."""
     flags: dict[str, Value] = {
         "benchmarks": _benchmark("benchmark", benchmark, POINT_BENCHMARKS),
-        "db": _text("db", db), "use_existing_db": 1, **_keyspace(num, key_size, value_size),
-        "threads": _positive_int("threads", threads), "duration": _positive_int("duration", duration),
-        "seed": _positive_int("seed", seed), "use_direct_reads": bool(use_direct_reads),
-        "histogram": bool(histogram), "statistics": bool(statistics),
+        "db": db, "use_existing_db": 1, **_keyspace(num, key_size, value_size),
+        "threads": threads, "duration": duration, "seed": seed, "use_direct_reads": use_direct_reads,
+        "histogram": histogram, "statistics": statistics,
     }
     if cache_size is not None:
-        flags["cache_size"] = _positive_int("cache_size", cache_size)
+        flags["cache_size"] = cache_size
     if ops_between_duration_checks is not None:
-        flags["ops_between_duration_checks"] = _positive_int("ops_between_duration_checks",
-                                                             ops_between_duration_checks)
+        flags["ops_between_duration_checks"] = ops_between_duration_checks
     if report_file is not None:
-        flags["report_file"] = _text("report_file", report_file)
-        flags["report_interval_seconds"] = _positive_int("report_interval_seconds", report_interval_seconds)
+        flags["report_file"] = report_file
+        flags["report_interval_seconds"] = report_interval_seconds
     if write_rate_limit is not None:
         if benchmark != "readwhilewriting":
             raise ValueError("write_rate_limit applies to readwhilewriting only")
-        flags["benchmark_write_rate_limit"] = _positive_int("write_rate_limit", write_rate_limit)
+        flags["benchmark_write_rate_limit"] = write_rate_limit
     if readwritepercent is not None:
         if benchmark != "readrandomwriterandom":
             raise ValueError("readwritepercent applies to readrandomwriterandom only")
-        if isinstance(readwritepercent, bool) or not isinstance(readwritepercent, int) \
-                or not 0 <= readwritepercent <= 100:
-            raise ValueError(f"readwritepercent must be an integer from 0 to 100, got {readwritepercent!r}")
         flags["readwritepercent"] = readwritepercent
     return _argv(binary, flags, extra)
 
 
-def flash_suite(scale: float, *, db: str, seed: int = 1, key_size: int = 20, value_size: int = 400,
-                block_size: int = 8192, cache_size: int = 17_179_869_184, max_background_jobs: int = 16,
-                statistics: bool = True, report_dir: str | None = None, use_direct_reads: bool = False,
-                t5_threads: int = FLASH_THREADS["T5"], binary: str = DEFAULT_BINARY) -> dict[str, list[list[str]]]:
+@checked_arguments
+def flash_suite(scale: Scale, *, db: OneLine, seed: PositiveInt = 1, key_size: PositiveInt = 20,
+                value_size: PositiveInt = 400, block_size: PositiveInt = 8192, cache_size: PositiveInt = 17_179_869_184,
+                max_background_jobs: PositiveInt = 16, statistics: bool = True, report_dir: OneLine | None = None,
+                use_direct_reads: bool = False, t5_threads: PositiveInt = FLASH_THREADS["T5"],
+                binary: OneLine = DEFAULT_BINARY) -> dict[str, list[list[str]]]:
     """The wiki's flash tests T1-T5 with every key count multiplied by ``scale`` (1 = the wiki's
     8e9-key runs, 0.1 = the rocksdb-nvmeof brief). Returns test -> argvs to run in order:
 
@@ -163,28 +166,23 @@ def flash_suite(scale: float, *, db: str, seed: int = 1, key_size: int = 20, val
     With ``report_dir``, every measured step writes ``<report_dir>/<test>.report.csv``.
     ``use_direct_reads`` opens the SST files of T3-T5 with O_DIRECT (reads bypass the page cache,
     as the sweeps do when the DB is smaller than RAM); ``t5_threads`` is T5's reader count."""
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
-        raise ValueError(f"scale must be a number in (0, 1], got {scale!r}")
     keys = {test: int(round(n * scale)) for test, n in FLASH_KEYS.items()}
     for test, n in keys.items():
         if n < 1:
             raise ValueError(f"scale {scale!r} leaves {test} with no keys ({FLASH_KEYS[test]} x scale < 1)")
     common: dict[str, Value] = {
-        "db": _text("db", db), "key_size": _positive_int("key_size", key_size),
-        "value_size": _positive_int("value_size", value_size), "block_size": _positive_int("block_size", block_size),
-        "cache_size": _positive_int("cache_size", cache_size), "compression_ratio": "0.5",
-        "bloom_bits": 10, "open_files": -1, "verify_checksum": 1,
-        "max_background_jobs": _positive_int("max_background_jobs", max_background_jobs),
-        "histogram": 1, "statistics": bool(statistics), "seed": _positive_int("seed", seed),
+        "db": db, "key_size": key_size, "value_size": value_size, "block_size": block_size,
+        "cache_size": cache_size, "compression_ratio": "0.5", "bloom_bits": 10, "open_files": -1, "verify_checksum": 1,
+        "max_background_jobs": max_background_jobs, "histogram": 1, "statistics": statistics, "seed": seed,
     }
-    direct: dict[str, Value] = {"use_direct_reads": bool(use_direct_reads)}
+    direct: dict[str, Value] = {"use_direct_reads": use_direct_reads}
     bulk = {"sync": 0, "disable_wal": 1, "memtablerep": "vector", "allow_concurrent_memtable_write": "false",
             "threads": 1}
 
     def step(test: str, flags: dict[str, Value], report: bool = True) -> list[str]:
         merged = {**common, **flags}
         if report and report_dir is not None:
-            merged["report_file"] = f"{_text('report_dir', report_dir).rstrip('/')}/{test}.report.csv"
+            merged["report_file"] = f"{report_dir.rstrip('/')}/{test}.report.csv"
             merged["report_interval_seconds"] = 1
         return _argv(binary, merged, None)
 
@@ -200,7 +198,7 @@ def flash_suite(scale: float, *, db: str, seed: int = 1, key_size: int = 20, val
         "T4": [step("T4", {"benchmarks": "readrandom", "use_existing_db": 1, "num": keys["T4"],
                            "threads": FLASH_THREADS["T4"], **direct})],
         "T5": [step("T5", {"benchmarks": "readwhilewriting", "use_existing_db": 1, "num": keys["T5"],
-                           "threads": _positive_int("t5_threads", t5_threads), "sync": 0,
+                           "threads": t5_threads, "sync": 0,
                            "merge_operator": "put", **direct})],
     }
 

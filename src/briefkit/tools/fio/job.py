@@ -18,11 +18,13 @@ separates several files with ``:``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 
 from briefkit.core.sizes import parse_size
+from briefkit.core.validation import Bool, KeyError_, Model, messages
 
 #: rw= values fio accepts (HOWTO "readwrite").
 RW_MODES = ("read", "write", "trim", "randread", "randwrite", "randtrim", "rw", "readwrite",
@@ -31,123 +33,126 @@ MIXED_MODES = ("rw", "readwrite", "randrw")
 
 _TIME = re.compile(r"^(\d+)\s*([smh]?)$")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_WORD = re.compile(r"^[a-z0-9_]+$")
-_OPTION = re.compile(r"^[a-z_][a-z0-9_]*$")
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f=\[\]$\\]")
 
 
-def _count(value, key: str, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{key}: expected an integer, not {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
-        bounds = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        raise ValueError(f"{key}: must be {bounds}, not {value}")
-    return value
-
-
-def _seconds(value, key: str) -> int:
+def seconds(value: Any, key: str = "time") -> int:
+    """Whole seconds, or ``'300s'``, ``'10m'``, ``'1h'``, as a number of seconds."""
     if isinstance(value, str):
         match = _TIME.match(value.strip())
         if not match:
-            raise ValueError(f"{key}: {value!r} is not a duration; expected whole seconds or "
-                             "e.g. '300s', '10m', '1h'")
+            raise ValueError(f"{key}: {value!r} is not a duration; expected whole seconds or e.g. '300s', '10m', '1h'")
         return int(match.group(1)) * _SECONDS[match.group(2)]
-    return _count(value, key, 0)
-
-
-def _flag(value, key: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    raise ValueError(f"{key}: expected true or false, not {value!r}")
-
-
-def _text(value, key: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{key}: expected a non-empty string, not {value!r}")
-    bad = _FORBIDDEN.search(value)
-    if bad:
-        raise ValueError(f"{key}: {value!r} contains {bad.group()!r}, which would change the job "
-                         "file's syntax")
-    if value != value.strip() or value[0] in ";#":
-        raise ValueError(f"{key}: {value!r} must not start with ';' or '#' or have "
-                         "surrounding blanks")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{key}: expected whole seconds >= 0, not {value!r}")
     return value
 
 
-@dataclass(frozen=True)
-class FioJob:
-    """One campaign point. Times in seconds, sizes in bytes (or size strings, converted)."""
+def _duration(value: Any) -> int:
+    try:
+        return seconds(value)
+    except ValueError as exc:
+        raise ValueError(str(exc).removeprefix("time: ")) from None
 
-    name: str
-    filename: str | Sequence[str]
-    rw: str
-    bs: int | str
-    numjobs: int = 1
-    iodepth: int = 1
-    ioengine: str = "io_uring"
-    direct: bool = True
-    rwmixread: int | None = None
-    ramp_time: int | str = 0
-    runtime: int | str | None = None
-    time_based: bool = False
-    size: int | str | None = None
-    group_reporting: bool = True
-    #: further job options (e.g. ``randrepeat=0``, ``percentile_list``), validated like the rest
-    options: Mapping[str, str | int | bool] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        def set_(key: str, value) -> None:  # normalise in place despite frozen=True
-            object.__setattr__(self, key, value)
+def _size(value: Any) -> int:
+    try:
+        return parse_size(value, "size")
+    except ValueError as exc:
+        raise ValueError(str(exc).removeprefix("size: ")) from None
 
-        name = _text(self.name, "name")
-        if not _NAME.fullmatch(name) or name.lower() == "global":
-            raise ValueError(f"name: {name!r} must be letters, digits, '.', '_' or '-' "
-                             "(and not 'global')")
-        files = [self.filename] if isinstance(self.filename, str) else list(self.filename)
-        if not files:
-            raise ValueError("filename: expected a file or block device path")
-        set_("filename", tuple(_text(str(f), "filename") for f in files))
-        if self.rw not in RW_MODES:
-            raise ValueError(f"rw: {self.rw!r} is not one of {', '.join(RW_MODES)}")
-        if self.rwmixread is not None:
-            if self.rw not in MIXED_MODES:
-                raise ValueError(f"rwmixread: only meaningful with rw={'/'.join(MIXED_MODES)}, "
-                                 f"not rw={self.rw}")
-            set_("rwmixread", _count(self.rwmixread, "rwmixread", 0, 100))
-        set_("bs", parse_size(self.bs, "bs"))
-        set_("numjobs", _count(self.numjobs, "numjobs", 1))
-        set_("iodepth", _count(self.iodepth, "iodepth", 1))
-        ioengine = _text(self.ioengine, "ioengine")
-        if not _WORD.fullmatch(ioengine):
-            raise ValueError(f"ioengine: {ioengine!r} is not an engine name")
-        for key in ("direct", "time_based", "group_reporting"):
-            set_(key, _flag(getattr(self, key), key))
+
+def _job_text(value: str) -> str:
+    """A value that cannot change the job file's structure."""
+    bad = _FORBIDDEN.search(value)
+    if bad:
+        raise ValueError(f"{value!r} contains {bad.group()!r}, which would change the job file's syntax")
+    if value != value.strip() or value[0] in ";#":
+        raise ValueError(f"{value!r} must not start with ';' or '#' or have surrounding blanks")
+    return value
+
+
+def _not_global(value: str) -> str:
+    if value.lower() == "global":
+        raise ValueError("'global' is fio's section of shared options, not a job name")
+    return value
+
+
+def _files(value: Any) -> Any:
+    """One file or several, each a path as text."""
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(f) for f in value) if isinstance(value, (list, tuple)) else value
+
+
+def _each_job_text(files: tuple[str, ...]) -> tuple[str, ...]:
+    for name in files:
+        if not name:
+            raise ValueError("expected a file or block device path, not ''")
+        _job_text(name)
+    return files
+
+
+def _option_text(value: Any) -> Any:
+    """YAML true/false as fio's 1/0, numbers as printed; text as it is."""
+    if isinstance(value, bool):
+        return str(int(value))
+    return str(value) if isinstance(value, int) else value
+
+
+
+
+#: a job-file value: non-empty text without what would change the file's structure
+JobText = Annotated[str, Field(min_length=1), AfterValidator(_job_text)]
+#: seconds: a whole number, or '300s', '10m', '1h'
+Seconds = Annotated[int, BeforeValidator(_duration)]
+#: bytes: a whole number, or a size such as 4k or 256KiB (briefkit.core.sizes.parse_size)
+Bytes = Annotated[int, BeforeValidator(_size), Field(gt=0)]
+Count = Annotated[int, Field(ge=1)]
+Engine = Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")]
+OptionName = Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")]
+
+
+class FioJob(Model):
+    """One campaign point. Times in seconds, sizes in bytes (or size strings, converted); a bad
+    value raises ValueError naming the key (``bs: ...``)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$"), AfterValidator(_not_global)]
+    filename: Annotated[tuple[str, ...], BeforeValidator(_files), Field(min_length=1), AfterValidator(_each_job_text)]
+    rw: Literal[RW_MODES]
+    bs: Bytes
+    numjobs: Count = 1
+    iodepth: Count = 1
+    ioengine: Engine = "io_uring"
+    direct: Bool = True
+    rwmixread: Annotated[int, Field(ge=0, le=100)] | None = None
+    ramp_time: Seconds = 0
+    runtime: Seconds | None = None
+    time_based: Bool = False
+    size: Bytes | None = None
+    group_reporting: Bool = True
+    #: further job options (e.g. ``randrepeat=0``, ``percentile_list``) as job-file text
+    options: dict[OptionName, Annotated[str, BeforeValidator(_option_text), AfterValidator(_job_text)]] = {}
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            lines = messages(exc, "", type(self), values)
+            raise ValueError("; ".join(lines)) from None
+
+    @model_validator(mode="after")
+    def _together(self):
+        if self.rwmixread is not None and self.rw not in MIXED_MODES:
+            raise KeyError_("rwmixread", f"only meaningful with rw={'/'.join(MIXED_MODES)}, not rw={self.rw}")
         if self.direct and self.bs % 512:
-            raise ValueError(f"bs: {self.bs} bytes is not a multiple of 512, which O_DIRECT "
-                             "(direct=1) needs")
-        set_("ramp_time", _seconds(self.ramp_time, "ramp_time"))
-        if self.runtime is not None:
-            set_("runtime", _seconds(self.runtime, "runtime"))
+            raise KeyError_("bs", f"{self.bs} bytes is not a multiple of 512, which O_DIRECT (direct=1) needs")
         if self.time_based and not self.runtime:
-            raise ValueError("runtime: time_based needs a runtime > 0, or fio runs until stopped")
-        if self.size is not None:
-            set_("size", parse_size(self.size, "size"))
-        options = {}
-        for key, value in dict(self.options).items():
-            if not isinstance(key, str) or not _OPTION.fullmatch(key):
-                raise ValueError(f"options: {key!r} is not an option name")
+            raise KeyError_("runtime", "time_based needs a runtime > 0, or fio runs until stopped")
+        for key in self.options:
             if key in _FIELDS or key == "name":
-                raise ValueError(f"options.{key}: set it as the {key} field, not as an "
-                                 "extra option")
-            if isinstance(value, bool):
-                value = int(value)
-            options[key] = str(value) if isinstance(value, int) else _text(value, f"options.{key}")
-        set_("options", options)
+                raise KeyError_(f"options.{key}", f"set it as the {key} field, not as an extra option")
+        return self
 
     def lines(self) -> list[tuple[str, str | None]]:
         """(option, value) pairs in job-file order; value None for a flag."""

@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field
 
 from briefkit.core.validation import Axis, Bool, Model, allowed_text, check_program, each_key
 from briefkit.core.validation import names_schema as _names_schema
-from briefkit.tools.fio.job import MIXED_MODES, RW_MODES
+from briefkit.tools.fio.job import MIXED_MODES, RW_MODES, Engine
 from briefkit.tools.steady import FioSteadyState
 
 _INT = r"[0-9]{1,12}"
@@ -62,7 +62,7 @@ def check_option(key: str, value: Any) -> str:
 class FioSettings(Model):
     """``settings:`` of a fio campaign (see briefkit.tools.fio.workload for what each does)."""
 
-    ioengine: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")] = "io_uring"
+    ioengine: Engine = "io_uring"
     direct: Bool = True
     ramp_s: Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=r"^[0-9]{1,9}[smh]?$")] = 300
     runtime_s: Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=r"^[0-9]{1,9}[smh]?$")] = 600

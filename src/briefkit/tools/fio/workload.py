@@ -65,8 +65,7 @@ from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.fio import jsonplus as fio_output
 from briefkit.tools.fio import latency
 from briefkit.tools.fio import logs as fio_logs
-from briefkit.tools.fio.job import RW_MODES, FioJob, command, job_file, parse_size
-from briefkit.tools.fio.job import _seconds as seconds
+from briefkit.tools.fio.job import RW_MODES, FioJob, command, job_file, parse_size, seconds
 from briefkit.tools.fio.settings import _MIX, BRIEF_MIXES, FioMatrix, FioSettings  # noqa: F401 (BRIEF_MIXES: re-exported)
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
-from briefkit.core.validation import Axis, Bool, KeyError_, Model, Port, allowed_text, each_key
+from briefkit.core.ramp import StopRule
+from briefkit.core.validation import Axis, KeyError_, Model, Port, allowed_text, each_key
 from briefkit.core.validation import names_schema as _names_schema
 from briefkit.tools.steady import OltpSteadyState
 
@@ -70,11 +71,11 @@ def server_text(server: dict[str, Any]) -> dict[str, str]:
 
 Whole = Annotated[int, Field(ge=0)]
 Positive = Annotated[int, Field(ge=1)]
-Percent = Annotated[float, Field(allow_inf_nan=False)]
 
 
-class OltpSettings(Model):
-    """``settings:`` of an OLTP ramp (defaults: the values below)."""
+class OltpSettings(StopRule):
+    """``settings:`` of an OLTP ramp (defaults: the values below), with the ramp's stop conditions
+    (plateau, min_nopm_gain_pct, max_p999_rise_pct, wal_limit_ms: briefkit.core.ramp.StopRule)."""
 
     warehouses: Positive = 2          # TPC-C warehouses loaded
     shrink: Annotated[int, Field(ge=1, le=100)] = 10   # items and customers divided by this (1 = full size)
@@ -88,10 +89,6 @@ class OltpSettings(Model):
     server: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.]{0,62}$")], Any],
                       AfterValidator(each_key(check_server)), Field(json_schema_extra=_names_schema(SERVER))] = {}
     load_timeout_s: Positive = 7200   # the initial load may take this long
-    plateau: Bool = True              # stop conditions: see briefkit.core.ramp.StopRule
-    min_nopm_gain_pct: Percent = 5.0
-    max_p999_rise_pct: Percent = 20.0
-    wal_limit_ms: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = 5.0   # null: no log-latency condition
     # judged on pgbench's --progress series after the step (briefkit.tools.steady)
     steady_state: OltpSteadyState | None = None
 
@@ -99,8 +96,6 @@ class OltpSettings(Model):
     def _together(self):
         if self.warmup_s >= self.duration_s:
             raise KeyError_("warmup_s", f"must be shorter than duration_s ({self.duration_s}), got {self.warmup_s!r}")
-        if not self.plateau and self.wal_limit_ms is None:
-            raise ValueError("a ramp needs at least one stop condition (plateau: true or a wal_limit_ms)")
         return self
 
 
