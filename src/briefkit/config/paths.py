@@ -11,7 +11,7 @@ from pathlib import Path
 
 from briefkit.config import yamlload
 from briefkit.core.errors import ParamsError
-from briefkit.core.validation import check_name
+from briefkit.core.names import check_name
 
 
 def root() -> Path:

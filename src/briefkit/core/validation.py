@@ -31,9 +31,8 @@ from pydantic import (
     validate_call,
 )
 
-#: names of briefs, campaigns and configurations: they name folders on the controller and the host
-NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
-_NAME = re.compile(NAME_PATTERN)
+from briefkit.core.names import NAME_PATTERN, check_name  # noqa: F401  (the names' rule, without pydantic)
+
 #: what an absolute path may hold (no blanks, commas, quotes, shell characters, control characters)
 _PATH = re.compile(r"^/[A-Za-z0-9._+@%/-]*$")
 
@@ -44,14 +43,6 @@ class KeyError_(ValueError):
     def __init__(self, key: str, message: str):
         super().__init__(message)
         self.key = key
-
-
-def check_name(value: Any, what: str = "name") -> str:
-    """``value`` if it is a valid name (see NAME_PATTERN), else ValueError saying why."""
-    if not isinstance(value, str) or not _NAME.fullmatch(value) or ".." in value:
-        raise ValueError(f"{what} {value!r} must match {NAME_PATTERN} (lower-case letters, digits, '.', '_', '-'; "
-                         "no leading dot or dash, no '..', no path separator; it names folders)")
-    return value
 
 
 def check_abspath(value: Any) -> str:
