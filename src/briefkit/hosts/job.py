@@ -90,6 +90,9 @@ echo "$pid"; pwd -P
 
 # $1 = workdir/name, $2 = grace seconds. TERM to the process group, KILL after the grace period;
 # records 137 if even the wrapper had to be killed. Prints the exit code.
+# After the wrapper has ended, what is left of the job's process group (a child the job forked, such as
+# a fio server's worker, that outlived it) is killed too, and the stop returns once the group is gone
+# (at most 5 s more): a stopped job leaves no process behind.
 _STOP = r'''
 if [ -e "$1.rc" ]; then cat "$1.rc"; exit 0; fi
 p=$(cat "$1.pid") || exit 4
@@ -102,6 +105,8 @@ if [ ! -e "$1.rc" ]; then
   flock -s -w 5 "$1.lock" true
   [ -e "$1.rc" ] || { echo 137 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"; }
 fi
+kill -s KILL -- "-$p" 2>/dev/null
+i=0; while kill -0 -- "-$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
 cat "$1.rc"
 '''
 
@@ -255,7 +260,7 @@ class Job:
         if self.returncode is None:
             self.stopped = True
             with held_interrupts():  # a stop cut in half leaves the job running: an interrupt waits for it
-                res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 5,
+                res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 11,
                                    reconnect_timeout)
                 if res.returncode != 0:
                     raise JobError(f"on {self.host.name}: cannot stop job {self.name}: {res.stderr.strip()}")
