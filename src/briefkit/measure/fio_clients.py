@@ -30,7 +30,7 @@ from briefkit.hosts.job import Job
 from briefkit.measure import steps
 from briefkit.measure.declaration import Campaign, connect
 from briefkit.measure.diagnose import explain, one_line
-from briefkit.measure.errors import PrepareFailed, SetupFailed
+from briefkit.measure.errors import PrepareFailed
 from briefkit.measure.lock import CampaignLock, TargetLock
 from briefkit.measure.steps import Pending, Progress, Summary, Tally
 from briefkit.raw import records
@@ -124,11 +124,8 @@ def _run_config(client: Campaign, targets: dict[str, Campaign], hosts: dict[str,
 
 
 def _setup(target: Campaign, host: Host, host_name: str, config: str, progress: Progress):
-    progress(f"[{host_name}] {config}: setting up {target.config_specs[config].get('kind')} storage")
-    try:
-        return target.configs[config].setup(host, target.workdir)
-    except BaseException as exc:
-        raise SetupFailed(explain(exc, target, host), exc, config=config) from exc
+    """The one-host step, its progress lines marked with the host."""
+    return steps.setup_config(target, host, config, lambda line: progress(f"[{host_name}] {line}"))
 
 
 def _prepare(target: Campaign, host: Host, config: str, prepared, progress: Progress) -> dict:
