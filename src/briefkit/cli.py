@@ -45,6 +45,7 @@ def _dataset(args) -> int:
 def _execute(args) -> int:
     import papermill
 
+    from briefkit.core import notebooks
     from briefkit.dataset import processed
 
     base = checkout.root()
@@ -55,13 +56,16 @@ def _execute(args) -> int:
     processed_dir = base / "data" / "processed"
     meta = processed.read_brief(slug, processed_dir)
     paths = checkout.brief_paths(slug, meta["notebook"], base)
-    parameters = {"brief": slug, "processed_dir": str(processed_dir.resolve()), "show": meta["show"],
-                  **meta["parameters"]}
+    # the kernel runs in notebooks/: the data folder is given from there, so that no absolute path of
+    # this checkout enters the executed notebook (two clones must write the same bytes)
+    parameters = {"brief": slug, "processed_dir": notebooks.relative_to_folder(processed_dir, paths["notebook"].parent),
+                  "show": meta["show"], **meta["parameters"]}
     paths["executed"].parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     papermill.execute_notebook(str(paths["notebook"]), str(paths["executed"]), parameters=parameters,
                                cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
                                kernel_name="python3")
+    notebooks.scrub(paths["executed"], base)
     print(f"{paths['executed'].relative_to(base)}: executed in {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 0
 

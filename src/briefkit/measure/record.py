@@ -25,6 +25,7 @@ import pandas as pd
 
 from briefkit.config import project
 from briefkit.config.params import AdaptiveRepetitions
+from briefkit.core import notebooks
 from briefkit.core.errors import CampaignError
 from briefkit.hosts import Host
 from briefkit.measure import declaration
@@ -167,9 +168,11 @@ def run_notebook(slug: str, name: str, host: str | None = None, base: Path | Non
     log.propagate = False
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
+        # root None: the kernel finds the checkout from its working folder (base), so that the record
+        # holds no absolute path of this checkout
         papermill.execute_notebook(str(notebook), str(out), cwd=str(base), log_output=True, progress_bar=False,
                                    kernel_name="python3",
-                                   parameters={"brief": slug, "campaign": name, "host": host, "root": str(base)})
+                                   parameters={"brief": slug, "campaign": name, "host": host, "root": None})
     except papermill.PapermillExecutionError as exc:
         raise CampaignError(f"{slug}/{name}: the measurement failed ({exc.ename}: {_first_line(exc.evalue)}); "
                             f"the run's record is {out.relative_to(base)}; finished points are kept, run again "
@@ -177,7 +180,18 @@ def run_notebook(slug: str, name: str, host: str | None = None, base: Path | Non
     finally:
         signal.signal(signal.SIGTERM, previous)
         log.removeHandler(handler)
+        if out.exists():
+            _scrub(out, base, say)
     return out
+
+
+def _scrub(out: Path, base: Path, say: Callable[[str], None]) -> None:
+    """The record without run times or this checkout's paths; an interrupted run may leave a record
+    papermill had not finished writing, which is said, never raised over the interrupt itself."""
+    try:
+        notebooks.scrub(out, base)
+    except (ValueError, OSError) as exc:
+        say(f"warning: {out.relative_to(base)}: run times and paths left in the record ({exc})")
 
 
 def _first_line(text: str) -> str:

@@ -5,9 +5,12 @@ which this pipeline never needs.
 """
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -71,11 +74,37 @@ def to_pdf(html: Path, pdf: Path, timeout: float = 120) -> Path:
                 "--no-first-run", "--disable-background-networking", "--disable-component-update",
                 "--disable-sync", "--no-pdf-header-footer", f"--user-data-dir={profile}",
                 f"--print-to-pdf={pdf.resolve()}", html.resolve().as_uri()]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        # TZ=UTC: Chromium writes the dates in local time, and fixed_dates sets them as UTC
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, "TZ": "UTC"})
     if done.returncode != 0 or not pdf.exists() or pdf.stat().st_size == 0:
         raise RenderError(f"chromium could not print {html} to {pdf} (exit {done.returncode}): "
                           f"{done.stderr.strip()[-800:]}")
+    pdf.write_bytes(fixed_dates(pdf.read_bytes(), source_date()))
     return pdf
+
+
+#: the document dates Chromium (Skia) writes into the PDF's Info dictionary, D:YYYYMMDDHHMMSS...
+_PDF_DATE = re.compile(rb"(/(?:CreationDate|ModDate) *\(D:)(\d{14})")
+
+
+def source_date() -> time.struct_time:
+    """The date a reproducible build gives its outputs: $SOURCE_DATE_EPOCH (reproducible-builds.org),
+    else 0, as the figures use (briefkit.briefs.plots), so that every checkout writes the same PDF."""
+    value = os.environ.get("SOURCE_DATE_EPOCH", "0")
+    if not value.isdigit():
+        raise RenderError(f"SOURCE_DATE_EPOCH={value!r}: expected whole seconds since 1970 (e.g. 0)")
+    return time.gmtime(int(value))
+
+
+def fixed_dates(data: bytes, when: time.struct_time) -> bytes:
+    """The PDF with its creation and modification dates set to ``when`` (UTC). Chromium has no option
+    for them; only the 14 digits change, so every byte offset (the xref table) stays valid."""
+    stamp = time.strftime("%Y%m%d%H%M%S", when).encode()
+    found, count = _PDF_DATE.subn(lambda m: m.group(1) + stamp, data)
+    if count == 0:
+        raise RenderError("chromium's PDF has no /CreationDate or /ModDate where briefkit expects one: the "
+                          "dates cannot be made reproducible (a new Chromium version?)")
+    return found
 
 
 def render(notebook: Path, html: Path, pdf: Path) -> tuple[Path, Path]:
