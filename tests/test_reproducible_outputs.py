@@ -1,0 +1,60 @@
+"""Byte-identical outputs: one brief built by `dvc repro` in two clones at different paths writes the same
+executed notebook, HTML and PDF, hence the same dvc.lock, and none of them holds the clone's path or a
+run time. This is what keeps `git status` clean after `make reproduce` on a fresh clone (once the committed
+dvc.lock was written by this code). Real DVC, papermill and Chromium; the brief with the quickest notebook.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from checkouts import BIN, ROOT, run
+
+from briefkit.report import render
+
+DVC = str(BIN / "dvc")
+BRIEF = "oltp-9300"
+OUTPUTS = (f"reports/{BRIEF}.ipynb", f"reports/{BRIEF}.html", f"reports/{BRIEF}.pdf",
+           f"data/processed/{BRIEF}.metrics.json")
+
+
+def build(target: Path) -> Path:
+    run(["git", "clone", "-q", str(ROOT), str(target)], cwd=ROOT)
+    run([DVC, "repro", f"render@{BRIEF}"], cwd=target)
+    return target
+
+
+@pytest.mark.slow
+def test_two_clones_at_different_paths_write_the_same_bytes(tmp_path):
+    first = build(tmp_path / "a")
+    second = build(tmp_path / "a-longer-path" / "somewhere" / "else")
+    for name in OUTPUTS:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), f"{name} differs between the clones"
+    assert (first / "dvc.lock").read_bytes() == (second / "dvc.lock").read_bytes()
+    for clone in (first, second):
+        for name in OUTPUTS:
+            data = (clone / name).read_bytes()
+            assert str(clone).encode() not in data and str(tmp_path).encode() not in data, f"{name} holds the path"
+    executed = json.loads((first / OUTPUTS[0]).read_text(encoding="utf-8"))
+    assert executed["metadata"]["papermill"]["input_path"] == "notebooks/oltp_ramp.ipynb"
+    assert not {"start_time", "end_time", "duration"} & executed["metadata"]["papermill"].keys()
+    for cell in executed["cells"]:
+        assert "execution" not in cell["metadata"]
+        assert not {"start_time", "end_time", "duration"} & cell["metadata"].get("papermill", {}).keys()
+    year = time.strftime("%Y").encode()
+    assert b"/CreationDate (D:19700101000000" in (first / OUTPUTS[2]).read_bytes()
+    assert b"/CreationDate (D:" + year not in (first / OUTPUTS[2]).read_bytes()
+
+
+def test_pdf_dates_follow_source_date_epoch(monkeypatch):
+    chromium_like = b"<< /Creator (x) /CreationDate (D:20261125190453+00'00')\n/ModDate (D:20261125190453+00'00')>>"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    fixed = render.fixed_dates(chromium_like, render.source_date())
+    assert fixed.count(b"D:20231114221320+00'00'") == 2 and len(fixed) == len(chromium_like)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    with pytest.raises(render.RenderError, match="SOURCE_DATE_EPOCH='yesterday'"):
+        render.source_date()
+    with pytest.raises(render.RenderError, match="no /CreationDate"):
+        render.fixed_dates(b"%PDF-1.4 no info", time.gmtime(0))
