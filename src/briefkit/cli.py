@@ -569,11 +569,19 @@ ROOT_NEXT_STEP = ("next step: log in to the target as root (host: ssh://root@HOS
                   "passwordless sudo, then declare the host with sudo: true ({ssh: ..., sudo: true}) or pass --sudo")
 
 
+#: the commands whose work DVC's bookkeeping records: they refuse to run over a damaged dvc.lock
+LOCK_READERS = {"dataset", "samples", "execute", "render", "build", "measure", "measure-notebook", "status"}
+
+
 def main(argv: list[str] | None = None) -> int:
     from briefkit.core.errors import BriefkitError, HostError
 
     args = parser().parse_args(argv)
     try:
+        if args.command in LOCK_READERS:
+            from briefkit.config import dvclock
+
+            dvclock.check(checkout.root())
         return args.func(args)
     except BrokenPipeError:
         # `briefkit ingest ... | head`: the reader left; stop quietly, as shell tools do.

@@ -141,15 +141,38 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def complete_marker(camp: Campaign) -> Path:
+    """data/raw/<brief>/<campaign>.complete: the measure stage's second output, written only when every
+    point of the plan is final. DVC deletes it before the stage's command runs (it is not persistent),
+    so a run that stops with points left leaves it missing: DVC cannot record the stage as done, and
+    the next `dvc repro` runs the stage again, which measures the rest."""
+    return camp.raw_dir.parent / f"{camp.name}.complete"
+
+
 def run_notebook(slug: str, name: str, host: str | None = None, base: Path | None = None,
                  say: Callable[[str], None] = print) -> Path | None:
     """Measure the campaign through the measurement notebook; the executed notebook is kept as
-    runs/<n>.ipynb in its raw folder. None when no point is left (nothing runs, nothing is written)."""
+    runs/<n>.ipynb in its raw folder. None when no point was left (nothing runs; only the marker is
+    written). Raises CampaignError when points are still left after the run, so that DVC never
+    records an incomplete campaign as measured."""
     base = base or project.root()
     camp = declaration.load(slug, name, base)
-    if not todo(camp):
+    record = None
+    if todo(camp):
+        record = _run_record(camp, host, base, say)
+    else:
         say(f"{slug}/{name}: all {len(camp.plan())} points are done; nothing to measure (no run record written)")
-        return None
+    left = todo(camp)
+    if left:
+        raise CampaignError(f"{slug}/{name}: {len(left)} of {len(camp.plan())} points are still to measure after "
+                            f"this run (first: {left[0].id}); run the same command (or dvc repro) again to resume")
+    marker = complete_marker(camp)
+    marker.write_text(f"{len(camp.plan())} points of {slug}/{name} measured\n", encoding="utf-8")
+    return record
+
+
+def _run_record(camp: Campaign, host: str | None, base: Path, say: Callable[[str], None]) -> Path:
+    slug, name = camp.brief, camp.name
     import papermill  # seconds to import: only when there is something to measure
 
     notebook = base / NOTEBOOK

@@ -1,0 +1,84 @@
+"""dvc.lock checked before a command that DVC's bookkeeping depends on runs.
+
+DVC rewrites dvc.lock after every stage it runs; a Ctrl-C that lands during that write can leave it
+truncated, unreadable (every `dvc` command then fails) or silently missing stage entries (DVC then runs
+those stages again as if they had never run). The repair is one line, `git checkout dvc.lock`: the
+committed lock matches the committed raw folders, and `dvc repro` re-runs only what changed since.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from briefkit.core.errors import ParamsError
+
+REPAIR = "repair: git checkout dvc.lock   (then `dvc repro` re-runs only what changed since the commit)"
+
+
+class DvcLockError(ParamsError):
+    """dvc.lock is damaged."""
+
+
+def check(base: Path) -> None:
+    """Raise DvcLockError when base/dvc.lock is unreadable, truncated, or lacks entries the committed
+    dvc.lock has for stages the checkout still declares. No dvc.lock (nothing run yet) is fine."""
+    path = base / "dvc.lock"
+    if not path.exists():
+        return
+    stages = _stages(path.read_bytes(), "dvc.lock")
+    committed = _committed(base)
+    if committed is None:
+        return
+    declared = declared_stages(base)
+    missing = sorted(name for name in committed if name in declared and name not in stages)
+    if missing:
+        raise DvcLockError(f"{path}: {len(missing)} stage entries of the committed dvc.lock are missing "
+                           f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); DVC was probably "
+                           f"interrupted while writing it\n{REPAIR}")
+
+
+def _stages(data: bytes, where: str) -> dict:
+    """The lock's stage entries; each must name its command and every dep and out with a hash."""
+    if not data.endswith(b"\n"):     # DVC ends every line: a file cut short mid-line still parses
+        raise DvcLockError(f"{where}: cut short (its last line is unfinished); DVC was probably interrupted while "
+                           f"writing it\n{REPAIR}")
+    try:
+        lock = yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark else ""
+        raise DvcLockError(f"{where}: unreadable YAML{line}; DVC was probably interrupted while writing it\n"
+                           f"{REPAIR}") from None
+    if not isinstance(lock, dict) or not isinstance(lock.get("stages"), dict):
+        raise DvcLockError(f"{where}: no stages: mapping (truncated?)\n{REPAIR}")
+    for name, entry in lock["stages"].items():
+        if not isinstance(entry, dict) or "cmd" not in entry:
+            raise DvcLockError(f"{where}: stage {name}: no cmd (truncated?)\n{REPAIR}")
+        for kind in ("deps", "outs"):
+            for item in entry.get(kind) or []:
+                if not isinstance(item, dict) or "path" not in item or not ({"md5", "etag", "checksum"} & item.keys()):
+                    raise DvcLockError(f"{where}: stage {name}: an entry of {kind} has no path or hash "
+                                       f"(truncated?)\n{REPAIR}")
+    return lock["stages"]
+
+
+def _committed(base: Path) -> dict | None:
+    """The stage entries of HEAD's dvc.lock; None outside git or when HEAD has none."""
+    try:
+        shown = subprocess.run(["git", "show", "HEAD:dvc.lock"], cwd=base, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if shown.returncode != 0:
+        return None
+    return _stages(shown.stdout, "the committed dvc.lock (git show HEAD:dvc.lock)")
+
+
+def declared_stages(base: Path) -> set[str]:
+    """The stage names dvc.yaml's foreach expands to: measure@KEY for each key of params.yaml's
+    measure:, dataset@, notebook@ and render@BRIEF for each brief."""
+    params = yaml.safe_load((base / "params.yaml").read_text(encoding="utf-8")) or {}
+    briefs = params.get("briefs") or {}
+    names = {f"measure@{key}" for key in params.get("measure") or {}}
+    return names | {f"{stage}@{brief}" for stage in ("dataset", "notebook", "render") for brief in briefs}

@@ -1,0 +1,80 @@
+"""A damaged dvc.lock (what a Ctrl-C during DVC's own write leaves: truncated, unreadable, entries gone) is
+refused by every briefkit command DVC's bookkeeping depends on, with the one-line repair."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from briefkit import cli
+from briefkit.config import dvclock
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """params.yaml, notebooks/ and the project's dvc.lock, committed in a git repository."""
+    for name in ("params.yaml", "dvc.lock"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "notebooks").mkdir()
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"],
+                 ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-qm", "lock"]):
+        subprocess.run(argv, cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def test_the_committed_lock_passes(checkout):
+    dvclock.check(checkout)
+    (checkout / "dvc.lock").unlink()
+    dvclock.check(checkout)     # nothing run yet: no lock is no damage
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.01, 0.3, 0.5, 0.77, 0.999])
+def test_a_truncated_lock_is_refused_with_its_repair(checkout, fraction):
+    data = (checkout / "dvc.lock").read_bytes()
+    (checkout / "dvc.lock").write_bytes(data[: int(len(data) * fraction)])
+    with pytest.raises(dvclock.DvcLockError, match="git checkout dvc.lock"):
+        dvclock.check(checkout)
+
+
+def test_an_unreadable_lock_names_the_line(checkout):
+    (checkout / "dvc.lock").write_text("schema: '2.0'\nstages:\n  a: [unclosed\n", encoding="utf-8")
+    with pytest.raises(dvclock.DvcLockError, match=r"unreadable YAML \(line \d+\)"):
+        dvclock.check(checkout)
+
+
+def test_missing_entries_of_declared_stages_are_found(checkout):
+    lock = yaml.safe_load((checkout / "dvc.lock").read_text(encoding="utf-8"))
+    declared = dvclock.declared_stages(checkout)
+    present = [name for name in lock["stages"] if name in declared]
+    assert len(present) > 3
+    for name in present[:3]:
+        del lock["stages"][name]
+    (checkout / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False), encoding="utf-8")
+    with pytest.raises(dvclock.DvcLockError, match=f"3 stage entries .*{present[0]}"):
+        dvclock.check(checkout)
+    # an entry of a stage no longer declared (a campaign taken out of measure:) may go: DVC drops it
+    params = yaml.safe_load((checkout / "params.yaml").read_text(encoding="utf-8"))
+    lock = yaml.safe_load(subprocess.run(["git", "show", "HEAD:dvc.lock"], cwd=checkout, capture_output=True,
+                                         check=True).stdout)
+    measured = next(name for name in lock["stages"] if name.startswith("measure@"))
+    del lock["stages"][measured]
+    del params["measure"][measured.removeprefix("measure@")]
+    (checkout / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False), encoding="utf-8")
+    (checkout / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    dvclock.check(checkout)
+
+
+@pytest.mark.parametrize("command", [["status", "fio-6600ion"], ["render", "fio-6600ion"],
+                                     ["measure-notebook", "fio-6600ion", "local"], ["dataset", "fio-6600ion"]])
+def test_briefkit_commands_refuse_a_damaged_lock(checkout, monkeypatch, capsys, command):
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(checkout))
+    data = (checkout / "dvc.lock").read_bytes()
+    (checkout / "dvc.lock").write_bytes(data[: len(data) // 2])
+    assert cli.main(command) == 2
+    err = capsys.readouterr().err
+    assert "dvc.lock" in err and "repair: git checkout dvc.lock" in err and "Traceback" not in err
