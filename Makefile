@@ -12,7 +12,7 @@ APT_PACKAGES := chromium poppler-utils fonts-liberation fio rocksdb-tools postgr
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help setup system python reproduce test lint test-unit test-notebooks lab notebooks lock clean
+.PHONY: help setup system python reproduce test lint test-unit test-notebooks lab notebooks lock clean params-layout
 
 help:
 	@echo "make reproduce   set up, then regenerate every brief into reports/ (dvc repro)"
@@ -97,6 +97,11 @@ lab: setup
 lock:
 	$(BIN)/pip install -q uv
 	$(BIN)/uv pip compile --python-version 3.11 --generate-hashes requirements.in -o requirements.lock
+
+# params.yaml in the layout `dvc exp run -S` writes (DVC's own writer, no override), so that an -S changes
+# only the lines it sets: run after editing params.yaml (tests/test_dvc_exp.py checks it).
+params-layout:
+	python -c "from dvc.utils.hydra import apply_overrides; apply_overrides('params.yaml', [])"
 
 clean:
 	rm -rf reports/*.ipynb reports/*.html reports/*.pdf data/processed

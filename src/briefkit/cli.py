@@ -236,12 +236,23 @@ def _measure(args) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     for name in names:
         host = _measure_host(args, campaign, name, base)
+        _unmark_incomplete(campaign.load(args.brief, name, base))
         try:
             campaign.run(args.brief, name, host=host, base=base, progress=_say)
         finally:
             if host is not None:
                 host.close()
     return 0
+
+
+def _unmark_incomplete(camp) -> None:
+    """A campaign with points left loses its stage's CAMPAIGN.complete marker before a direct run, so
+    that no `dvc commit` records it as measured; the next `dvc repro` runs its stage, which writes the
+    marker again once every point is final."""
+    from briefkit.measure import record
+
+    if record.todo(camp):
+        record.complete_marker(camp).unlink(missing_ok=True)
 
 
 def _check_host_option(value: str | None) -> None:
