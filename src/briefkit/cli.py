@@ -251,7 +251,7 @@ def _unmark_incomplete(camp) -> None:
     marker again once every point is final."""
     from briefkit.measure import record
 
-    if record.todo(camp):
+    if record.points_left(camp):
         record.complete_marker(camp).unlink(missing_ok=True)
 
 
@@ -452,8 +452,9 @@ HELP: dict[str, tuple[str, str, str]] = {
                          "notebooks/measure/measure.ipynb (papermill): the plan, the target's inventory, the "
                          "progress and a per-point summary. The executed notebook is kept as "
                          "data/raw/BRIEF/CAMPAIGN/runs/N.ipynb, the run's record (never overwritten). With no "
-                         "point left it runs nothing and writes nothing. This is the command of the dvc.yaml "
-                         "stage measure@BRIEF--CAMPAIGN.",
+                         "point left it runs nothing and writes no record. This is the command of the dvc.yaml "
+                         "stage measure@BRIEF--CAMPAIGN: it exits non-zero while points are left, and writes "
+                         "data/raw/BRIEF/CAMPAIGN.complete, the stage's second output, once none is.",
                          "briefkit measure-notebook fio-6600ion mine\n"
                          "briefkit measure-notebook fio-6600ion mine --host ssh://root@192.0.2.10:22"),
     "status": ("points done, skipped, failed and left per campaign",

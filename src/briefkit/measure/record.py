@@ -32,7 +32,7 @@ from briefkit.hosts import Host
 from briefkit.measure import declaration
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.steps import duration, pending, tool_inventory
-from briefkit.raw.manifest import Manifest
+from briefkit.raw.manifest import FINAL, Manifest
 
 RUNS = "runs"
 NOTEBOOK = Path("notebooks") / "measure" / "measure.ipynb"
@@ -40,6 +40,18 @@ NOTEBOOK = Path("notebooks") / "measure" / "measure.ipynb"
 
 def todo(camp: Campaign) -> list:
     return pending(camp).todo
+
+
+def points_left(camp: Campaign) -> list[str]:
+    """The points of the plan not final yet, on every host of a fleet (HOST/POINT: each host runs the
+    whole plan into its own folder; fio client/server runs it once, like one host)."""
+    if camp.hosts is None or camp.fio_server:
+        return [p.id for p in todo(camp)]
+    left = []
+    for host in camp.hosts:
+        status = Manifest(camp.raw_dir / host / "manifest.jsonl").status()
+        left += [f"{host}/{p.id}" for p in camp.plan() if status.get(p.id, {}).get("event") not in FINAL]
+    return left
 
 
 def plan_table(camp: Campaign) -> pd.DataFrame:
@@ -159,14 +171,14 @@ def run_notebook(slug: str, name: str, host: str | None = None, base: Path | Non
     base = base or project.root()
     camp = declaration.load(slug, name, base)
     record = None
-    if todo(camp):
+    if points_left(camp):
         record = _run_record(camp, host, base, say)
     else:
         say(f"{slug}/{name}: all {len(camp.plan())} points are done; nothing to measure (no run record written)")
-    left = todo(camp)
+    left = points_left(camp)
     if left:
-        raise CampaignError(f"{slug}/{name}: {len(left)} of {len(camp.plan())} points are still to measure after "
-                            f"this run (first: {left[0].id}); run the same command (or dvc repro) again to resume")
+        raise CampaignError(f"{slug}/{name}: {len(left)} points are still to measure after this run (first: "
+                            f"{left[0]}); run the same command (or dvc repro) again to resume")
     marker = complete_marker(camp)
     marker.write_text(f"{len(camp.plan())} points of {slug}/{name} measured\n", encoding="utf-8")
     return record
