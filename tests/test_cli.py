@@ -154,7 +154,8 @@ def test_a_storage_error_that_needs_root_gets_the_next_step():
 
 def test_measure_notebook_with_nothing_left_runs_nothing_and_writes_nothing(monkeypatch, capsys):
     """The committed reference campaign is finished: the measuring stage's command says so and leaves
-    the raw folder byte for byte (no run record), so a re-run stage never changes committed data."""
+    the raw folder byte for byte (no run record), so a re-run stage never changes committed data; it
+    writes only the stage's marker beside the folder (always the same bytes for the same plan)."""
     root = Path(__file__).resolve().parents[1]
     monkeypatch.setenv("BRIEFKIT_ROOT", str(root))
     folder = root / "data/raw/oltp-9300/local"
@@ -162,6 +163,7 @@ def test_measure_notebook_with_nothing_left_runs_nothing_and_writes_nothing(monk
     assert cli.main(["measure-notebook", "oltp-9300", "local"]) == 0
     assert "all 15 points are done; nothing to measure" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    assert (root / "data/raw/oltp-9300/local.complete").read_text() == "15 points of oltp-9300/local measured\n"
     assert cli.main(["measure-notebook", "oltp-9300", "nope"]) == 2
     assert "briefs.oltp-9300.campaigns.nope: no such campaign" in capsys.readouterr().err
 

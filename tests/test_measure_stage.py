@@ -105,6 +105,7 @@ def test_a_new_campaign_is_measured_by_dvc_repro_and_a_grown_one_only_its_new_po
     record = (raw / "runs/1.ipynb").read_text(encoding="utf-8")
     assert "2 points (1 configurations: d" in record and "2 points run, 0 skipped" in record
     assert "no failures recorded" in record and not (raw / ".lock").exists()
+    assert (raw.parent / "small.complete").read_text() == "2 points of fio-6600ion/small measured\n"
     text = brief_text(clone, "fio-6600ion")
     assert "small" in text and "a folder of the test" in text
     assert "up to date" in run([DVC, "status", "measure@fio-6600ion--small"], cwd=clone).stdout
