@@ -52,7 +52,9 @@ benchmark (``readrandom[X3]``) get ``rep`` 0..n-1.
 Nothing impossible or ambiguous passes: a negative, NaN or infinite figure (micros/op, ops/sec,
 MB/s, histogram and statistics values) is an error naming the line; two db_bench processes in
 one file with different command lines, or different key/value sizes, are refused (they are
-different workloads; the same command run again gives repetitions). Debug-build warnings
+different workloads; the same command run again gives repetitions), and so is a second output
+without a command line of its own (nothing says whether it ran the same command). A command line
+continued with backslashes is read with its continuation lines. Debug-build warnings
 (``WARNING: Assertions are enabled``) and any other line are ignored. The file is read line by
 line, never whole.
 
@@ -264,6 +266,9 @@ def _read(path: Path, lines: "_Lines") -> Run:
     pending_stall: float | None = None
     first_command: tuple[int, str] | None = None
     sizes: dict[str, tuple[int, int]] = {}  # "Keys"/"Values" -> (line, size) of the first process
+    headers: list[int] = []  # line of each process's "RocksDB: version" header
+    last_command = 0  # line of the last command line read
+    unnamed: int | None = None  # header line of a later process that has no command line of its own
     i = 0
     while lines.has(i):
         number, line = i + 1, lines[i]
@@ -275,13 +280,18 @@ def _read(path: Path, lines: "_Lines") -> Run:
                                  line=number)
             if run.version is not None or run.benchmarks:
                 process += 1  # another process's output appended to the same file
+                if last_command <= (headers[-1] if headers else 0):  # none since the previous output began
+                    unnamed = number
+            headers.append(number)
             run.version = m["version"]
         elif run.date is None and (m := _DATE.match(line)):
             run.date = m["date"]
         elif m := _COMMAND.match(line):
-            first_command = first_command or (number, m["command"].strip())
-            _same_command(path, number, m["command"].strip(), first_command)
+            command, i = _continued(lines, m["command"].strip(), i)
+            first_command = first_command or (number, command)
+            _same_command(path, number, command, first_command)
             run.command = first_command[1]
+            last_command = number
         elif (m := _KEYS.match(line)) or (m := _VALUES.match(line)):
             what, size = line.split(":", 1)[0], int(m["size"])
             _same_size(path, number, what, size, sizes)
@@ -298,6 +308,8 @@ def _read(path: Path, lines: "_Lines") -> Run:
         elif m := _SUMMARY_START.match(line):
             if m["rest"].startswith("skipped"):
                 continue
+            if unnamed is not None:
+                _refuse_unnamed(path, unnamed, headers[0])
             rep = seen.get(m["name"], 0)
             current = _benchmark(path, lines, number, line, m, rep, process, pending_stall)
             seen[m["name"]] = rep + 1
@@ -312,6 +324,25 @@ def _read(path: Path, lines: "_Lines") -> Run:
             stats, i = _read_statistics(path, lines, i, number, process)
             run.statistics.append(stats)
     return _check(run, lines.count)
+
+
+def _continued(lines: "_Lines", command: str, i: int) -> tuple[str, int]:
+    """A command line continued with backslashes (as typed in a shell, or pasted from a script) goes
+    on over the next lines: joined into one, and the index of the line after it."""
+    while command.endswith("\\") and lines.has(i):
+        command = command[:-1].rstrip() + " " + lines[i].strip()
+        lines.forget(i)
+        i += 1
+    return command, i
+
+
+def _refuse_unnamed(path: Path, header: int, first: int) -> None:
+    """A second db_bench output without the command that ran it: the same command again would give
+    repetitions, another command another workload, and nothing in the file tells which."""
+    raise ParseError(path, f"a second db_bench output starts here (the first at line {first}) "
+                     "without a command line of its own: the file cannot tell repetitions of one workload from "
+                     "two workloads. Split the file, one run per file, or keep each run's command line "
+                     "('# command: db_bench ...') before its output", line=header)
 
 
 def _same_command(path: Path, number: int, command: str, first: tuple[int, str]) -> None:
