@@ -69,6 +69,8 @@ giving the 8.1.1 and 6.29 headers and the pre-7.3 summary line (tests/fixtures/d
 """
 from __future__ import annotations
 
+import collections
+import heapq
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -199,30 +201,77 @@ class Run:
         return flags
 
 
+#: a line the main loop may act on, found in a block of lines prefixed with "\n": one that starts
+#: like one of its patterns. Lines holding a "\r" (progress reports; what follows the last one is
+#: the line) are candidates too. Every other line is skipped without a Python step: most lines of a
+#: long output are periodic stats dumps. (Two scans: a pattern that starts with a literal is
+#: searched for fast, an alternation of two is not.)
+_CANDIDATE = re.compile(rb"\n(?:RocksDB:|Date:|Keys:|Values:|Cumulative stall:|Microseconds per |STATISTICS:"
+                        rb"|[#$+]|[^\s]*db_bench\s|[A-Za-z_][\w\-\x80-\xff]*[^\S\n]+:[^\S\n])")
+_CR = re.compile(rb"\r")
+
+
 class _Lines:
-    """The file's lines, read one at a time as the parser asks for them (a 1 GB output is never
-    held whole): the lines already passed are dropped by ``forget``. Progress reports end in
+    """The file's lines, read in blocks of whole lines as the parser asks for them (a 1 GB output is
+    never held whole): the lines already passed are dropped by ``forget``. Progress reports end in
     '\r' and share a '\n' line with what follows: the last piece is kept."""
+
+    _BLOCK = 4 << 20
 
     def __init__(self, stream):
         self._stream = stream
-        self._cache: dict[int, str] = {}
-        self.count = 0          # lines read so far
+        self._lines: list[bytes] = []  # lines self._base, self._base + 1, ... not yet forgotten
+        self._base = 0
+        self._forgotten = 0  # lines below this index may be dropped
+        self._rest = b""  # the start of a line whose end is not read yet
+        self._candidates: collections.deque[int] = collections.deque()  # see _CANDIDATE
+        self.count = 0  # lines read so far
         self.done = False
         self.unterminated = False  # the last line has no newline
 
+    def _load(self) -> None:
+        """Read the next block of whole lines (drops the forgotten ones first)."""
+        drop = self._forgotten - self._base
+        if drop > 0:
+            del self._lines[:drop]
+            self._base = self._forgotten
+        block = self._stream.read(self._BLOCK)
+        if not block:
+            self.done = True
+            if self._rest:
+                self._lines.append(self._rest)
+                self._candidates.append(self.count)
+                self.count += 1
+                self.unterminated = True
+                self._rest = b""
+            return
+        data = self._rest + block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self._rest = data
+            return
+        self._rest = data[cut + 1:]
+        text = data[:cut]
+        self._find_candidates(text)
+        new = text.split(b"\n")
+        self._lines.extend(new)
+        self.count += len(new)
+
+    def _find_candidates(self, text: bytes) -> None:
+        """Queue the indices of the lines of ``text`` (whole lines, the first at index ``count``)
+        that start like ``_CANDIDATE`` or hold a "\r"."""
+        starts = (m.start() for m in _CANDIDATE.finditer(b"\n" + text))  # where the line starts in text
+        returns = (m.start() for m in _CR.finditer(text))
+        index, at = self.count, 0
+        for position in heapq.merge(starts, returns):
+            index += text.count(b"\n", at, position)
+            at = position
+            if not self._candidates or self._candidates[-1] != index:
+                self._candidates.append(index)
+
     def _fill(self, i: int) -> None:
         while not self.done and self.count <= i:
-            raw = self._stream.readline()
-            if not raw:
-                self.done = True
-                break
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
-            else:
-                self.unterminated = True
-            self._cache[self.count] = raw.decode("utf-8", errors="replace").rsplit("\r", 1)[-1]
-            self.count += 1
+            self._load()
 
     def has(self, i: int) -> bool:
         self._fill(i)
@@ -230,7 +279,7 @@ class _Lines:
 
     def __getitem__(self, i: int) -> str:
         self._fill(i)
-        return self._cache[i]
+        return self._lines[i - self._base].decode("utf-8", errors="replace").rsplit("\r", 1)[-1]
 
     def cut(self, i: int) -> bool:
         """Line ``i`` is the last line and the file ends without a newline after it."""
@@ -243,8 +292,24 @@ class _Lines:
         return min(i + 1, self.count)
 
     def forget(self, below: int) -> None:
-        for key in [k for k in self._cache if k < below]:
-            del self._cache[key]
+        self._forgotten = max(self._forgotten, below)
+
+    def next_candidate(self, i: int) -> int:
+        """The index of the first line from ``i`` on that ``_CANDIDATE`` found, or ``count`` at the
+        end; the lines passed are forgotten."""
+        while True:
+            while self._candidates and self._candidates[0] < i:
+                self._candidates.popleft()
+            if self._candidates:
+                i = self._candidates[0]
+                break
+            if self.done:
+                i = max(i, self.count)
+                break
+            self.forget(max(i, self.count))
+            self._load()
+        self.forget(i)
+        return i
 
 
 def _truthy(value: str) -> bool:
@@ -270,9 +335,8 @@ def _read(path: Path, lines: "_Lines") -> Run:
     last_command = 0  # line of the last command line read
     unnamed: int | None = None  # header line of a later process that has no command line of its own
     i = 0
-    while lines.has(i):
+    while lines.has(i := lines.next_candidate(i)):
         number, line = i + 1, lines[i]
-        lines.forget(i)
         i += 1
         if m := _VERSION.match(line):
             if run.version is not None and m["version"] != run.version:
