@@ -216,7 +216,7 @@ class _Lines:
     never held whole): the lines already passed are dropped by ``forget``. Progress reports end in
     '\r' and share a '\n' line with what follows: the last piece is kept."""
 
-    _BLOCK = 4 << 20
+    _BLOCK = 1 << 20
 
     def __init__(self, stream):
         self._stream = stream
