@@ -118,7 +118,7 @@ def read_log(paths: Sequence[str | Path], scripts: Mapping[int, str] | None = No
 
 
 _LOG_COLUMNS = ("client", "txn_no", "script", "status", "latency_us", "end_us", "file", "line")
-_CHUNK_BYTES = 32 << 20
+_CHUNK_BYTES = 8 << 20
 _STATUS_TEXT = ("ok",) + FAILURES + ("skipped",)
 _STATUS_TYPE = pd.CategoricalDtype(list(_STATUS_TEXT))
 
@@ -129,7 +129,7 @@ def _empty_log() -> pd.DataFrame:
 
 
 def _read_log_file(path: Path, index: int, scripts: Mapping[int, str] | None):
-    """The file's transactions, one dict of numpy columns per chunk of about 32 MB of whole lines
+    """The file's transactions, one dict of numpy columns per chunk of about 8 MB of whole lines
     (``status`` as codes of ``_STATUS_TYPE``)."""
     stream = open_input(path, "the pgbench log", "rb")
     first = 1
