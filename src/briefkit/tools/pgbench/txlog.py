@@ -34,12 +34,16 @@ the measured window that many seconds later (a warm-up that is not counted).
 Nothing silent: a log of one run has, per client, rising transaction numbers and end times that
 never go back, and no (client, transaction) pair twice, except that a skipped transaction's number
 is used again by the transactions after it (as in the documentation's ``--rate --latency-limit``
-example); two logs glued into one file break that and are refused with the line. Logs are read in chunks into numeric columns, never as one text.
+example); two logs glued into one file break that and are refused with the line. Logs are read
+in chunks of about 8 MB, every field as an integer in one pass of pandas' C reader (the status
+words become negative codes first); a chunk with anything unusual (a "-", a word, a missing field)
+is read again line by line, which names the first bad line.
 
 Percentiles are nearest-rank: the smallest logged time such that at least p % of the times are
 less than or equal to it (rank ``ceil(p/100 * n)``, 1-based, computed in exact decimal).
 
-Versions checked: pgbench 15.18 (tests/fixtures/pgbench: 6, 7 and 8 fields per line).
+Versions checked: pgbench 15.18 (tests/fixtures/pgbench: 6, 7 and 8 fields per line) and the
+``--rate --latency-limit`` example of the PostgreSQL documentation (docs_rate_latency_limit.log).
 """
 from __future__ import annotations
 
