@@ -252,19 +252,22 @@ def _check_sequences(table: pd.DataFrame) -> None:
     into one file break these. Checked on sorted integer arrays (no hashing of every row)."""
     if table.empty:
         return
-    files = table["file"].cat.codes.to_numpy().astype("int64") if hasattr(table["file"], "cat") else \
-        pd.factorize(table["file"])[0].astype("int64")
-    clients = table["client"].to_numpy().astype("int64")
-    key = (files << 32) | clients
+    files = _file_codes(table).astype("int64")
+    several_files = files.max() > 0
+    key = files << 32
+    del files
+    key |= table["client"].to_numpy()
     order = np.argsort(key, kind="stable")  # per (file, client), in file order
-    same = key[order][1:] == key[order][:-1]
-    del key
+    key = key[order]
+    same = key[1:] == key[:-1]
+    del key  # the temporaries go as soon as they are used: a log has millions of rows
     # A transaction skipped under --rate --latency-limit keeps its number for the next one (the
     # PostgreSQL documentation's own example: "0 83 skipped", "0 83 skipped", "0 83 4722").
     after_skip = table["status"].cat.codes.to_numpy()[order][:-1] == _STATUS_TEXT.index("skipped")
     for column, what in (("txn_no", "transaction number"), ("end_us", "end time")):
         values = table[column].to_numpy()[order]
         step = values[1:] - values[:-1]
+        del values
         bad = same & (((step < 0) | ((step == 0) & ~after_skip)) if column == "txn_no" else (step < 0))
         if bad.any():
             rows = order[1:][bad]
@@ -278,8 +281,10 @@ def _check_sequences(table: pd.DataFrame) -> None:
                 message = f"client {row['client']}'s end time goes backwards here"
             raise ParseError(row["file"], f"{message}: two pgbench logs glued together? Give each run's log on its "
                              "own", line=int(row["line"]))
+    del order, same, after_skip
     # thread files hold different clients; a client in two files is checked for repeated transactions
-    if files.max() > 0:
+    if several_files:
+        files = _file_codes(table)
         per_file = table.groupby(files, sort=False)["client"].unique()
         seen: dict[int, int] = {}
         shared = set()
@@ -296,6 +301,10 @@ def _check_sequences(table: pd.DataFrame) -> None:
                 raise ParseError(row["file"], f"client {row['client']} transaction {row['txn_no']} appears in two "
                                  "log files: two runs' logs given together? Give each run's log on its own",
                                  line=int(row["line"]))
+
+
+def _file_codes(table: pd.DataFrame) -> np.ndarray:
+    return table["file"].cat.codes.to_numpy() if hasattr(table["file"], "cat") else pd.factorize(table["file"])[0]
 
 
 def _previous(order: np.ndarray, index: int) -> int:
@@ -347,6 +356,7 @@ class TxnStats:
 
 
 def txn_stats(group: pd.DataFrame) -> TxnStats:
+    """Of a frame with the columns ``status`` and ``latency_us`` (other columns are not used)."""
     ok = group["status"] == "ok"
     times = np.sort(group.loc[ok, "latency_us"].to_numpy())
     latency: dict[str, float] = {}
@@ -389,7 +399,7 @@ def parse_log(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
         note(path, f"{origin}: transactions are labelled {', '.join(names.values())}, and there is no NOPM "
                    "(which needs to know the New-Order script)")
     table, start_us, end_us = _measured(path, table, window, skip_s)
-    table = table.assign(type=_types(table["script"].to_numpy(), names))
+    table["type"] = _types(table["script"].to_numpy(), names)  # in place: assign would copy the log
     rows = _rows(table, names, new_order, start_us, end_us)
     provenance.setdefault("tool", "pgbench")
     provenance.setdefault("source", ",".join(str(f) for f in files))
@@ -448,10 +458,11 @@ def _rows(table: pd.DataFrame, names: dict[int, str], new_order: str, start_us, 
     committed_new_orders = int(((table["type"] == new_order) & (table["status"] == "ok")).sum())
     if new_order in names.values():
         add("all", "nopm", committed_new_orders / minutes, "1/min")
-    add_group("all", table)
+    counted = ["status", "latency_us"]  # what txn_stats reads: a group copies these columns only
+    add_group("all", table[counted])
     rollback = table["type"].str.endswith("_rollback") & (table["status"] == "ok")
     add("all", "txn_rollback", int(rollback.sum()), "txn")
     add("all", "elapsed", (end_us - start_us) / 1e6, "s")
     for number in sorted(names):
-        add_group(names[number], table[table["script"] == number])
+        add_group(names[number], table.loc[table["script"] == number, counted])
     return rows
