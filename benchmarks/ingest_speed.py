@@ -1,6 +1,7 @@
 """Ingest speed and memory of the tool output parsers on large inputs.
 
-    .venv/bin/python benchmarks/ingest_speed.py [--jobs 800] [--repeat 3] [--logs-mb 1000] [--keep DIR]
+    .venv/bin/python benchmarks/ingest_speed.py [--jobs 800] [--repeat 5] [--logs-mb 1000] [--keep DIR]
+        [--only fio,dbbench,pgbench,pgbench-aggregate]
 
 fio: runs the real fio here once (a 1 s json+ job with numjobs=8) and writes two large json+ files
 by repeating that output's job entries until each holds ``--jobs`` entries: one where every entry
@@ -14,8 +15,11 @@ Each measurement runs in a fresh interpreter: the time of the parse call alone (
 before, and one small real file of the tool parsed first, so interpreter start-up, imports and
 the libraries' lazily loaded parts are not counted) and the peak resident memory the
 call adds (the resident size sampled every 0.5 ms during the call, its maximum minus the resident
-size just before it), median of ``--repeat`` runs. Prints MB/s of input and
-the memory as a multiple of the input size.
+size just before it), median of ``--repeat`` runs. Prints MB/s of input by wall time and by the
+CPU time of the parsing process (which a loaded machine disturbs less), the memory as a multiple of
+the input size, and the 1-minute load average before and after each parser's runs: on a shared
+machine, quote the figures with it. pgbench-aggregate: the public pre-15 aggregated log of
+tests/fixtures (the PostgreSQL documentation's example), its intervals repeated to ``--logs-mb``.
 """
 from __future__ import annotations
 
@@ -34,12 +38,14 @@ FIXTURES = HERE.parent / "tests" / "fixtures"
 #: a small real output per tool, parsed once before the measured call
 WARM_UP = {"fio": FIXTURES / "fio" / "perjob.jsonplus.json",
            "dbbench": FIXTURES / "dbbench" / "fillrandom_stall.txt",
-           "pgbench": FIXTURES / "pgbench" / "tpcb.log"}
+           "pgbench": FIXTURES / "pgbench" / "tpcb.log",
+           "pgbench-aggregate": FIXTURES / "pgbench" / "docs_aggregate_pre15.log"}
 
 CHILD = r"""
 import resource, sys, time
 from pathlib import Path
 tool, path, warm = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+tool = tool.split("-")[0]  # pgbench-aggregate: the pgbench parser
 from briefkit import tools
 module = tools.parser(tool)
 import pandas, numpy  # noqa: F401  (imports are start-up, not ingest)
@@ -63,13 +69,13 @@ def watch():  # the peak resident size during the call, sampled every half milli
 
 watcher = threading.Thread(target=watch, daemon=True)
 watcher.start()
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 table = module.parse(path)
-elapsed = time.perf_counter() - start
+elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
 done.set()
 watcher.join()
 after = max(peak[0], resident())
-print(elapsed, max(after - before, 0), len(table))
+print(elapsed, cpu, max(after - before, 0), len(table))
 """
 
 
@@ -104,13 +110,14 @@ def dbbench_file(folder: Path, megabytes: float) -> Path:
     """One long db_bench run: the real output of tests/fixtures/dbbench/fillrandom_stall.txt with its
     stats dump (what --stats_interval_seconds prints while a benchmark runs) repeated before the
     summary line until the file is about ``megabytes`` MB."""
-    lines = (FIXTURES / "dbbench" / "fillrandom_stall.txt").read_text().splitlines(keepends=True)
+    lines = (FIXTURES / "dbbench" / "fillrandom_stall.txt").read_bytes().decode().split("\n")
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])  # '\r' kept
     summary = next(i for i, line in enumerate(lines) if line.startswith("fillrandom "))
     dump = "".join(lines[summary + 1:])
     head, tail = "".join(lines[:summary]), "".join(lines[summary:])
     path = folder / "dbbench_big.txt"
     target = megabytes * 1e6
-    with open(path, "w") as out:
+    with open(path, "w", newline="") as out:
         out.write(head)
         written = len(head)
         while written < target:
@@ -142,39 +149,72 @@ def pgbench_file(folder: Path, megabytes: float) -> Path:
     return path
 
 
-def measure(tool: str, path: Path, repeat: int) -> tuple[float, float, int]:
+def pgbench_aggregate_file(folder: Path, megabytes: float) -> Path:
+    """The documentation's pre-15 aggregated log, its intervals repeated and moved on in time."""
+    rows = [line.split() for line in (FIXTURES / "pgbench" / "docs_aggregate_pre15.log").read_text().splitlines()]
+    step = int(rows[1][0]) - int(rows[0][0])
+    path = folder / "pgbench_aggregate_big.log"
+    target = megabytes * 1e6
+    with open(path, "w") as out:
+        written, start = 0, int(rows[0][0])
+        while written < target:
+            block = "".join(f"{start + i * step} {' '.join(r[1:])}\n" for i, r in enumerate(rows))
+            out.write(block)
+            written += len(block)
+            start += len(rows) * step
+    return path
+
+
+def measure(tool: str, path: Path, repeat: int) -> tuple[float, float, float, int]:
     runs = []
     for _ in range(repeat):
         result = subprocess.run([sys.executable, "-c", CHILD, tool, str(path), str(WARM_UP[tool])], check=True,
                                 capture_output=True, text=True)
-        seconds, extra, rows = result.stdout.split()
-        runs.append((float(seconds), float(extra), int(rows)))
-    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), runs[0][2])
+        seconds, cpu, extra, rows = result.stdout.split()
+        runs.append((float(seconds), float(cpu), float(extra), int(rows)))
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
+            statistics.median(r[2] for r in runs), runs[0][3])
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
 
 
 def report(tool: str, path: Path, repeat: int) -> None:
     size = path.stat().st_size
-    seconds, extra, rows = measure(tool, path, repeat)
-    print(f"{tool:8} {path.name:28} {size / 1e6:9.1f} MB {rows:9d} samples  {seconds:7.3f} s "
-          f"{size / 1e6 / seconds:8.1f} MB/s  peak memory +{extra / 1e6:8.1f} MB = {extra / size:5.2f} x input",
-          flush=True)
+    load_before = load_average()
+    seconds, cpu, extra, rows = measure(tool, path, repeat)
+    print(f"{tool:17} {path.name:30} {size / 1e6:7.1f} MB {rows:8d} samples  {seconds:7.3f} s "
+          f"{size / 1e6 / seconds:7.1f} MB/s (CPU {size / 1e6 / cpu:7.1f} MB/s)  "
+          f"peak memory +{extra / 1e6:7.1f} MB = {extra / size:4.2f} x input  "
+          f"load {load_before:.1f} -> {load_average():.1f}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=800, help="fio job entries in the json+ file (default 800)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is printed")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement; the median is printed")
+    parser.add_argument("--only", default="fio,dbbench,pgbench,pgbench-aggregate",
+                        help="comma-separated parsers to measure (default: all)")
     parser.add_argument("--logs-mb", type=float, default=1000.0, help="size of the db_bench and pgbench logs")
     parser.add_argument("--keep", type=Path, help="write the generated files here and keep them")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="ingest-speed-", dir=os.environ.get("TMPDIR", "/var/tmp")))
     folder.mkdir(parents=True, exist_ok=True)
+    only = set(args.only.split(","))
+    print(f"median of {args.repeat} runs; 1-minute load average {load_average():.1f} on {os.cpu_count()} CPUs",
+          flush=True)
     try:
-        report("fio", fio_file(folder, args.jobs, clones=False), args.repeat)
-        report("fio", fio_file(folder, args.jobs, clones=True), args.repeat)
+        if "fio" in only:
+            report("fio", fio_file(folder, args.jobs, clones=False), args.repeat)
+            report("fio", fio_file(folder, args.jobs, clones=True), args.repeat)
         if args.logs_mb > 0:
-            report("dbbench", dbbench_file(folder, args.logs_mb), args.repeat)
-            report("pgbench", pgbench_file(folder, args.logs_mb), args.repeat)
+            if "dbbench" in only:
+                report("dbbench", dbbench_file(folder, args.logs_mb), args.repeat)
+            if "pgbench" in only:
+                report("pgbench", pgbench_file(folder, args.logs_mb), args.repeat)
+            if "pgbench-aggregate" in only:
+                report("pgbench-aggregate", pgbench_aggregate_file(folder, args.logs_mb), args.repeat)
     finally:
         if args.keep is None:
             for path in folder.iterdir():

@@ -444,3 +444,50 @@ def test_benchmark_sh_report_bad_cells_name_line_and_column(tmp_path):
     path.write_text(text + "ops_sec\tmb_sec\n")
     with pytest.raises(ParseError, match="2 tab-separated fields"):
         dbbench.parse(path)
+
+
+# ------------------------------------------------- command lines continued with backslashes, glued outputs
+
+def file_lines(name: str) -> list[str]:
+    """The file's lines as db_bench wrote them ('\\r' progress reports kept inside their line)."""
+    return (FIXTURES / name).read_bytes().decode().split("\n")
+
+
+def continued_command(name: str, start: int = 0) -> tuple[int, str]:
+    """(line, command) of the first '$ db_bench ... \\' command at or after line index ``start``, joined."""
+    lines = file_lines(name)
+    first = next(i for i in range(start, len(lines)) if lines[i].startswith("$ db_bench"))
+    parts, i = [], first
+    while True:
+        parts.append(lines[i].strip().removeprefix("$ ").removesuffix("\\").strip())
+        if not lines[i].rstrip().endswith("\\"):
+            return first + 1, " ".join(parts)
+        i += 1
+
+
+def test_a_command_line_continued_with_backslashes_is_read_whole():
+    """Real db_bench 7.8.3 output after its command as typed over three lines (README.md)."""
+    _, command = continued_command("continued_command.txt")
+    table = dbbench.parse(FIXTURES / "continued_command.txt")
+    assert table.attrs["command"] == command
+    (summary,) = summary_lines("continued_command.txt")
+    assert value(table, "ops", "fillseq") == summary["ops"]
+
+
+def test_two_runs_whose_continued_command_lines_differ_are_refused():
+    """The first lines of both commands are the same; their continuation lines are not."""
+    first_line, first = continued_command("continued_two_flags.txt")
+    second_line, second = continued_command("continued_two_flags.txt", first_line)
+    lines = file_lines("continued_two_flags.txt")
+    assert first != second and lines[first_line - 1] == lines[second_line - 1]
+    with pytest.raises(ParseError, match=rf"continued_two_flags.txt:{second_line}: two db_bench processes with "
+                       "different command lines.*not repetitions"):
+        dbbench.parse(FIXTURES / "continued_two_flags.txt")
+
+
+def test_two_whole_outputs_without_command_lines_are_refused_at_the_second():
+    headers = [i + 1 for i, line in enumerate(file_lines("glued_no_command.txt")) if line.startswith("RocksDB:")]
+    assert len(headers) == 2
+    with pytest.raises(ParseError, match=rf"glued_no_command.txt:{headers[1]}: a second db_bench output starts "
+                       rf"here \(the first at line {headers[0]}\) without a command line"):
+        dbbench.parse(FIXTURES / "glued_no_command.txt")

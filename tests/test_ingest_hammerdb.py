@@ -168,3 +168,34 @@ def test_transaction_counter_log_line_from_pkb(tmp_path):
     bad.write_text((FIXTURES / "pkb_tcount_line.log").read_text() + "-5 PostgreSQL tpm\n")
     with pytest.raises(ParseError, match=r"hdbtcount.log:2: a negative counter reading \(-5\)"):
         hammerdb.parse(bad)
+
+
+def test_the_job_record_after_hammerdb_result_is_the_same_run_not_another():
+    """A real 6.0 console log then HammerDB's own HAMMERDB RESULT record: one result, not two."""
+    path = FIXTURES / "hammerdb_v6_run_with_job_result.log"
+    lines = path.read_text().splitlines()
+    console = next(line for line in lines if line.startswith("Vuser 1:TEST RESULT")).split()
+    table = hammerdb.parse(path)
+    assert list(rows(table, "nopm")["value"]) == [float(console[6])]
+    assert list(rows(table, "tpm")["value"]) == [float(console[9])]
+    assert "rep" not in table or table["rep"].isna().all()
+
+
+def test_a_job_record_that_disagrees_with_the_console_is_refused(tmp_path):
+    path = FIXTURES / "hammerdb_v6_run_with_job_result.log"
+    text = path.read_text()
+    record = text.rindex("96747")
+    bad = tmp_path / "bad.log"
+    bad.write_text(text[:record] + "96748" + text[record + 5:])
+    number = bad.read_text()[:bad.read_text().rindex("96748")].count("\n") + 1
+    with pytest.raises(ParseError, match=rf"bad.log:{number}: the HAMMERDB RESULT record says 96748 NOPM"):
+        hammerdb.parse(bad)
+
+
+def test_a_job_record_alone_gives_the_result(tmp_path):
+    path = FIXTURES / "hammerdb_v6_run_with_job_result.log"
+    lines = path.read_text().splitlines()
+    alone = tmp_path / "record.log"
+    alone.write_text("\n".join(lines[lines.index("HAMMERDB RESULT"):]) + "\n")
+    table = hammerdb.parse(alone)
+    assert list(rows(table, "nopm")["value"]) == [96747.0] and list(rows(table, "tpm")["value"]) == [224827.0]

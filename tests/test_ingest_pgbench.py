@@ -309,12 +309,9 @@ def test_chunked_reader_agrees_with_the_line_by_line_reader(name):
     chunk = path.read_bytes().splitlines(keepends=True)
     fast = pgbench_txlog._fast_chunk(chunk, len(chunk), 1, None)
     slow = pgbench_txlog._slow_chunk(path, chunk, 1, None)
-    assert fast is not None and list(fast.columns) == list(slow.columns)
-    for column in slow.columns:
-        if column == "latency_us":
-            assert np.array_equal(fast[column].to_numpy(), slow[column].to_numpy(), equal_nan=True)
-        else:
-            assert (fast[column].astype(object).to_numpy() == slow[column].astype(object).to_numpy()).all(), column
+    assert fast is not None and sorted(fast) == sorted(slow)
+    for column in slow:
+        assert np.array_equal(fast[column], slow[column], equal_nan=column == "latency_us"), column
 
 
 def test_one_client_in_two_thread_files_with_the_same_transactions_is_refused(tmp_path):
@@ -324,3 +321,95 @@ def test_one_client_in_two_thread_files_with_the_same_transactions_is_refused(tm
     (tmp_path / "tx.5.1").write_text(text)
     with pytest.raises(ParseError, match=r"tx.5.1:1: client 0 transaction \d+ appears in two log files"):
         pgbench.parse(tmp_path / "tx.5", scripts=["tpcb_like"])
+
+
+# -- outputs of other versions and options (public copies, or generated here: README.md) ----------
+
+def summary_figures(path: Path) -> dict[str, float]:
+    """'<label> = <x> ...' or '<label>: <x> ...' lines of a pgbench summary, by plain splitting."""
+    out = {}
+    for line in path.read_text().splitlines():
+        for label in ("latency average", "latency stddev", "number of transactions actually processed"):
+            if line.startswith(label):
+                out[label] = float(line[len(label):].lstrip(" =:").split()[0].split("/")[0])
+        if line.startswith("tps = ") and "including connections establishing" not in line:
+            out["tps"] = float(line.split()[2])
+    return out
+
+
+def test_pg95_colon_form_of_the_latency_lines_is_read():
+    path = FIXTURES / "pg95_latency_limit_mailing_list.stdout"
+    figures = summary_figures(path)
+    table = pgbench.parse(path)
+    assert value(table, "txn_lat_mean") == figures["latency average"]
+    assert value(table, "txn_lat_stddev") == figures["latency stddev"]
+    assert value(table, "tpm") == pytest.approx(figures["tps"] * 60, rel=1e-12)  # the 'excluding' tps
+    assert value(table, "txn_count") == figures["number of transactions actually processed"]
+
+
+def test_reconnection_tps_of_a_dash_c_run_is_read():
+    path = FIXTURES / "reconnect.stdout"
+    figures = summary_figures(path)
+    table = pgbench.parse(path)
+    assert value(table, "tpm") == pytest.approx(figures["tps"] * 60, rel=1e-12)
+    assert value(table, "txn_lat_mean") == figures["latency average"]
+
+
+def test_several_runs_in_one_stdout_are_refused_naming_the_second(tmp_path):
+    path = FIXTURES / "three_runs.stdout"
+    lines = path.read_text().splitlines()
+    starts = [i + 1 for i, line in enumerate(lines) if line.startswith("pgbench (")]  # each run's first line
+    with pytest.raises(ParseError, match=rf"three_runs.stdout:{starts[1]}: .*second pgbench run.*line {starts[0]}"):
+        pgbench.parse(path)
+
+
+def test_a_latency_line_in_no_known_form_is_refused(tmp_path):
+    path = tmp_path / "odd.stdout"
+    text = (FIXTURES / "tpcb.stdout").read_text()
+    path.write_text(text.replace("latency average = ", "latency average ~ "))
+    number = next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.startswith("latency average"))
+    with pytest.raises(ParseError, match=rf"odd.stdout:{number}: .*latency average"):
+        pgbench.parse(path)
+
+
+def test_skipped_transactions_reuse_the_number_as_in_the_documentation():
+    path = FIXTURES / "docs_rate_latency_limit.log"
+    fields = raw_lines(path)
+    table = pgbench.parse(path, scripts=["tpcb_like"])
+    done = [int(f[2]) for f in fields if f[2] != "skipped"]
+    assert value(table, "txn_skipped") == sum(f[2] == "skipped" for f in fields)
+    assert value(table, "txn_count") == len(done)
+    assert value(table, "txn_lat_mean") == pytest.approx(sum(done) / len(done) / 1000, rel=1e-12)  # us -> ms
+    assert value(table, "txn_lat_max") == pytest.approx(max(done) / 1000, rel=1e-12)
+
+
+def test_a_completed_transaction_number_twice_is_still_refused(tmp_path):
+    path = tmp_path / "twice.log"
+    lines = (FIXTURES / "docs_rate_latency_limit.log").read_text().splitlines()
+    lines.insert(6, lines[5])  # transaction 84 completed twice
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ParseError, match=r"twice.log:7: client 0 transaction 84 appears again"):
+        pgbench.parse(path, scripts=["tpcb_like"])
+
+
+@pytest.mark.parametrize("name", ["tpcb.log", "docs_rate_latency_limit.log"])
+@pytest.mark.parametrize("index", [0, 1])
+def test_a_negative_latency_is_refused_naming_the_line(tmp_path, name, index):
+    lines = (FIXTURES / name).read_text().splitlines()
+    fields = lines[index].split()
+    fields[2] = "-" + fields[2]
+    lines[index] = " ".join(fields)
+    path = tmp_path / "negative.log"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ParseError, match=rf"negative.log:{index + 1}: .*time '-\d+'"):
+        pgbench.parse(path, scripts=["tpcb_like"])
+
+
+def test_a_negative_figure_on_the_first_line_of_an_aggregate_log_names_the_line(tmp_path):
+    lines = (FIXTURES / "docs_aggregate_pre15.log").read_text().splitlines()
+    fields = lines[0].split()
+    fields[4] = "-" + fields[4]  # min_latency
+    path = tmp_path / "negative_aggregate.log"
+    path.write_text("\n".join([" ".join(fields)] + lines[1:]) + "\n")
+    with pytest.raises(ParseError, match=r"negative_aggregate.log:1: "):
+        pgbench.parse(path)

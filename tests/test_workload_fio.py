@@ -286,6 +286,15 @@ def test_an_unknown_engine_is_an_error_not_a_fallback(tmp_path, local_host, fio_
         workload.prepare(local_host, storage(tmp_path), settings, str(tmp_path / "p"), lambda _m: None)
 
 
+def test_a_missing_fio_program_is_blamed_on_settings_fio(tmp_path, local_host):
+    workload = FioWorkload()
+    missing = str(tmp_path / "no-such-fio")
+    _, settings = workload.validate({}, {"fio": missing, "ioengine": "psync"}, "c")
+    with pytest.raises(CampaignError, match=r"^settings.fio: the program .*no-such-fio.*\(not found\)") as caught:
+        workload.prepare(local_host, storage(tmp_path), settings, str(tmp_path / "p"), lambda _m: None)
+    assert "ioengine" not in str(caught.value)
+
+
 def test_a_file_target_needs_a_size(tmp_path, local_host, fio_installed):
     workload = FioWorkload()
     _, settings = workload.validate({}, {"size": None, "ioengine": "psync"}, "c")

@@ -52,9 +52,12 @@ benchmark (``readrandom[X3]``) get ``rep`` 0..n-1.
 Nothing impossible or ambiguous passes: a negative, NaN or infinite figure (micros/op, ops/sec,
 MB/s, histogram and statistics values) is an error naming the line; two db_bench processes in
 one file with different command lines, or different key/value sizes, are refused (they are
-different workloads; the same command run again gives repetitions). Debug-build warnings
-(``WARNING: Assertions are enabled``) and any other line are ignored. The file is read line by
-line, never whole.
+different workloads; the same command run again gives repetitions), and so is a second output
+without a command line of its own (nothing says whether it ran the same command). A command line
+continued with backslashes is read with its continuation lines. Debug-build warnings
+(``WARNING: Assertions are enabled``) and any other line are ignored. The file is read in
+blocks of lines, never whole: one regex scan per block finds the lines that can start what the
+parser reads, and only those are looked at in Python.
 
 Truncated output is rejected (``ParseError`` with file and line): a summary line, histogram or
 statistics line that does not match its format or is the unterminated last line of the file,
@@ -67,6 +70,8 @@ giving the 8.1.1 and 6.29 headers and the pre-7.3 summary line (tests/fixtures/d
 """
 from __future__ import annotations
 
+import collections
+import heapq
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -197,30 +202,77 @@ class Run:
         return flags
 
 
+#: a line the main loop may act on, found in a block of lines prefixed with "\n": one that starts
+#: like one of its patterns. Lines holding a "\r" (progress reports; what follows the last one is
+#: the line) are candidates too. Every other line is skipped without a Python step: most lines of a
+#: long output are periodic stats dumps. (Two scans: a pattern that starts with a literal is
+#: searched for fast, an alternation of two is not.)
+_CANDIDATE = re.compile(rb"\n(?:RocksDB:|Date:|Keys:|Values:|Cumulative stall:|Microseconds per |STATISTICS:"
+                        rb"|[#$+]|[^\s]*db_bench\s|[A-Za-z_][\w\-\x80-\xff]*[^\S\n]+:[^\S\n])")
+_CR = re.compile(rb"\r")
+
+
 class _Lines:
-    """The file's lines, read one at a time as the parser asks for them (a 1 GB output is never
-    held whole): the lines already passed are dropped by ``forget``. Progress reports end in
+    """The file's lines, read in blocks of whole lines as the parser asks for them (a 1 GB output is
+    never held whole): the lines already passed are dropped by ``forget``. Progress reports end in
     '\r' and share a '\n' line with what follows: the last piece is kept."""
+
+    _BLOCK = 1 << 20
 
     def __init__(self, stream):
         self._stream = stream
-        self._cache: dict[int, str] = {}
-        self.count = 0          # lines read so far
+        self._lines: list[bytes] = []  # lines self._base, self._base + 1, ... not yet forgotten
+        self._base = 0
+        self._forgotten = 0  # lines below this index may be dropped
+        self._rest = b""  # the start of a line whose end is not read yet
+        self._candidates: collections.deque[int] = collections.deque()  # see _CANDIDATE
+        self.count = 0  # lines read so far
         self.done = False
         self.unterminated = False  # the last line has no newline
 
+    def _load(self) -> None:
+        """Read the next block of whole lines (drops the forgotten ones first)."""
+        drop = self._forgotten - self._base
+        if drop > 0:
+            del self._lines[:drop]
+            self._base = self._forgotten
+        block = self._stream.read(self._BLOCK)
+        if not block:
+            self.done = True
+            if self._rest:
+                self._lines.append(self._rest)
+                self._candidates.append(self.count)
+                self.count += 1
+                self.unterminated = True
+                self._rest = b""
+            return
+        data = self._rest + block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self._rest = data
+            return
+        self._rest = data[cut + 1:]
+        text = data[:cut]
+        self._find_candidates(text)
+        new = text.split(b"\n")
+        self._lines.extend(new)
+        self.count += len(new)
+
+    def _find_candidates(self, text: bytes) -> None:
+        """Queue the indices of the lines of ``text`` (whole lines, the first at index ``count``)
+        that start like ``_CANDIDATE`` or hold a "\r"."""
+        starts = (m.start() for m in _CANDIDATE.finditer(b"\n" + text))  # where the line starts in text
+        returns = (m.start() for m in _CR.finditer(text))
+        index, at = self.count, 0
+        for position in heapq.merge(starts, returns):
+            index += text.count(b"\n", at, position)
+            at = position
+            if not self._candidates or self._candidates[-1] != index:
+                self._candidates.append(index)
+
     def _fill(self, i: int) -> None:
         while not self.done and self.count <= i:
-            raw = self._stream.readline()
-            if not raw:
-                self.done = True
-                break
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
-            else:
-                self.unterminated = True
-            self._cache[self.count] = raw.decode("utf-8", errors="replace").rsplit("\r", 1)[-1]
-            self.count += 1
+            self._load()
 
     def has(self, i: int) -> bool:
         self._fill(i)
@@ -228,7 +280,7 @@ class _Lines:
 
     def __getitem__(self, i: int) -> str:
         self._fill(i)
-        return self._cache[i]
+        return self._lines[i - self._base].decode("utf-8", errors="replace").rsplit("\r", 1)[-1]
 
     def cut(self, i: int) -> bool:
         """Line ``i`` is the last line and the file ends without a newline after it."""
@@ -241,8 +293,24 @@ class _Lines:
         return min(i + 1, self.count)
 
     def forget(self, below: int) -> None:
-        for key in [k for k in self._cache if k < below]:
-            del self._cache[key]
+        self._forgotten = max(self._forgotten, below)
+
+    def next_candidate(self, i: int) -> int:
+        """The index of the first line from ``i`` on that ``_CANDIDATE`` found, or ``count`` at the
+        end; the lines passed are forgotten."""
+        while True:
+            while self._candidates and self._candidates[0] < i:
+                self._candidates.popleft()
+            if self._candidates:
+                i = self._candidates[0]
+                break
+            if self.done:
+                i = max(i, self.count)
+                break
+            self.forget(max(i, self.count))
+            self._load()
+        self.forget(i)
+        return i
 
 
 def _truthy(value: str) -> bool:
@@ -264,10 +332,12 @@ def _read(path: Path, lines: "_Lines") -> Run:
     pending_stall: float | None = None
     first_command: tuple[int, str] | None = None
     sizes: dict[str, tuple[int, int]] = {}  # "Keys"/"Values" -> (line, size) of the first process
+    headers: list[int] = []  # line of each process's "RocksDB: version" header
+    last_command = 0  # line of the last command line read
+    unnamed: int | None = None  # header line of a later process that has no command line of its own
     i = 0
-    while lines.has(i):
+    while lines.has(i := lines.next_candidate(i)):
         number, line = i + 1, lines[i]
-        lines.forget(i)
         i += 1
         if m := _VERSION.match(line):
             if run.version is not None and m["version"] != run.version:
@@ -275,13 +345,18 @@ def _read(path: Path, lines: "_Lines") -> Run:
                                  line=number)
             if run.version is not None or run.benchmarks:
                 process += 1  # another process's output appended to the same file
+                if last_command <= (headers[-1] if headers else 0):  # none since the previous output began
+                    unnamed = number
+            headers.append(number)
             run.version = m["version"]
         elif run.date is None and (m := _DATE.match(line)):
             run.date = m["date"]
         elif m := _COMMAND.match(line):
-            first_command = first_command or (number, m["command"].strip())
-            _same_command(path, number, m["command"].strip(), first_command)
+            command, i = _continued(lines, m["command"].strip(), i)
+            first_command = first_command or (number, command)
+            _same_command(path, number, command, first_command)
             run.command = first_command[1]
+            last_command = number
         elif (m := _KEYS.match(line)) or (m := _VALUES.match(line)):
             what, size = line.split(":", 1)[0], int(m["size"])
             _same_size(path, number, what, size, sizes)
@@ -298,6 +373,8 @@ def _read(path: Path, lines: "_Lines") -> Run:
         elif m := _SUMMARY_START.match(line):
             if m["rest"].startswith("skipped"):
                 continue
+            if unnamed is not None:
+                _refuse_unnamed(path, unnamed, headers[0])
             rep = seen.get(m["name"], 0)
             current = _benchmark(path, lines, number, line, m, rep, process, pending_stall)
             seen[m["name"]] = rep + 1
@@ -312,6 +389,25 @@ def _read(path: Path, lines: "_Lines") -> Run:
             stats, i = _read_statistics(path, lines, i, number, process)
             run.statistics.append(stats)
     return _check(run, lines.count)
+
+
+def _continued(lines: "_Lines", command: str, i: int) -> tuple[str, int]:
+    """A command line continued with backslashes (as typed in a shell, or pasted from a script) goes
+    on over the next lines: joined into one, and the index of the line after it."""
+    while command.endswith("\\") and lines.has(i):
+        command = command[:-1].rstrip() + " " + lines[i].strip()
+        lines.forget(i)
+        i += 1
+    return command, i
+
+
+def _refuse_unnamed(path: Path, header: int, first: int) -> None:
+    """A second db_bench output without the command that ran it: the same command again would give
+    repetitions, another command another workload, and nothing in the file tells which."""
+    raise ParseError(path, f"a second db_bench output starts here (the first at line {first}) "
+                     "without a command line of its own: the file cannot tell repetitions of one workload from "
+                     "two workloads. Split the file, one run per file, or keep each run's command line "
+                     "('# command: db_bench ...') before its output", line=header)
 
 
 def _same_command(path: Path, number: int, command: str, first: tuple[int, str]) -> None:

@@ -36,6 +36,10 @@ The transaction counter log (``hdbtcount.log``) is read by ``briefkit.tools.hamm
 HammerDB reports no 99.9th percentile in any version, and none is invented here: a brief built
 from HammerDB results must say "p99.9 not available from HammerDB" (see ``MISSING_METRICS``).
 
+HammerDB's result scripts print ``HAMMERDB RESULT`` and the job's record as JSON after the run; the
+TEST RESULT in that record is the same run's, so it is checked against the console line, not
+counted again (alone, without a console line, it gives the result).
+
 Versions checked: public HammerDB 4.x xtprof files and hand-written logs following HammerDB's format
 strings (tests/fixtures/hammerdb/README.md); HammerDB does not run here.
 """
@@ -104,7 +108,17 @@ def read_results(path: str | Path) -> tuple[list[dict], dict[str, dict[str, floa
     summary_vusers: int | None = None
     procs: dict[str, dict[str, float]] = {}
     proc: str | None = None
+    in_job = False  # inside the JSON record HammerDB prints after "HAMMERDB RESULT"
     for number, line in enumerate(text.splitlines(), 1):
+        if line.strip() == "HAMMERDB RESULT":
+            in_job = True
+            continue
+        if in_job and line.strip() == "]":
+            in_job = False
+            continue
+        if in_job:
+            _job_result(path, number, line, results)
+            continue
         configured = _VUSERS.search(line)
         if configured:
             vusers = int(configured.group(1))
@@ -149,6 +163,28 @@ def read_results(path: str | Path) -> tuple[list[dict], dict[str, dict[str, floa
         if "CALLS" not in fields or "AVG" not in fields:
             raise ParseError(path, f"summary of {name} has no CALLS/AVG line (a truncated xtprof report?)")
     return results, procs, summary_vusers
+
+
+def _job_result(path: Path, number: int, line: str, results: list[dict]) -> None:
+    """A line of the job record after ``HAMMERDB RESULT`` (HammerDB 4.6+ result scripts): its TEST
+    RESULT repeats the run's console line, so it is the same run, not another one. A record without
+    a console line before it (a log of the record alone) gives the result; one that differs from
+    the console's last result is an error."""
+    match = _RESULT_NOPM_FIRST.search(line) or _RESULT_TPM_FIRST.search(line)
+    if not match:
+        return
+    nopm_first = match.re is _RESULT_NOPM_FIRST
+    nopm, tpm = (float(match.group(1)), float(match.group(2))) if nopm_first else \
+        (float(match.group(3)), float(match.group(1)))
+    if not results:
+        results.append({"nopm": nopm, "tpm": tpm, "database": match.group(3 if nopm_first else 2).strip('"'),
+                        "vusers": None, "line": number})
+        return
+    last = results[-1]
+    if (last["nopm"], last["tpm"]) != (nopm, tpm):
+        raise ParseError(path, f"the HAMMERDB RESULT record says {nopm:g} NOPM and {tpm:g} TPM, but the run's "
+                         f"TEST RESULT (line {last['line']}) says {last['nopm']:g} NOPM and {last['tpm']:g} TPM: "
+                         "two runs' output in one file? Give each run's log on its own", line=number)
 
 
 def parse_results(path, **provenance) -> pd.DataFrame:

@@ -27,7 +27,8 @@ def kind(path: Path) -> str:
             fields = text.split()
             if not fields:
                 continue
-            if not all(f.isdigit() or f in FAILURES or f == "skipped" for f in fields):
+            # a negative number still makes a log line: the log's reader refuses it naming the line
+            if not all(f.lstrip("-").isdigit() or f in FAILURES or f == "skipped" for f in fields):
                 return "summary"
             if len(fields) == len(AGGREGATE_FIELDS) or fields[0].isdigit() and int(fields[0]) >= FIRST_EPOCH:
                 return "aggregate"

@@ -3,8 +3,11 @@
 ``parse_summary(path)`` its tidy samples. Also how a script is named (``script_label``) and the script
 names a summary gives a per-transaction log (``scripts_from_summary``, ``script_map``).
 
-Versions checked: pgbench 15.18 (tests/fixtures/pgbench); the ``tps = ...`` line in both its forms,
-"without initial connection time" (14+) and "excluding connections establishing" (up to 13).
+Versions checked: pgbench 15.18 (tests/fixtures/pgbench); the ``tps = ...`` line in its forms
+"without initial connection time" (14+), "including reconnection times" (14+, ``-C``) and "excluding
+connections establishing" (up to 13); ``latency average: x ms`` with a colon (9.5, 9.6; a public
+9.5 output). A file holding several runs' summaries is refused at the second run's first line, and
+a latency or transaction-count line in no known form is refused naming its line.
 """
 from __future__ import annotations
 
@@ -63,12 +66,19 @@ _TOP = {
     "duration_s": re.compile(r"^duration: (\d+) s"),
     "transactions": re.compile(r"^number of transactions actually processed: (\d+)"),
     "failed": re.compile(r"^number of failed transactions: (\d+)"),
-    "latency_avg_ms": re.compile(rf"^latency average = {_NUM} ms"),
-    "latency_stddev_ms": re.compile(rf"^latency stddev = {_NUM} ms"),
+    # 10+: "latency average = x ms"; 9.5 and 9.6: "latency average: x ms"
+    "latency_avg_ms": re.compile(rf"^latency average(?: =|:) {_NUM} ms\s*$"),
+    "latency_stddev_ms": re.compile(rf"^latency stddev(?: =|:) {_NUM} ms\s*$"),
     "initial_connection_ms": re.compile(rf"^initial connection time = {_NUM} ms"),
-    # 14+: "without initial connection time"; up to 13: "excluding connections establishing"
-    "tps": re.compile(rf"^tps = {_NUM} \((?:without initial connection time|excluding connections establishing)\)"),
+    # 14+: "without initial connection time", or with -C "including reconnection times" (each
+    # transaction opens its own connection, whose time is part of the work measured); up to 13:
+    # "excluding connections establishing" (its "including ..." twin is not read)
+    "tps": re.compile(rf"^tps = {_NUM} \((?:without initial connection time|including reconnection times"
+                      r"|excluding connections establishing)\)\s*$"),
 }
+#: lines that start like a figure read above: one in no known form is an error, never skipped
+_CLAIMS = {"latency_avg_ms": "latency average", "latency_stddev_ms": "latency stddev",
+           "transactions": "number of transactions actually processed"}
 _SCRIPT_HEAD = re.compile(r"^SQL script (\d+): (.+?)\s*$")
 _SCRIPT = {
     "weight": re.compile(r"^ - weight: (\d+)"),
@@ -88,7 +98,8 @@ def read_summary(path: str | Path) -> Summary:
         text = stream.read()
     summary = Summary()
     current: ScriptSummary | None = None
-    for line in text.splitlines():
+    seen: dict[str, int] = {}  # top-level key -> line it was read at
+    for number, line in enumerate(text.splitlines(), 1):
         if "Run was aborted" in line:
             summary.aborted = True
         head = _SCRIPT_HEAD.match(line)
@@ -108,7 +119,11 @@ def read_summary(path: str | Path) -> Summary:
         for key, pattern in _TOP.items():
             match = pattern.match(line)
             if match:
+                _once(path, number, key, seen)
                 setattr(summary, key, _CASTS.get(key, float)(match.group(1)))
+                break
+        else:
+            _known_form(path, number, line)
     progress = read_progress(path)
     summary.progress = progress if len(progress) else None
     if summary.tps is None or summary.transactions is None:
@@ -118,6 +133,24 @@ def read_summary(path: str | Path) -> Summary:
                          f"not the stdout of a finished pgbench run{after}")
     return summary
 
+
+
+def _once(path: Path, number: int, key: str, seen: dict[str, int]) -> None:
+    """A summary figure read twice means several runs' output in one file: refused, never the last
+    run's figures alone."""
+    if key in seen:
+        first = min(seen.values())
+        raise ParseError(path, f"a second pgbench run's summary (the first starts at line {first}): several runs "
+                         "pasted into one file; give each run's output on its own", line=number)
+    seen[key] = number
+
+
+def _known_form(path: Path, number: int, line: str) -> None:
+    """A line that starts like a figure this reader takes but matched no form of it."""
+    for key, start in _CLAIMS.items():
+        if line.startswith(start):
+            raise ParseError(path, f"{start!r} line in no known form ({_TOP[key].pattern!r}): {line.strip()!r}",
+                             line=number)
 
 
 def parse_summary(path, scripts: Mapping[int, str] | Sequence[str] | str | None = None,

@@ -32,13 +32,18 @@ the transactions that ended inside it and divides by its length. ``skip_s`` move
 the measured window that many seconds later (a warm-up that is not counted).
 
 Nothing silent: a log of one run has, per client, rising transaction numbers and end times that
-never go back, and no (client, transaction) pair twice; two logs glued into one file break that
-and are refused with the line. Logs are read in chunks into numeric columns, never as one text.
+never go back, and no (client, transaction) pair twice, except that a skipped transaction's number
+is used again by the transactions after it (as in the documentation's ``--rate --latency-limit``
+example); two logs glued into one file break that and are refused with the line. Logs are read
+in chunks of about 8 MB, every field as an integer in one pass of pandas' C reader (the status
+words become negative codes first); a chunk with anything unusual (a "-", a word, a missing field)
+is read again line by line, which names the first bad line.
 
 Percentiles are nearest-rank: the smallest logged time such that at least p % of the times are
 less than or equal to it (rank ``ceil(p/100 * n)``, 1-based, computed in exact decimal).
 
-Versions checked: pgbench 15.18 (tests/fixtures/pgbench: 6, 7 and 8 fields per line).
+Versions checked: pgbench 15.18 (tests/fixtures/pgbench: 6, 7 and 8 fields per line) and the
+``--rate --latency-limit`` example of the PostgreSQL documentation (docs_rate_latency_limit.log).
 """
 from __future__ import annotations
 
@@ -104,13 +109,11 @@ def read_log(paths: Sequence[str | Path], scripts: Mapping[int, str] | None = No
     # Column by column, each chunk's column dropped once copied: the whole log is never held twice.
     columns = {}
     for name in (*(c for c in _LOG_COLUMNS if c != "file"), "file_code"):
+        parts = [np.asarray(frame.pop(name)) for frame in frames]
+        columns[name] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        del parts
         if name == "status":
-            codes = np.concatenate([frame.pop(name).cat.codes.to_numpy() for frame in frames])
-            columns[name] = pd.Categorical.from_codes(codes, dtype=_STATUS_TYPE)
-        else:
-            parts = [frame.pop(name).to_numpy() for frame in frames]
-            columns[name] = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            del parts
+            columns[name] = pd.Categorical.from_codes(columns[name], dtype=_STATUS_TYPE)
     del frames
     columns["file"] = pd.Categorical.from_codes(columns.pop("file_code").astype("int16"), categories=paths)
     table = pd.DataFrame({name: columns.pop(name) for name in _LOG_COLUMNS}, copy=False)
@@ -119,7 +122,7 @@ def read_log(paths: Sequence[str | Path], scripts: Mapping[int, str] | None = No
 
 
 _LOG_COLUMNS = ("client", "txn_no", "script", "status", "latency_us", "end_us", "file", "line")
-_CHUNK_BYTES = 32 << 20
+_CHUNK_BYTES = 8 << 20
 _STATUS_TEXT = ("ok",) + FAILURES + ("skipped",)
 _STATUS_TYPE = pd.CategoricalDtype(list(_STATUS_TEXT))
 
@@ -130,7 +133,8 @@ def _empty_log() -> pd.DataFrame:
 
 
 def _read_log_file(path: Path, index: int, scripts: Mapping[int, str] | None):
-    """The file's transactions, one frame per chunk of about 32 MB of whole lines."""
+    """The file's transactions, one dict of numpy columns per chunk of about 8 MB of whole lines
+    (``status`` as codes of ``_STATUS_TYPE``)."""
     stream = open_input(path, "the pgbench log", "rb")
     first = 1
     rest = b""
@@ -148,57 +152,71 @@ def _read_log_file(path: Path, index: int, scripts: Mapping[int, str] | None):
                 frame = _fast_chunk(data, lines, first, scripts)
                 if frame is None:  # something unusual: read these lines one by one (names the bad line)
                     frame = _slow_chunk(path, data.splitlines(keepends=True), first, scripts)
-                frame["file_code"] = np.int16(index) if index < 32_000 else index
+                frame["file_code"] = np.full(len(frame["line"]), index, dtype="int16" if index < 32_000 else "int32")
                 yield frame
                 first += lines
             if not block:
                 break
 
 
-def _fast_chunk(data, lines: int, first: int, scripts: Mapping[int, str] | None) -> pd.DataFrame | None:
+#: what ``time`` says instead of a latency -> the code it is read as in the fast path (a negative
+#: number, which a clean log cannot hold: a chunk with a "-" of its own goes the slow way)
+_STATUS_CODES = {word: -1 - index for index, word in enumerate(FAILURES + ("skipped",))}
+
+
+def _fast_chunk(data, lines: int, first: int, scripts: Mapping[int, str] | None) -> dict[str, np.ndarray] | None:
     """The chunk's transactions as numeric columns, or None when any line needs a closer look.
-    ``data``: whole lines (bytes, or a list of lines); ``lines``: how many."""
+    ``data``: whole lines (bytes, or a list of lines); ``lines``: how many. Every field is read as
+    an integer in one pass of pandas' C reader: the status words become negative codes first."""
 
     if isinstance(data, list):
         data = b"".join(data)
+    if b"-" in data:
+        return None  # a negative figure: the line-by-line reader names its line
+    for word, code in _STATUS_CODES.items():
+        if word.encode() in data:
+            data = data.replace(f" {word} ".encode(), f" {code} ".encode())
     try:
         raw = pd.read_csv(io.BytesIO(data), sep=" ", header=None, names=list(range(8)),
-                          dtype={2: str}, skip_blank_lines=False, engine="c")
-    except (ValueError, pd.errors.ParserError):
+                          dtype={column: np.int64 for column in range(6)}, skip_blank_lines=False, engine="c",
+                          low_memory=False)  # one pass over the chunk, not pieces concatenated after
+    except (ValueError, OverflowError, pd.errors.ParserError):
         return None
     if len(raw) != lines:
         return None
-    ints = raw[[0, 1, 3, 4, 5]]
-    if ints.isna().any().any() or not all(t.kind in "iu" for t in ints.dtypes):
-        return None
-    values = ints.to_numpy()
-    if (values < 0).any() or (raw[5] > 999_999).any():
+    if any(raw[column].to_numpy().min() < 0 for column in (0, 1, 3, 4, 5)) or raw[5].to_numpy().max() > 999_999:
         return None
     for extra in (6, 7):
         column = raw[extra]
         if column.notna().any():
-            if column.dtype.kind not in "iuf" or (column.dropna() < 0).any() or \
-                    (column.dropna() % 1 != 0).any():
+            known = column.dropna()
+            if column.dtype.kind not in "iuf" or (known < 0).any() or (known % 1 != 0).any():
                 return None
     if raw[6].isna().any() and raw[7].notna().any():
         return None
-    if scripts is not None and not raw[3].isin(list(scripts)).all():
+    script = raw[3].to_numpy()
+    if scripts is not None and not _known_scripts(script, scripts):
         return None
-    time = raw[2]
-    latency = pd.to_numeric(time, errors="coerce")
-    numeric = latency.notna()
-    if numeric.any() and not time[numeric].str.isdigit().all():
-        return None  # "12.5", "-3", "1e3": not pgbench's microseconds
-    status = time.where(~numeric, "ok")
-    if not status.isin(_STATUS_TEXT).all():
+    time = raw[2].to_numpy()
+    codes = np.where(time >= 0, 0, -time)  # 0: ok, 1..: FAILURES then skipped, as in _STATUS_TEXT
+    if codes.max(initial=0) >= len(_STATUS_TEXT):
         return None
-    return pd.DataFrame({
+    return {
         "client": _narrow(raw[0].to_numpy()), "txn_no": raw[1].to_numpy(dtype="int64"),
-        "script": _narrow(raw[3].to_numpy()), "status": pd.Categorical(status, dtype=_STATUS_TYPE),
-        "latency_us": latency.to_numpy(dtype=float),
+        "script": _narrow(script), "status": codes.astype("int8"),
+        "latency_us": np.where(time >= 0, time, np.nan),
         "end_us": raw[4].to_numpy(dtype="int64") * 1_000_000 + raw[5].to_numpy(dtype="int64"),
         "line": np.arange(first, first + lines, dtype="int64" if first + lines >= 2**31 else "int32"),
-    })
+    }
+
+
+def _known_scripts(script: np.ndarray, scripts: Mapping[int, str]) -> bool:
+    """Every script number of the chunk has a name (a lookup table: the numbers are small)."""
+    if not len(script):
+        return True
+    known = np.zeros(max(max(scripts, default=0), int(script.max())) + 1, dtype=bool)
+    known[[number for number in scripts if number >= 0]] = True
+    return bool(known[script].all())
 
 
 def _narrow(values: np.ndarray) -> np.ndarray:
@@ -206,7 +224,8 @@ def _narrow(values: np.ndarray) -> np.ndarray:
     return values.astype("int32") if len(values) and values.max() < 2**31 else values.astype("int64")
 
 
-def _slow_chunk(path: Path, chunk: list[bytes], first: int, scripts: Mapping[int, str] | None) -> pd.DataFrame:
+def _slow_chunk(path: Path, chunk: list[bytes], first: int, scripts: Mapping[int, str] | None
+                ) -> dict[str, np.ndarray]:
     columns: dict[str, list] = {k: [] for k in _LOG_COLUMNS if k != "file"}
     for number, raw in enumerate(chunk, first):
         fields = raw.decode("ascii", errors="replace").split()
@@ -220,10 +239,10 @@ def _slow_chunk(path: Path, chunk: list[bytes], first: int, scripts: Mapping[int
         columns["latency_us"].append(latency)
         columns["end_us"].append(end_us)
         columns["line"].append(number)
-    frame = pd.DataFrame(columns)
-    frame["latency_us"] = frame["latency_us"].astype(float)
-    frame["end_us"] = frame["end_us"].astype("int64")
-    frame["status"] = pd.Categorical(frame["status"], dtype=_STATUS_TYPE)
+    frame = {name: np.asarray(values, dtype="int64") for name, values in columns.items()
+             if name not in ("status", "latency_us")}
+    frame["latency_us"] = np.asarray(columns["latency_us"], dtype=float)
+    frame["status"] = pd.Categorical(columns["status"], dtype=_STATUS_TYPE).codes.astype("int8")
     return frame
 
 
@@ -233,17 +252,23 @@ def _check_sequences(table: pd.DataFrame) -> None:
     into one file break these. Checked on sorted integer arrays (no hashing of every row)."""
     if table.empty:
         return
-    files = table["file"].cat.codes.to_numpy().astype("int64") if hasattr(table["file"], "cat") else \
-        pd.factorize(table["file"])[0].astype("int64")
-    clients = table["client"].to_numpy().astype("int64")
-    key = (files << 32) | clients
+    files = _file_codes(table).astype("int64")
+    several_files = files.max() > 0
+    key = files << 32
+    del files
+    key |= table["client"].to_numpy()
     order = np.argsort(key, kind="stable")  # per (file, client), in file order
-    same = key[order][1:] == key[order][:-1]
-    del key
+    key = key[order]
+    same = key[1:] == key[:-1]
+    del key  # the temporaries go as soon as they are used: a log has millions of rows
+    # A transaction skipped under --rate --latency-limit keeps its number for the next one (the
+    # PostgreSQL documentation's own example: "0 83 skipped", "0 83 skipped", "0 83 4722").
+    after_skip = table["status"].cat.codes.to_numpy()[order][:-1] == _STATUS_TEXT.index("skipped")
     for column, what in (("txn_no", "transaction number"), ("end_us", "end time")):
         values = table[column].to_numpy()[order]
         step = values[1:] - values[:-1]
-        bad = same & ((step <= 0) if column == "txn_no" else (step < 0))
+        del values
+        bad = same & (((step < 0) | ((step == 0) & ~after_skip)) if column == "txn_no" else (step < 0))
         if bad.any():
             rows = order[1:][bad]
             index = int(rows.min())  # the first offending line of the file
@@ -256,8 +281,10 @@ def _check_sequences(table: pd.DataFrame) -> None:
                 message = f"client {row['client']}'s end time goes backwards here"
             raise ParseError(row["file"], f"{message}: two pgbench logs glued together? Give each run's log on its "
                              "own", line=int(row["line"]))
+    del order, same, after_skip
     # thread files hold different clients; a client in two files is checked for repeated transactions
-    if files.max() > 0:
+    if several_files:
+        files = _file_codes(table)
         per_file = table.groupby(files, sort=False)["client"].unique()
         seen: dict[int, int] = {}
         shared = set()
@@ -274,6 +301,10 @@ def _check_sequences(table: pd.DataFrame) -> None:
                 raise ParseError(row["file"], f"client {row['client']} transaction {row['txn_no']} appears in two "
                                  "log files: two runs' logs given together? Give each run's log on its own",
                                  line=int(row["line"]))
+
+
+def _file_codes(table: pd.DataFrame) -> np.ndarray:
+    return table["file"].cat.codes.to_numpy() if hasattr(table["file"], "cat") else pd.factorize(table["file"])[0]
 
 
 def _previous(order: np.ndarray, index: int) -> int:
@@ -325,6 +356,7 @@ class TxnStats:
 
 
 def txn_stats(group: pd.DataFrame) -> TxnStats:
+    """Of a frame with the columns ``status`` and ``latency_us`` (other columns are not used)."""
     ok = group["status"] == "ok"
     times = np.sort(group.loc[ok, "latency_us"].to_numpy())
     latency: dict[str, float] = {}
@@ -367,12 +399,23 @@ def parse_log(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
         note(path, f"{origin}: transactions are labelled {', '.join(names.values())}, and there is no NOPM "
                    "(which needs to know the New-Order script)")
     table, start_us, end_us = _measured(path, table, window, skip_s)
-    table = table.assign(type=table["script"].map(names))
+    table["type"] = _types(table["script"].to_numpy(), names)  # in place: assign would copy the log
     rows = _rows(table, names, new_order, start_us, end_us)
     provenance.setdefault("tool", "pgbench")
     provenance.setdefault("source", ",".join(str(f) for f in files))
     provenance.pop("workload", None)  # the workload column is the transaction type here
     return samples.frame(rows, **provenance)
+
+
+def _types(script: np.ndarray, names: dict[int, str]) -> pd.Categorical:
+    """Each transaction's type (its script's name; NaN for a script without one), as a categorical
+    made from a lookup table: a log has millions of rows and a handful of scripts."""
+    categories = list(dict.fromkeys(names.values()))
+    lookup = np.full(max(max(names, default=0), int(script.max(initial=0))) + 1, -1, dtype="int32")
+    for number, name in names.items():
+        if number >= 0:
+            lookup[number] = categories.index(name)
+    return pd.Categorical.from_codes(lookup[script], categories=categories)
 
 
 def _measured(path: Path, table: pd.DataFrame, window: tuple[float, float] | None,
@@ -415,10 +458,11 @@ def _rows(table: pd.DataFrame, names: dict[int, str], new_order: str, start_us, 
     committed_new_orders = int(((table["type"] == new_order) & (table["status"] == "ok")).sum())
     if new_order in names.values():
         add("all", "nopm", committed_new_orders / minutes, "1/min")
-    add_group("all", table)
+    counted = ["status", "latency_us"]  # what txn_stats reads: a group copies these columns only
+    add_group("all", table[counted])
     rollback = table["type"].str.endswith("_rollback") & (table["status"] == "ok")
     add("all", "txn_rollback", int(rollback.sum()), "txn")
     add("all", "elapsed", (end_us - start_us) / 1e6, "s")
     for number in sorted(names):
-        add_group(names[number], table[table["script"] == number])
+        add_group(names[number], table.loc[table["script"] == number, counted])
     return rows
