@@ -240,7 +240,7 @@ def test_model_fields_are_all_walked():
     assert "test" in dbbench["FlashMatrix"] and "binary" in dbbench["FlashSettings"]
     assert "server" in string_fields(tools.get("oltp").settings_model)
     assert {"source", "subject", "load_kind"} <= set(string_fields(published.BriefFile))
-    assert {"numerator", "as_", "operands"} <= set(string_fields(published.MultipleClaim))
+    assert {"numerator", "as_", "operands"} <= set(string_fields(claims.MultipleClaim))
     assert typing.get_origin is not None
 
 
@@ -259,7 +259,7 @@ def _published_cases(marker: Path):
         data = yaml.safe_load((folder / "claims.yaml").read_text()) if (folder / "claims.yaml").exists() else None
         for claim in (data or {}).get("claims") or []:
             samples.setdefault(claim["kind"], (folder, claim))
-    for kind_name, model in published.CLAIM_MODELS.items():
+    for kind_name, model in claims.CLAIM_MODELS.items():
         if kind_name not in samples:
             continue
         folder, claim = samples[kind_name]
