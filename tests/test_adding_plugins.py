@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "briefkit"
+from tests import paths
+
+SRC = paths.ROOT / "src" / "briefkit"
 
 TOY_INIT = '''"""toy: dd's own report of a write, read as a bandwidth."""
 from briefkit.tools import Tool

@@ -27,8 +27,9 @@ from briefkit.briefs import campaign_compare
 from briefkit.dataset import processed
 from briefkit.measure import imported
 from briefkit.tools.fio import importer as fio_importer
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 PGBENCH = ROOT / "tests/fixtures/pgbench/tpcc_c2_j2.stdout"
 FIO_BRIEF, DB_BRIEF, PG_BRIEF = "fio-6600ion", "rocksdb-7450", "oltp-9300"
 NUMJOBS = (1, 2)

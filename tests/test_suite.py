@@ -13,8 +13,9 @@ import pytest
 from briefkit.briefs import suite
 from briefkit.core.numbers import fmt
 from briefkit.tools.dbbench.workload import DbBenchWorkload
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "dbbench_suite"
+FIXTURES = paths.FIXTURES / "dbbench_suite"
 
 
 def _loader():

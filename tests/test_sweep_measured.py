@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import statistics
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,9 +13,10 @@ from briefkit.briefs import sections, sweep
 from briefkit.briefs.sweep import MetricSpec
 from briefkit.core.numbers import fmt
 from briefkit.dataset import published
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).parent / "fixtures" / "dbbench_suite"
+ROOT = paths.ROOT
+FIXTURES = paths.FIXTURES / "dbbench_suite"
 OPS = MetricSpec("ops", "Performance", "ops/s")
 P99 = MetricSpec("read_lat_p99", "99% latency", "µs", 1)
 EFF = MetricSpec("ops_per_watt", "Power efficiency", "ops/s per W")

@@ -29,6 +29,7 @@ from briefkit.core.errors import BriefkitError
 from briefkit.dataset import claims, published
 from briefkit.measure import campaign
 from briefkit.power import ipmi, meter, rapl, redfish
+from tests import paths
 
 #: values that are text for people, never passed to a tool or a shell
 FREE_TEXT = {("labels",), ("parameters",)}
@@ -246,7 +247,7 @@ def test_model_fields_are_all_walked():
 
 # --- published data: brief.yaml and claims.yaml ---------------------------------------------------
 
-PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published"
+PUBLISHED = paths.ROOT / "data" / "published"
 #: text for people (titles, where a number is printed, notes): kept as written, never run or opened
 PUBLISHED_FREE_TEXT = {"title", "subtitle", "unstated_load", "text", "where", "reading", "printed_as"}
 
