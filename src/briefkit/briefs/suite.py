@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from briefkit.briefs.sweep import decimals_for
+from briefkit.briefs.tables import decimals_for
 from briefkit.core import compare, stats
 from briefkit.core.numbers import fmt
 
