@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import paths
+
+ROOT = paths.ROOT
 BIN = Path(sys.executable).parent
 
 

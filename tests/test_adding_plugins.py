@@ -3,7 +3,8 @@
 In a copy of src/briefkit, a toy tool (one folder: a workload running ``dd`` on the host and a parser of
 dd's report), a toy storage kind (one module: a directory) and a toy power source (one module: a
 file of microwatts) are added, each with its one line in its list; then the copy's command line
-ingests a dd report with ``briefkit ingest toy`` and measures a one-point campaign (two repetitions)
+ingests a dd report with ``briefkit ingest toy``, imports one as a campaign (``briefkit import``), and
+measures a one-point campaign (two repetitions)
 ``workload: toy`` on a ``kind: toydir`` configuration with ``power: {kind: toyfile}``, in subprocesses whose
 PYTHONPATH is the copy. Nothing else in the tree is edited: if adding any of them needed another edit, the
 commands here fail.
@@ -21,12 +22,31 @@ from pathlib import Path
 import pytest
 import yaml
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "briefkit"
+from tests import paths
+
+SRC = paths.ROOT / "src" / "briefkit"
 
 TOY_INIT = '''"""toy: dd's own report of a write, read as a bandwidth."""
 from briefkit.tools import Tool
 
-TOOL = Tool("toy", f"{__name__}.ingest", f"{__name__}.workload:ToyWorkload")
+TOOL = Tool("toy", f"{__name__}.ingest", f"{__name__}.workload:ToyWorkload", importer=f"{__name__}.importer")
+'''
+
+TOY_IMPORTER = '''"""``briefkit import`` of dd's report: one point, its count of 64 KiB blocks from the bytes copied."""
+from __future__ import annotations
+
+import re
+
+_REPORT = re.compile(r"^(\\d+) bytes .* copied", re.M)
+
+
+def detect(head):
+    return bool(_REPORT.search(head))
+
+
+def read(path):
+    copied = int(_REPORT.search(path.read_text())[1])
+    return {"values": {"count": copied // 65536}, "settings": {}, "stated": {"bytes": copied}, "tool_version": None}
 '''
 
 TOY_INGEST = '''"""``briefkit ingest toy``: dd's report (``N bytes ... copied, S s, ...``) as one write_bw sample."""
@@ -163,6 +183,7 @@ def tree(tmp_path_factory) -> Path:
     (toy / "__init__.py").write_text(TOY_INIT)
     (toy / "ingest.py").write_text(TOY_INGEST)
     (toy / "workload.py").write_text(TOY_WORKLOAD)
+    (toy / "importer.py").write_text(TOY_IMPORTER)
     add_to_list(package / "tools" / "__init__.py", "TOOL_PACKAGES", "toy")
     (package / "storage" / "toydir.py").write_text(TOY_STORAGE)
     add_to_list(package / "storage" / "__init__.py", "KIND_MODULES", "toydir")
@@ -241,3 +262,33 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree,
     assert all(r["value"] > 0 and r["p_count"] == 64 and r["config"] == "here" for r in bandwidth)
     # the toy power source was polled while each point ran: its watts are the window's mean
     assert [r["value"] for r in rows if r["metric"] == "watts"] == [42.0, 42.0]
+
+
+def test_a_toy_tools_file_made_elsewhere_is_imported_as_a_campaign(tree, tmp_path):
+    project = tmp_path / "project"
+    (project / "notebooks").mkdir(parents=True)
+    (project / "notebooks" / "nb.ipynb").write_text("{}")
+    declared = {"workload": "toy", "host": "local", "configs": {"here": {"kind": "dir", "path": str(tmp_path)}},
+                "matrix": {"count": [4]}, "settings": {}}
+    (project / "params.yaml").write_text(yaml.safe_dump(
+        {"briefs": {"demo": {"notebook": "nb", "campaigns": {"local": declared}}}}))
+    done = subprocess.run(["dd", "if=/dev/zero", f"of={tmp_path / 'x.bin'}", "bs=64K", "count=3"],
+                          capture_output=True, text=True, check=True)
+    report = tmp_path / "lab" / "dd.stderr"
+    report.parent.mkdir()
+    report.write_text(done.stderr)
+    out = briefkit(tree, "import", "demo", "lab", str(report.parent), "--config", "lab-disk", cwd=project)
+    assert out.returncode == 0, out.stdout + out.stderr
+    raw = project / "data" / "raw" / "demo" / "lab"
+    record = json.loads((raw / "campaign.json").read_text())
+    assert record["origin"] == "imported" and record["imported"]["tool"] == "toy"
+    # the tool was told from the file's content (no mapping file), and the count read from the bytes dd copied
+    assert record["imported"]["points"] == [{"config": "lab-disk", "values": {"count": 3}, "rep": 1}]
+    samples = subprocess.run(
+        [sys.executable, "-c", "from briefkit.dataset import build; "
+         "print(build.campaign_samples('demo', 'lab').to_json(orient='records'))"],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(tree / "src"), "BRIEFKIT_ROOT": str(project)},
+        capture_output=True, text=True, timeout=300)
+    assert samples.returncode == 0, samples.stderr
+    rows = [r for r in json.loads(samples.stdout) if r["metric"] == "write_bw"]
+    assert len(rows) == 1 and rows[0]["value"] > 0 and rows[0]["p_count"] == 3

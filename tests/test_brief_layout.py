@@ -19,8 +19,9 @@ from bs4 import BeautifulSoup
 
 from briefkit import cli
 from briefkit.report import render
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 BODY_PAGES = 6
 BRIEFS = list(yaml.safe_load((ROOT / "params.yaml").read_text())["briefs"])
 FAST = "fio-6600ion"

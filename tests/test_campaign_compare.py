@@ -25,8 +25,9 @@ from briefkit import cli
 from briefkit.briefs import campaign_compare
 from briefkit.core.numbers import fmt
 from briefkit.dataset import processed
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 BRIEF = "fio-cmp"
 KEYS = ["config", "workload", "load_kind", "load"]

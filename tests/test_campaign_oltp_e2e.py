@@ -26,9 +26,10 @@ from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
 from briefkit.tools.pgbench.workload import OltpWorkload
+from tests import paths
 
 BRIEF = "oltp-test"
-CHECKOUT = Path(__file__).resolve().parents[1]
+CHECKOUT = paths.ROOT
 NOTEBOOK = CHECKOUT / "notebooks" / "oltp_ramp.ipynb"
 
 

@@ -16,6 +16,7 @@ from briefkit import cli
 from briefkit.core.validation import SshUrl
 from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
+from tests import paths
 
 VENV_BRIEFKIT = Path(sys.executable).parent / "briefkit"
 
@@ -156,7 +157,7 @@ def test_measure_notebook_with_nothing_left_runs_nothing_and_writes_nothing(monk
     """The committed reference campaign is finished: the measuring stage's command says so and leaves
     the raw folder byte for byte (no run record), so a re-run stage never changes committed data; it
     writes only the stage's marker beside the folder (always the same bytes for the same plan)."""
-    root = Path(__file__).resolve().parents[1]
+    root = paths.ROOT
     monkeypatch.setenv("BRIEFKIT_ROOT", str(root))
     folder = root / "data/raw/oltp-9300/local"
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
@@ -171,7 +172,7 @@ def test_measure_notebook_with_nothing_left_runs_nothing_and_writes_nothing(monk
 def test_measure_notebook_validates_the_whole_params_file_as_measure_does(tmp_path, monkeypatch, capsys):
     """The measuring stage's command refuses what `briefkit measure` refuses, before anything runs: here a
     notebook path that leaves notebooks/, in a brief other than the one measured."""
-    root = Path(__file__).resolve().parents[1]
+    root = paths.ROOT
     shutil.copy(root / "params.yaml", tmp_path / "params.yaml")
     shutil.copytree(root / "notebooks", tmp_path / "notebooks")
     shutil.copytree(root / "data/published", tmp_path / "data/published")

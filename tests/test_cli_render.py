@@ -11,8 +11,9 @@ import pytest
 from briefkit import cli
 from briefkit.config import project
 from briefkit.dataset import published
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,9 @@ import pytest
 
 from briefkit.core import compare
 from briefkit.dataset import published
+from tests import paths
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 
 @pytest.fixture(scope="module")

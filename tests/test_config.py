@@ -3,7 +3,6 @@ errors naming file, line and key, names follow the strict pattern, hosts and por
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from briefkit.config import project, schema, yamlload
 from briefkit.config.params import validate_params
 from briefkit.core.errors import ParamsError
 from briefkit.core.validation import SshUrl, check_name
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 
 def test_committed_schema_is_the_export():

@@ -22,8 +22,9 @@ import pytest
 import yaml
 
 from briefkit import tools
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 SRC = ROOT / "src"
 CLI = SRC / "briefkit" / "cli.py"
 STAGES = ("dataset", "notebook", "render")

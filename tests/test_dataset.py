@@ -22,8 +22,9 @@ from briefkit.raw.manifest import DONE, Manifest
 from briefkit.tools.base import Workload
 from briefkit.tools.fio import bins as fio_bins
 from briefkit.tools.fio import jsonplus as fio_parse
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 
 def make_project(tmp_path: Path, slug: str, *, raw: bool = True, edit=None) -> Path:

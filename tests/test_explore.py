@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +12,9 @@ from scipy import stats as scipy_stats
 
 from briefkit.briefs import explore
 from briefkit.report import display
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 BRIEF = "rocksdb-7600"
 
 

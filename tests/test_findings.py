@@ -17,8 +17,9 @@ from briefkit.briefs import sweep
 from briefkit.briefs.oltp_ramp import OltpRamp, step_difference
 from briefkit.briefs.rocksdb_sweep import RocksdbSweep
 from briefkit.dataset import build
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 
 @pytest.fixture(scope="module")

@@ -26,8 +26,10 @@ from briefkit import cli
 from briefkit.briefs import campaign_compare
 from briefkit.dataset import processed
 from briefkit.measure import imported
+from briefkit.tools.fio import importer as fio_importer
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 PGBENCH = ROOT / "tests/fixtures/pgbench/tpcc_c2_j2.stdout"
 FIO_BRIEF, DB_BRIEF, PG_BRIEF = "fio-6600ion", "rocksdb-7450", "oltp-9300"
 NUMJOBS = (1, 2)
@@ -264,10 +266,10 @@ def test_the_mapping_file_gives_what_a_file_cannot_say(lab, checkout, tmp_path):
 
 def test_fio_sizes_and_times_read_as_fio_reads_them():
     # kb_base=1024 (fio's default) keeps old scripts working: k is 1024, and the IEC names are powers of 1000
-    assert imported.fio_bytes("64k") == 65536 and imported.fio_bytes("4KiB") == 4000
-    assert imported.fio_bytes("4KiB", kb_base=1000) == 4096 and imported.fio_bytes("4k", kb_base=1000) == 4000
-    assert imported.fio_bytes("262144") == 262144
-    assert imported.fio_seconds("500ms") == 0.5 and imported.fio_seconds("2m") == 120
+    assert fio_importer.fio_bytes("64k") == 65536 and fio_importer.fio_bytes("4KiB") == 4000
+    assert fio_importer.fio_bytes("4KiB", kb_base=1000) == 4096 and fio_importer.fio_bytes("4k", kb_base=1000) == 4000
+    assert fio_importer.fio_bytes("262144") == 262144
+    assert fio_importer.fio_seconds("500ms") == 0.5 and fio_importer.fio_seconds("2m") == 120
     assert imported.safe_name("run nj1 #1.json") == "run-nj1-1.json"
     assert imported.safe_name("../point.json") == "imported-point.json"
     assert imported.safe_name("..") == "file"

@@ -3,14 +3,14 @@ when a file yields nothing. Real outputs from tests/fixtures (see their READMEs)
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from briefkit import cli
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = paths.FIXTURES
 
 
 def run(capsys, *argv):

@@ -7,7 +7,6 @@ histogram Count = operations, bucket counts sum to Count, ...).
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,9 @@ from briefkit import tools
 from briefkit.core.errors import ParseError
 from briefkit.tools.dbbench import ingest as dbbench
 from briefkit.tools.dbbench import report_csv
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "dbbench"
+FIXTURES = paths.FIXTURES / "dbbench"
 MIB = 1.048576  # MB per MiB
 
 

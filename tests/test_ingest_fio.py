@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,8 +17,9 @@ from briefkit.core import samples
 from briefkit.core.errors import ParseError
 from briefkit.tools.fio import bins as fio_bins
 from briefkit.tools.fio import jsonplus as fio
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "fio"
+FIXTURES = paths.FIXTURES / "fio"
 HAND_MADE = FIXTURES / "client_two_globalarray.hand.json"
 JSONPLUS = [*sorted(FIXTURES.glob("*.jsonplus.json")), HAND_MADE]
 

@@ -11,8 +11,9 @@ from briefkit.core.errors import ParseError
 from briefkit.tools import parse as ingest
 from briefkit.tools.hammerdb import ingest as hammerdb
 from briefkit.tools.hammerdb import results as hammerdb_results
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hammerdb"
+FIXTURES = paths.FIXTURES / "hammerdb"
 
 
 def rows(table, metric, workload="all"):

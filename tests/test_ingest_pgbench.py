@@ -20,8 +20,9 @@ from briefkit.tools.pgbench import progress as pgbench_progress
 from briefkit.tools.pgbench import summary as pgbench_summary
 from briefkit.tools.pgbench import txlog as pgbench_txlog
 from briefkit.tools.pgbench.tpcc import NEW_ORDER, SCRIPTS, script_names
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "pgbench"
+FIXTURES = paths.FIXTURES / "pgbench"
 TPCC_LOG = FIXTURES / "tpcc_c2_j2.log"
 
 

@@ -21,8 +21,9 @@ from briefkit.core import samples
 from briefkit.tools.base import Point
 from briefkit.tools.fio import jsonplus as fio
 from briefkit.tools.fio.workload import FioWorkload
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "fio_mix"
+FIXTURES = paths.FIXTURES / "fio_mix"
 CONFIGS = ["xfs-loop", "disk"]
 _POINT = re.compile(r"rw=(\d+)-(\d+)_bs=(\w+)_numjobs=(\d+)")
 _BS = {"256k": 262144, "4m": 4194304}
@@ -336,7 +337,7 @@ def test_figure_has_a_column_per_block_size(summary):
 
 # ---------------------------------------------------------------------- the published brief
 
-PUBLISHED = Path(__file__).parents[1] / "data" / "published" / "fio-6600ion"
+PUBLISHED = paths.ROOT / "data" / "published" / "fio-6600ion"
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import paths
+
+ROOT = paths.ROOT
 #: The brief notebooks whose figures and ratio tables are drawn by visible one-call cells.
 ANALYSIS_NOTEBOOKS = ["fio_mix", "rocksdb_sweep", "rocksdb_suite", "oltp_ramp"]
 MAX_VISIBLE_LINES = 6

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from checkouts import BIN, ROOT, run
+
+from tests.checkouts import BIN, ROOT, run
 
 pytestmark = pytest.mark.slow
 

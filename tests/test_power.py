@@ -59,6 +59,7 @@ from briefkit.power import (
     watts_per_nopm,
     window_power,
 )
+from tests import paths
 
 try:
     from briefkit.hosts import LocalHost
@@ -81,7 +82,7 @@ except ImportError:
             def read_text(self, path):
                 return Path(path).read_text()
 
-FIXTURES = Path(__file__).parent / "fixtures" / "power"
+FIXTURES = paths.FIXTURES / "power"
 
 
 class FixtureHost:

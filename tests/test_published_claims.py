@@ -1,13 +1,13 @@
 """The transcription of the rocksdb-7600 brief and the reproduction check of its claims."""
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
 from briefkit.dataset import claims, published
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 FOLDER = ROOT / "data/published/rocksdb-7600"
 
 

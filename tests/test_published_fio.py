@@ -6,7 +6,6 @@ the verdict changes: each check can fail.
 import math
 import re
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,8 +14,9 @@ from briefkit.core.numbers import Printed
 from briefkit.dataset import claims, published
 from briefkit.tools.base import Point
 from briefkit.tools.fio.workload import FioWorkload, workload_label
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 FOLDER = ROOT / "data/published/fio-6600ion"
 
 

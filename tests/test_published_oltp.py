@@ -3,14 +3,14 @@
 Each "flip" test changes one printed digit in a temporary copy and checks that the verdict changes.
 """
 import shutil
-from pathlib import Path
 
 import pytest
 
 from briefkit.core import compare, samples
 from briefkit.dataset import claims, published
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 FOLDER = ROOT / "data/published/oltp-9300"
 
 

@@ -2,7 +2,6 @@
 the transcriptions load, their claims are "not checkable" against the post itself, and use the
 names of the measured samples so that a measured campaign can be checked against them."""
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,8 +11,9 @@ from briefkit.core import samples
 from briefkit.dataset import claims, published
 from briefkit.tools.dbbench import ingest as dbbench
 from briefkit.tools.dbbench import workload as dbbench_workload
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 R7450 = ROOT / "data/published/rocksdb-7450"
 NVMEOF = ROOT / "data/published/rocksdb-nvmeof"
 FIXTURES = ROOT / "tests/fixtures/dbbench"

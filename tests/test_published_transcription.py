@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from briefkit.dataset import claims, published
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 SEEDS = ROOT.parent / "shared" / "seeds"          # the seed documents, where the checkout has them
 BRIEFS = ["fio-6600ion", "oltp-9300", "rocksdb-7450", "rocksdb-nvmeof"]
 

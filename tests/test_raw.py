@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,9 @@ from briefkit.core.errors import CampaignError
 from briefkit.raw import campaign as raw_campaign
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, SKIPPED, Manifest
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 RAW = ROOT / "data" / "raw"
 FIO = RAW / "fio-6600ion" / "local"          # adaptive repetitions, steady state
 OLD = RAW / "rocksdb-7600" / "local"         # a version 0 record (written before schema_version existed)

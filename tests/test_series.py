@@ -32,8 +32,9 @@ from briefkit.tools.hammerdb import tcount as hammerdb_parse
 from briefkit.tools.pgbench import aggregate as pgbench_aggregate
 from briefkit.tools.pgbench import progress as pgbench_progress
 from briefkit.tools.pgbench import summary as pgbench_summary
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 FIXTURES = ROOT / "tests" / "fixtures"
 FIO_LOGS = FIXTURES / "fio_logs"
 OLTP_POINT = ROOT / "data/raw/oltp-9300/local/xfs-loop/clients=8/rep1/attempt-1"

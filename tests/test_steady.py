@@ -27,8 +27,9 @@ from briefkit.raw.manifest import Manifest
 from briefkit.tools import get
 from briefkit.tools.base import Point, PointRun
 from briefkit.tools.fio import jsonplus as fio_output
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "fio_steady"
+FIXTURES = paths.FIXTURES / "fio_steady"
 BRIEF = "steady-test"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
 
@@ -98,7 +99,7 @@ def test_fio_steadystate_block_becomes_samples():
     assert one(absolute, "steady_state_limit") == pytest.approx(100 * 1 / block["data"]["bw_mean"])
     assert one(absolute, "steady_state_criterion") == pytest.approx(100 * float(block["criterion"]) / block["data"]["bw_mean"])
     # no steadystate block: no steady-state samples at all (not a made-up 1)
-    plain = fio_output.parse(Path(__file__).parent / "fixtures" / "fio" / "group.jsonplus.json")
+    plain = fio_output.parse(paths.FIXTURES / "fio" / "group.jsonplus.json")
     assert not plain.metric.str.startswith("steady").any()
 
 
@@ -309,7 +310,7 @@ def test_a_real_db_bench_series_gets_a_verdict(local_host, tmp_path):
 
 def test_a_real_pgbench_progress_series_gets_a_verdict(tmp_path):
     # real pgbench output (tests/fixtures/pgbench/README.md): its --progress lines went to stdout there
-    shutil.copy(Path(__file__).parent / "fixtures" / "pgbench" / "tpcb.stdout", tmp_path / "pgbench.stdout")
+    shutil.copy(paths.FIXTURES / "pgbench" / "tpcb.stdout", tmp_path / "pgbench.stdout")
     text = (tmp_path / "pgbench.stdout").read_text().splitlines()
     rates = [float(line.split(", ")[1].split()[0]) for line in text if line.startswith("progress: ")]
     workload = get("oltp")

@@ -12,8 +12,10 @@ import pytest
 
 from briefkit.briefs import suite
 from briefkit.core.numbers import fmt
+from briefkit.tools.dbbench.workload import DbBenchWorkload
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "dbbench_suite"
+FIXTURES = paths.FIXTURES / "dbbench_suite"
 
 
 def _loader():
@@ -180,8 +182,18 @@ def test_a_missing_configuration_or_test_is_named_not_invented(table):
     assert ratios.loc["T4", "Calculation"] == "not measured"
 
 
+def keys_at(scale: float) -> dict[str, int]:
+    """Each test's --num at ``scale``, as the dataset stage records it (the campaign's facts)."""
+    return DbBenchWorkload().facts({"suite": "flash", "scale": scale})["keys"]
+
+
+def test_flash_facts_scale_the_wikis_key_counts():
+    assert keys_at(1e-5) == {"T1": 80_000, "T2": 80_000, "T3": 20_000, "T4": 10_000, "T5": 1_000}
+    assert DbBenchWorkload().facts({"suite": "sweep"}) == {}
+
+
 def test_scale_text_states_the_key_counts():
-    text = suite.scale_text(1e-5)
+    text = suite.scale_text(1e-5, keys_at(1e-5))
     assert text.startswith("1/100,000 of the RocksDB wiki's key counts")
     assert "T1 and T2 80,000 keys" in text and "T5 1,000 reads per reader" in text
 
@@ -219,14 +231,14 @@ def test_repetition_table_lists_each_repetition_in_order(table):
 
 
 def test_tests_table_and_scale_statement(table):
-    tests = suite.tests_table(table, 1e-5).set_index("Test")
+    tests = suite.tests_table(table, keys_at(1e-5)).set_index("Test")
     assert tests.loc["T5", "Threads"] == "32" and tests.loc["T1", "Keys (--num)"] == "80,000"
     assert tests.loc["T4", "Metrics"] == "Time, µs/op, ops/s"
     text = suite.scale_statement({"scale": 1e-5, "key_size": 20, "value_size": 400, "use_direct_reads": False},
-                                 24 * 2**30)
+                                 keys_at(1e-5), 24 * 2**30)
     assert "33.6 MB of key-value data" in text and "hold the whole database" in text   # 80,000 x 420 B
     assert "no O_DIRECT" in text
-    assert "recorded no scale" in suite.scale_statement({}, None)
+    assert "recorded no scale" in suite.scale_statement({}, None, None)
 
 
 def test_with_one_repetition_no_ratio_is_a_finding(table):

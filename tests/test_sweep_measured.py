@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import importlib.util
 import statistics
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from briefkit.briefs import sections, sweep
+from briefkit.briefs import sections, sweep, tables
 from briefkit.briefs.sweep import MetricSpec
 from briefkit.core.numbers import fmt
 from briefkit.dataset import published
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).parent / "fixtures" / "dbbench_suite"
+ROOT = paths.ROOT
+FIXTURES = paths.FIXTURES / "dbbench_suite"
 OPS = MetricSpec("ops", "Performance", "ops/s")
 P99 = MetricSpec("read_lat_p99", "99% latency", "µs", 1)
 EFF = MetricSpec("ops_per_watt", "Power efficiency", "ops/s per W")
@@ -113,7 +113,7 @@ def test_bandwidth_at_the_top_thread_count_is_nan_where_there_is_no_device(measu
     top = measured[(measured["metric"] == "device_bw") & (measured["config"] == "disk")
                    & (measured["workload"] == "readrandom") & (measured["load"] == 4)]["value"]
     assert bw.loc["readrandom", "disk"] == pytest.approx(top.mean())
-    assert sweep.top_load(measured) == 4
+    assert tables.top_load(measured) == 4
 
 
 def test_repetition_table_shows_every_repetition_as_measured(measured):
@@ -140,10 +140,10 @@ def test_order():
 
 
 def test_decimals_for_small_values():
-    assert sweep.decimals_for([0.042, 1.5]) == 4
-    assert sweep.decimals_for([250, 1200]) == 0
-    assert sweep.decimals_for([12.5]) == 1
-    assert sweep.decimals_for([]) == 0
+    assert tables.decimals_for([0.042, 1.5]) == 4
+    assert tables.decimals_for([250, 1200]) == 0
+    assert tables.decimals_for([12.5]) == 1
+    assert tables.decimals_for([]) == 0
 
 
 def test_published_table_keeps_the_briefs_subject_and_calculation():
@@ -276,7 +276,7 @@ def test_the_declared_host_cell_is_the_ssh_url_not_a_mapping(tmp_path, sudo):
 
 
 def test_repetition_table_beside_ops_says_what_db_bench_did_not_give(measured):
-    table = sweep.repetition_table(measured, "readrandom", [OPS], ["disk"], "Threads", beside=sweep.BESIDE)
+    table = sweep.repetition_table(measured, "readrandom", [OPS], ["disk"], "Threads", beside=tables.BESIDE)
     assert list(table.columns)[-4:] == ["CPU usr / sys (%)", "Stall (%)",
                                         "Write amp.", "Steady state"]
     has = set(measured["metric"])
@@ -284,11 +284,11 @@ def test_repetition_table_beside_ops_says_what_db_bench_did_not_give(measured):
                            ("CPU usr / sys (%)", "usr_cpu")):
         assert (set(table[column]) == {"not measured"}) == (metric not in has)
     assert set(table["Steady state"]) == {"not asked"}
-    assert sweep.steady_state_text([1.0, 0.0, float("nan")]) == "yes; no" and sweep.steady_state_text([]) == "not asked"
+    assert tables.steady_state_text([1.0, 0.0, float("nan")]) == "yes; no" and tables.steady_state_text([]) == "not asked"
 
 
 def test_columns_not_measured_anywhere_are_named_once(measured):
-    table = sweep.repetition_table(measured, "readrandom", [OPS], ["disk"], "Threads", beside=sweep.BESIDE)
+    table = sweep.repetition_table(measured, "readrandom", [OPS], ["disk"], "Threads", beside=tables.BESIDE)
     kept, dropped = sweep.drop_unmeasured(table)
     assert "Steady state" in kept.columns                 # its three states are always shown
     for column in dropped:

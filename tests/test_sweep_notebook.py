@@ -14,7 +14,9 @@ import pandas as pd
 import papermill
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import paths
+
+ROOT = paths.ROOT
 BRIEFS = {"fio-6600ion": "fio_mix", "rocksdb-7600": "rocksdb_sweep", "rocksdb-nvmeof": "rocksdb_suite",
           "oltp-9300": "oltp_ramp"}
 

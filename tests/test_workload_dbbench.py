@@ -23,8 +23,9 @@ from briefkit.tools.base import Point, PointRun
 from briefkit.tools.dbbench import command as cmd
 from briefkit.tools.dbbench import ingest as parser
 from briefkit.tools.dbbench.workload import FLASH_BENCHMARKS, DbBenchWorkload, point_samples
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "dbbench"
+FIXTURES = paths.FIXTURES / "dbbench"
 POINTS = FIXTURES / "points"
 W = "params.yaml: briefs.x.campaigns.y"
 SUMMARY = re.compile(r"^(\w+)\s+:\s+([\d.]+) micros/op (\d+) ops/sec (?:([\d.]+) seconds (\d+) operations;)?", re.M)

@@ -29,6 +29,7 @@ from briefkit.core.errors import BriefkitError
 from briefkit.dataset import claims, published
 from briefkit.measure import campaign
 from briefkit.power import ipmi, meter, rapl, redfish
+from tests import paths
 
 #: values that are text for people, never passed to a tool or a shell
 FREE_TEXT = {("labels",), ("parameters",)}
@@ -240,13 +241,13 @@ def test_model_fields_are_all_walked():
     assert "test" in dbbench["FlashMatrix"] and "binary" in dbbench["FlashSettings"]
     assert "server" in string_fields(tools.get("oltp").settings_model)
     assert {"source", "subject", "load_kind"} <= set(string_fields(published.BriefFile))
-    assert {"numerator", "as_", "operands"} <= set(string_fields(published.MultipleClaim))
+    assert {"numerator", "as_", "operands"} <= set(string_fields(claims.MultipleClaim))
     assert typing.get_origin is not None
 
 
 # --- published data: brief.yaml and claims.yaml ---------------------------------------------------
 
-PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published"
+PUBLISHED = paths.ROOT / "data" / "published"
 #: text for people (titles, where a number is printed, notes): kept as written, never run or opened
 PUBLISHED_FREE_TEXT = {"title", "subtitle", "unstated_load", "text", "where", "reading", "printed_as"}
 
@@ -259,7 +260,7 @@ def _published_cases(marker: Path):
         data = yaml.safe_load((folder / "claims.yaml").read_text()) if (folder / "claims.yaml").exists() else None
         for claim in (data or {}).get("claims") or []:
             samples.setdefault(claim["kind"], (folder, claim))
-    for kind_name, model in published.CLAIM_MODELS.items():
+    for kind_name, model in claims.CLAIM_MODELS.items():
         if kind_name not in samples:
             continue
         folder, claim = samples[kind_name]

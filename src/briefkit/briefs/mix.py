@@ -30,7 +30,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from briefkit.briefs import plots, sweep
+from briefkit.briefs import plots, tables
 from briefkit.core import compare, efficiency, sizes, stats
 from briefkit.core import samples as samples_mod
 from briefkit.core.numbers import fmt
@@ -419,7 +419,7 @@ def point_table(table: pd.DataFrame, read: int, configs: Sequence[str]) -> pd.Da
                 rows.append({"Block size": mix.size, "numjobs": f"{load:g}", "Config": config,
                              "Reps": int(at["rep"].nunique()),
                              "MB/s, each rep": "; ".join(fmt(v, 0) for v in bw) if len(bw) else "not measured",
-                             **sweep.beside_cells(at, ("cpu", "steady_state"))})
+                             **tables.beside_cells(at, ("cpu", "steady_state"))})
     return pd.DataFrame(rows)
 
 

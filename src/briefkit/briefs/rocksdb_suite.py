@@ -98,11 +98,12 @@ class RocksdbSuite(BriefBase):
         for name, m in self.measured.items():
             configs, record = m["configs"], m["record"]
             scale = (record.settings or {}).get("scale")
+            keys = record.facts.get("keys")
             # names only: what each configuration is, is said under "How we tested" (page 1 keeps its figure)
             lines.append(f"**Measured** (campaign {name} on {hosts_text(record)}): {len(configs)} configurations, "
                          + ", ".join(f"*{c}*" for c in configs)
                          + " (what each is: *How we tested*), at "
-                         + f"{suite.scale_text(scale) if scale else 'a scale not recorded'}.")
+                         + f"{suite.scale_text(scale, keys) if scale and keys else 'a scale not recorded'}.")
             if len(configs) < 2:
                 lines.append("Only one configuration was measured: there is no ratio to compute.")
             for pair in m["pairs"]:
@@ -127,7 +128,7 @@ class RocksdbSuite(BriefBase):
             out.md(selection_text(self.data, self.names, self.show))
         for name, m in self.measured.items():
             out.md(f"## The five tests{self._suffix(name)}")
-            out.table(suite.tests_table(m["data"], (m["record"].settings or {}).get("scale"), self.pub.workloads),
+            out.table(suite.tests_table(m["data"], m["record"].facts.get("keys"), self.pub.workloads),
                       f"The flash benchmark tests as run here (campaign {name})",
                       note="Keys (--num): db_bench's --num at this scale (T3: keys overwritten; T4: reads; T5: reads "
                            "per reader). Threads: as measured (T5: the readers; one more thread writes).",
@@ -206,7 +207,8 @@ class RocksdbSuite(BriefBase):
             record = m["record"]
             versions = sorted(m["data"]["tool_version"].dropna().unique())
             post = suite.fraction(pub.meta.scale) if pub.meta.scale else "a scale it does not state"
-            out.md(f"**Scale.** This campaign ran {suite.scale_statement(record.settings or {}, memory_bytes(record))} "
+            scale = suite.scale_statement(record.settings or {}, record.facts.get("keys"), memory_bytes(record))
+            out.md(f"**Scale.** This campaign ran {scale} "
                    f"The post ran {post} of the wiki's data, on the system of the last table, the remote SSD behind "
                    "a 56 Gbps RDMA network. The numbers here show how the suite and its ratio tables are computed "
                    "with briefkit; they are not a measurement of NVMe-oF or of the post's SSDs.")

@@ -6,7 +6,7 @@ Each method returns the blocks of one notebook section (``briefkit.report.displa
 """
 from __future__ import annotations
 
-from briefkit.briefs import plots, sweep
+from briefkit.briefs import plots, sweep, tables
 from briefkit.briefs.sections import (
     BriefBase,
     bullets,
@@ -57,7 +57,7 @@ class RocksdbSweep(BriefBase):
                 continue
             record = self.records[name]
             configs = ordered(data["config"].unique(), record.configs)
-            lat = sweep.decimals_for(data.loc[data["metric"] == "read_lat_p99", "value"] * self.lat_factor)
+            lat = tables.decimals_for(data.loc[data["metric"] == "read_lat_p99", "value"] * self.lat_factor)
             specs = [MetricSpec("ops", "Performance", "ops/s", short="ops/s"),
                      MetricSpec("read_lat_p99", "99% latency", self.lat_unit, lat, short=f"p99 ({self.lat_unit})"),
                      self.specs[2]]
@@ -190,7 +190,7 @@ class RocksdbSweep(BriefBase):
 
     def _bandwidth(self, name: str):
         m = self.measured[name]
-        return sweep.at_load(m["data"], "device_bw", m["workloads"], m["configs"], load=sweep.top_load(m["data"]))
+        return sweep.at_load(m["data"], "device_bw", m["workloads"], m["configs"], load=tables.top_load(m["data"]))
 
     # ------------------------------------------------------------------------------------ sections
 
@@ -370,7 +370,7 @@ measured campaign can compare its own.""")
     def device_bandwidth(self):
         out, kind = self.out, self.load_kind
         for name, m in self.measured.items():
-            top, bw = sweep.top_load(m["data"]), self._bandwidth(name)
+            top, bw = tables.top_load(m["data"]), self._bandwidth(name)
             out.md(f"### Device bandwidth at {top:g} {kind}{self._suffix(name, ' (campaign {})')}")
             missing = [c for c in bw.columns if bw[c].isna().all()]
             out.figure(self.bandwidth_figure(name), f"Bandwidth of each configuration's block device at {top:g} {kind} "
@@ -389,7 +389,7 @@ measured campaign can compare its own.""")
             for workload in m["workloads"]:
                 reps = sweep.repetition_table(m["data"], workload, m["specs"][:2], m["configs"],
                                               self.load_kind.capitalize(), scale={"read_lat_p99": self.lat_factor},
-                                              beside=sweep.BESIDE)
+                                              beside=tables.BESIDE)
                 reps, unmeasured = sweep.drop_unmeasured(reps)
                 missing = (f" Not measured at any point of this campaign, so left out: {', '.join(unmeasured)}."
                            if unmeasured else "")

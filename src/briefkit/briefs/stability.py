@@ -14,16 +14,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
+from briefkit.briefs.tables import NOT_MEASURED, top_load
 from briefkit.core import metrics
 
-NOT_MEASURED = "not measured"
 #: line style per latency direction in the distribution figure
 _STYLES = {"read": "-", "write": "--", "trim": ":", "total": "-."}
-
-
-def top_load(table: pd.DataFrame) -> float | None:
-    loads = pd.to_numeric(table["load"], errors="coerce").dropna()
-    return float(loads.max()) if len(loads) else None
 
 
 def stability_table(series: pd.DataFrame, metric: str, workload: str, each: bool = False) -> pd.DataFrame:

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from briefkit.briefs.sweep import decimals_for
+from briefkit.briefs.tables import decimals_for
 from briefkit.core import compare, stats
-from briefkit.core.flash import FLASH_KEYS
 from briefkit.core.numbers import fmt
 
 
@@ -219,9 +218,9 @@ def fraction(scale: float) -> str:
     return f"1/{fmt(1 / scale, 0)}" if scale < 1 else "all"
 
 
-def scale_text(scale: float) -> str:
-    """"1/100,000 of the wiki's key counts (T1 and T2: 80,000 keys, ...)"."""
-    keys = {test: int(round(n * scale)) for test, n in FLASH_KEYS.items()}
+def scale_text(scale: float, keys: dict[str, int]) -> str:
+    """"1/100,000 of the wiki's key counts (T1 and T2: 80,000 keys, ...)"; ``keys``: each test's --num at
+    that scale, as the dataset stage recorded it (the campaign's ``facts``)."""
     return (f"{fraction(scale)} of the RocksDB wiki's key counts: T1 and T2 {fmt(keys['T1'], 0)} keys, "
             f"T3 {fmt(keys['T3'], 0)} overwrites, T4 {fmt(keys['T4'], 0)} reads, "
             f"T5 {fmt(keys['T5'], 0)} reads per reader")
@@ -291,9 +290,11 @@ def repetition_table(samples: pd.DataFrame, configs: Sequence[str]) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def tests_table(samples: pd.DataFrame, scale: float | None, published_workloads: dict | None = None) -> pd.DataFrame:
-    """What each test ran here: title, db_bench benchmark, threads (as measured), keys at the scale."""
-    keys = {test: int(round(n * scale)) for test, n in FLASH_KEYS.items()} if scale else {}
+def tests_table(samples: pd.DataFrame, keys: dict[str, int] | None, published_workloads: dict | None = None
+                ) -> pd.DataFrame:
+    """What each test ran here: title, db_bench benchmark, threads (as measured), keys at the scale
+    (``keys``: the campaign's ``facts``; None or {}: not recorded)."""
+    keys = keys or {}
     rows = []
     for test in TESTS.values():
         threads = sorted(samples.loc[samples["workload"] == test.id, "load"].dropna().unique())
@@ -305,14 +306,15 @@ def tests_table(samples: pd.DataFrame, scale: float | None, published_workloads:
     return pd.DataFrame(rows)
 
 
-def scale_statement(settings: dict, memory_bytes: int | None) -> str:
-    """The scale of a flash-suite campaign in words, against the host's memory."""
+def scale_statement(settings: dict, keys: dict[str, int] | None, memory_bytes: int | None) -> str:
+    """The scale of a flash-suite campaign in words, against the host's memory (``keys``: the campaign's
+    ``facts``, each test's --num at the scale)."""
     scale = settings.get("scale")
-    if not scale:
+    if not scale or not keys:
         return "The campaign recorded no scale setting, so its scale is not stated here."
     key, value = settings.get("key_size", 20), settings.get("value_size", 400)
-    size = FLASH_KEYS["T2"] * scale * (key + value)
-    parts = [f"{scale_text(scale)}, keys of {key} bytes and values of {value} bytes, so the bulk loads write "
+    size = keys["T2"] * (key + value)
+    parts = [f"{scale_text(scale, keys)}, keys of {key} bytes and values of {value} bytes, so the bulk loads write "
              f"{fmt(size / 1e6, 1)} MB of key-value data before compression"]
     if memory_bytes:
         parts.append(f"the host's {fmt(memory_bytes / 2**30, 1)} GiB of memory hold the whole database"

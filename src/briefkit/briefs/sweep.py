@@ -15,12 +15,12 @@ percentile is the median over its repetitions, and ``repetition_table`` shows ev
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from briefkit.briefs.tables import NOT_MEASURED, beside_cells, top_load
 from briefkit.core import compare, sizes, stats
 from briefkit.core.numbers import fmt
 
@@ -260,11 +260,6 @@ def measured_tables(samples: pd.DataFrame, workload: str, configs: list[str],
     return {metric: (t.reindex(index=loads, columns=shown) if not t.empty else t) for metric, t in tables.items()}
 
 
-def top_load(samples: pd.DataFrame) -> float | None:
-    loads = samples["load"].dropna()
-    return float(loads.max()) if len(loads) else None
-
-
 def at_load(samples: pd.DataFrame, metric: str, workloads: list[str], configs: list[str],
             load: float | None = None) -> pd.DataFrame:
     """One metric at one load (default: each workload's top load) for every workload and
@@ -276,54 +271,6 @@ def at_load(samples: pd.DataFrame, metric: str, workloads: list[str], configs: l
         at = load if load is not None else top_load(mine)
         rows[workload] = table.loc[at] if at in table.index else pd.Series(dtype=float)
     return pd.DataFrame(rows).T.reindex(index=workloads, columns=configs)
-
-
-def decimals_for(values, significant: int = 3) -> int:
-    """Decimals that give the smallest non-zero value at least ``significant`` significant digits
-    (0 for values of 100 and more), so that 0.042 ms does not print as 0."""
-    finite = [abs(float(v)) for v in pd.Series(values).dropna() if float(v) != 0 and math.isfinite(float(v))]
-    if not finite:
-        return 0
-    return max(0, significant - 1 - math.floor(math.log10(min(finite))))
-
-
-NOT_MEASURED = "not measured"
-
-#: The figures ``beside_cells`` can show next to throughput, by name.
-BESIDE = ("cpu", "stall", "write_amp", "steady_state")
-
-
-def steady_state_text(values) -> str:
-    """The ``steady_state`` samples of one point's repetitions (1.0 attained, 0.0 not), in rep order:
-    "yes; no", or "not asked" when the campaign did not ask for steady state (no samples)."""
-    values = [v for v in values if pd.notna(v)]
-    if not values:
-        return "not asked"
-    return "; ".join("yes" if v >= 0.5 else "no" for v in values)
-
-
-def beside_cells(at: pd.DataFrame, figures=BESIDE) -> dict[str, str]:
-    """What a repetition table shows beside throughput for one point (``at``: its samples, every
-    repetition): CPU use (user / system, % of one CPU), db_bench's write stall %, write
-    amplification and whether steady state was reached, each repetition in order; a figure the
-    tool did not give says "not measured" ("not asked" for steady state)."""
-    def each(metric: str) -> pd.Series:
-        return at[at["metric"] == metric].sort_values("rep").set_index("rep")["value"]
-    cells = {}
-    if "cpu" in figures:
-        usr, sys_ = each("usr_cpu"), each("sys_cpu")
-        both = [(usr[r], sys_[r]) for r in usr.index if r in sys_.index]
-        cells["CPU usr / sys (%)"] = (
-            "; ".join(f"{fmt(u, 0)} / {fmt(s, 0)}" for u, s in both) if both else NOT_MEASURED)
-    if "stall" in figures:
-        stall = each("stall_pct")
-        cells["Stall (%)"] = "; ".join(fmt(v, 1) for v in stall) if len(stall) else NOT_MEASURED
-    if "write_amp" in figures:
-        amp = each("write_amp")
-        cells["Write amp."] = "; ".join(fmt(v, 2) for v in amp) if len(amp) else NOT_MEASURED
-    if "steady_state" in figures:
-        cells["Steady state"] = steady_state_text(each("steady_state"))
-    return cells
 
 
 def drop_unmeasured(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

@@ -189,7 +189,7 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
         "workload": camp.workload.name, "tool": camp.workload.tool or camp.workload.name,
         "hosts": camp.hosts(), "declared_host": camp.declared_host, "repetitions": camp.repetitions,
         "configs": list(camp.configs), "config_specs": camp.config_specs, "labels": camp.labels,
-        "matrix": camp.matrix, "settings": camp.settings,
+        "matrix": camp.matrix, "settings": camp.settings, "facts": camp.workload.facts(camp.settings),
         "declaration_status": declaration_status, "changed_keys": changed,
         "points": {"planned": planned, **counts},
         "status": [{k: (int(v) if k not in ("config", "label") else v) for k, v in row.items()}

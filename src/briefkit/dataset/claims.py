@@ -10,7 +10,7 @@ Each claim gets a verdict:
 - ``does not match``: neither; the reason says what the numbers give and where the printed
   number really comes from (another load point, another competitor).
 
-Claim kinds (``CHECKS``; the keys of each are its model in briefkit.dataset.published, ``CLAIM_MODELS``):
+Claim kinds (``CHECKS``; the keys of each are its model below, ``CLAIM_MODELS``):
 
 - ``values``: numbers of one metric, one per configuration, at load ``at``;
 - ``up_to``: "up to N%", the largest difference of the subject over the load points;
@@ -30,13 +30,164 @@ from __future__ import annotations
 import itertools
 from dataclasses import asdict, dataclass
 from dataclasses import fields as dataclass_fields
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import pandas as pd
+from pydantic import Field, model_validator
 
 from briefkit.core import compare
 from briefkit.core.numbers import Interval, Printed, fmt, round_half_up
+from briefkit.core.validation import Model
 from briefkit.core.validation import check as check_model
-from briefkit.dataset.published import CLAIM_MODELS, Cell, PublishedBrief, PublishedDataError
+from briefkit.published.cells import Cell, Label, Metric, PrintedText, PublishedDataError, Text
+
+if TYPE_CHECKING:
+    from briefkit.dataset.published import PublishedBrief
+
+# --- claims.yaml: one model per claim kind, each checked by its check_<kind> below ----------------
+
+Relation = Literal[tuple(compare.RELATIONS)]
+At = Annotated[float, Field(allow_inf_nan=False)] | None
+
+
+class _Claim(Model):
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")]
+    where: Text
+    text: Text | None = None
+    reading: Text | None = None
+
+
+class ValuesClaim(_Claim):
+    """Numbers of one metric, one per configuration, at load ``at``."""
+
+    kind: Literal["values"]
+    workload: Label
+    metric: Metric
+    at: At = None
+    stated: Annotated[dict[Label, PrintedText], Field(min_length=1)]
+
+
+class _Calculation(Model):
+    operands: Annotated[list[PrintedText], Field(min_length=2, max_length=2)]
+    result: PrintedText
+
+
+class UpToClaim(_Claim):
+    """"Up to N%": the largest difference of the subject over the load points."""
+
+    kind: Literal["up_to"]
+    workload: Label
+    metric: Metric
+    at: At = None
+    stated: PrintedText
+    calculation: _Calculation | None = None
+
+
+class _SideSpec(Model):
+    config: Label | list[Label]
+    workload: Label | None = None
+    metric: Metric | None = None
+    at: At | list[float] = None
+
+
+class MultipleClaim(_Claim):
+    """``numerator`` / ``denominator`` of a metric, written the way ``as`` says."""
+
+    kind: Literal["multiple"]
+    numerator: Label | _SideSpec
+    denominator: Label | _SideSpec
+    stated: PrintedText
+    workload: Label | None = None
+    metric: Metric | None = None
+    at: At = None
+    as_: Relation = Field("times", alias="as")
+    bound: Literal["about", "more_than", "less_than", "nearly"] = "about"
+    reduce: Literal["max_each", "up_to", "any", "each"] | None = None
+    operands: Annotated[list[PrintedText], Field(min_length=2, max_length=2)] | None = None
+    printed_as: Text | None = None
+
+
+class _Equals(Model):
+    metric: Metric
+    factor: Annotated[float, Field(allow_inf_nan=False)]
+
+
+class IdentityClaim(_Claim):
+    """A metric that must equal ``factor`` x another."""
+
+    kind: Literal["identity"]
+    metric: Metric
+    equals: _Equals
+    workload: Label | None = None
+    workloads: list[Label] | None = None
+
+
+class _Printing(Model):
+    text: PrintedText
+    where: Text = ""
+
+
+class RepeatedClaim(_Claim):
+    """One quantity printed more than once."""
+
+    kind: Literal["repeated"]
+    workload: Label
+    metric: Metric
+    config: Label
+    at: At = None
+    printings: Annotated[list[_Printing | PrintedText], Field(min_length=2)]
+
+
+class LeadsClaim(_Claim):
+    """A configuration is the better (``rank: first``) or the worse (``last``) one at every point."""
+
+    kind: Literal["leads"]
+    config: Label
+    rank: Literal["first", "last"] = "first"
+    metric: Metric | None = None
+    metrics: list[Metric] | None = None
+    workload: Label | None = None
+    workloads: list[Label] | None = None
+    over: list[Label] | None = None
+    at: Literal["all"] | At | list[float] = "all"
+
+    @model_validator(mode="after")
+    def _metric(self):
+        if self.metric is None and not self.metrics:
+            raise ValueError("key 'metric' or 'metrics' missing")
+        return self
+
+
+class RelativeClaim(_Claim):
+    """A statement about numbers printed only relative to a baseline (relative.csv)."""
+
+    kind: Literal["relative"]
+    metric: Metric
+    as_: Relation = Field("times", alias="as")
+    bound: Literal["about", "more_than", "less_than", "nearly"] = "about"
+    configs: list[Label] | None = None
+    range: Annotated[list[PrintedText], Field(min_length=2, max_length=2)] | None = None
+    stated: PrintedText | None = None
+    reduce: Literal["up_to"] | None = None
+
+    @model_validator(mode="after")
+    def _stated(self):
+        if self.range is None and self.stated is None:
+            raise ValueError("key 'range' or 'stated' missing")
+        return self
+
+
+CLAIM_MODELS = {m.model_fields["kind"].annotation.__args__[0]: m for m in (
+    ValuesClaim, UpToClaim, MultipleClaim, IdentityClaim, RepeatedClaim, LeadsClaim, RelativeClaim)}
+Claim = Annotated[ValuesClaim | UpToClaim | MultipleClaim | IdentityClaim | RepeatedClaim | LeadsClaim
+                  | RelativeClaim, Field(discriminator="kind")]
+
+
+class ClaimsFile(Model):
+    """claims.yaml: the list of claims, each checked by its kind's model."""
+
+    claims: list[Claim] | None = None
+
 
 MATCHES, ROUNDING, NOT_CHECKABLE, MISMATCH = "matches", "rounding", "not checkable", "does not match"
 VERDICTS = (MATCHES, ROUNDING, NOT_CHECKABLE, MISMATCH)
@@ -748,7 +899,7 @@ CHECKS = {"values": check_values, "up_to": check_up_to, "multiple": check_multip
 
 def check(brief: PublishedBrief, claim: dict) -> list[Verdict]:
     """The verdicts of one claim; the claim is first checked by its kind's model
-    (briefkit.dataset.published.CLAIM_MODELS: keys, types, allowed words), errors naming its id and key."""
+    (CLAIM_MODELS: keys, types, allowed words), errors naming its id and key."""
     kind = claim.get("kind")
     if kind not in CHECKS:
         raise ValueError(f"claim {claim.get('id')!r}: unknown kind {kind!r} (known: {', '.join(CHECKS)})")

@@ -82,6 +82,9 @@ class CampaignRecord:
     origin: str = "measured"
     #: for an imported campaign: when, how many files, which tool, the mapping file kept beside them
     imported: dict | None = None
+    #: what follows from the settings and the tool's tables (briefkit.tools.base.Workload.facts): the
+    #: flash suite's ``keys`` per test at its scale
+    facts: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict) -> CampaignRecord:

@@ -26,29 +26,17 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pandas as pd
-from pydantic import AfterValidator, Field, StrictInt, TypeAdapter, ValidationError, create_model, model_validator
+from pydantic import Field, StrictInt, TypeAdapter, ValidationError, create_model
 
 from briefkit.config import yamlload
 from briefkit.core import compare, samples
-from briefkit.core.numbers import Interval, Printed
+from briefkit.core.numbers import Printed
 from briefkit.core.validation import Model, check, messages
+from briefkit.dataset.claims import ClaimsFile
+from briefkit.published.cells import Cell, FileName, Label, Metric, PrintedText, PublishedDataError, Text
 
 KEY_COLUMNS = ("table", "workload", "config")
 RELATIVE_COLUMNS = ("table", "workload", "config", "metric", "baseline", "relation", "value", "where")
-
-
-class PublishedDataError(ValueError):
-    """Transcribed data that cannot be read; the message names the file and the key or line."""
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One number of a brief's data: exactly as computed from printed inputs, and the interval
-    the printed precision of those inputs allows."""
-
-    exact: float
-    interval: Interval
-    printed: Printed | None = None   # None for derived numbers, which the tables do not print
 
 
 @dataclass
@@ -193,35 +181,6 @@ def _read_yaml(path: Path) -> dict:
     return loaded
 
 
-def _printed(text: str) -> str:
-    """A number as printed (``1,418``, ``0.7``, ``23%``, ``2.5X``): kept as text, so that its precision is kept."""
-    try:
-        Printed.parse(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number") from None
-    return text
-
-
-#: a printed number, kept as its text
-PrintedText = Annotated[str, AfterValidator(_printed)]
-#: free text for people (titles, where a number appears, notes): one line or a paragraph, no control characters
-Text = Annotated[str, Field(pattern=r"^[^\x00-\x08\x0b-\x1f\x7f]*$", max_length=4000)]
-
-
-def _no_parent(value: str) -> str:
-    if ".." in value:
-        raise ValueError(f"{value!r} must not contain '..'")
-    return value
-
-
-#: a name the transcription uses for a configuration, workload, table or unit ("Micron 7600",
-#: "70/30 256 KiB", "MB/s"): letters, digits, blanks and . , + % ( ) / -, starting with a letter or digit
-Label = Annotated[str, Field(pattern=r"^\w[\w .,+%()/-]{0,119}$"), AfterValidator(_no_parent)]
-#: a file of the brief's folder (source.txt): a plain name, no path
-FileName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,100}(\.[A-Za-z0-9_-]{1,16}){0,3}$")]
-Metric = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.]{0,63}$")]
-
-
 #: a point parameter's name (briefkit.core.samples.PARAMETER_PREFIX) and value: a whole number or text
 ParameterName = Annotated[str, Field(pattern=r"^p_[a-z][a-z0-9_]{0,62}$")]
 Parameters = dict[ParameterName, StrictInt | Label]
@@ -265,151 +224,6 @@ class BriefFile(Model):
     def parameters(self, workload: str) -> dict[str, int | str]:
         """The typed point parameters of ``workload`` (``{"p_read_pct": 70, ...}``); {} for none."""
         return dict((self.workloads.get(workload) or {}).get("parameters") or {})
-
-
-# --- claims.yaml: one model per claim kind (briefkit.dataset.claims checks them) ----------------
-
-Relation = Literal[tuple(compare.RELATIONS)]
-At = Annotated[float, Field(allow_inf_nan=False)] | None
-
-
-class _Claim(Model):
-    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")]
-    where: Text
-    text: Text | None = None
-    reading: Text | None = None
-
-
-class ValuesClaim(_Claim):
-    """Numbers of one metric, one per configuration, at load ``at``."""
-
-    kind: Literal["values"]
-    workload: Label
-    metric: Metric
-    at: At = None
-    stated: Annotated[dict[Label, PrintedText], Field(min_length=1)]
-
-
-class _Calculation(Model):
-    operands: Annotated[list[PrintedText], Field(min_length=2, max_length=2)]
-    result: PrintedText
-
-
-class UpToClaim(_Claim):
-    """"Up to N%": the largest difference of the subject over the load points."""
-
-    kind: Literal["up_to"]
-    workload: Label
-    metric: Metric
-    at: At = None
-    stated: PrintedText
-    calculation: _Calculation | None = None
-
-
-class _SideSpec(Model):
-    config: Label | list[Label]
-    workload: Label | None = None
-    metric: Metric | None = None
-    at: At | list[float] = None
-
-
-class MultipleClaim(_Claim):
-    """``numerator`` / ``denominator`` of a metric, written the way ``as`` says."""
-
-    kind: Literal["multiple"]
-    numerator: Label | _SideSpec
-    denominator: Label | _SideSpec
-    stated: PrintedText
-    workload: Label | None = None
-    metric: Metric | None = None
-    at: At = None
-    as_: Relation = Field("times", alias="as")
-    bound: Literal["about", "more_than", "less_than", "nearly"] = "about"
-    reduce: Literal["max_each", "up_to", "any", "each"] | None = None
-    operands: Annotated[list[PrintedText], Field(min_length=2, max_length=2)] | None = None
-    printed_as: Text | None = None
-
-
-class _Equals(Model):
-    metric: Metric
-    factor: Annotated[float, Field(allow_inf_nan=False)]
-
-
-class IdentityClaim(_Claim):
-    """A metric that must equal ``factor`` x another."""
-
-    kind: Literal["identity"]
-    metric: Metric
-    equals: _Equals
-    workload: Label | None = None
-    workloads: list[Label] | None = None
-
-
-class _Printing(Model):
-    text: PrintedText
-    where: Text = ""
-
-
-class RepeatedClaim(_Claim):
-    """One quantity printed more than once."""
-
-    kind: Literal["repeated"]
-    workload: Label
-    metric: Metric
-    config: Label
-    at: At = None
-    printings: Annotated[list[_Printing | PrintedText], Field(min_length=2)]
-
-
-class LeadsClaim(_Claim):
-    """A configuration is the better (``rank: first``) or the worse (``last``) one at every point."""
-
-    kind: Literal["leads"]
-    config: Label
-    rank: Literal["first", "last"] = "first"
-    metric: Metric | None = None
-    metrics: list[Metric] | None = None
-    workload: Label | None = None
-    workloads: list[Label] | None = None
-    over: list[Label] | None = None
-    at: Literal["all"] | At | list[float] = "all"
-
-    @model_validator(mode="after")
-    def _metric(self):
-        if self.metric is None and not self.metrics:
-            raise ValueError("key 'metric' or 'metrics' missing")
-        return self
-
-
-class RelativeClaim(_Claim):
-    """A statement about numbers printed only relative to a baseline (relative.csv)."""
-
-    kind: Literal["relative"]
-    metric: Metric
-    as_: Relation = Field("times", alias="as")
-    bound: Literal["about", "more_than", "less_than", "nearly"] = "about"
-    configs: list[Label] | None = None
-    range: Annotated[list[PrintedText], Field(min_length=2, max_length=2)] | None = None
-    stated: PrintedText | None = None
-    reduce: Literal["up_to"] | None = None
-
-    @model_validator(mode="after")
-    def _stated(self):
-        if self.range is None and self.stated is None:
-            raise ValueError("key 'range' or 'stated' missing")
-        return self
-
-
-CLAIM_MODELS = {m.model_fields["kind"].annotation.__args__[0]: m for m in (
-    ValuesClaim, UpToClaim, MultipleClaim, IdentityClaim, RepeatedClaim, LeadsClaim, RelativeClaim)}
-Claim = Annotated[ValuesClaim | UpToClaim | MultipleClaim | IdentityClaim | RepeatedClaim | LeadsClaim
-                  | RelativeClaim, Field(discriminator="kind")]
-
-
-class ClaimsFile(Model):
-    """claims.yaml: the list of claims, each checked by its kind's model."""
-
-    claims: list[Claim] | None = None
 
 
 # --- point parameters: brief.yaml's workloads.<label>.parameters -------------------------------

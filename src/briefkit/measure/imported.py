@@ -13,8 +13,9 @@ of a measured one (briefkit.raw), so that the dataset stage reads them like any 
       <point id>/attempt-1/point.json   ``origin: imported``, "imported, not measured by briefkit", the
                                         tool and version, host, times and parameters the file states
 
-Each file is read by its tool's parser (briefkit.tools.parse): fio JSON (one job per file, json+ for
-percentiles), db_bench's output (stdout with its header; the command line when a ``# command:`` line
+Each file is read by its tool's parser (briefkit.tools.parse) and its importer (``importer`` in the tool's
+declaration, briefkit.tools.importers): fio JSON (one job per file, json+ for percentiles), db_bench's
+output (stdout with its header; the command line when a ``# command:`` line
 or the shell's echo holds it) and pgbench's summary (its stdout). The point's load and values come from
 what the file states: fio's job options (rw/rwmixread, bs, numjobs, iodepth; an option not printed is
 fio's default), db_bench's ``--benchmarks`` and ``--threads``, pgbench's "number of clients". What a
@@ -50,7 +51,6 @@ import re
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -59,17 +59,12 @@ from pydantic import BaseModel, ConfigDict
 
 from briefkit import tools
 from briefkit.config import project
-from briefkit.core import sizes
 from briefkit.core.errors import BriefkitError, CampaignError
 from briefkit.core.validation import check, check_name
 from briefkit.raw import campaign as raw_campaign
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, Manifest, now
 from briefkit.tools.base import Point
-from briefkit.tools.dbbench import stdout as dbbench_stdout
-from briefkit.tools.fio import jsonplus as fio_jsonplus
-from briefkit.tools.fio.workload import workload_label
-from briefkit.tools.pgbench import summary as pgbench_summary
 
 NOTE = "imported, not measured by briefkit"
 DEFAULT_CONFIG = "imported"
@@ -169,137 +164,10 @@ def sha256(path: Path) -> str:
 
 
 def detect(path: Path) -> str | None:
-    """The tool that wrote ``path``, from its first bytes: fio JSON, db_bench output or pgbench's summary."""
+    """The tool that wrote ``path``, from its first bytes: the first tool whose importer recognises them."""
     with open(path, "rb") as stream:
         head = stream.read(HEAD_BYTES).decode("utf-8", errors="replace")
-    if '"fio version"' in head:
-        return "fio"
-    if re.search(r"^RocksDB:\s+version|micros/op|^#\s*command:\s*\S*db_bench", head, re.MULTILINE):
-        return "dbbench"
-    if re.search(r"^pgbench \(|^transaction type: |^number of clients: ", head, re.MULTILINE):
-        return "pgbench"
-    return None
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds")
-
-
-# fio: sizes and times as fio reads them (kb_base=1024, its default: k/m/g are powers of 1024, and the
-# IEC names KiB/MiB are powers of 1000 "for compatibility with old scripts"; kb_base=1000 reverses that)
-_FIO_SIZE = re.compile(r"^(\d+)\s*([kmgtp]?)(i?)(b?)$", re.IGNORECASE)
-_FIO_TIME = re.compile(r"^(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d)?$", re.IGNORECASE)
-_FIO_SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
-#: fio's own defaults of the options the workload's matrix sweeps (fio's HOWTO), for a file that prints none
-FIO_DEFAULTS = {"rw": "read", "bs": "4k", "numjobs": "1", "iodepth": "1"}
-_FIO_MIXED = {"randrw": "randrw", "rw": "rw", "readwrite": "rw"}
-
-
-def fio_bytes(text: str, kb_base: int = 1024) -> int:
-    match = _FIO_SIZE.match(str(text).strip())
-    if not match:
-        raise ValueError(f"{text!r} is not a size fio prints for one value (e.g. 4k, 262144)")
-    digits, prefix, iec, _ = match.groups()
-    if not prefix:
-        return int(digits)
-    power = "kmgtp".index(prefix.lower()) + 1
-    base = 1000 if bool(iec) == (kb_base == 1024) else 1024
-    return int(digits) * base ** power
-
-
-def fio_seconds(text: str) -> float:
-    match = _FIO_TIME.match(str(text).strip())
-    if not match:
-        raise ValueError(f"{text!r} is not a time fio reads (e.g. 10, 500ms, 2m)")
-    return float(match.group(1)) * _FIO_SECONDS[match.group(2) and match.group(2).lower()]
-
-
-def _number(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else value
-
-
-def read_fio(path: Path) -> dict[str, Any]:
-    """values, settings, stated, version, host and times of one fio JSON file (one job)."""
-    units = fio_jsonplus.describe(path)
-    if len(units) != 1:
-        names = ", ".join(str(w) for w in units["workload"]) if len(units) else "none"
-        raise CampaignError(f"{path}: holds {len(units)} fio jobs ({names}); a point is one job: import files of "
-                            "one job each (numjobs clones of one job are one job)")
-    unit = units.iloc[0]
-    options = {k: str(v) for k, v in dict(unit["options"]).items()}
-    given = {**FIO_DEFAULTS, **options}
-    kb_base = int(given.get("kb_base", 1024))
-    rw = given["rw"].split(":")[0]
-    if rw in _FIO_MIXED:
-        if "rwmixread" in given:
-            read = int(given["rwmixread"])
-        else:
-            read = 100 - int(given.get("rwmixwrite", 50))
-        mix, pattern = f"{read}/{100 - read}", _FIO_MIXED[rw]
-    else:
-        mix, pattern = rw, None
-    where = f"{path}: job option"
-    try:
-        bs = fio_bytes(given["bs"], kb_base)
-    except ValueError as exc:
-        raise CampaignError(f"{where} bs: {exc} (different read and write block sizes are not one point: give "
-                            "bs in the mapping file)") from None
-    ramp = fio_seconds(options.get("ramp_time", "0"))
-    if not ramp.is_integer():   # the fio workload counts its ramp in whole seconds (briefkit.tools.fio)
-        raise CampaignError(f"{where} ramp_time: {options['ramp_time']!r} is not a whole number of seconds, which "
-                            "the fio workload's ramp_s needs")
-    values = {"rw": mix, "bs": sizes.block(bs).replace(" ", ""), "numjobs": int(given["numjobs"]),
-              "iodepth": int(given["iodepth"])}
-    settings = {"pattern": pattern, "ioengine": options.get("ioengine"),
-                "direct": options.get("direct", "0") not in ("0", "false"),
-                "ramp_s": int(ramp),
-                "runtime_s": _number(fio_seconds(options["runtime"])) if "runtime" in options else None,
-                "size": options.get("size")}   # valueless flags (time_based) are not printed: not stated
-    doc = fio_jsonplus.load(path)
-    jobs = doc.get("jobs") or doc.get("client_stats") or []
-    elapsed = max((int(j.get("elapsed") or 0) for j in jobs), default=0)
-    starts = [int(j["job_start"]) for j in jobs if isinstance(j.get("job_start"), int) and j["job_start"] > 0]
-    ended = doc.get("timestamp_ms", (doc.get("timestamp") or 0) * 1000) / 1000.0 or None
-    started = min(starts) / 1000.0 if starts else (ended - elapsed if ended and elapsed else None)
-    stated = {"fio version": doc.get("fio version"), "time": doc.get("time"), "timestamp": doc.get("timestamp"),
-              "global options": doc.get("global options"), "jobname": unit["jobname"], "job options": options,
-              "elapsed_s": elapsed}
-    host = unit["host"] if isinstance(unit["host"], str) else None
-    return {"values": values, "settings": settings, "stated": stated, "host": host,
-            "tool_version": str(doc.get("fio version") or "").removeprefix("fio-") or None,
-            "started_at": _iso(started) if started else None, "ended_at": _iso(ended) if ended else None}
-
-
-def read_dbbench(path: Path) -> dict[str, Any]:
-    run = dbbench_stdout.read_stdout(path)
-    meta = dbbench_stdout.META_BENCHMARKS
-    flags = run.command_flags()
-    measured = [b.name for b in run.benchmarks if b.name not in meta]
-    values: dict[str, Any] = {"benchmark": ",".join(dict.fromkeys(measured))}
-    if run.command:   # db_bench's default is one thread
-        values["threads"] = int(flags.get("threads", "1"))
-    stated = {"command": run.command, "version": run.version, "date": run.date, "key_size": run.key_size,
-              "value_size": run.value_size, "benchmarks": [b.name for b in run.benchmarks]}
-    return {"values": values, "settings": {"suite": "sweep", "key_size": run.key_size, "value_size": run.value_size},
-            "stated": stated, "tool_version": run.version}
-
-
-def read_pgbench(path: Path) -> dict[str, Any]:
-    try:
-        summary = pgbench_summary.read_summary(path)
-    except BriefkitError as exc:
-        raise CampaignError(f"{exc}; pgbench is imported from its summary (stdout) only: a per-transaction or "
-                            "aggregated log needs its thread files and script names beside it") from None
-    stated = {"version": summary.version, "transaction type": summary.transaction_type, "clients": summary.clients,
-              "threads": summary.threads, "duration_s": summary.duration_s, "transactions": summary.transactions,
-              "scripts": [{"number": s.number, "name": s.name, "weight": s.weight} for s in summary.scripts]}
-    values = {"clients": summary.clients} if summary.clients is not None else {}
-    # pgbench's summary covers the whole run: nothing of it is a warm-up left out
-    return {"values": values, "settings": {"duration_s": summary.duration_s, "warmup_s": 0}, "stated": stated,
-            "tool_version": (summary.version or "").split()[0] or None}
-
-
-READERS = {"fio": read_fio, "dbbench": read_dbbench, "pgbench": read_pgbench}
+    return next((tool for tool, importer in tools.importers().items() if importer.detect(head)), None)
 
 
 def workload_of(tool: str):
@@ -311,13 +179,14 @@ def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str)
     """One file, read by its tool's parser (a file it cannot read raises with the parser's reason)."""
     given = _applied(mapping, relative)
     tool = given.get("tool") or detect(path)
+    importers = tools.importers()
     if tool is None:
-        raise CampaignError(f"{path}: cannot tell which tool wrote it (not fio JSON, db_bench output or a pgbench "
-                            "summary); name the tool in the mapping file (files: [{match: ..., tool: ...}])")
-    if tool not in READERS:
-        raise CampaignError(f"{path}: {tool} output cannot be imported (only {', '.join(READERS)})")
+        raise CampaignError(f"{path}: cannot tell which tool wrote it (not the output of {', '.join(importers)}); "
+                            "name the tool in the mapping file (files: [{match: ..., tool: ...}])")
+    if tool not in importers:
+        raise CampaignError(f"{path}: {tool} output cannot be imported (only {', '.join(importers)})")
     tools.parse(tool, path)      # the parser's own checks: a truncated or failed run is refused here
-    found = READERS[tool](path)
+    found = importers[tool].read(path)
     values = dict(found["values"])
     for axis, value in given["matrix"].items():
         if axis in values and str(values[axis]) != str(value):
@@ -502,8 +371,9 @@ def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, An
            mapping: _Mapping, mapping_path: Path | None) -> None:
     found = [item for _, item in points]
     matrix = {axis: _distinct(item.values[axis] for item in found) for axis in workload.axes}
-    if workload.name == "fio":     # the workload label says QD<n> when the files differ in iodepth
-        settings["label_iodepth"] = len(matrix["iodepth"]) > 1
+    hook = getattr(tools.importers()[found[0].tool], "campaign_settings", None)
+    if hook is not None:           # what the tool's display needs of the whole campaign (fio: QD<n> labels)
+        settings = hook(matrix, settings)
     configs = list(dict.fromkeys(item.config for item in found))
     declaration = {"workload": workload.name, "repetitions": max(p.rep for p, _ in points),
                    "configs": {c: {"kind": records.IMPORTED} for c in configs}, "matrix": matrix, "settings": settings}
@@ -535,8 +405,9 @@ def _write_point(folder: Path, point: Point, item: Found, workload, settings: di
     name = safe_name(item.path.name)
     shutil.copyfile(item.path, attempt / name)
     read_as = {"load_kind": workload.load_axis, "load": item.values[workload.load_axis]}
-    if workload.name == "fio":
-        read_as["workload"] = workload_label(item.values, settings)
+    hook = getattr(tools.importers()[item.tool], "read_as", None)
+    if hook is not None:           # how the tool shows the point (fio: its workload label)
+        read_as.update(hook(item.values, settings))
     records.write_point(attempt, {
         "origin": records.IMPORTED, "note": NOTE, "point": point.id, "config": point.config,
         "values": dict(point.values), "rep": point.rep, "attempt": 1, "workload": workload.name, "tool": item.tool,

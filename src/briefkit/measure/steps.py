@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +26,7 @@ import pandas as pd
 from briefkit import inventory, power
 from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import check_stop
+from briefkit.core.times import iso
 from briefkit.hosts import Host
 from briefkit.hosts.job import Job
 from briefkit.measure import steady
@@ -420,7 +420,3 @@ def duration(seconds: float) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
-
-
-def iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds")

@@ -3,7 +3,8 @@
 A tool folder holds everything about one tool: how its command lines are built, the workload
 plug-in the campaign executor runs (``briefkit.tools.base.Workload``, which also says what the tool
 needs on a host, how its version is asked and which metric decides adaptive repetitions), and the
-parser of its output into tidy samples. Its ``__init__`` declares those parts by name
+parser of its output into tidy samples, and how ``briefkit import`` reads a file of it made elsewhere
+(its ``importer``). Its ``__init__`` declares those parts by name
 (``TOOL = Tool(...)``, briefkit.tools.plugin). Adding a tool is that folder plus its name in
 ``TOOL_PACKAGES``.
 
@@ -42,6 +43,7 @@ class Tool:
     parser: str                        # module with parse(path, **provenance) -> tidy samples
     workload: str | None = None        # "module:Class" of its campaign workload, if briefkit runs it
     workload_name: str | None = None   # ``workload:`` in params.yaml (defaults to the tool's name)
+    importer: str | None = None        # module with detect(head) and read(path): ``briefkit import`` of its files
 
 
 def _declared(package: str) -> Tool:
@@ -98,6 +100,11 @@ def parser(tool: str):
         return importlib.import_module(_loaded()[0][tool].parser)
     except KeyError:
         raise KeyError(f"unknown tool {tool!r}; known: {', '.join(sorted(TOOL_PACKAGES))}") from None
+
+
+def importers() -> dict:
+    """tool name -> its importer module (``briefkit import``), for the tools that declare one, in list order."""
+    return {name: importlib.import_module(tool.importer) for name, tool in _loaded()[0].items() if tool.importer}
 
 
 def parse(tool: str, path, **provenance) -> "pd.DataFrame":

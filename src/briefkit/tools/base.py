@@ -255,6 +255,12 @@ class Workload:
         (fio's ``70/30``, ``256KiB``) overrides this."""
         return {name: point.values.get(name.removeprefix(PARAMETER_PREFIX)) for name in self.parameters}
 
+    def facts(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """Numbers the briefs print that follow from the campaign's settings and the tool's own tables
+        (db_bench's flash suite: the keys each test writes or reads at its scale). The dataset stage
+        records them in campaigns.json, so that a brief reads them without importing the tool. Default: none."""
+        return {}
+
     def prepare_records(self, raw_dir: Path) -> list[dict]:
         """Records of the configurations' set-up found in a campaign's raw folder
         (data/raw/<brief>/<campaign>/<config>/prepare/attempt-<n>/), each with its ``config``:

@@ -84,6 +84,7 @@ import pandas as pd
 from briefkit.core import samples as tidy
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
+from briefkit.core.flash import FLASH_KEYS
 from briefkit.core.validation import check
 from briefkit.tools import diskstats, steady
 from briefkit.tools.base import Point, PointRun, Program, Workload
@@ -201,6 +202,12 @@ class DbBenchWorkload(Workload):
             readwritepercent=s["readwritepercent"] if benchmark == "readrandomwriterandom" else None,
             ops_between_duration_checks=s["ops_between_duration_checks"], extra=settings_models.flag_values(s["extra_flags"]),
             binary=s["binary"])
+
+    def facts(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """A flash suite's ``keys``: each test's --num at the campaign's scale (the wiki's counts x scale)."""
+        if settings.get("suite") != "flash" or not settings.get("scale"):
+            return {}
+        return {"keys": {test: int(round(n * settings["scale"])) for test, n in FLASH_KEYS.items()}}
 
     @staticmethod
     def flash_cache_size(s: Mapping[str, Any]) -> int:

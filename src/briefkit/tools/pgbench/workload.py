@@ -35,7 +35,6 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +44,7 @@ from briefkit.core import ramp
 from briefkit.core import samples as tidy
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
+from briefkit.core.times import iso
 from briefkit.core.validation import defaults as defaults_of
 from briefkit.tools import steady
 from briefkit.tools.base import Point, PointRun, Program, Workload
@@ -190,7 +190,7 @@ class OltpWorkload(Workload):
                          f"{scale.customers} customers per district")
                 cluster.load(scale, DBNAME, schema_sql=schema_sql, load_sql=load_sql,
                              timeout=float(settings["load_timeout_s"]))
-                host.write_text(paths["marker"], json.dumps({**wanted, "loaded_at": _iso(time.time()),
+                host.write_text(paths["marker"], json.dumps({**wanted, "loaded_at": iso(time.time(), "seconds"),
                                                              "load_seconds": round(time.time() - t0, 3)},
                                                             indent=2, sort_keys=True) + "\n")
             version = cluster.server_version_num()
@@ -352,10 +352,6 @@ def _version(text: str | None) -> str | None:
     found = re.search(r"\d+(?:\.\d+)+", text or "")
     return found.group(0) if found else text
 
-
-def _iso(epoch: float) -> str:
-
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
 
 
 def _read_json(host: Host, path: str) -> dict | None:

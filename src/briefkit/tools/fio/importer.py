@@ -1,0 +1,122 @@
+"""``briefkit import`` of fio output: one JSON / json+ file of one job is one point.
+
+``detect(head)`` tells fio's JSON from its first bytes; ``read(path)`` gives the point's matrix values
+(rw/rwmixread as the mix, bs, numjobs, iodepth; an option fio did not print is fio's default), the
+settings every file of a campaign must share, what the file states, and its version, host and times.
+``campaign_settings`` and ``read_as`` add what the workload label needs (briefkit.measure.imported).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from briefkit.core import sizes
+from briefkit.core.errors import CampaignError
+from briefkit.core.times import iso
+from briefkit.tools.fio import jsonplus
+from briefkit.tools.fio.workload import workload_label
+
+# fio: sizes and times as fio reads them (kb_base=1024, its default: k/m/g are powers of 1024, and the
+# IEC names KiB/MiB are powers of 1000 "for compatibility with old scripts"; kb_base=1000 reverses that)
+_FIO_SIZE = re.compile(r"^(\d+)\s*([kmgtp]?)(i?)(b?)$", re.IGNORECASE)
+_FIO_TIME = re.compile(r"^(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d)?$", re.IGNORECASE)
+_FIO_SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+#: fio's own defaults of the options the workload's matrix sweeps (fio's HOWTO), for a file that prints none
+FIO_DEFAULTS = {"rw": "read", "bs": "4k", "numjobs": "1", "iodepth": "1"}
+_FIO_MIXED = {"randrw": "randrw", "rw": "rw", "readwrite": "rw"}
+
+
+def detect(head: str) -> bool:
+    return '"fio version"' in head
+
+
+def fio_bytes(text: str, kb_base: int = 1024) -> int:
+    match = _FIO_SIZE.match(str(text).strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a size fio prints for one value (e.g. 4k, 262144)")
+    digits, prefix, iec, _ = match.groups()
+    if not prefix:
+        return int(digits)
+    power = "kmgtp".index(prefix.lower()) + 1
+    base = 1000 if bool(iec) == (kb_base == 1024) else 1024
+    return int(digits) * base ** power
+
+
+def fio_seconds(text: str) -> float:
+    match = _FIO_TIME.match(str(text).strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a time fio reads (e.g. 10, 500ms, 2m)")
+    return float(match.group(1)) * _FIO_SECONDS[match.group(2) and match.group(2).lower()]
+
+
+def _number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
+
+
+def _mix(given: Mapping[str, str]) -> tuple[str, str | None]:
+    """The ``rw`` axis value (``70/30`` for a mix) and the access pattern of a mix (None otherwise)."""
+    rw = given["rw"].split(":")[0]
+    if rw not in _FIO_MIXED:
+        return rw, None
+    read = int(given["rwmixread"]) if "rwmixread" in given else 100 - int(given.get("rwmixwrite", 50))
+    return f"{read}/{100 - read}", _FIO_MIXED[rw]
+
+
+def _values_and_settings(path: Path, options: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    given = {**FIO_DEFAULTS, **options}
+    mix, pattern = _mix(given)
+    where = f"{path}: job option"
+    try:
+        bs = fio_bytes(given["bs"], int(given.get("kb_base", 1024)))
+    except ValueError as exc:
+        raise CampaignError(f"{where} bs: {exc} (different read and write block sizes are not one point: give "
+                            "bs in the mapping file)") from None
+    ramp = fio_seconds(options.get("ramp_time", "0"))
+    if not ramp.is_integer():   # the fio workload counts its ramp in whole seconds (briefkit.tools.fio)
+        raise CampaignError(f"{where} ramp_time: {options['ramp_time']!r} is not a whole number of seconds, which "
+                            "the fio workload's ramp_s needs")
+    values = {"rw": mix, "bs": sizes.block(bs).replace(" ", ""), "numjobs": int(given["numjobs"]),
+              "iodepth": int(given["iodepth"])}
+    settings = {"pattern": pattern, "ioengine": options.get("ioengine"),
+                "direct": options.get("direct", "0") not in ("0", "false"),
+                "ramp_s": int(ramp),
+                "runtime_s": _number(fio_seconds(options["runtime"])) if "runtime" in options else None,
+                "size": options.get("size")}   # valueless flags (time_based) are not printed: not stated
+    return values, settings
+
+
+def read(path: Path) -> dict[str, Any]:
+    """values, settings, stated, version, host and times of one fio JSON file (one job)."""
+    units = jsonplus.describe(path)
+    if len(units) != 1:
+        names = ", ".join(str(w) for w in units["workload"]) if len(units) else "none"
+        raise CampaignError(f"{path}: holds {len(units)} fio jobs ({names}); a point is one job: import files of "
+                            "one job each (numjobs clones of one job are one job)")
+    unit = units.iloc[0]
+    options = {k: str(v) for k, v in dict(unit["options"]).items()}
+    values, settings = _values_and_settings(path, options)
+    doc = jsonplus.load(path)
+    jobs = doc.get("jobs") or doc.get("client_stats") or []
+    elapsed = max((int(j.get("elapsed") or 0) for j in jobs), default=0)
+    starts = [int(j["job_start"]) for j in jobs if isinstance(j.get("job_start"), int) and j["job_start"] > 0]
+    ended = doc.get("timestamp_ms", (doc.get("timestamp") or 0) * 1000) / 1000.0 or None
+    started = min(starts) / 1000.0 if starts else (ended - elapsed if ended and elapsed else None)
+    stated = {"fio version": doc.get("fio version"), "time": doc.get("time"), "timestamp": doc.get("timestamp"),
+              "global options": doc.get("global options"), "jobname": unit["jobname"], "job options": options,
+              "elapsed_s": elapsed}
+    host = unit["host"] if isinstance(unit["host"], str) else None
+    return {"values": values, "settings": settings, "stated": stated, "host": host,
+            "tool_version": str(doc.get("fio version") or "").removeprefix("fio-") or None,
+            "started_at": iso(started) if started else None, "ended_at": iso(ended) if ended else None}
+
+
+def campaign_settings(matrix: Mapping[str, list], settings: dict[str, Any]) -> dict[str, Any]:
+    """The workload label says QD<n> when the files differ in iodepth."""
+    return {**settings, "label_iodepth": len(matrix["iodepth"]) > 1}
+
+
+def read_as(values: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The workload label the point is shown under, as a measured point's."""
+    return {"workload": workload_label(values, settings)}

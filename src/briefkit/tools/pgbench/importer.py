@@ -1,0 +1,30 @@
+"""``briefkit import`` of pgbench output: its summary (stdout) is one point at its number of clients."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from briefkit.core.errors import BriefkitError, CampaignError
+from briefkit.tools.pgbench import summary as pgbench_summary
+
+_HEAD = re.compile(r"^pgbench \(|^transaction type: |^number of clients: ", re.MULTILINE)
+
+
+def detect(head: str) -> bool:
+    return bool(_HEAD.search(head))
+
+
+def read(path: Path) -> dict[str, Any]:
+    try:
+        summary = pgbench_summary.read_summary(path)
+    except BriefkitError as exc:
+        raise CampaignError(f"{exc}; pgbench is imported from its summary (stdout) only: a per-transaction or "
+                            "aggregated log needs its thread files and script names beside it") from None
+    stated = {"version": summary.version, "transaction type": summary.transaction_type, "clients": summary.clients,
+              "threads": summary.threads, "duration_s": summary.duration_s, "transactions": summary.transactions,
+              "scripts": [{"number": s.number, "name": s.name, "weight": s.weight} for s in summary.scripts]}
+    values = {"clients": summary.clients} if summary.clients is not None else {}
+    # pgbench's summary covers the whole run: nothing of it is a warm-up left out
+    return {"values": values, "settings": {"duration_s": summary.duration_s, "warmup_s": 0}, "stated": stated,
+            "tool_version": (summary.version or "").split()[0] or None}
