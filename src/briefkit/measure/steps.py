@@ -162,11 +162,13 @@ def setup_config(camp: Campaign, host: Host, config: str, progress: Progress):
         raise SetupFailed(explain(exc, camp, host), exc, config=config) from exc
 
 
-def prepare_config(camp: Campaign, host: Host, config: str, prepared, progress: Progress) -> dict:
+def prepare_config(camp: Campaign, host: Host, config: str, prepared, progress: Progress,
+                   local: Path | None = None) -> dict:
     """The workload's prepare step (e.g. a database load) in a new attempt folder, kept in the raw
-    folder; its state goes to every point (PrepareFailed if it fails)."""
+    folder (``local``: <raw folder>/<config>/prepare unless given); its state goes to every point
+    (PrepareFailed if it fails)."""
     check_stop()
-    local = camp.raw_dir / config / "prepare"
+    local = local or camp.raw_dir / config / "prepare"
     remote = f"{camp.remote_root()}/{config}/prepare"
     attempt = next_attempt(host, local, remote, progress)
     host.mkdir(f"{remote}/attempt-{attempt}")
