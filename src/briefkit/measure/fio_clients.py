@@ -63,7 +63,8 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
     controller = LocalHost()
     client = dataclasses.replace(camp, workload=FioClients(), host="local", hosts=None,
                                  workdir=f"{camp.workdir.rstrip('/')}/{CONTROLLER}")
-    targets = {host: dataclasses.replace(camp, host=spec, hosts=None, workdir=f"{camp.workdir.rstrip('/')}/{host}")
+    targets = {host: dataclasses.replace(camp, host=spec, hosts=None, workdir=f"{camp.workdir.rstrip('/')}/{host}",
+                                         configs=steps.per_host(camp.configs, host))
                for host, spec in camp.hosts.items()}
     hosts: dict[str, Host] = {}
     locks: list[TargetLock] = []

@@ -152,6 +152,12 @@ def check_declaration(camp: Campaign, host: Host, manifest: Manifest, progress: 
 
 # --- a configuration ----------------------------------------------------------------------------
 
+def per_host(configs: dict, name: str) -> dict:
+    """The configurations as host ``name`` of several (a fleet, fio client/server) sets them up:
+    a declared folder becomes <folder>/<name> (StorageConfig.for_host)."""
+    return {config: storage.for_host(name) for config, storage in configs.items()}
+
+
 def setup_config(camp: Campaign, host: Host, config: str, progress: Progress):
     """The configuration's storage, set up on the host (SetupFailed if it cannot be)."""
     check_stop()

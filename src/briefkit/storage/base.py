@@ -19,7 +19,7 @@ import signal
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import AfterValidator
@@ -402,6 +402,17 @@ class StorageConfig:
     mounts_something: ClassVar[bool] = True
     #: whether setup needs /dev/fuse
     needs_fuse: ClassVar[bool] = False
+    #: the field naming a folder the declaration gives (``dir``'s path): every host of a fleet gets
+    #: its own subfolder of it (``for_host``), as two entries may reach one machine
+    host_folder_field: ClassVar[str | None] = None
+
+    def for_host(self, host_folder: str) -> StorageConfig:
+        """This configuration for one host of several: its declared folder, if any, made
+        <folder>/<host folder name>; everything else is under that host's own workdir already."""
+        if self.host_folder_field is None:
+            return self
+        folder = getattr(self, self.host_folder_field)
+        return replace(self, **{self.host_folder_field: f"{folder.rstrip('/')}/{host_folder}"})
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:
