@@ -31,7 +31,7 @@ from briefkit.hosts.job import Job
 from briefkit.measure import steps
 from briefkit.measure.declaration import Campaign, connect
 from briefkit.measure.diagnose import one_line
-from briefkit.measure.lock import CampaignLock, TargetLock
+from briefkit.measure.lock import CampaignLock, TargetLock, WorkdirLock
 from briefkit.measure.steps import Pending, Progress, Summary, Tally
 from briefkit.raw import records
 from briefkit.tools.fio.clients import FioClients, Server, server_command
@@ -74,6 +74,8 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
                 hosts[host_name] = connect(target.host, f"{camp.where()}.hosts")
                 locks.append(TargetLock(hosts[host_name], target.remote_root(), lock, f"{slug}/{name}", progress))
                 locks[-1].acquire()
+                locks.append(WorkdirLock(hosts[host_name], target.workdir, lock, f"{slug}/{name}", progress))
+                locks[-1].acquire()
                 steps.check_tool(target, hosts[host_name])
                 steps.stop_orphans(hosts[host_name], target.remote_root(), progress)   # a killed run's fio servers too
             steps.check_tool(client, controller)
@@ -84,7 +86,7 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
             for config, points in left.by_config(camp.configs):
                 _run_config(client, targets, hosts, controller, config, points, left, source, tally, progress)
     finally:
-        for target_lock in locks:
+        for target_lock in reversed(locks):
             target_lock.release()
         for host in hosts.values():
             host.close()
