@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from briefkit import power
+from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import check_stop
 from briefkit.hosts import Host
 from briefkit.measure import repetitions, steps
@@ -28,6 +29,9 @@ def run_host(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Pr
     closed after); ``lock`` is the controller's lock, held by the caller."""
     slug, name = camp.brief, camp.name
     left = steps.pending(camp)
+    refused = steps.host_refusal(camp, host)
+    if refused:
+        raise CampaignError(refused)
     progress(f"{slug}/{name}: {len(left.plan)} points, {left.finished} already done, {len(left.todo)} to run")
     if not left.todo:
         return Summary(len(left.plan), left.finished, 0, 0, 0.0)

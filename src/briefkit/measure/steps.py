@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from briefkit import inventory, power
+from briefkit.config.params import host_slug
 from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import check_stop
 from briefkit.hosts import Host
@@ -132,22 +133,61 @@ def check_declaration(camp: Campaign, host: Host, manifest: Manifest, progress: 
             points=len(camp.plan()), declared_host=camp.host, configs_order=list(camp.configs),
             workdir=camp.workdir, power=camp.power, created_at=now()))
         return
+    refused = declaration_refusal(camp)
+    if refused:
+        raise CampaignError(refused)
     stored = records.current_campaign(camp.raw_dir).get("declaration")
-    if stored == current:
-        return
     grown = growth(stored, current)
     if grown:
         # more of the same campaign: the finished points stay comparable with the new ones
         manifest.append(GROWN, declaration=current, labels=camp.labels, configs_order=list(camp.configs),
                         points=len(camp.plan()), grown=grown)
         progress(f"{camp.brief}/{camp.name}: the declaration grew ({'; '.join(grown)}); only the new points run")
-        return
+
+
+def declaration_refusal(camp: Campaign) -> str | None:
+    """Why a resume of ``camp`` is refused for its declaration (None: the same one, or one that only
+    grew, or no run yet). ``--dry-run`` says it before anything runs."""
+    path = camp.raw_dir / records.CAMPAIGN
+    if not path.exists():
+        return None
+    current = records.normalized(camp.declaration())
+    stored = records.current_campaign(camp.raw_dir).get("declaration")
+    if stored == current or growth(stored, current):
+        return None
     changed = sorted(k for k in set(stored or {}) | set(current) if (stored or {}).get(k) != current.get(k))
-    raise CampaignError(
-        f"{path}: the campaign was started with another declaration (changed: {', '.join(changed)}); "
-        f"finished points would not be comparable. Only growth is taken as the same campaign (more values of a "
-        f"matrix axis, more repetitions, more configurations). Declare a new campaign name in params.yaml, or "
-        f"move {camp.raw_dir} away to start this one again.")
+    return (f"{path}: the campaign was started with another declaration (changed: {', '.join(changed)}); "
+            f"finished points would not be comparable. Only growth is taken as the same campaign (more values of a "
+            f"matrix axis, more repetitions, more configurations). Declare a new campaign name in params.yaml, or "
+            f"move {camp.raw_dir} away to start this one again.")
+
+
+def host_refusal(camp: Campaign, host: Host | None) -> str | None:
+    """Why ``camp`` may not run on ``host`` (None: the declared host): its points were measured on
+    another host, and a campaign never mixes two (not even when nothing is left to run, which would
+    present the new host beside the old host's figures). None when nothing ran yet."""
+    path = camp.raw_dir / records.CAMPAIGN
+    if not path.exists():
+        return None
+    stored = records.read_campaign(camp.raw_dir)
+    measured_on = stored.get("host")
+    if host is not None:
+        if host.name == measured_on:
+            return None
+        now = f"--host {host.name}"
+    else:
+        declared = stored.get("declared_host")
+        if declared is None or _address(declared) == _address(camp.host):
+            return None
+        now = f"{camp.where()}.host ({_address(camp.host)})"
+    return (f"{path}: {camp.brief}/{camp.name} was measured on {measured_on}; it is now pointed at {now}. A "
+            f"campaign's points all come from one host: declare a new campaign name in params.yaml for the other "
+            f"host (or point this one back at {measured_on})")
+
+
+def _address(spec) -> str:
+    """What identifies a declared host: ``local``, or its address and port (its keys may move)."""
+    return host_slug(spec) if spec != "local" else "local"
 
 
 # --- a configuration ----------------------------------------------------------------------------
