@@ -37,8 +37,12 @@ from briefkit.measure.errors import LockRefused
 LOCK = ".lock"
 WORKDIR_LOCK = "campaign.lock"
 
-# $1 = lock path, $2 = content: create the file only if it does not exist (set -C: O_EXCL)
-_CREATE = 'mkdir -p -- "$(dirname -- "$1")" || exit 3; set -C; printf "%s\\n" "$2" > "$1" 2>/dev/null || exit 17'
+# $1 = lock path, $2 = content: written whole to a file of its own, then linked in only if no lock
+# exists (link(2) fails on an existing name); exit 28 when the content cannot be written (a full disk:
+# said as such, not taken for another run's lock)
+_CREATE = ('mkdir -p -- "$(dirname -- "$1")" || exit 3; t="$1.new-$$"; '
+           'printf "%s\\n" "$2" > "$t" 2>/dev/null || { rm -f -- "$t"; exit 28; }; '
+           'ln -- "$t" "$1" 2>/dev/null; rc=$?; rm -f -- "$t"; [ "$rc" -eq 0 ] || exit 17')
 # $1 = lock path, $2 = content, $3 = the content expected there now: replace it in one step
 _TAKEOVER = ('[ "$(cat -- "$1" 2>/dev/null)" = "$3" ] || exit 17; '
              'printf "%s\\n" "$2" > "$1.tmp" && mv -f -- "$1.tmp" "$1"')
@@ -162,6 +166,10 @@ class TargetLock:
             if res.returncode == 0:
                 self.held = True
                 return self
+            if res.returncode == 28:
+                raise LockRefused(f"on {self.host.name}: no space left in the workdir {self.path.rsplit('/', 1)[0]} "
+                                  f"(not even the campaign lock {self.path} fits); free space there or declare a "
+                                  f"workdir on a file system with room, then run again")
             if res.returncode != 17:
                 raise LockRefused(f"on {self.host.name}: cannot create the campaign lock {self.path} "
                                     f"({res.stderr.strip() or f'exit {res.returncode}'}); check that the workdir "
