@@ -377,6 +377,13 @@ class SshHost(Host):
             raise HostConnectionError(f"cannot connect to {where}: cannot resolve {self.hostname!r} ({exc.strerror})") from None
         except (asyncio.TimeoutError, TimeoutError):
             raise HostConnectionError(f"cannot connect to {where}: no answer within {self.connect_timeout:g} s") from None
+        except (ConnectionResetError, asyncssh.ConnectionLost, asyncssh.ProtocolError,
+                asyncssh.ProtocolNotSupported) as exc:
+            # the port took the connection but no SSH server answered on it
+            raise HostConnectionError(
+                f"cannot connect to {where}: something accepted the connection on port {self.port} but no SSH "
+                f"server answered ({exc or type(exc).__name__}); is sshd listening on that port, or another "
+                f"service? (check the port in the address)") from None
         except (OSError, asyncssh.Error) as exc:
             raise HostConnectionError(f"cannot connect to {where}: {exc}") from None
 
