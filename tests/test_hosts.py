@@ -196,8 +196,10 @@ def test_wrong_client_key_is_an_authentication_error(sshd, tmp_path):
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
     host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[stranger],
                    known_hosts=sshd.known_hosts)
-    with pytest.raises(HostConnectionError, match=f"cannot log in to {sshd.hostname}:{sshd.port}"):
+    with pytest.raises(HostConnectionError, match=f"cannot log in to {sshd.hostname}:{sshd.port}") as refused:
         host.connect()
+    # sshd answers a locked account (useradd's default) as it answers a missing key: both ways out said
+    assert "ssh-copy-id" in str(refused.value) and f"usermod -p '*' {sshd.username}" in str(refused.value)
 
 
 # -- detached jobs -------------------------------------------------------------------------
