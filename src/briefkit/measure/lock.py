@@ -170,6 +170,8 @@ class TargetLock:
                 raise LockRefused(f"on {self.host.name}: no space left in the workdir {self.path.rsplit('/', 1)[0]} "
                                   f"(not even the campaign lock {self.path} fits); free space there or declare a "
                                   f"workdir on a file system with room, then run again")
+            if res.returncode == 3 and "ermission denied" in res.stderr:
+                raise LockRefused(self.not_writable(res.stderr))
             if res.returncode != 17:
                 raise LockRefused(f"on {self.host.name}: cannot create the campaign lock {self.path} "
                                     f"({res.stderr.strip() or f'exit {res.returncode}'}); check that the workdir "
@@ -193,6 +195,15 @@ class TargetLock:
                 return self
         raise LockRefused(f"on {self.host.name}: cannot take the campaign lock {self.path}: it keeps "
                             f"changing; is another run starting?")
+
+    def not_writable(self, stderr: str) -> str:
+        """The two ways out of a workdir the login may not write: root (or sudo), or a workdir of its own."""
+        workdir = self.path.rsplit("/runs/", 1)[0] if "/runs/" in self.path else self.path.rsplit("/", 1)[0]
+        user = getattr(self.host, "user", "?")
+        advice = self.host.root_advice(f"writing the workdir {workdir}") if hasattr(self.host, "root_advice") \
+            else f"writing the workdir {workdir} needs root"
+        return (f"on {self.host.name}: cannot create the campaign lock {self.path} ({stderr.strip()}): {advice}; "
+                f"or declare a workdir that {user} may write (e.g. under its home folder)")
 
     def refused(self, holder: dict) -> LockRefused:
         return LockRefused(

@@ -283,8 +283,10 @@ class _Ops:
         uid = next((int(line.split()[1]) for line in lines if line.startswith("uid ")), -1)
         problems = [f"{t} is not installed (apt-get install {PACKAGES.get(t, t)})" for t in missing]
         if root and uid != 0:
-            problems.insert(0, f"it runs as uid {uid}, and {kind} needs root (mount, losetup, mkfs): log in as "
-                                  f"root, or give the host sudo: true")
+            what = f"kind {kind} (mount, losetup, mkfs)"
+            advice = self.host.root_advice(what) if hasattr(self.host, "root_advice") else \
+                f"{what} needs root: log in as root, or give the host sudo: true"
+            problems.insert(0, f"it runs as uid {uid}: {advice}")
         if fuse and "nofuse" in lines:
             problems.append("/dev/fuse is missing (load the fuse module, or give the container /dev/fuse)")
         if problems:
