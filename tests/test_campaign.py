@@ -19,6 +19,7 @@ from briefkit import tools as workloads
 from briefkit.core import samples
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.dataset import build as dataset
+from briefkit.hosts import LocalHost
 from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
 from briefkit.tools.base import Program, Workload
@@ -308,10 +309,12 @@ def test_a_finished_campaign_pointed_at_another_host_is_refused_and_the_dry_run_
     host = sshd.new_host()
     try:
         with pytest.raises(CampaignError, match=rf"was measured on {measured_on}; it is now pointed at "
-                                                rf"--host {re.escape(host.name)}"):
+                                                rf"{re.escape(host.name)}"):
             campaign.run("demo", "local", host=host, progress=lambda _: None)
     finally:
         host.close()
+    # this machine under another name (a new container, the measure notebook's host): the same host
+    assert campaign.run("demo", "local", host=LocalHost(name="renamed-machine"), progress=lambda _: None).ran == 0
     # a declaration changed other than by growth: the dry run predicts the refusal
     declare(project_root, repetitions=1, matrix={"count": [3]})
     assert cli.main(["measure", "demo", "--dry-run"]) == 2

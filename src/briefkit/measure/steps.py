@@ -165,22 +165,18 @@ def declaration_refusal(camp: Campaign) -> str | None:
 def host_refusal(camp: Campaign, host: Host | None) -> str | None:
     """Why ``camp`` may not run on ``host`` (None: the declared host): its points were measured on
     another host, and a campaign never mixes two (not even when nothing is left to run, which would
-    present the new host beside the old host's figures). None when nothing ran yet."""
+    present the new host beside the old host's figures). Hosts are compared by address and port
+    (``local`` for this machine, whatever its name is today). None when nothing ran yet."""
     path = camp.raw_dir / records.CAMPAIGN
     if not path.exists():
         return None
-    stored = records.read_campaign(camp.raw_dir)
-    measured_on = stored.get("host")
-    if host is not None:
-        if host.name == measured_on:
-            return None
-        now = f"--host {host.name}"
-    else:
-        declared = stored.get("declared_host")
-        if declared is None or _address(declared) == _address(camp.host):
-            return None
-        now = f"{camp.where()}.host ({_address(camp.host)})"
-    return (f"{path}: {camp.brief}/{camp.name} was measured on {measured_on}; it is now pointed at {now}. A "
+    measured_on = records.read_campaign(camp.raw_dir).get("host")
+    before = _measured_address(measured_on)
+    now = _address(host.spec if host is not None else camp.host)
+    if before is None or before == now:
+        return None
+    pointed = f"{host.name}" if host is not None else f"{_address(camp.host)} ({camp.where()}.host)"
+    return (f"{path}: {camp.brief}/{camp.name} was measured on {measured_on}; it is now pointed at {pointed}. A "
             f"campaign's points all come from one host: declare a new campaign name in params.yaml for the other "
             f"host (or point this one back at {measured_on})")
 
@@ -188,6 +184,19 @@ def host_refusal(camp: Campaign, host: Host | None) -> str | None:
 def _address(spec) -> str:
     """What identifies a declared host: ``local``, or its address and port (its keys may move)."""
     return host_slug(spec) if spec != "local" else "local"
+
+
+def _measured_address(name) -> str | None:
+    """The address of the host a campaign.json names (Host.name: ``user@address:port`` over SSH, this
+    machine's name when local); None when it cannot be told."""
+    if not isinstance(name, str):
+        return None
+    if "@" not in name:
+        return "local"
+    try:
+        return host_slug(f"ssh://{name}")
+    except ValueError:
+        return None
 
 
 # --- a configuration ----------------------------------------------------------------------------
