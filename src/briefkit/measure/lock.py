@@ -3,22 +3,23 @@
     data/raw/<brief>/<campaign>/.lock        held with flock(2) by the `briefkit measure` process for the
                                              whole run (a dead process releases it); it holds the pid, the
                                              host name and the start time, for the refusal message
-    <workdir>/runs/<brief>/<campaign>/.lock  created atomically on the target (noclobber) with the same
-                                             identity plus the controller's lock path and a token
-
-    <workdir>/campaign.lock                  the same kind of lock one level up, naming the campaign: one
-                                             campaign per workdir at a time (WorkdirLock)
+    <workdir>/runs/<brief>/<campaign>/.lock  created atomically on the target (written whole, then linked
+                                             in) with the same identity plus the campaign, the
+                                             controller's lock path and a token
+    <workdir>/campaign.lock                  the same kind of lock one level up: one campaign per workdir
+                                             at a time (WorkdirLock)
 
 A second run of the campaign is refused at once with a message naming the holder. So is a second
-campaign in a workdir where one is running: two campaigns on one host slow each other's points down
-(23-48 % in a trial on one disk), and nothing in their records would say so. The lock is the
-workdir's, not the machine's: a workdir is the storage area a campaign measures on (its ``dir``
-paths and images live there), and a fleet's or a test suite's entries that reach one machine each
-have their own on purpose. A target lock
-left by a dead run is taken over (and the take-over is said): it is stale when it names this
-controller's lock file, which this process now holds, or when its holder's pid is gone from this
-machine. A target lock held from another controller is never taken over. Every refusal is a
-LockRefused: nothing of the campaign failed, so it is not recorded in its manifest.
+campaign in a workdir where one is running, naming that campaign: two campaigns on one host slow
+each other's points down (23-48 % in a trial), and nothing in their records would say so. The lock
+is the workdir's, not the machine's: a workdir is the storage area a campaign measures on (its
+``dir`` paths and images live there), and a fleet's entries that reach one machine, or a test
+suite's parallel campaigns, each have their own on purpose.
+
+A target lock left by a dead run is taken over (and the take-over is said): it is stale when it
+names this controller's lock file, which this process now holds, or when its holder's pid is gone
+from this machine. A target lock held from another controller is never taken over. Every refusal is
+a LockRefused: nothing of the campaign failed, so it is not recorded in its manifest.
 """
 from __future__ import annotations
 
