@@ -129,10 +129,11 @@ def test_a_second_campaign_in_the_same_workdir_is_refused_naming_the_first(tmp_p
     """Two campaigns of one checkout, one host and one workdir: while ``c`` runs, ``d`` is refused at
     once, its message naming ``c``; nothing of ``d`` is recorded, and once ``c`` is done ``d`` runs."""
     work = tmp_path / "work"
-    root = checkout(tmp_path / "co", "local", work)
+    root = checkout(tmp_path / "co", "local", work, runtime_s=10)    # still running when the second starts
     params = yaml.safe_load((root / "params.yaml").read_text())
     campaigns = params["briefs"][BRIEF]["campaigns"]
-    campaigns["d"] = {**campaigns["c"], "matrix": {**campaigns["c"]["matrix"], "numjobs": [1]}}
+    campaigns["d"] = {**campaigns["c"], "matrix": {**campaigns["c"]["matrix"], "numjobs": [1]},
+                      "settings": {**campaigns["c"]["settings"], "runtime_s": 1}}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     first = measure(root)
     try:
