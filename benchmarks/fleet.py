@@ -54,8 +54,10 @@ def checkout(folder: Path, servers: list[LoopbackSshd], points: int) -> Path:
               "settings": SETTINGS}
     campaigns = {"fleet": {**common, "hosts": [entry(s) for s in servers]}}
     for index, server in enumerate(servers):
+        # each host its own storage, as the fleet gives each host <path>/<host> (never one data file)
         campaigns[f"host{index}"] = {**common, "host": entry(server),
-                                     "workdir": str(folder / "target" / f"host{index}")}
+                                     "workdir": str(folder / "target" / f"host{index}"),
+                                     "configs": {"d": {"kind": "dir", "path": str(folder / "target" / f"host{index}" / "d")}}}
     params = {"briefs": {SLUG: {"notebook": "nb", "campaigns": campaigns}}}
     (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return folder

@@ -19,6 +19,7 @@ from briefkit import tools as workloads
 from briefkit.core import samples
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.dataset import build as dataset
+from briefkit.hosts import LocalHost
 from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
 from briefkit.tools.base import Program, Workload
@@ -286,3 +287,37 @@ def test_a_polled_power_source_is_recorded_during_each_point(project_root, monke
     watts = table[table["metric"] == "watts"]
     assert watts["value"].tolist() == pytest.approx([expected, expected])
     assert watts["source"].str.contains("Redfish").all()
+
+
+def test_a_finished_campaign_pointed_at_another_host_is_refused_and_the_dry_run_says_so(project_root, sshd,
+                                                                                       capsys):
+    declare(project_root, repetitions=1)
+    assert cli.main(["measure", "demo"]) == 0
+    measured_on = json.loads((project_root / "data/raw/demo/local/campaign.json").read_text())["host"]
+    capsys.readouterr()
+    # params.yaml now names a host that does not even exist: refused before any connection
+    declare(project_root, repetitions=1, host="ssh://root@192.0.2.1:2222")
+    assert cli.main(["measure", "demo", "--dry-run"]) == 2
+    out = capsys.readouterr().out
+    assert "# demo/local: a run would be refused:" in out and f"was measured on {measured_on}" in out
+    assert cli.main(["measure", "demo"]) == 2
+    err = capsys.readouterr().err
+    assert f"was measured on {measured_on}; it is now pointed at" in err and "192.0.2.1-2222" in err
+    assert "declare a new campaign name" in err and "0 to run" not in err
+    # --host another (real) host: refused too, naming both
+    declare(project_root, repetitions=1)
+    host = sshd.new_host()
+    try:
+        with pytest.raises(CampaignError, match=rf"was measured on {measured_on}; it is now pointed at "
+                                                rf"{re.escape(host.name)}"):
+            campaign.run("demo", "local", host=host, progress=lambda _: None)
+    finally:
+        host.close()
+    # this machine under another name (a new container, the measure notebook's host): the same host
+    assert campaign.run("demo", "local", host=LocalHost(name="renamed-machine"), progress=lambda _: None).ran == 0
+    # a declaration changed other than by growth: the dry run predicts the refusal
+    declare(project_root, repetitions=1, matrix={"count": [3]})
+    assert cli.main(["measure", "demo", "--dry-run"]) == 2
+    assert "a run would be refused:" in capsys.readouterr().out
+    declare(project_root, repetitions=1)
+    assert cli.main(["measure", "demo", "--dry-run"]) == 0

@@ -65,7 +65,7 @@ def test_a_reference_brief_as_declared(tmp_path):
     raw = base / "data" / "raw" / "oltp-9300" / "local"
     done = [e for e in map(json.loads, (raw / "manifest.jsonl").read_text().splitlines()) if e["event"] == "done"]
     assert camp.points["done"] == len(done) == camp.status["done"].sum()
-    assert camp.points["planned"] == camp.points["done"] + camp.points["skipped"] + camp.points["left"]
+    assert camp.points["planned"] == sum(camp.points[k] for k in ("done", "skipped", "failed", "left"))
     assert camp.skipped and all(s["reason"] for s in camp.skipped)     # the ramp's stop rule
     assert sorted(p["config"] for p in camp.prepare) == sorted(camp.configs)
     assert camp.inventory is not None and set(camp.inventory["configs"]) == set(camp.configs)
@@ -329,7 +329,9 @@ def test_a_campaign_with_a_failed_point(tmp_path, monkeypatch):
     data = processed.load("demo", tmp_path / "data" / "processed")
     camp = data.campaigns["local"]
     assert camp.configs == ["b", "a"] and camp.declaration_status == "same"
-    assert camp.points == {"planned": 6, "done": 4, "skipped": 0, "failed": 1, "left": 2}
+    # each point counted once: the failed one is not also left (4 + 1 + 1 of 6, as `briefkit status` says)
+    assert camp.points == {"planned": 6, "done": 4, "skipped": 0, "failed": 1, "left": 1}
+    assert (camp.status[["done", "skipped", "failed", "left"]].sum(axis=1) == camp.status["points"]).all()
     assert camp.failures == [{"point": "a/n=2/rep1", "attempt": 1, "error": "RuntimeError: the device went away"}]
     assert camp.status.set_index("config")["failed"].to_dict() == {"b": 0, "a": 1}
     assert sorted(data.measured()["value"]) == [10.0, 10.0, 20.0, 30.0]

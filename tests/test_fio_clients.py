@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from briefkit.config.params import FIO_SERVER_PORTS
+from briefkit.core.errors import CampaignError
 from briefkit.dataset import build as dataset
 from briefkit.dataset import processed
 from briefkit.hosts.base import CommandError
@@ -206,3 +207,69 @@ def test_a_killed_run_leaves_servers_that_the_next_run_stops(root, sshd_factory)
     assert summary.ran == 1
     assert any("stopping job fio-server" in line for line in lines), lines
     assert servers_running(first, 2) == []
+
+
+def test_an_interrupted_run_resumes_and_prepares_again_in_a_new_attempt(root, sshd_factory):
+    """Ctrl-C during a point: the teardown removed the data file, so the re-run lays it out again, in
+    a new prepare attempt folder on each host (the interrupted run's job record stays as it was)."""
+    hosts = [sshd_factory(), sshd_factory()]
+    first = free_ports(2)
+    declare(root, hosts, first)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["briefs"][BRIEF]["campaigns"]["cs"]["settings"]["runtime_s"] = 3
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    briefkit = str(Path(sys.executable).parent / "briefkit")
+    run = subprocess.Popen([briefkit, "measure", BRIEF, "--campaign", "cs"], stderr=subprocess.PIPE, text=True,
+                           env={**os.environ})
+    try:
+        for line in run.stderr:
+            if "fio servers listening" in line:
+                break
+        run.send_signal(signal.SIGINT)
+        assert run.wait(60) != 0
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    raw = root / "data/raw" / BRIEF / "cs"
+    assert not any(e["event"] == "done" for e in map(json.loads, (raw / "manifest.jsonl").read_text().splitlines()))
+    lines: list[str] = []
+    summary = campaign.run(BRIEF, "cs", progress=lines.append)
+    assert summary.ran == 1
+    assert servers_running(first, 2) == []
+    for name in (f"127.0.0.1-{h.port}" for h in hosts):
+        prepares = sorted(p.name for p in (raw / "ram" / "prepare" / name).iterdir())
+        assert prepares == ["attempt-1", "attempt-2"], (name, prepares)
+        assert (raw / "ram" / "prepare" / name / "attempt-2" / "precondition.json").exists()
+
+
+def server_pids(port: int) -> list[int]:
+    """The fio server processes on this machine started for ``port``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().decode().split("\0")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if argv and Path(argv[0]).name == "fio" and f"--server=ip:127.0.0.1,{port}" in argv:
+            found.append(int(proc.name))
+    return found
+
+
+def test_a_dead_server_is_named_with_its_host_and_port(root, sshd_factory):
+    hosts = [sshd_factory(), sshd_factory()]
+    first = free_ports(2)
+    declare(root, hosts, first)
+    second = f"127.0.0.1-{hosts[1].port}"
+
+    def progress(line: str) -> None:
+        if "fio servers listening" in line:
+            for pid in server_pids(first + 1):
+                os.kill(pid, signal.SIGKILL)
+
+    with pytest.raises(CampaignError, match=rf"the fio server on {second} at 127.0.0.1:{first + 1} accepts no "
+                                            rf"connection \(it died or was stopped\)"):
+        campaign.run(BRIEF, "cs", progress=progress)
+    assert servers_running(first, 2) == []
+    # the next run starts the servers again and measures the point
+    assert campaign.run(BRIEF, "cs", progress=lambda _line: None).ran == 1

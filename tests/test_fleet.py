@@ -310,3 +310,21 @@ def test_max_parallel_hosts_caps_the_hosts_measured_at_once(root, sshd_factory):
     assert any("a fleet of 2 hosts" in line and "1 at a time" in line for line in lines), lines
     (a0, a1), (b0, b1) = sorted(w for s in servers for w in windows(root, s))
     assert a1 <= b0
+
+
+def test_fleet_hosts_on_one_machine_never_share_a_dir_configuration(root, sshd_factory):
+    """Two entries reaching this machine, one ``kind: dir`` path declared: each host gets its own
+    subfolder <path>/<host>, so their data files are two files, never one written by both."""
+    servers = [sshd_factory(), sshd_factory()]
+    shared = root / "shared-disk"
+    declare(root, servers, numjobs=(1,), configs={"d": {"kind": "dir", "path": str(shared)}})
+    campaign.run(BRIEF, "fleet", progress=lambda _line: None)
+    paths = {}
+    for server in servers:
+        inventory = json.loads((member_dir(root, server) / "inventory.json").read_text())
+        paths[server.port] = inventory["configs"]["d"]["path"]
+        assert paths[server.port] == str(shared / member_dir(root, server).name)
+        jobs = list(member_dir(root, server).glob("*/attempt-1/*.job")) or \
+            list(member_dir(root, server).glob("**/*.job"))
+        assert jobs and all(f"filename={paths[server.port]}/" in job.read_text() for job in jobs), jobs
+    assert len(set(paths.values())) == 2

@@ -125,6 +125,21 @@ def ssh_spec(sshd) -> dict:
 
 
 @pytest.mark.parametrize("over_ssh", [False, True], ids=["local", "ssh"])
+def test_target_workdir_full_before_the_run_names_the_full_disk(tmp_path, small_tmpfs, sshd, over_ssh):
+    """Not even the campaign's lock fits: said as a full workdir, not as a lock that keeps changing."""
+    work = small_tmpfs(tmp_path / "work", "1m")
+    host = ssh_spec(sshd) if over_ssh else "local"
+    root = checkout(tmp_path / "co", fio_spec(work, numjobs=(1,), host=host))
+    (work / "runs" / BRIEF / "c").mkdir(parents=True)       # the folders exist; no byte is left in them
+    fill(work)
+    rc, err = finished(measure(root))
+    name = f"{sshd.username}@{sshd.hostname}:{sshd.port}" if over_ssh else "localhost"
+    line = one_clear_line(rc, err, f"on {name}: no space left in the workdir", str(work), "free space there")
+    assert "keeps changing" not in line
+    assert not [p for p in (work / "runs" / BRIEF / "c").iterdir()]      # no lock or half-written file left
+
+
+@pytest.mark.parametrize("over_ssh", [False, True], ids=["local", "ssh"])
 def test_target_workdir_full(tmp_path, small_tmpfs, sshd, over_ssh):
     work = small_tmpfs(tmp_path / "work", "3m")
     host = ssh_spec(sshd) if over_ssh else "local"

@@ -123,3 +123,34 @@ def test_locks_of_a_killed_run_are_taken_over(tmp_path, sshd):
     assert "taking over the stale campaign lock" in again.stderr and f"pid {proc.pid} " in again.stderr
     assert len([e for e in events(root) if e["event"] == "done"]) == 4
     assert not target_lock.exists()
+
+
+def test_a_second_campaign_in_the_same_workdir_is_refused_naming_the_first(tmp_path):
+    """Two campaigns of one checkout, one host and one workdir: while ``c`` runs, ``d`` is refused at
+    once, its message naming ``c``; nothing of ``d`` is recorded, and once ``c`` is done ``d`` runs."""
+    work = tmp_path / "work"
+    root = checkout(tmp_path / "co", "local", work, runtime_s=10)    # still running when the second starts
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    campaigns = params["briefs"][BRIEF]["campaigns"]
+    campaigns["d"] = {**campaigns["c"], "matrix": {**campaigns["c"]["matrix"], "numjobs": [1]},
+                      "settings": {**campaigns["c"]["settings"], "runtime_s": 1}}
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    first = measure(root)
+    try:
+        wait_started(root, first)
+        second = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "d"], capture_output=True, text=True,
+                                timeout=120, env={**os.environ, "BRIEFKIT_ROOT": str(root)})
+        assert first.poll() is None, "the first campaign should still be running"
+    finally:
+        _out, err = first.communicate(timeout=180)
+    assert first.returncode == 0, err
+    assert second.returncode == 2, second.stderr
+    error, = [line for line in second.stderr.splitlines() if line.startswith("briefkit: error:")]
+    assert f"campaign {BRIEF}/c is being measured in the same workdir" in error
+    assert f"pid {first.pid} " in error and str(work / "campaign.lock") in error
+    assert not (root / "data/raw" / BRIEF / "d" / "manifest.jsonl").exists() or \
+        not Manifest(root / "data/raw" / BRIEF / "d" / "manifest.jsonl").events()
+    assert not (work / "campaign.lock").exists()        # released by c
+    again = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "d"], capture_output=True, text=True,
+                           timeout=120, env={**os.environ, "BRIEFKIT_ROOT": str(root)})
+    assert again.returncode == 0, again.stderr

@@ -157,13 +157,49 @@ def test_connection_refused_names_host_and_port(tmp_path):
         host.run(["true"])
 
 
+@pytest.mark.parametrize("service", ["http", "closes"])
+def test_a_port_with_no_sshd_behind_it_is_said_so(tmp_path, service):
+    """Another service on the port (a web server), or one that takes the connection and closes it:
+    said as no SSH server on that port, not as a lost connection."""
+    import socket
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    if service == "http":
+        server = ThreadingHTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        port, stop = server.server_address[1], server.shutdown
+    else:
+        listener = socket.create_server(("127.0.0.1", 0))
+
+        def accept_and_close():
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                conn.shutdown(socket.SHUT_WR)
+                conn.close()
+        threading.Thread(target=accept_and_close, daemon=True).start()
+        port, stop = listener.getsockname()[1], listener.close
+    try:
+        host = SshHost("127.0.0.1", port, username="root", client_keys=[], known_hosts=tmp_path / "kh",
+                       connect_timeout=10)
+        with pytest.raises(HostConnectionError, match=rf"127\.0\.0\.1:{port}: something accepted the connection on "
+                                                      rf"port {port} but no SSH server answered"):
+            host.run(["true"])
+    finally:
+        stop()
+
+
 def test_wrong_client_key_is_an_authentication_error(sshd, tmp_path):
     stranger = tmp_path / "stranger"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
     host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[stranger],
                    known_hosts=sshd.known_hosts)
-    with pytest.raises(HostConnectionError, match=f"cannot log in to {sshd.hostname}:{sshd.port}"):
+    with pytest.raises(HostConnectionError, match=f"cannot log in to {sshd.hostname}:{sshd.port}") as refused:
         host.connect()
+    # sshd answers a locked account (useradd's default) as it answers a missing key: both ways out said
+    assert "ssh-copy-id" in str(refused.value) and f"usermod -p '*' {sshd.username}" in str(refused.value)
 
 
 # -- detached jobs -------------------------------------------------------------------------

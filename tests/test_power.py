@@ -363,6 +363,21 @@ def test_redfish_from_config_reads_the_password_from_the_environment(redfish, mo
     assert from_config(params).sample()[0].watts > 0
 
 
+def test_redfish_from_config_reads_the_password_from_a_file_outside_git(redfish, tmp_path):
+    secret = tmp_path / "bmc-password"
+    params = {"kind": "redfish", "url": redfish.url, "chassis": "1U", "username": USER,
+              "password_file": str(secret), "resource": "power"}
+    with pytest.raises(ValueError, match=rf"power.password_file: cannot read {secret} \(No such file"):
+        from_config(params)
+    secret.write_text(PASSWORD + "\n")
+    assert from_config(params).sample()[0].watts > 0
+    with pytest.raises(ValueError, match=r"give one of them"):
+        from_config({**params, "password_env": "BRIEFKIT_TEST_BMC_PASSWORD"})
+    secret.write_bytes(b"\xff\xfe binary")
+    with pytest.raises(ValueError, match=r"password_file: cannot read .* \(not a text file\)$"):
+        from_config(params)
+
+
 # --- RAPL ---------------------------------------------------------------------------------------
 
 MAX_RANGE = 262_143_328_850  # a typical package max_energy_range_uj
@@ -732,6 +747,11 @@ def test_power_log_parse_error_names_the_line(tmp_path):
      r"power.verify_tls: expected true or false, not 1 or expected a string"),
     ({"kind": "redfish", "url": "https://bmc1", "password_env": "X"}, r"power.password_env: given without power.username"),
     ({"kind": "ipmitool", "args": "-I lanplus"}, r"power.args: expected a list"),
+    ({"kind": "freeipmi", "password_env": "X"}, r"power.password_env: FreeIPMI takes its password from its own --config-file"),
+    ({"kind": "ipmitool", "args": ["-E"], "password_file": "/root/pw"}, r"power.password_file: args already say"),
+    ({"kind": "ipmitool", "password_file": "pw"}, r"power.password_file: .*absolute"),
+    ({"kind": "ipmitool", "password_env": "BRIEFKIT_NOT_SET_9"},
+     r"power.password_env: environment variable 'BRIEFKIT_NOT_SET_9' is not set"),
     ({"kind": "csv"}, r"power.path: missing"),
     ({"kind": "csv", "path": "m.csv", "time_unit": "parsec"}, r"power.time_unit: expected a unit of time"),
     ({"kind": "csv", "path": "m.csv", "watts_unit": "s"}, r"power.watts_unit: expected a unit of power"),

@@ -346,9 +346,14 @@ class RestrictedHost(LocalHost):
 @root_only
 def test_missing_root_and_tools_are_named(workdir, tmp_path):
     config = from_spec("xfs-loop", {"kind": "loop_xfs", "size": "320MiB"}, f"{WHERE}.xfs-loop")
+    restricted = RestrictedHost(uid=65534)
+    restricted.user = "nobody"
     with pytest.raises(StorageError) as err:
-        config.setup(RestrictedHost(uid=65534), workdir)
+        config.setup(restricted, workdir)
     assert "uid 65534" in str(err.value) and "needs root" in str(err.value) and f"{WHERE}.xfs-loop" in str(err.value)
+    # the two ways out: root, or sudo: true with passwordless sudo (its sudoers line)
+    assert "run briefkit as root" in str(err.value) and "`sudo: true`" in str(err.value)
+    assert "nobody ALL=(root) NOPASSWD" in str(err.value)
 
     bin_dir = tmp_path / "bin"   # every tool but mkfs.xfs and sshfs
     bin_dir.mkdir()
@@ -433,3 +438,23 @@ def test_setup_through_ssh_host(sshd, workdir, tmp_path):
     assert findmnt(mounted.path)["fstype"] == "fuse.sshfs"
     net.teardown(host, mounted)
     assert findmnt(mounted.path) is None
+
+
+@root_only
+def test_a_workdir_the_login_may_not_write_gives_the_two_ways_out(tmp_path):
+    from briefkit.measure.errors import LockRefused
+    from briefkit.measure.lock import CampaignLock, TargetLock
+
+    workdir = tmp_path / "rootonly"
+    workdir.mkdir(mode=0o755)          # root's: uid 65534 may not create anything in it
+    tmp_path.chmod(0o755)
+    restricted = RestrictedHost(uid=65534)
+    restricted.user = "nobody"
+    with CampaignLock(tmp_path / "raw", "b/c") as controller:
+        lock = TargetLock(restricted, f"{workdir}/runs/b/c", controller, "b/c", lambda _line: None)
+        with pytest.raises(LockRefused) as refused:
+            lock.acquire()
+    message = str(refused.value)
+    assert "Permission denied" in message and f"writing the workdir {workdir} needs root" in message
+    assert "run briefkit as root" in message and "`sudo: true`" in message
+    assert "or declare a workdir that nobody may write" in message

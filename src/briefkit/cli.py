@@ -296,9 +296,10 @@ def _dry_run(slug: str, names: list[str], base: Path) -> int:
     from briefkit.measure import campaign
     from briefkit.raw.manifest import FINAL, Manifest
 
-    summary, total, unknown = [], 0.0, False
+    summary, total, unknown, refusals = [], 0.0, False, []
     for name in names:
         camp = campaign.load(slug, name, base)
+        refusals += [f"# {slug}/{name}: a run would be refused: {why}" for why in _refusals(camp)]
         # a fleet runs the plan on every host (each its own raw folder); fio client/server runs it once
         members = {"": camp.raw_dir} if camp.hosts is None or camp.fio_server else \
             {f"{host}/": camp.raw_dir / host for host in camp.hosts}
@@ -332,7 +333,21 @@ def _dry_run(slug: str, names: list[str], base: Path) -> int:
               + (f"at least {_duration(total)} (some points unknown)" if unknown else _duration(total)))
     print("# the estimate is the tools' run time per point, without storage set-up, data loading and "
           "preconditioning")
-    return 0
+    for line in refusals:
+        print(line)
+    return 2 if refusals else 0
+
+
+def _refusals(camp) -> list[str]:
+    """What `briefkit measure` would refuse before running anything: a declaration changed other than
+    by growth, a campaign pointed at another host than the one it was measured on."""
+    from briefkit.measure import fleet, steps
+
+    if camp.fio_server:
+        return []
+    members = [camp] if camp.hosts is None else [fleet.member(camp, host, spec) for host, spec in camp.hosts.items()]
+    found = [steps.host_refusal(one, None) or steps.declaration_refusal(one) for one in members]
+    return [why for why in found if why]
 
 
 def _duration(seconds: float) -> str:

@@ -377,7 +377,8 @@ def progress(out: Blocks, record) -> None:
     points = record.points or {}
     status = record.status if isinstance(record.status, pd.DataFrame) else pd.DataFrame(record.status)
     if points.get("left") or points.get("failed"):
-        out.md(f"Not finished: {points.get('left', 0)} of {points.get('planned', 0)} points are still to run"
+        out.md(f"Not finished: {points.get('left', 0) + points.get('failed', 0)} of {points.get('planned', 0)} "
+               "points are still to run"
                + (f" ({points['failed']} failed)" if points.get("failed") else "")
                + "; the figures and tables show the finished points only.")
         if len(status):

@@ -377,6 +377,13 @@ class SshHost(Host):
             raise HostConnectionError(f"cannot connect to {where}: cannot resolve {self.hostname!r} ({exc.strerror})") from None
         except (asyncio.TimeoutError, TimeoutError):
             raise HostConnectionError(f"cannot connect to {where}: no answer within {self.connect_timeout:g} s") from None
+        except (ConnectionResetError, asyncssh.ConnectionLost, asyncssh.ProtocolError,
+                asyncssh.ProtocolNotSupported) as exc:
+            # the port took the connection but no SSH server answered on it
+            raise HostConnectionError(
+                f"cannot connect to {where}: something accepted the connection on port {self.port} but no SSH "
+                f"server answered ({exc or type(exc).__name__}); is sshd listening on that port, or another "
+                f"service? (check the port in the address)") from None
         except (OSError, asyncssh.Error) as exc:
             raise HostConnectionError(f"cannot connect to {where}: {exc}") from None
 
@@ -436,12 +443,21 @@ class SshHost(Host):
             source = "the default keys in ~/.ssh and the SSH agent"
         files = ", ".join(tried) if tried else "none (no key file exists)"
         key = tried[0] if tried else str(Path.home() / ".ssh" / "id_ed25519")
-        make = "" if tried else f"make a key: ssh-keygen -t ed25519 -N '' -f {shlex.quote(key)}; then "
+        folder = shlex.quote(str(Path(key).parent))
+        make = "" if tried else \
+            f"make a key: mkdir -p -m 700 {folder} && ssh-keygen -t ed25519 -N '' -f {shlex.quote(key)}; then "
         user_host = f"{self.username}@{self.hostname}"
+        user = shlex.quote(self.username)
+        # sshd says the same for a missing key and for an account it refuses whatever the key: both told
         return (f"cannot log in to {where} as {self.username}: the server refused key authentication "
                 f"({source}; key files tried: {files}). To install the key: {make}"
                 f"ssh-copy-id -i {shlex.quote(key + '.pub')} -p {self.port} {shlex.quote(user_host)} "
-                f"(or append {key}.pub to ~{self.username}/.ssh/authorized_keys on the target)")
+                f"(or append {key}.pub to ~{self.username}/.ssh/authorized_keys on the target). If the key is "
+                f"installed already, sshd refuses the account itself: an account made by `useradd` is locked "
+                f"(no password set: '!' in /etc/shadow) and sshd then refuses its keys too: unlock it without "
+                f"a password, as root on the target: usermod -p '*' {user}; and ~{self.username}/.ssh must be "
+                f"the user's own and not writable by others (chmod 700 ~{self.username}/.ssh; chmod 600 "
+                f"~{self.username}/.ssh/authorized_keys); the target's sshd log (journalctl -u ssh) says which")
 
     def _accept_line(self) -> str:
         kh = shlex.quote(str(self.known_hosts))

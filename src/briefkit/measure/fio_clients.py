@@ -4,7 +4,8 @@
     data/raw/<brief>/<campaign>/           one campaign folder (campaign.json, manifest.jsonl, points);
                                            a point's fio.json holds every server's results and fio's
                                            "All clients" sum; inventory.json: the first host, every
-                                           host under ``fleet``
+                                           host under ``fleet``; <config>/prepare/<host>/attempt-<n>/
+                                           each host's data file layout
     <workdir>/<host>/ on each host         storage, the data file (laid out by FioWorkload.prepare), the
                                            server job (<run folder>/<config>/server/attempt-<n>/fio-server.*) and
                                            the target lock
@@ -29,9 +30,8 @@ from briefkit.hosts import Host, LocalHost
 from briefkit.hosts.job import Job
 from briefkit.measure import steps
 from briefkit.measure.declaration import Campaign, connect
-from briefkit.measure.diagnose import explain, one_line
-from briefkit.measure.errors import PrepareFailed
-from briefkit.measure.lock import CampaignLock, TargetLock
+from briefkit.measure.diagnose import one_line
+from briefkit.measure.lock import CampaignLock, TargetLock, WorkdirLock
 from briefkit.measure.steps import Pending, Progress, Summary, Tally
 from briefkit.raw import records
 from briefkit.tools.fio.clients import FioClients, Server, server_command
@@ -63,7 +63,8 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
     controller = LocalHost()
     client = dataclasses.replace(camp, workload=FioClients(), host="local", hosts=None,
                                  workdir=f"{camp.workdir.rstrip('/')}/{CONTROLLER}")
-    targets = {host: dataclasses.replace(camp, host=spec, hosts=None, workdir=f"{camp.workdir.rstrip('/')}/{host}")
+    targets = {host: dataclasses.replace(camp, host=spec, hosts=None, workdir=f"{camp.workdir.rstrip('/')}/{host}",
+                                         configs=steps.per_host(camp.configs, host))
                for host, spec in camp.hosts.items()}
     hosts: dict[str, Host] = {}
     locks: list[TargetLock] = []
@@ -72,6 +73,8 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
             for host_name, target in targets.items():
                 hosts[host_name] = connect(target.host, f"{camp.where()}.hosts")
                 locks.append(TargetLock(hosts[host_name], target.remote_root(), lock, f"{slug}/{name}", progress))
+                locks[-1].acquire()
+                locks.append(WorkdirLock(hosts[host_name], target.workdir, lock, f"{slug}/{name}", progress))
                 locks[-1].acquire()
                 steps.check_tool(target, hosts[host_name])
                 steps.stop_orphans(hosts[host_name], target.remote_root(), progress)   # a killed run's fio servers too
@@ -83,7 +86,7 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
             for config, points in left.by_config(camp.configs):
                 _run_config(client, targets, hosts, controller, config, points, left, source, tally, progress)
     finally:
-        for target_lock in locks:
+        for target_lock in reversed(locks):
             target_lock.release()
         for host in hosts.values():
             host.close()
@@ -101,7 +104,8 @@ def _run_config(client: Campaign, targets: dict[str, Campaign], hosts: dict[str,
     try:
         for host_name, target in targets.items():
             prepared[host_name] = _setup(target, hosts[host_name], host_name, config, progress)
-            states[host_name] = _prepare(target, hosts[host_name], config, prepared[host_name], progress)
+            states[host_name] = _prepare(client, target, hosts[host_name], host_name, config, prepared[host_name],
+                                         progress)
         _record_inventory(client, targets, hosts, config, prepared)
         found = []
         for index, (host_name, target) in enumerate(targets.items()):
@@ -128,14 +132,13 @@ def _setup(target: Campaign, host: Host, host_name: str, config: str, progress: 
     return steps.setup_config(target, host, config, lambda line: progress(f"[{host_name}] {line}"))
 
 
-def _prepare(target: Campaign, host: Host, config: str, prepared, progress: Progress) -> dict:
-    """The data file the host's server reads and writes, laid out (FioWorkload.prepare)."""
-    prep_remote = f"{target.remote_root()}/{config}/prepare"
-    try:
-        host.mkdir(prep_remote)
-        return target.workload.prepare(host, prepared, target.settings, prep_remote, progress) or {}
-    except BaseException as exc:
-        raise PrepareFailed(explain(exc, target, host), exc, config=config) from exc
+def _prepare(client: Campaign, target: Campaign, host: Host, host_name: str, config: str, prepared,
+             progress: Progress) -> dict:
+    """The data file the host's server reads and writes, laid out (FioWorkload.prepare) in a new
+    attempt folder, as a one-host prepare is (a resume lays it out again: the teardown removed it);
+    kept in <raw folder>/<config>/prepare/<host>/."""
+    return steps.prepare_config(target, host, config, prepared, lambda line: progress(f"[{host_name}] {line}"),
+                                local=client.raw_dir / config / "prepare" / host_name)
 
 
 def _teardown(targets, hosts, config: str, prepared: dict, states: dict, settings) -> None:

@@ -13,8 +13,9 @@ One point per host at a time (a host never disturbs its own measurement); hosts 
 most ``max_parallel_hosts`` at once. A host that fails (unreachable, its disk full, a point that
 fails) stops only its own member campaign: its failure is in its own manifest, the others go on,
 and a re-run resumes it alone (the finished members have nothing left to run). The work folder of
-a host is ``<workdir>/<host>`` so that two entries reaching the same machine (two ports, as in the
-tests) never share storage, locks or run folders.
+a host is ``<workdir>/<host>``, and a declared ``dir`` path becomes ``<path>/<host>``, so that two
+entries reaching the same machine (two ports, as in the tests) never share storage, locks or run
+folders.
 
 Ctrl-C and SIGTERM reach the main thread only. It then sets the fleet's stop event, which every
 worker honours (briefkit.core.interrupts.stoppable): a job wait stops its job on the host, a job
@@ -32,6 +33,7 @@ from typing import Any
 
 from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import held_interrupts, stoppable
+from briefkit.measure import steps
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.diagnose import one_line
 from briefkit.measure.errors import FleetFailed
@@ -42,10 +44,13 @@ from briefkit.raw import records
 
 
 def member(camp: Campaign, name: str, spec: Any) -> Campaign:
-    """The one-host campaign of fleet host ``name``: its own raw folder, workdir and workload object
-    (workloads keep per-run caches, which threads must not share)."""
+    """The one-host campaign of fleet host ``name``: its own raw folder, workdir, storage and workload
+    object (workloads keep per-run caches, which threads must not share). Its storage is its own even
+    when two entries reach one machine: a declared folder (``kind: dir``) becomes <path>/<host>."""
     return dataclasses.replace(camp, host=spec, hosts=None, raw_dir=camp.raw_dir / name,
-                               workdir=f"{camp.workdir.rstrip('/')}/{name}", workload=copy.deepcopy(camp.workload))
+                               workdir=f"{camp.workdir.rstrip('/')}/{name}", workload=copy.deepcopy(camp.workload),
+                               configs=steps.per_host(camp.configs, name))
+
 
 
 def prefixed(progress: Progress, name: str, lock: threading.Lock) -> Progress:

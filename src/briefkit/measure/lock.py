@@ -3,14 +3,23 @@
     data/raw/<brief>/<campaign>/.lock        held with flock(2) by the `briefkit measure` process for the
                                              whole run (a dead process releases it); it holds the pid, the
                                              host name and the start time, for the refusal message
-    <workdir>/runs/<brief>/<campaign>/.lock  created atomically on the target (noclobber) with the same
-                                             identity plus the controller's lock path and a token
+    <workdir>/runs/<brief>/<campaign>/.lock  created atomically on the target (written whole, then linked
+                                             in) with the same identity plus the campaign, the
+                                             controller's lock path and a token
+    <workdir>/campaign.lock                  the same kind of lock one level up: one campaign per workdir
+                                             at a time (WorkdirLock)
 
-A second run of the campaign is refused at once with a message naming the holder. A target lock
-left by a dead run is taken over (and the take-over is said): it is stale when it names this
-controller's lock file, which this process now holds, or when its holder's pid is gone from this
-machine. A target lock held from another controller is never taken over. Every refusal is a
-LockRefused: nothing of the campaign failed, so it is not recorded in its manifest.
+A second run of the campaign is refused at once with a message naming the holder. So is a second
+campaign in a workdir where one is running, naming that campaign: two campaigns on one host slow
+each other's points down (23-48 % in a trial), and nothing in their records would say so. The lock
+is the workdir's, not the machine's: a workdir is the storage area a campaign measures on (its
+``dir`` paths and images live there), and a fleet's entries that reach one machine, or a test
+suite's parallel campaigns, each have their own on purpose.
+
+A target lock left by a dead run is taken over (and the take-over is said): it is stale when it
+names this controller's lock file, which this process now holds, or when its holder's pid is gone
+from this machine. A target lock held from another controller is never taken over. Every refusal is
+a LockRefused: nothing of the campaign failed, so it is not recorded in its manifest.
 """
 from __future__ import annotations
 
@@ -27,9 +36,14 @@ from pathlib import Path
 from briefkit.measure.errors import LockRefused
 
 LOCK = ".lock"
+WORKDIR_LOCK = "campaign.lock"
 
-# $1 = lock path, $2 = content: create the file only if it does not exist (set -C: O_EXCL)
-_CREATE = 'mkdir -p -- "$(dirname -- "$1")" || exit 3; set -C; printf "%s\\n" "$2" > "$1" 2>/dev/null || exit 17'
+# $1 = lock path, $2 = content: written whole to a file of its own, then linked in only if no lock
+# exists (link(2) fails on an existing name); exit 28 when the content cannot be written (a full disk:
+# said as such, not taken for another run's lock)
+_CREATE = ('mkdir -p -- "$(dirname -- "$1")" || exit 3; t="$1.new-$$"; '
+           'printf "%s\\n" "$2" > "$t" 2>/dev/null || { rm -f -- "$t"; exit 28; }; '
+           'ln -- "$t" "$1" 2>/dev/null; rc=$?; rm -f -- "$t"; [ "$rc" -eq 0 ] || exit 17')
 # $1 = lock path, $2 = content, $3 = the content expected there now: replace it in one step
 _TAKEOVER = ('[ "$(cat -- "$1" 2>/dev/null)" = "$3" ] || exit 17; '
              'printf "%s\\n" "$2" > "$1.tmp" && mv -f -- "$1.tmp" "$1"')
@@ -142,7 +156,8 @@ class TargetLock:
         self.path = f"{remote_root.rstrip('/')}/{LOCK}"
         self.what = what
         self.say = say
-        self.record = {**controller.holder, "controller_lock": str(controller.path), "token": uuid.uuid4().hex}
+        self.record = {**controller.holder, "campaign": what, "controller_lock": str(controller.path),
+                       "token": uuid.uuid4().hex}
         self.content = json.dumps(self.record, sort_keys=True)
         self.held = False
 
@@ -152,6 +167,12 @@ class TargetLock:
             if res.returncode == 0:
                 self.held = True
                 return self
+            if res.returncode == 28:
+                raise LockRefused(f"on {self.host.name}: no space left in the workdir {self.path.rsplit('/', 1)[0]} "
+                                  f"(not even the campaign lock {self.path} fits); free space there or declare a "
+                                  f"workdir on a file system with room, then run again")
+            if res.returncode == 3 and "ermission denied" in res.stderr:
+                raise LockRefused(self.not_writable(res.stderr))
             if res.returncode != 17:
                 raise LockRefused(f"on {self.host.name}: cannot create the campaign lock {self.path} "
                                     f"({res.stderr.strip() or f'exit {res.returncode}'}); check that the workdir "
@@ -165,10 +186,7 @@ class TargetLock:
             except ValueError:
                 holder = {}
             if not self._stale(holder):
-                raise LockRefused(
-                    f"{self.what}: another `briefkit measure` runs this campaign on {self.host.name} "
-                    f"({describe(holder)}; lock {self.host.name}:{self.path}); wait for it to finish, or stop "
-                    f"it and run again. If that run is gone, remove {self.path} on {self.host.name}")
+                raise self.refused(holder)
             took = self.host.run(["sh", "-c", _TAKEOVER, "briefkit-lock", self.path, self.content, text],
                                  check=False)
             if took.ok:
@@ -178,6 +196,21 @@ class TargetLock:
                 return self
         raise LockRefused(f"on {self.host.name}: cannot take the campaign lock {self.path}: it keeps "
                             f"changing; is another run starting?")
+
+    def not_writable(self, stderr: str) -> str:
+        """The two ways out of a workdir the login may not write: root (or sudo), or a workdir of its own."""
+        workdir = self.path.rsplit("/runs/", 1)[0] if "/runs/" in self.path else self.path.rsplit("/", 1)[0]
+        user = getattr(self.host, "user", "?")
+        advice = self.host.root_advice(f"writing the workdir {workdir}") if hasattr(self.host, "root_advice") \
+            else f"writing the workdir {workdir} needs root"
+        return (f"on {self.host.name}: cannot create the campaign lock {self.path} ({stderr.strip()}): {advice}; "
+                f"or declare a workdir that {user} may write (e.g. under its home folder)")
+
+    def refused(self, holder: dict) -> LockRefused:
+        return LockRefused(
+            f"{self.what}: another `briefkit measure` runs this campaign on {self.host.name} "
+            f"({describe(holder)}; lock {self.host.name}:{self.path}); wait for it to finish, or stop "
+            f"it and run again. If that run is gone, remove {self.path} on {self.host.name}")
 
     def _stale(self, holder: dict) -> bool:
         if not holder:
@@ -198,3 +231,21 @@ class TargetLock:
                           timeout=30)
         except Exception:   # the connection may be gone; a stale lock is taken over next time
             pass
+
+
+class WorkdirLock(TargetLock):
+    """One campaign at a time in a workdir on a host: ``<workdir>/campaign.lock``, taken before
+    anything runs there, held to the end; a second campaign is refused naming the first."""
+
+    def __init__(self, host, workdir: str, controller: CampaignLock, what: str, say: Callable[[str], None]):
+        super().__init__(host, workdir, controller, what, say)
+        self.path = f"{workdir.rstrip('/')}/{WORKDIR_LOCK}"
+
+    def refused(self, holder: dict) -> LockRefused:
+        other = holder.get("campaign", "another campaign")
+        return LockRefused(
+            f"{self.what}: campaign {other} is being measured in the same workdir on {self.host.name} "
+            f"({describe(holder)}; lock {self.host.name}:{self.path}); two campaigns on one host slow each "
+            f"other's points down, so this one does not start: run it once {other} has finished (or stop "
+            f"that run; its finished points are kept). If that run is gone, remove {self.path} on "
+            f"{self.host.name}")

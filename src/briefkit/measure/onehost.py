@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 
 from briefkit import power
+from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import check_stop
 from briefkit.hosts import Host
 from briefkit.measure import repetitions, steps
 from briefkit.measure.declaration import Campaign, connect
 from briefkit.measure.diagnose import explain
 from briefkit.measure.errors import StepFailed
-from briefkit.measure.lock import CampaignLock, TargetLock
+from briefkit.measure.lock import CampaignLock, TargetLock, WorkdirLock
 from briefkit.measure.steps import Pending, Progress, Summary, Tally
 from briefkit.raw.manifest import DONE, SKIPPED
 from briefkit.tools.base import Point
@@ -28,6 +29,9 @@ def run_host(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Pr
     closed after); ``lock`` is the controller's lock, held by the caller."""
     slug, name = camp.brief, camp.name
     left = steps.pending(camp)
+    refused = steps.host_refusal(camp, host)
+    if refused:
+        raise CampaignError(refused)
     progress(f"{slug}/{name}: {len(left.plan)} points, {left.finished} already done, {len(left.todo)} to run")
     if not left.todo:
         return Summary(len(left.plan), left.finished, 0, 0, 0.0)
@@ -35,9 +39,11 @@ def run_host(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Pr
     own_host = host is None
     host = host or connect(camp.host, f"{camp.where()}.host")
     target_lock = TargetLock(host, camp.remote_root(), lock, f"{slug}/{name}", progress)
+    workdir_lock = WorkdirLock(host, camp.workdir, lock, f"{slug}/{name}", progress)
     try:
         with steps.failures_recorded(camp, host, left.manifest):
             target_lock.acquire()
+            workdir_lock.acquire()
             steps.check_tool(camp, host)
             steps.stop_orphans(host, camp.remote_root(), progress)
             steps.check_declaration(camp, host, left.manifest, progress)
@@ -47,6 +53,7 @@ def run_host(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Pr
                 run_config(camp, host, config, points, left, source, tally, progress)
     finally:
         try:
+            workdir_lock.release()
             target_lock.release()
         finally:
             if own_host:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from briefkit import inventory, power
+from briefkit.config.params import host_slug
 from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import check_stop
 from briefkit.core.times import iso
@@ -132,25 +133,79 @@ def check_declaration(camp: Campaign, host: Host, manifest: Manifest, progress: 
             points=len(camp.plan()), declared_host=camp.host, configs_order=list(camp.configs),
             workdir=camp.workdir, power=camp.power, created_at=now()))
         return
+    refused = declaration_refusal(camp)
+    if refused:
+        raise CampaignError(refused)
     stored = records.current_campaign(camp.raw_dir).get("declaration")
-    if stored == current:
-        return
     grown = growth(stored, current)
     if grown:
         # more of the same campaign: the finished points stay comparable with the new ones
         manifest.append(GROWN, declaration=current, labels=camp.labels, configs_order=list(camp.configs),
                         points=len(camp.plan()), grown=grown)
         progress(f"{camp.brief}/{camp.name}: the declaration grew ({'; '.join(grown)}); only the new points run")
-        return
+
+
+def declaration_refusal(camp: Campaign) -> str | None:
+    """Why a resume of ``camp`` is refused for its declaration (None: the same one, or one that only
+    grew, or no run yet). ``--dry-run`` says it before anything runs."""
+    path = camp.raw_dir / records.CAMPAIGN
+    if not path.exists():
+        return None
+    current = records.normalized(camp.declaration())
+    stored = records.current_campaign(camp.raw_dir).get("declaration")
+    if stored == current or growth(stored, current):
+        return None
     changed = sorted(k for k in set(stored or {}) | set(current) if (stored or {}).get(k) != current.get(k))
-    raise CampaignError(
-        f"{path}: the campaign was started with another declaration (changed: {', '.join(changed)}); "
-        f"finished points would not be comparable. Only growth is taken as the same campaign (more values of a "
-        f"matrix axis, more repetitions, more configurations). Declare a new campaign name in params.yaml, or "
-        f"move {camp.raw_dir} away to start this one again.")
+    return (f"{path}: the campaign was started with another declaration (changed: {', '.join(changed)}); "
+            f"finished points would not be comparable. Only growth is taken as the same campaign (more values of a "
+            f"matrix axis, more repetitions, more configurations). Declare a new campaign name in params.yaml, or "
+            f"move {camp.raw_dir} away to start this one again.")
+
+
+def host_refusal(camp: Campaign, host: Host | None) -> str | None:
+    """Why ``camp`` may not run on ``host`` (None: the declared host): its points were measured on
+    another host, and a campaign never mixes two (not even when nothing is left to run, which would
+    present the new host beside the old host's figures). Hosts are compared by address and port
+    (``local`` for this machine, whatever its name is today). None when nothing ran yet."""
+    path = camp.raw_dir / records.CAMPAIGN
+    if not path.exists():
+        return None
+    measured_on = records.read_campaign(camp.raw_dir).get("host")
+    before = _measured_address(measured_on)
+    now = _address(host.spec if host is not None else camp.host)
+    if before is None or before == now:
+        return None
+    pointed = f"{host.name}" if host is not None else f"{_address(camp.host)} ({camp.where()}.host)"
+    return (f"{path}: {camp.brief}/{camp.name} was measured on {measured_on}; it is now pointed at {pointed}. A "
+            f"campaign's points all come from one host: declare a new campaign name in params.yaml for the other "
+            f"host (or point this one back at {measured_on})")
+
+
+def _address(spec) -> str:
+    """What identifies a declared host: ``local``, or its address and port (its keys may move)."""
+    return host_slug(spec) if spec != "local" else "local"
+
+
+def _measured_address(name) -> str | None:
+    """The address of the host a campaign.json names (Host.name: ``user@address:port`` over SSH, this
+    machine's name when local); None when it cannot be told."""
+    if not isinstance(name, str):
+        return None
+    if "@" not in name:
+        return "local"
+    try:
+        return host_slug(f"ssh://{name}")
+    except ValueError:
+        return None
 
 
 # --- a configuration ----------------------------------------------------------------------------
+
+def per_host(configs: dict, name: str) -> dict:
+    """The configurations as host ``name`` of several (a fleet, fio client/server) sets them up:
+    a declared folder becomes <folder>/<name> (StorageConfig.for_host)."""
+    return {config: storage.for_host(name) for config, storage in configs.items()}
+
 
 def setup_config(camp: Campaign, host: Host, config: str, progress: Progress):
     """The configuration's storage, set up on the host (SetupFailed if it cannot be)."""
@@ -162,11 +217,13 @@ def setup_config(camp: Campaign, host: Host, config: str, progress: Progress):
         raise SetupFailed(explain(exc, camp, host), exc, config=config) from exc
 
 
-def prepare_config(camp: Campaign, host: Host, config: str, prepared, progress: Progress) -> dict:
+def prepare_config(camp: Campaign, host: Host, config: str, prepared, progress: Progress,
+                   local: Path | None = None) -> dict:
     """The workload's prepare step (e.g. a database load) in a new attempt folder, kept in the raw
-    folder; its state goes to every point (PrepareFailed if it fails)."""
+    folder (``local``: <raw folder>/<config>/prepare unless given); its state goes to every point
+    (PrepareFailed if it fails)."""
     check_stop()
-    local = camp.raw_dir / config / "prepare"
+    local = local or camp.raw_dir / config / "prepare"
     remote = f"{camp.remote_root()}/{config}/prepare"
     attempt = next_attempt(host, local, remote, progress)
     host.mkdir(f"{remote}/attempt-{attempt}")

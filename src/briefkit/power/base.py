@@ -8,8 +8,10 @@ are not interchangeable and a brief must never present one as another.
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Annotated, Protocol, Sequence
 
 from pydantic import AfterValidator, Field
@@ -133,3 +135,30 @@ def needs_host(host: Host | None, where: str, kind: str) -> Host:
         raise ValueError(f"{where}.kind: a {kind} source runs commands on a host; pass host= "
                          "(briefkit.hosts.LocalHost() for this machine)")
     return host
+
+
+#: an environment variable's name, for ``password_env``
+EnvName = Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]{0,63}$")]
+
+
+def read_secret(password_env: str | None, password_file: str | None, where: str) -> str | None:
+    """A password from where the declaration says it is (never the declaration itself: params.yaml,
+    campaign.json and point.json only name the variable or the file). The file is read on this
+    machine, its first line without the line break; what it holds is never quoted in an error."""
+    if password_env is not None and password_file is not None:
+        raise ValueError(f"{where}.password_env and {where}.password_file: give one of them")
+    if password_env is not None:
+        if password_env not in os.environ:
+            raise ValueError(f"{where}.password_env: environment variable {password_env!r} is not set")
+        return os.environ[password_env]
+    if password_file is None:
+        return None
+    try:
+        text = Path(password_file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a text file"
+        raise ValueError(f"{where}.password_file: cannot read {password_file} ({reason})") from None
+    secret = text.split("\n", 1)[0].rstrip("\r")
+    if not secret:
+        raise ValueError(f"{where}.password_file: {password_file} is empty (the password is its first line)")
+    return secret

@@ -35,8 +35,18 @@ from typing import Annotated, Callable, Literal, Sequence
 
 from pydantic import AfterValidator
 
-from briefkit.core.validation import Bool
-from briefkit.power.base import Host, PowerError, PowerSample, PowerSource, Seconds, SpecBase, needs_host
+from briefkit.core.validation import AbsPath, Bool
+from briefkit.power.base import (
+    EnvName,
+    Host,
+    PowerError,
+    PowerSample,
+    PowerSource,
+    Seconds,
+    SpecBase,
+    needs_host,
+    read_secret,
+)
 
 DOMAIN = "system (BMC DCMI)"
 
@@ -165,7 +175,7 @@ class DcmiSampler(PowerSource):
 
     def __init__(self, host: Host, tool: str = "ipmitool", args: Sequence[str] = (), *,
                  require_active: bool = True, timeout_s: float = 15.0,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, password: str | None = None):
         if tool not in ("ipmitool", "freeipmi"):
             raise ValueError(f"tool: expected 'ipmitool' or 'freeipmi', got {tool!r}")
         self.kind = tool
@@ -173,8 +183,14 @@ class DcmiSampler(PowerSource):
         self.require_active = require_active
         self.timeout_s = timeout_s
         self.clock = clock
+        # a password read here (password_env, password_file) reaches ipmitool in its environment
+        # (-E: IPMI_PASSWORD), never on its command line nor in anything recorded
+        self._env = {"IPMI_PASSWORD": password} if password is not None else None
+        if password is not None and tool != "ipmitool":
+            raise ValueError("a password from password_env or password_file is passed to ipmitool only; FreeIPMI "
+                             "reads it from its --config-file on the host")
         if tool == "ipmitool":
-            self.argv = ["ipmitool", *args, "dcmi", "power", "reading"]
+            self.argv = ["ipmitool", *args, *(["-E"] if password is not None else []), "dcmi", "power", "reading"]
             self._parse = parse_ipmitool
         else:
             self.argv = ["ipmi-dcmi", *args, "--get-system-power-statistics"]
@@ -189,7 +205,8 @@ class DcmiSampler(PowerSource):
         command = " ".join(redact(self.argv))
         before = self.clock()
         try:
-            result = self.host.run(self.argv, timeout=self.timeout_s, check=False)
+            result = self.host.run(self.argv, timeout=self.timeout_s, check=False,
+                                   **({"env": self._env} if self._env else {}))
         except Exception as exc:  # noqa: BLE001 - the host's own errors (timeout, lost connection)
             raise PowerError(f"`{command}`: could not run: {exc}") from exc
         after = self.clock()
@@ -254,13 +271,24 @@ def _ipmi_args(value: list[str]) -> list[str]:
 
 
 class Spec(SpecBase):
-    """Whole-system power from the BMC (DCMI), through ipmitool or FreeIPMI."""
+    """Whole-system power from the BMC (DCMI), through ipmitool or FreeIPMI. ``password_env`` (a
+    variable of briefkit's environment) or ``password_file`` (a file on this machine, outside git):
+    where ipmitool's password is; only their names are recorded."""
     kind: Literal["ipmitool", "freeipmi"]
     args: Annotated[list[str], AfterValidator(_ipmi_args)] = []
     require_active: Bool = True
     timeout_s: Seconds = 15.0
+    password_env: EnvName | None = None
+    password_file: AbsPath | None = None
 
 
 def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
+    given = [key for key in ("password_env", "password_file") if getattr(spec, key) is not None]
+    if given and spec.kind != "ipmitool":
+        raise ValueError(f"{where}.{given[0]}: FreeIPMI takes its password from its own --config-file on the "
+                         f"host (args: [--config-file, FILE]); {given[0]} is for kind: ipmitool")
+    if given and any(arg in ("-E", "-f") for arg in spec.args):
+        raise ValueError(f"{where}.{given[0]}: args already say where the password is (-E or -f); give one")
+    password = read_secret(spec.password_env, spec.password_file, where)
     return DcmiSampler(needs_host(host, where, spec.kind), spec.kind, list(spec.args),
-                       require_active=spec.require_active, timeout_s=float(spec.timeout_s))
+                       require_active=spec.require_active, timeout_s=float(spec.timeout_s), password=password)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import ssl
 import time
@@ -29,7 +28,17 @@ from typing import Annotated, Any, Callable, Literal
 from pydantic import AfterValidator, Field
 
 from briefkit.core.validation import AbsPath, Bool
-from briefkit.power.base import Host, PowerError, PowerSample, PowerSource, Seconds, SpecBase, Text
+from briefkit.power.base import (
+    EnvName,
+    Host,
+    PowerError,
+    PowerSample,
+    PowerSource,
+    Seconds,
+    SpecBase,
+    Text,
+    read_secret,
+)
 
 RESOURCES = ("auto", "sensor", "environment", "power_supplies", "power")
 _AUTO_ORDER = ("sensor", "environment", "power")
@@ -242,19 +251,17 @@ class Spec(SpecBase):
     sensor: Text = "TotalPower"
     power_control: Annotated[int, Field(ge=0)] = 0
     username: Text | None = None
-    password_env: Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]{0,63}$")] | None = None
+    password_env: EnvName | None = None
+    password_file: AbsPath | None = None
     verify_tls: Bool | AbsPath = True
     timeout_s: Seconds = 10.0
 
 
 def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
-    password = None
-    if spec.password_env is not None:
-        if spec.username is None:
-            raise ValueError(f"{where}.password_env: given without {where}.username")
-        if spec.password_env not in os.environ:
-            raise ValueError(f"{where}.password_env: environment variable {spec.password_env!r} is not set")
-        password = os.environ[spec.password_env]
+    for key in ("password_env", "password_file"):
+        if getattr(spec, key) is not None and spec.username is None:
+            raise ValueError(f"{where}.{key}: given without {where}.username")
+    password = read_secret(spec.password_env, spec.password_file, where)
     return RedfishSampler(spec.url, spec.chassis, resource=spec.resource, sensor=spec.sensor,
                           power_control=spec.power_control, username=spec.username, password=password,
                           verify_tls=spec.verify_tls, timeout_s=float(spec.timeout_s))

@@ -132,7 +132,8 @@ class RecordedCampaign:
         return tidy.concat(sample_tables), tidy_series.concat(series_tables, tidy_series.TABLE_COLUMNS)
 
     def status(self) -> pd.DataFrame:
-        """Points done, skipped, failed and left per configuration."""
+        """Points done, skipped, failed and left per configuration; each point in one of them, so
+        that they add up to ``points`` (a failed or interrupted point is failed, not also left)."""
         rows = []
         plan = self.plan()
         for config in self.configs:
@@ -141,7 +142,7 @@ class RecordedCampaign:
                       for state in (DONE, SKIPPED, FAILED)}
             rows.append({"campaign": self.name if self.fleet_host is None else f"{self.name} @ {self.fleet_host}",
                          "config": config, "label": self.labels.get(config, config),
-                         "points": len(points), **counts, "left": len(points) - counts[DONE] - counts[SKIPPED]})
+                         "points": len(points), **counts, "left": len(points) - sum(counts.values())})
         return pd.DataFrame(rows, columns=STATUS_COLUMNS)
 
     def failures(self) -> list[dict]:

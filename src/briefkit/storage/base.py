@@ -19,7 +19,7 @@ import signal
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import AfterValidator
@@ -283,8 +283,10 @@ class _Ops:
         uid = next((int(line.split()[1]) for line in lines if line.startswith("uid ")), -1)
         problems = [f"{t} is not installed (apt-get install {PACKAGES.get(t, t)})" for t in missing]
         if root and uid != 0:
-            problems.insert(0, f"it runs as uid {uid}, and {kind} needs root (mount, losetup, mkfs): log in as "
-                                  f"root, or give the host sudo: true")
+            what = f"kind {kind} (mount, losetup, mkfs)"
+            advice = self.host.root_advice(what) if hasattr(self.host, "root_advice") else \
+                f"{what} needs root: log in as root, or give the host sudo: true"
+            problems.insert(0, f"it runs as uid {uid}: {advice}")
         if fuse and "nofuse" in lines:
             problems.append("/dev/fuse is missing (load the fuse module, or give the container /dev/fuse)")
         if problems:
@@ -402,6 +404,17 @@ class StorageConfig:
     mounts_something: ClassVar[bool] = True
     #: whether setup needs /dev/fuse
     needs_fuse: ClassVar[bool] = False
+    #: the field naming a folder the declaration gives (``dir``'s path): every host of a fleet gets
+    #: its own subfolder of it (``for_host``), as two entries may reach one machine
+    host_folder_field: ClassVar[str | None] = None
+
+    def for_host(self, host_folder: str) -> StorageConfig:
+        """This configuration for one host of several: its declared folder, if any, made
+        <folder>/<host folder name>; everything else is under that host's own workdir already."""
+        if self.host_folder_field is None:
+            return self
+        folder = getattr(self, self.host_folder_field)
+        return replace(self, **{self.host_folder_field: f"{folder.rstrip('/')}/{host_folder}"})
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ class DirConfig(StorageConfig):
     kind: ClassVar[str] = "dir"
     Spec: ClassVar[type[Model]] = Spec
     mounts_something: ClassVar[bool] = False
+    host_folder_field: ClassVar[str | None] = "path"
 
 
     def _setup(self, ops, sdir, state, uid):

@@ -102,6 +102,7 @@ class SshfsConfig(StorageConfig):
     Spec: ClassVar[type[Model]] = Spec
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "stat", "sshfs", "ssh", "setsid", "flock")
     needs_fuse: ClassVar[bool] = True
+    host_folder_field: ClassVar[str | None] = "source"
 
 
     def _ssh_options(self) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -72,6 +73,25 @@ def client_command(servers: Sequence[Server], job_files: Mapping[str, str], outp
     return argv
 
 
+def not_listening(servers: Sequence[Server], timeout: float = 3.0) -> list[Server]:
+    """The servers that accept no connection from this machine now (a server that died, was killed
+    or was stopped)."""
+    dead = []
+    for server in servers:
+        try:
+            with socket.create_connection((server.address, server.port), timeout=timeout):
+                pass
+        except OSError:
+            dead.append(server)
+    return dead
+
+
+def dead_servers_error(dead: Sequence[Server], what: str) -> CampaignError:
+    said = ", ".join(f"on {s.name} at {s.address}:{s.port}" for s in dead)
+    return CampaignError(f"{what}: the fio server {said} accepts no connection (it died or was stopped); "
+                         f"run the same command again: the servers are started again, finished points are kept")
+
+
 class FioClients(FioWorkload):
     """A fio point run from the controller against every server in ``run.state["servers"]``."""
 
@@ -87,13 +107,20 @@ class FioClients(FioWorkload):
         run.notes.update({"targets": {s.name: s.target for s in servers}, "output": OUTPUT_FILE,
                           "servers": {s.name: s.spec for s in servers}, "mode": "client-server",
                           "workload": workload_label(run.point.values, settings)})
+        what = f"point {run.point.id} (fio --client)"
+        dead = not_listening(servers)
+        if dead:
+            raise dead_servers_error(dead, what)
         argv = client_command(servers, job_files, out_path, fio=settings["fio"])
         expected = self.expected_seconds(run.point, settings)
         timeout = settings["timeout_s"] if settings["timeout_s"] is not None else \
             (2 * expected + 300 if expected is not None else None)
         rc = run.run_job(argv, JOB_NAME, timeout=timeout, expected_s=expected)
         if rc != 0:
+            dead = not_listening(servers)       # fio --client names neither the host nor the port
+            if dead:
+                raise dead_servers_error(dead, what)
             raise _failure(controller, _read_or_empty(controller, run.path(f"{JOB_NAME}.stderr")), out_path, argv,
-                           rc, f"point {run.point.id} (fio --client)")
+                           rc, what)
         if not controller.exists(out_path):
             raise CampaignError(f"fio --client exited 0 but wrote no {out_path}")
