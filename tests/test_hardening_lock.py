@@ -57,13 +57,14 @@ def wait_started(root: Path, proc: subprocess.Popen, timeout: float = 60) -> Non
 
 
 def second_run_refused(first_root: Path, second_root: Path, where: str) -> None:
+    """The first run's points must outlast the second process's start-up, which takes several seconds on
+    a loaded machine: the checkouts given here run 4 points of 8 s. "At once" means refused while the
+    first still runs, which is asserted; no wall-time limit (flaky on a shared machine)."""
     first = measure(first_root)
     try:
         wait_started(first_root, first)
-        t0 = time.monotonic()
         second = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True, timeout=120,
                                 env={**os.environ, "BRIEFKIT_ROOT": str(second_root)})
-        took = time.monotonic() - t0
         assert first.poll() is None, "the first run should still be running while the second is refused"
     finally:
         out, err = first.communicate(timeout=180)
@@ -75,7 +76,6 @@ def second_run_refused(first_root: Path, second_root: Path, where: str) -> None:
     assert "another `briefkit measure` runs this campaign" in second.stderr
     assert f"pid {first.pid} " in second.stderr and socket.gethostname() in second.stderr
     assert where in second.stderr
-    assert took < 15, f"refused after {took:.1f} s, not at once"
     log = events(first_root)
     # every point ran once, by the first run only: nothing was stopped or recorded twice
     assert sorted(e["point"] for e in log if e["event"] == "started") == \
@@ -86,7 +86,7 @@ def second_run_refused(first_root: Path, second_root: Path, where: str) -> None:
 
 
 def test_second_local_run_is_refused_naming_the_holder(tmp_path):
-    root = checkout(tmp_path / "co", "local", tmp_path / "work")
+    root = checkout(tmp_path / "co", "local", tmp_path / "work", runtime_s=8)
     second_run_refused(root, root, str(root / "data/raw" / BRIEF / "c" / ".lock"))
     # released at the end: the next run starts (nothing to do) and leaves no lock behind
     again = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True,
@@ -99,13 +99,13 @@ def test_second_local_run_is_refused_naming_the_holder(tmp_path):
 def test_second_controller_is_refused_by_the_lock_on_the_target(tmp_path, sshd):
     # two checkouts (two controllers' raw folders) measuring into one workdir of one target over SSH
     work = tmp_path / "work"
-    first = checkout(tmp_path / "one", ssh_host(sshd), work)
-    second = checkout(tmp_path / "two", ssh_host(sshd), work)
+    first = checkout(tmp_path / "one", ssh_host(sshd), work, runtime_s=8)
+    second = checkout(tmp_path / "two", ssh_host(sshd), work, runtime_s=8)
     second_run_refused(first, second, f"{work}/runs/{BRIEF}/c/.lock")
 
 
 def test_second_ssh_run_of_one_checkout_is_refused(tmp_path, sshd):
-    root = checkout(tmp_path / "co", ssh_host(sshd), tmp_path / "work")
+    root = checkout(tmp_path / "co", ssh_host(sshd), tmp_path / "work", runtime_s=8)
     second_run_refused(root, root, ".lock")
 
 
