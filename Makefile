@@ -33,13 +33,22 @@ system:
 
 python: $(VENV)/.installed
 
+# uv installs from the same hashed lock as pip would, in parallel and with a line per step; pinned so a
+# fresh clone installs with the installer it was tested with. Any failure stops the set-up (no fallback).
+UV_VERSION := 0.13.9
+UV := $(BIN)/uv
+UV_PIP := $(UV) pip install --python $(BIN)/python
+
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "requirements.lock pins Python 3.11; run make PYTHON=python3.11 ...")'
-	@echo "== Python environment in $(VENV) (requirements.lock)"
+	@echo "== [1/4] virtual environment $(VENV)"
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --require-hashes -r requirements.lock
-	$(BIN)/pip install -q --no-deps -e .
+	@echo "== [2/4] the installer: uv $(UV_VERSION)"
+	$(BIN)/pip install --disable-pip-version-check --progress-bar off uv==$(UV_VERSION)
+	@echo "== [3/4] dependencies from requirements.lock (hashes checked)"
+	$(UV_PIP) --require-hashes -r requirements.lock
+	@echo "== [4/4] briefkit itself (editable)"
+	$(UV_PIP) --no-deps -e .
 	touch $@
 
 reproduce: setup
@@ -94,9 +103,10 @@ notebooks: setup
 lab: setup
 	jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 $(ROOT_FLAG)
 
-lock:
-	$(BIN)/pip install -q uv
-	$(BIN)/uv pip compile --python-version 3.11 --generate-hashes requirements.in -o requirements.lock
+# Keeps the pins already in requirements.lock and adds what requirements.in newly names (uv prefers the
+# versions of its output file); `make lock UPGRADE=--upgrade` moves every pin to the newest release.
+lock: python
+	$(UV) pip compile $(UPGRADE) --python-version 3.11 --generate-hashes requirements.in -o requirements.lock
 
 clean:
 	rm -rf reports/*.ipynb reports/*.html reports/*.pdf data/processed
