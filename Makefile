@@ -12,11 +12,12 @@ APT_PACKAGES := chromium poppler-utils fonts-liberation fio rocksdb-tools postgr
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help setup system python reproduce test lint test-unit test-notebooks lab notebooks lock clean
+.PHONY: help setup system python reproduce test test-fast lint test-unit test-notebooks lab notebooks lock clean
 
 help:
 	@echo "make reproduce   set up, then regenerate every brief into reports/ (dvc repro)"
 	@echo "make test        set up, then run the tests (ruff, the layers contract, pytest, nbval)"
+	@echo "make test-fast   the inner loop: pytest without the tests marked slow (no lint, no nbval)"
 	@echo "make lab         JupyterLab on notebooks/ with the project's environment"
 	@echo "make notebooks   re-execute the committed notebooks (the outputs nbval compares)"
 	@echo "make lock        re-pin requirements.lock from requirements.in"
@@ -35,9 +36,10 @@ python: $(VENV)/.installed
 
 # uv installs from the same hashed lock as pip would, in parallel and with a line per step; pinned so a
 # fresh clone installs with the installer it was tested with. Any failure stops the set-up (no fallback).
+# --compile-bytecode as pip does: every later import (each test worker, each kernel) reads .pyc files.
 UV_VERSION := 0.13.9
 UV := $(BIN)/uv
-UV_PIP := $(UV) pip install --python $(BIN)/python
+UV_PIP := $(UV) pip install --python $(BIN)/python --compile-bytecode
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "requirements.lock pins Python 3.11; run make PYTHON=python3.11 ...")'
@@ -62,8 +64,20 @@ lint:
 	ruff check src tests benchmarks
 	lint-imports
 
+# pytest in parallel (pytest-xdist): TEST_WORKERS processes, each test file whole on one worker (its
+# module fixtures, e.g. a PostgreSQL cluster, are built once). Most real-tool tests wait on fio, sshd or
+# PostgreSQL rather than compute, so more workers than cores pays. Every fixture is per worker: ports
+# come from the kernel (free_port), folders from tmp_path, so workers never meet. nbval is not loaded
+# here (it is slow to import and only test-notebooks uses it).
+TEST_WORKERS ?= 4
+PYTEST_PARALLEL := pytest -n $(TEST_WORKERS) --dist loadfile -p no:nbval
+
 test-unit:
-	pytest tests
+	$(PYTEST_PARALLEL) tests
+
+# The inner loop: everything but the tests marked slow (real campaigns, dvc repro, papermill).
+test-fast: python
+	$(PYTEST_PARALLEL) -m "not slow" tests
 
 # nbval, pinned to the committed data: the reference datasets are built from `git archive HEAD` (data,
 # notebooks, params.yaml) into a temporary checkout, so a user's own campaigns in data/raw never change
