@@ -64,13 +64,14 @@ lint:
 	ruff check src tests benchmarks
 	lint-imports
 
-# pytest in parallel (pytest-xdist): TEST_WORKERS processes, each test file whole on one worker (its
-# module fixtures, e.g. a PostgreSQL cluster, are built once). Most real-tool tests wait on fio, sshd or
-# PostgreSQL rather than compute, so more workers than cores pays. Every fixture is per worker: ports
-# come from the kernel (free_port), folders from tmp_path, so workers never meet. nbval is not loaded
-# here (it is slow to import and only test-notebooks uses it).
+# pytest in parallel (pytest-xdist): TEST_WORKERS processes; a test goes to whichever worker is free,
+# except that the tests sharing a module-scoped fixture stay together on one worker, in file order
+# (tests/conftest.py marks them). Most real-tool tests wait on fio, sshd or PostgreSQL rather than
+# compute, so more workers than cores pays. Fixtures are per worker: ports come from the kernel
+# (free_port), folders from tmp_path, so workers never meet. nbval is not loaded here (slow to import;
+# only test-notebooks uses it).
 TEST_WORKERS ?= 4
-PYTEST_PARALLEL := pytest -n $(TEST_WORKERS) --dist loadfile -p no:nbval
+PYTEST_PARALLEL := pytest -n $(TEST_WORKERS) --dist loadgroup -p no:nbval
 
 test-unit:
 	$(PYTEST_PARALLEL) tests
