@@ -12,11 +12,12 @@ APT_PACKAGES := chromium poppler-utils fonts-liberation fio rocksdb-tools postgr
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help setup system python reproduce test lint test-unit test-notebooks lab notebooks lock clean params-layout
+.PHONY: help setup system python reproduce test test-fast lint test-unit test-notebooks lab notebooks lock clean params-layout
 
 help:
 	@echo "make reproduce   set up, then regenerate every brief into reports/ (dvc repro)"
 	@echo "make test        set up, then run the tests (ruff, the layers contract, pytest, nbval)"
+	@echo "make test-fast   the inner loop: pytest without the tests marked slow (no lint, no nbval)"
 	@echo "make lab         JupyterLab on notebooks/ with the project's environment"
 	@echo "make notebooks   re-execute the committed notebooks (the outputs nbval compares)"
 	@echo "make lock        re-pin requirements.lock from requirements.in"
@@ -33,13 +34,23 @@ system:
 
 python: $(VENV)/.installed
 
+# uv installs from the same hashed lock as pip would, in parallel and with a line per step; pinned so a
+# fresh clone installs with the installer it was tested with. Any failure stops the set-up (no fallback).
+# --compile-bytecode as pip does: every later import (each test worker, each kernel) reads .pyc files.
+UV_VERSION := 0.13.9
+UV := $(BIN)/uv
+UV_PIP := $(UV) pip install --python $(BIN)/python --compile-bytecode
+
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "requirements.lock pins Python 3.11; run make PYTHON=python3.11 ...")'
-	@echo "== Python environment in $(VENV) (requirements.lock)"
+	@echo "== [1/4] virtual environment $(VENV)"
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --require-hashes -r requirements.lock
-	$(BIN)/pip install -q --no-deps -e .
+	@echo "== [2/4] the installer: uv $(UV_VERSION)"
+	$(BIN)/pip install --disable-pip-version-check --progress-bar off uv==$(UV_VERSION)
+	@echo "== [3/4] dependencies from requirements.lock (hashes checked)"
+	$(UV_PIP) --require-hashes -r requirements.lock
+	@echo "== [4/4] briefkit itself (editable)"
+	$(UV_PIP) --no-deps -e .
 	touch $@
 
 reproduce: setup
@@ -53,8 +64,22 @@ lint:
 	ruff check src tests benchmarks
 	lint-imports
 
+# pytest in parallel (pytest-xdist): TEST_WORKERS processes; a test goes to whichever worker is free,
+# except that the tests sharing a module-scoped fixture stay together on one worker, in file order
+# (tests/conftest.py marks them). Most real-tool tests wait on fio, sshd or PostgreSQL rather than
+# compute, yet the tests that interrupt a tool at a chosen moment wait with deadlines, which a load far
+# above the core count stretches: one worker per core (`make test TEST_WORKERS=4` on a quiet machine).
+# Fixtures are per worker: ports come from the kernel (free_port), folders from tmp_path, so workers never
+# meet. nbval is not loaded here (slow to import; only test-notebooks uses it).
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+PYTEST_PARALLEL := pytest -n $(TEST_WORKERS) --dist loadgroup -p no:nbval
+
 test-unit:
-	pytest tests
+	$(PYTEST_PARALLEL) tests
+
+# The inner loop: everything but the tests marked slow (real campaigns, dvc repro, papermill).
+test-fast: python
+	$(PYTEST_PARALLEL) -m "not slow" tests
 
 # nbval, pinned to the committed data: the reference datasets are built from `git archive HEAD` (data,
 # notebooks, params.yaml) into a temporary checkout, so a user's own campaigns in data/raw never change
@@ -94,9 +119,10 @@ notebooks: setup
 lab: setup
 	jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 $(ROOT_FLAG)
 
-lock:
-	$(BIN)/pip install -q uv
-	$(BIN)/uv pip compile --python-version 3.11 --generate-hashes requirements.in -o requirements.lock
+# Keeps the pins already in requirements.lock and adds what requirements.in newly names (uv prefers the
+# versions of its output file); `make lock UPGRADE=--upgrade` moves every pin to the newest release.
+lock: python
+	$(UV) pip compile $(UPGRADE) --python-version 3.11 --generate-hashes requirements.in -o requirements.lock
 
 # params.yaml in the layout `dvc exp run -S` writes (DVC's own writer, no override), so that an -S changes
 # only the lines it sets: run after editing params.yaml (tests/test_dvc_exp.py checks it).

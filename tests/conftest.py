@@ -5,10 +5,17 @@ SshHost), or ``sshd.new_host()`` for a connection of their own. ``sshd_factory()
 sshd (its own keys, port and folder) per call, for tests that need several distinct hosts; each is
 stopped at the end of the test. The attributes hostname, port,
 username, client_key and known_hosts are there for tools that need them (e.g. an ssh command line).
+
+The suite runs in parallel (pytest-xdist): every fixture here is per worker, except
+``reference_data``, built once for the whole run. A test takes its ports from the kernel
+(``briefkit.hosts.sshd.free_port()``) and its folders from ``tmp_path``; never a fixed port or path.
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -51,6 +58,42 @@ def sshd_factory(tmp_path_factory):
             server.stop()
 
 
+@pytest.fixture(scope="session")
+def reference_data(tmp_path_factory):
+    """``reference_data(*briefs)`` -> a checkout of the committed data (``git archive HEAD``: data,
+    notebooks, params.yaml) whose data/processed/<brief> folders `briefkit dataset` has written.
+    Built once for the whole run and shared by the xdist workers (the first to ask builds, under a
+    lock, the others wait and reuse it): treat it as read-only, copy what a test changes."""
+    # the workers' temporary roots are siblings: their parent is the run's, shared by all of them
+    shared = tmp_path_factory.getbasetemp()
+    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
+    base = shared / "reference"
+
+    def build(*briefs: str) -> Path:
+        with open(shared / "reference.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (base / ".extracted").exists():
+                _extract_committed_data(base)
+            for brief in briefs:
+                done = base / f".dataset-{brief}"
+                if not done.exists():
+                    subprocess.run(["briefkit", "dataset", "--quiet", brief], cwd=base, check=True,
+                                   env={**os.environ, "BRIEFKIT_ROOT": str(base)})
+                    done.touch()
+        return base
+
+    return build
+
+
+def _extract_committed_data(base: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    base.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "archive", "HEAD", "data", "notebooks", "params.yaml"], cwd=root, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    (base / ".extracted").touch()
+
+
 @pytest.fixture
 def local_host():
     return LocalHost()
@@ -64,3 +107,19 @@ def root(tmp_path, monkeypatch):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "nb.ipynb").write_text("{}")
     return tmp_path
+
+
+_SHARED_SCOPES = {"module", "class", "package"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """For pytest-xdist's ``--dist loadgroup`` (make test): the tests that share a module-scoped
+    fixture run on one worker, in file order (some build on what the earlier ones left, e.g. a
+    clone that a later test checks), and the fixture is built once; every other test goes to
+    whichever worker is free."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        if any(defs[-1].scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values() if defs):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -2,9 +2,6 @@
 committed campaigns, and the prose glue of briefkit.report.display."""
 from __future__ import annotations
 
-import os
-import subprocess
-
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
@@ -19,14 +16,8 @@ BRIEF = "rocksdb-7600"
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    base = tmp_path_factory.mktemp("explore")
-    archive = subprocess.run(["git", "archive", "HEAD", "data", "notebooks", "params.yaml"], cwd=ROOT, check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-    subprocess.run(["briefkit", "dataset", "--quiet", BRIEF], cwd=base, check=True,
-                   env={**os.environ, "BRIEFKIT_ROOT": str(base)})
-    return explore.load(BRIEF, base / "data" / "processed")
+def data(reference_data):
+    return explore.load(BRIEF, reference_data(BRIEF) / "data" / "processed")
 
 
 def test_points_are_means_with_student_t_intervals(data):

@@ -5,9 +5,7 @@ which campaigns it shows with their host(s), and never fail on what is missing."
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -23,24 +21,16 @@ BRIEFS = {"fio-6600ion": "fio_mix", "rocksdb-7600": "rocksdb_sweep", "rocksdb-nv
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    """A checkout of the committed data with its processed folders written by `briefkit dataset`."""
-    base = tmp_path_factory.mktemp("ref")
-    archive = subprocess.run(["git", "archive", "HEAD", "data", "notebooks", "params.yaml"], cwd=ROOT, check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-    for brief in BRIEFS:
-        subprocess.run(["briefkit", "dataset", "--quiet", brief], cwd=base, check=True,
-                       env={**os.environ, "BRIEFKIT_ROOT": str(base)})
-    return base
+@pytest.fixture
+def reference(reference_data) -> Path:
+    """The committed data with its processed folders written by `briefkit dataset` (read-only)."""
+    return reference_data(*BRIEFS)
 
 
-def _cut(reference: Path, brief: str, case: str) -> Path:
-    """A copy of the brief's processed folder changed to ``case``."""
+def _cut(reference: Path, brief: str, case: str, scratch: Path) -> Path:
+    """A copy of the brief's processed folder in ``scratch``, changed to ``case``."""
     folder = reference / "data" / "processed" / brief
-    work = reference / "cases" / case / "data" / "processed" / brief
-    shutil.rmtree(work, ignore_errors=True)
+    work = scratch / "cases" / case / "data" / "processed" / brief
     shutil.copytree(folder, work)
     samples = pd.read_parquet(work / "samples.parquet")
     pct = pd.read_parquet(work / "percentiles.parquet")
@@ -90,7 +80,7 @@ def _run(notebook: str, brief: str, processed: Path, out: Path) -> str:
 @pytest.mark.parametrize("case", ["none", "one-rep", "one-config", "failed"])
 @pytest.mark.parametrize("brief", list(BRIEFS))
 def test_notebook_renders(reference, tmp_path, brief, case):
-    processed = _cut(reference, brief, case)
+    processed = _cut(reference, brief, case, tmp_path)
     text = _run(BRIEFS[brief], brief, processed, tmp_path / "out.ipynb")
     if case == "none":
         assert "No campaign of this brief has been measured yet" in text
