@@ -227,6 +227,8 @@ def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
     declared_reps = check(Repetitions, declaration["repetitions"], f"{where}: declaration.repetitions",
                           CampaignError)
     repetitions = max_repetitions(declared_reps)
+    if isinstance(declaration.get("steady_state"), Mapping):     # SNIA PTS rounds are the repetitions
+        repetitions = int(declaration["steady_state"]["max_rounds"])
     matrix = declaration["matrix"]
     # the workload's axis order makes the point ids (the record's JSON keys are sorted)
     axes = [a for a in workload.axes if a in matrix] + [a for a in matrix if a not in workload.axes]
