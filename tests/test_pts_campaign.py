@@ -182,3 +182,44 @@ def test_a_drifting_device_runs_to_the_maximum_and_is_flagged(root, monkeypatch)
     assert verdict["steady"] is False and verdict["rounds"] == 7 and tuple(verdict["failed"]) == failed
     assert summary.ran == 7 and summary.skipped == 0
     assert any("not steady after 7 rounds, the maximum" in line for line in lines)
+
+
+# --- what the brief says ------------------------------------------------------------------------
+
+def test_the_brief_states_preconditioning_and_the_pts_verdict_and_draws_the_rounds(root):
+    from briefkit.briefs import method
+    from briefkit.dataset import build, processed
+
+    declare(root, "said", {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}},
+            settings={"options": {"rate_iops": 2000}}, precondition={"workload_independent": {"passes": 2}},
+            steady_state={"rule": "snia-pts", "metric": "iops", "max_rounds": 6})
+    campaign.run(BRIEF, "said", progress=lambda _: None)
+    build.build(BRIEF, root)
+    data = processed.load(BRIEF, root / "data" / "processed")
+    record = data.campaigns["said"]
+    values = round_values(root, "said")
+    assert method.rounds_table(record) == {"dir": pytest.approx(values)}
+    text = method.method_text(record, data.samples[data.samples["campaign"] == "said"])
+    assert "- *dir*: preconditioning does not apply (dir storage is not a block device); reached steady state by the " \
+           "SNIA PTS rule (iops per round, window of 5 rounds, range within 20%, best-fit line within 10%" in text
+    assert "steady in rounds 1-5" in text and "Fieller" in text
+    fig = method.pts_figure(record, {"dir": "#1f77b4"})
+    ax = fig.axes[0]
+    drawn = ax.lines[0].get_ydata()
+    assert list(drawn) == pytest.approx(values)
+    fit = np.polyfit(np.arange(1, 6), values[:5], 1)
+    assert list(ax.lines[2].get_ydata()) == pytest.approx([fit[0] * 1 + fit[1], fit[0] * 5 + fit[1]])
+    assert ax.lines[1].get_ydata()[0] == pytest.approx(np.mean(values[:5]))
+
+
+def test_a_campaign_without_a_criterion_is_said_not_judged(root):
+    from briefkit.briefs import method
+    from briefkit.dataset import build, processed
+
+    declare(root, "plain", {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}})
+    campaign.run(BRIEF, "plain", progress=lambda _: None)
+    build.build(BRIEF, root)
+    data = processed.load(BRIEF, root / "data" / "processed")
+    text = method.method_text(data.campaigns["plain"], data.samples)
+    assert "not judged: the campaign declared no steady-state criterion" in text
+    assert method.pts_figure(data.campaigns["plain"], {}) is None

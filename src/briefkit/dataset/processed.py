@@ -82,6 +82,9 @@ class CampaignRecord:
     origin: str = "measured"
     #: for an imported campaign: when, how many files, which tool, the mapping file kept beside them
     imported: dict | None = None
+    #: preconditioning and SNIA PTS rounds: declared ``precondition`` / ``steady_state`` and per
+    #: configuration its precondition event, rounds and verdict (briefkit.raw.campaign.RecordedCampaign.method)
+    method: dict = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict) -> CampaignRecord:

@@ -190,6 +190,29 @@ class RecordedCampaign:
                 last[event["group"]] = {k: v for k, v in event.items() if k not in ("event",)}
         return list(last.values())
 
+    def method(self) -> dict[str, Any]:
+        """Preconditioning and SNIA PTS rounds as declared and as the manifest recorded them
+        (briefkit.measure.precondition, briefkit.measure.rounds): ``precondition`` and ``steady_state``
+        (the declaration, or None), and per configuration its last ``precondition`` event, its rounds
+        (round, value) and its PTS verdict."""
+        declaration = self.record["declaration"]
+        found: dict[str, Any] = {"precondition": declaration.get("precondition"),
+                                 "steady_state": declaration.get("steady_state"), "configs": {}}
+        for event in self.manifest.events():
+            kind, config = event.get("event"), event.get("config")
+            if kind not in ("precondition", "round", "steady-state") or config not in self.configs:
+                continue
+            entry = found["configs"].setdefault(config, {"precondition": None, "rounds": [], "verdict": None})
+            body = {k: v for k, v in event.items() if k not in ("event", "config", "at")}
+            if kind == "precondition":
+                entry["precondition"] = body
+            elif kind == "round":
+                entry["rounds"] = [r for r in entry["rounds"] if r["round"] != body["round"]] + [
+                    {"round": int(body["round"]), "value": float(body["value"])}]
+            else:
+                entry["verdict"] = body
+        return found
+
     def imported(self) -> dict | None:
         """What ``briefkit import`` recorded (when, the files, the mapping); None for a measured campaign."""
         found = self.record.get("imported") if self.origin == records.IMPORTED else None
