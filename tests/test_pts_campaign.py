@@ -137,11 +137,14 @@ def test_rounds_replace_repetitions(root):
 # --- SNIA PTS rounds ----------------------------------------------------------------------------
 
 def round_values(root: Path, name: str) -> list[float]:
-    """Each round's total IO/s, from the samples of its point (one point per round here)."""
-    camp = recorded.read(root / "data/raw" / BRIEF / name)
-    table = camp.samples()
-    iops = table[table["metric"] == "total_iops"].sort_values("rep")
-    return iops["value"].astype(float).tolist()
+    """Each round's total IO/s, from fio's JSON of its point (one point per round here)."""
+    raw = root / "data/raw" / BRIEF / name
+    camp = recorded.read(raw)
+    values = {}
+    for point, entry in camp.done():
+        job = json.loads((raw / entry["dir"] / "fio.json").read_text())["jobs"][0]
+        values[point.rep] = job["read"]["iops"] + job["write"]["iops"]
+    return [values[rep] for rep in sorted(values)]
 
 
 def test_a_steady_device_stops_after_five_rounds(root):
@@ -182,6 +185,11 @@ def test_a_drifting_device_runs_to_the_maximum_and_is_flagged(root, monkeypatch)
     assert verdict["steady"] is False and verdict["rounds"] == 7 and tuple(verdict["failed"]) == failed
     assert summary.ran == 7 and summary.skipped == 0
     assert any("not steady after 7 rounds, the maximum" in line for line in lines)
+    # the brief reports the last window (rounds 3-7), flagged; the rounds before it are not averaged in
+    camp = recorded.read(root / "data/raw" / BRIEF / "drift")
+    reported = camp.samples()
+    assert sorted(reported.loc[reported["metric"] == "total_iops", "rep"]) == [3, 4, 5, 6, 7]
+    assert len(camp.done()) == 7
 
 
 # --- what the brief says ------------------------------------------------------------------------

@@ -110,6 +110,20 @@ class RecordedCampaign:
         """The finished points of the plan, with their manifest line."""
         return [(p, self.events[p.id]) for p in self.plan() if self.events.get(p.id, {}).get("event") == DONE]
 
+    def measured_points(self) -> list[tuple[Point, dict]]:
+        """The finished points whose samples the brief reports: with SNIA PTS rounds, only the rounds of
+        each configuration's deciding window (the rounds before it are workload-dependent preconditioning;
+        a configuration without a verdict yet keeps every round); otherwise every finished point."""
+        windows = {config: (entry["verdict"] or {}).get("window")
+                   for config, entry in self.method()["configs"].items()} if self.method()["steady_state"] else {}
+        found = []
+        for point, entry in self.done():
+            window = windows.get(point.config)
+            if window and not window["first_round"] <= point.rep <= window["last_round"]:
+                continue
+            found.append((point, entry))
+        return found
+
     def point_records(self) -> list[tuple[Point, dict]]:
         """point.json of every finished point."""
         return [(p, records.read_point(self.raw_dir / e["dir"])) for p, e in self.done()]
@@ -117,13 +131,13 @@ class RecordedCampaign:
     def samples(self, with_power: bool = True) -> pd.DataFrame:
         """Tidy samples of every finished point (an empty table before the first)."""
         return tidy.concat([point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings,
-                                          p, e, with_power=with_power) for p, e in self.done()])
+                                          p, e, with_power=with_power) for p, e in self.measured_points()])
 
     def samples_and_series(self, with_power: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Tidy samples (as ``samples``) and series (briefkit.core.series.TABLE_COLUMNS) of every finished
         point, each point folder read once."""
         sample_tables, series_tables = [], []
-        for point, entry in self.done():
+        for point, entry in self.measured_points():
             table = point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings, point, entry,
                                   with_power=with_power)
             sample_tables.append(table)
