@@ -231,3 +231,16 @@ def test_a_campaign_without_a_criterion_is_said_not_judged(root):
     text = method.method_text(data.campaigns["plain"], data.samples)
     assert "not judged: the campaign declared no steady-state criterion" in text
     assert method.pts_figure(data.campaigns["plain"], {}) is None
+
+
+def test_a_changed_method_is_refused_on_resume(root):
+    configs = {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}}
+    declare(root, "changed", configs, precondition={"workload_independent": {"passes": 2}})
+    campaign.run(BRIEF, "changed", progress=lambda _: None)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    spec = params["briefs"][BRIEF]["campaigns"]["changed"]
+    spec["precondition"]["workload_independent"]["passes"] = 3
+    spec["matrix"]["numjobs"] = [1, 2]          # growth as well: still refused, the method changed
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    with pytest.raises(CampaignError, match=r"another declaration \(changed: matrix, precondition\)"):
+        campaign.run(BRIEF, "changed", progress=lambda _: None)
