@@ -244,3 +244,19 @@ def test_a_changed_method_is_refused_on_resume(root):
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     with pytest.raises(CampaignError, match=r"another declaration \(changed: matrix, precondition\)"):
         campaign.run(BRIEF, "changed", progress=lambda _: None)
+
+
+def test_the_method_summary_counts_the_verdicts_and_points_to_the_table(root):
+    from briefkit.briefs import method
+    from briefkit.dataset import build, processed
+
+    declare(root, "counted", {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}})
+    campaign.run(BRIEF, "counted", progress=lambda _: None)
+    build.build(BRIEF, root)
+    data = processed.load(BRIEF, root / "data" / "processed")
+    record = data.campaigns["counted"]
+    said = method.summary_text(record, data.samples, "Table A9")
+    assert "1 of 1 were not judged (no steady-state criterion declared)" in said and "Table A9" in said
+    table = method.method_table(record, data.samples)
+    assert list(table.columns) == ["Configuration", "Preconditioning", "Steady state"]
+    assert table.iloc[0]["Steady state"].startswith("not judged")

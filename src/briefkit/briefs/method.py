@@ -106,6 +106,24 @@ def method_text(record, samples: pd.DataFrame) -> str:
             + "\n\n" + INTERVALS)
 
 
+def method_table(record, samples: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration: its preconditioning and its steady-state verdict with the rule (the appendix table)."""
+    return pd.DataFrame([{"Configuration": record.labels.get(c, c), "Preconditioning": precondition_text(record, c),
+                          "Steady state": steady_text(record, samples, c)} for c in record.configs])
+
+
+def summary_text(record, samples: pd.DataFrame, table_label: str) -> str:
+    """The method section's short form: how many configurations reached steady state, were not judged,
+    or did not, and where the details are; then how differences are stated."""
+    verdicts = [steady_text(record, samples, c) for c in record.configs]
+    counts = {"reached steady state": sum(v.startswith("reached") for v in verdicts),
+              "were not judged (no steady-state criterion declared)": sum(v.startswith("not judged") for v in verdicts)}
+    counts["did not reach steady state"] = len(verdicts) - sum(counts.values())
+    said = ", ".join(f"{n} of {len(verdicts)} {what}" for what, n in counts.items() if n)
+    return (f"**Preconditioning and steady state** (campaign {record.name}): {said}; each configuration's "
+            f"preconditioning, verdict and rule are in {table_label}. " + INTERVALS)
+
+
 def rounds_table(record) -> dict[str, list[float]]:
     """Configuration -> its tracked value per round (round 1 first); only configurations with rounds."""
     found = {}

@@ -223,7 +223,11 @@ class BriefBase:
         record = self.records[name]
         if record.is_imported:
             return
-        self.out.md(method.method_text(record, self.campaign_samples(name)))
+        samples = self.campaign_samples(name)
+        label = self.out.table(method.method_table(record, samples),
+                               f"Preconditioning and steady state of each configuration (campaign {name})",
+                               css_class="brief-table wrap", appendix=True)
+        self.out.md(method.summary_text(record, samples, label))
         fig = self.drawn(("pts", name), lambda: method.pts_figure(record, plots.colours(record.configs)))
         if fig is not None:
             label = self.out.figure(fig, method.pts_caption(record), appendix=True)
