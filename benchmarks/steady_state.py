@@ -13,20 +13,29 @@ with ``settings.steady_state`` (fio's own steadystate options: ``--metric``, ``-
 steady, fixed; ...). Both are read by the fio ingest (briefkit.tools.fio.jsonplus): total IOPS over the
 measured runtime, and the steady_state samples.
 
-Printed: per pair the wall seconds and IOPS of each, the verdict; the median of the per-pair wall
-time ratios steady / fixed (goal: <= 0.30); the fixed runs' mean with its 95 % Student-t interval
-(briefkit.core.stats.confidence_interval); how many steady points' IOPS lie within that interval and
-whether the steady points' mean does (goal: it does). Run it on a quiet machine: both ways share the
-disk and the two cores with anything else.
+Printed: per pair the wall seconds and IOPS of each, the fixed run's 95 % interval of its mean IOPS
+(Student t over fio's per-second IOPS samples: ``iops_mean``, ``iops_stddev``, ``iops_samples``; the
+samples are autocorrelated, so the interval is if anything too narrow), the verdict, and whether the
+steady point's deciding window's mean IOPS (fio's ``steadystate.data.iops_mean``: what a steady-state
+method reports, as the SNIA PTS reports its window's average) lies inside that interval (the pair
+agrees; the point's IOPS over its whole run, start included, is printed beside it); then the median of the per-pair wall
+time ratios steady / fixed (goal: <= 0.30), the pairs that agree (goal: at least 4 of 5), and over all
+pairs the fixed runs' mean with its 95 % Student-t interval (briefkit.core.stats.confidence_interval)
+and whether the steady points' mean lies in it. Run it on a quiet machine: both ways share the disk and
+the two cores with anything else.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from scipy import stats as scipy_stats
 
 from briefkit.core.stats import confidence_interval
 from briefkit.tools.fio import jsonplus as fio_output
@@ -36,8 +45,25 @@ from briefkit.tools.fio.workload import FioWorkload
 POINT = {"rw": "randread", "bs": 4096, "numjobs": 1, "iodepth": 16}
 
 
-def run(job_text: str, folder: Path, name: str) -> tuple[float, float, float | None]:
-    """(wall seconds, total IOPS, steady_state 1/0 or None) of one fio run of ``job_text``."""
+def sample_interval(out: Path, confidence: float = 0.95) -> tuple[float, float]:
+    """The Student-t interval of the mean of fio's per-second IOPS samples of the run's reads."""
+    read = json.loads(out.read_text())["jobs"][0]["read"]
+    mean, sd, n = float(read["iops_mean"]), float(read["iops_stddev"]), int(read["iops_samples"])
+    if n < 2:
+        return math.nan, math.nan
+    half = float(scipy_stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def window_mean(out: Path) -> float:
+    """The mean IOPS of the deciding steady-state window (NaN for a run without ``steadystate``)."""
+    block = json.loads(out.read_text())["jobs"][0].get("steadystate")
+    return float(block["data"]["iops_mean"]) if block else math.nan
+
+
+def run(job_text: str, folder: Path, name: str) -> tuple[float, float, float | None, tuple[float, float], float]:
+    """(wall seconds, total IOPS, steady_state 1/0 or None, interval of the per-second IOPS, the
+    steady-state window's mean IOPS) of one fio run of ``job_text``."""
     job, out = folder / f"{name}.job", folder / f"{name}.json"
     job.write_text(job_text)
     t0 = time.perf_counter()
@@ -47,7 +73,7 @@ def run(job_text: str, folder: Path, name: str) -> tuple[float, float, float | N
     table = fio_output.parse(out)
     iops = float(table.loc[table.metric == "total_iops", "value"].iloc[0])
     verdict = table.loc[table.metric == "steady_state", "value"]
-    return wall, iops, float(verdict.iloc[0]) if len(verdict) else None
+    return wall, iops, float(verdict.iloc[0]) if len(verdict) else None, sample_interval(out), window_mean(out)
 
 
 def main() -> None:
@@ -86,8 +112,9 @@ def main() -> None:
         print(f"job: randread {args.bs} B, iodepth {args.iodepth}, {args.engine}, O_DIRECT, {args.size >> 20} MiB file "
               f"in {args.dir}; fixed {args.runtime} s; steady state {args.metric} {args.criterion} < {args.limit} "
               f"over {args.window} s after {args.ramp} s (at most {args.runtime} s)")
-        fixed, steady, ratios = [], [], []
-        print(f"{'pair':>4} {'fixed s':>8} {'fixed IOPS':>11} {'steady s':>9} {'steady IOPS':>12} {'attained':>9}")
+        fixed, steady, ratios, agreed = [], [], [], 0
+        print(f"{'pair':>4} {'fixed s':>8} {'fixed IOPS':>11} {'95 % interval':>17} {'steady s':>9} {'steady IOPS':>12} "
+              f"{'window IOPS':>12} {'attained':>9} {'agrees':>7}")
         for pair in range(args.pairs):
             order = ["fixed", "steady"] if pair % 2 == 0 else ["steady", "fixed"]
             found = {}
@@ -97,13 +124,20 @@ def main() -> None:
             steady.append(found["steady"][1])
             ratios.append(found["steady"][0] / found["fixed"][0])
             verdict = found["steady"][2]
-            print(f"{pair + 1:>4} {found['fixed'][0]:>8.1f} {found['fixed'][1]:>11.0f} {found['steady'][0]:>9.1f} "
-                  f"{found['steady'][1]:>12.0f} {('yes' if verdict == 1.0 else 'no'):>9}")
+            low, high = found["fixed"][3]
+            agrees = low <= found["steady"][4] <= high
+            agreed += agrees
+            print(f"{pair + 1:>4} {found['fixed'][0]:>8.1f} {found['fixed'][1]:>11.0f} {low:>8.0f}..{high:<8.0f} "
+                  f"{found['steady'][0]:>9.1f} {found['steady'][1]:>12.0f} {found['steady'][4]:>12.0f} "
+                  f"{('yes' if verdict == 1.0 else 'no'):>9} "
+                  f"{('yes' if agrees else 'no'):>7}")
     mean, low, high, n = confidence_interval(fixed)
     inside = sum(low <= v <= high for v in steady)
     steady_mean = statistics.fmean(steady)
     print(f"wall time steady / fixed: median {statistics.median(ratios):.2f} (goal <= 0.30; "
           f"per pair {', '.join(f'{r:.2f}' for r in ratios)})")
+    print(f"pairs whose steady point lies in the fixed run's 95 % interval: {agreed} of {len(ratios)} "
+          f"(goal: at least {math.ceil(0.8 * len(ratios))})")
     print(f"fixed-duration IOPS: mean {mean:.0f}, 95 % interval {low:.0f} .. {high:.0f} (n = {n}, "
           f"±{100 * (high - low) / 2 / mean:.1f} %)")
     print(f"steady-state IOPS: mean {steady_mean:.0f} ({100 * (steady_mean / mean - 1):+.1f} % of the fixed mean); "

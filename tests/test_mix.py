@@ -220,7 +220,8 @@ def test_multiples_table_gives_low_and_high_concurrency_with_the_calculation(sum
     m = mix.multiple(summary, mix.Mix(30, 4 * 1024 ** 2), "total_bw", 2.0, CONFIGS)
     assert _plain(throughput["High concurrency (numjobs 2)"]) == f"{m.leader}: {m.calculation}{m.noise_note}"
     assert re.fullmatch(r"(xfs-loop|disk): \(\d[\d,]*\.\d\d / \d[\d,]*\.\d\d\) = ~[\d,.]+x "
-                        r"\((Welch p [=<] [\d.]+|within noise: p = [\d.]+), n = 2 vs 2\)",
+                        r"\((Welch p [=<] [\d.]+|within noise: p = [\d.]+), n = 2 vs 2, "
+                        r"95 % CI ([\d.]+x to [\d.]+x|unbounded)\)",
                         _plain(table.iloc[1]["Low concurrency (numjobs 1)"]))   # read latency, in ms
     efficiency = table[table["Metric"] == "Power efficiency (MB/s per W)"]
     assert (efficiency.iloc[:, 2:] == "not measured").all().all()

@@ -155,9 +155,11 @@ def test_verdict_wording_follows_the_p_value():
     a, b = [10.0, 12.0, 11.0], [10.5, 11.5, 12.5]
     result = stats.welch(a, b)
     assert result.p > 0.05
-    assert result.verdict() == f"no significant difference (p = {result.p:.2f}, n = 3 vs 3)"
+    assert result.verdict() == (f"no significant difference (p = {result.p:.2f}, n = 3 vs 3, "
+                                f"{result.ratio.text()})")
     far = stats.welch([10.0, 10.1, 9.9], [20.0, 20.2, 19.8])
-    assert far.p < 0.001 and far.verdict() == "significant (Welch p < 0.001, n = 3 vs 3)"
+    assert far.p < 0.001 and far.verdict() == f"significant (Welch p < 0.001, n = 3 vs 3, {far.ratio.text()})"
+    assert far.ratio.text().startswith("95 % CI -5") and far.ratio.text().endswith(" %")
 
 
 def test_welch_from_a_summary_table_agrees_with_the_repetitions():

@@ -324,6 +324,7 @@ def _dry_run(slug: str, names: list[str], base: Path) -> int:
         for config_name, config in camp.configs.items():     # storage whose set-up runs commands worth reading
             for line in config.plan(camp.workdir):
                 print(f"# {name}/{config_name} storage: {line}")
+        estimate += _method_plan(name, camp, guesses)
         summary.append(f"# {slug}/{name}: {len(plan)} points, {len(plan) - len(todo)} already done, "
                        f"{len(todo)} to run; {estimate}, {_hosts_text(camp)}")
     for line in summary:
@@ -348,6 +349,25 @@ def _refusals(camp) -> list[str]:
     members = [camp] if camp.hosts is None else [fleet.member(camp, host, spec) for host, spec in camp.hosts.items()]
     found = [steps.host_refusal(one, None) or steps.declaration_refusal(one) for one in members]
     return [why for why in found if why]
+
+
+def _method_plan(name: str, camp, guesses: list) -> str:
+    """Print what preconditioning and SNIA PTS rounds add to a dry run; the words to add to its estimate."""
+    from briefkit.measure import precondition
+
+    said = ""
+    lines = precondition.plan_lines(camp)
+    for line, _ in lines:
+        print(f"# {name}/{line}")
+    if lines:
+        known = [s for _, s in lines if s is not None]
+        said += f"; preconditioning ~{_duration(sum(known))}" + (" (some unknown)" if len(known) < len(lines) else "")
+    rule = camp.steady_rule
+    if rule is not None and guesses and all(g is not None for g in guesses):
+        per_round = sum(guesses) / rule.max_rounds
+        said += (f"; SNIA PTS rounds: at least {rule.window_rounds} ({_duration(per_round * rule.window_rounds)}), "
+                 f"at most {rule.max_rounds} (the estimate above)")
+    return said
 
 
 def _duration(seconds: float) -> str:

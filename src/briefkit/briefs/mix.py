@@ -304,7 +304,8 @@ def multiple(summary_table: pd.DataFrame, mix: Mix, metric: str, load: float,
     spread = wide(summary_table, mix, metric, configs, "std")
     count = wide(summary_table, mix, metric, configs, "n")
     test = stats.welch_from_stats(*(x for c in (leader, other)
-                                    for x in (means.loc[load, c], spread.loc[load, c], count.loc[load, c])))
+                                    for x in (means.loc[load, c], spread.loc[load, c], count.loc[load, c])),
+                                  ratio_of="a/b" if higher else "b/a", style="multiple")
     return Multiple(mix, metric, load, leader, other, values[0], values[1], bool(overlap),
                     operand_decimals, test)
 

@@ -39,7 +39,9 @@ def step_difference(data: pd.DataFrame, config: str, clients: float, base: str, 
         rows = data[(data["config"] == c) & (data["load"] == load) & (data["metric"] == metric)
                     & (data["workload"] == "all")]
         return rows.groupby("rep", dropna=False)["value"].mean().to_numpy()
-    return stats.welch(reps(config, clients), reps(base, base_clients))
+    # NOPM is stated as a multiple of the baseline's, transaction times as a difference from it
+    return stats.welch(reps(config, clients), reps(base, base_clients),
+                       style="multiple" if metric == "nopm" else "percent")
 
 
 class OltpRamp(BriefBase):

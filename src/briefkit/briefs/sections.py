@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from briefkit.briefs import stability
+from briefkit.briefs import method, plots, stability
 from briefkit.core import metrics, sizes
 from briefkit.core.numbers import fmt
 from briefkit.dataset import claims, processed, published
@@ -57,6 +57,7 @@ class Blocks:
     figures: Any = field(default_factory=lambda: itertools.count(1))
     annex: list[Block] = field(default_factory=list)
     annex_tables: Any = field(default_factory=lambda: itertools.count(1))
+    annex_figures: Any = field(default_factory=lambda: itertools.count(1))
     _in_annex: bool = False
 
     def _add(self, block: Block, appendix: bool = False) -> None:
@@ -78,11 +79,13 @@ class Blocks:
         self._add(Block("table", frame, f"{label}: {caption}", note, css_class), appendix)
         return label
 
-    def figure(self, fig, caption: str) -> str:
-        """The figure (its caption is also its alt text), then the caption, "Figure N: " prepended."""
-        label = f"Figure {next(self.figures)}"
-        self._add(Block("figure", fig, caption=caption))
-        self._add(Block("md", f"*{label}: {caption}*"))
+    def figure(self, fig, caption: str, *, appendix: bool = False) -> str:
+        """The figure (its caption is also its alt text), then the caption, "Figure N: " (in the
+        appendix "Figure AN: ") prepended."""
+        annex = appendix or self._in_annex
+        label = f"Figure A{next(self.annex_figures)}" if annex else f"Figure {next(self.figures)}"
+        self._add(Block("figure", fig, caption=caption), annex)
+        self._add(Block("md", f"*{label}: {caption}*"), annex)
         return label
 
     def verdicts(self, checks: pd.DataFrame, caption: str, *, appendix: bool = False) -> str:
@@ -211,7 +214,24 @@ class BriefBase:
         if line:
             self.out.md(line)
         progress(self.out, record)
+        self.steady_state(name)
         return label
+
+    def steady_state(self, name: str) -> None:
+        """Preconditioning and steady state of each configuration of campaign ``name`` (briefkit.briefs.method),
+        and the SNIA PTS figure in the appendix when it ran rounds."""
+        record = self.records[name]
+        if record.is_imported:
+            return
+        samples = self.campaign_samples(name)
+        label = self.out.table(method.method_table(record, samples),
+                               f"Preconditioning and steady state of each configuration (campaign {name})",
+                               css_class="brief-table wrap", appendix=True)
+        self.out.md(method.summary_text(record, samples, label))
+        fig = self.drawn(("pts", name), lambda: method.pts_figure(record, plots.colours(record.configs)))
+        if fig is not None:
+            label = self.out.figure(fig, method.pts_caption(record), appendix=True)
+            self.out.md(f"The rounds of campaign {name} are drawn in {label}.")
 
     def stability(self, name: str, metric: str, workloads, palette: dict[str, str], load_label: str = "load",
                   why_missing: str = "the points of this campaign kept no interval output", each: bool = False

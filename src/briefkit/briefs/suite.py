@@ -142,7 +142,8 @@ def ratio_cells(samples: pd.DataFrame, numerator: str, denominator: str) -> pd.D
         better = compare.difference(a, b, higher)
         worse = compare.difference(b, a, higher)
         tested = stats.welch_from_stats(a, row.get(("std", numerator)), row.get(("reps", numerator)),
-                                        b, row.get(("std", denominator)), row.get(("reps", denominator)))
+                                        b, row.get(("std", denominator)), row.get(("reps", denominator)),
+                                        style="multiple")
         rows.append({"test": test, "metric": metric, "numerator": a, "denominator": b, "ratio": a / b,
                      "difference": better if better >= 0 else -worse, "test_result": tested})
     return pd.DataFrame(rows, columns=["test", "metric", "numerator", "denominator", "ratio", "difference",

@@ -122,7 +122,8 @@ def tested_leads(wide: pd.DataFrame, reps: Repetitions, higher_is_better: bool) 
             if row.difference <= 0 or a is None or b is None or not len(a) or not len(b):
                 continue
             found.append(TestedLead(Lead(subject, row.other, row.load, row.subject_value, row.other_value,
-                                         row.difference), stats.welch(a, b)))
+                                         row.difference),
+                                    stats.welch(a, b, ratio_of="a/b" if higher_is_better else "b/a")))
     return sorted(found, key=lambda t: -t.lead.difference)
 
 

@@ -192,6 +192,58 @@ def repetitions_record(value: int | AdaptiveRepetitions) -> int | dict[str, Any]
     return value.model_dump() if isinstance(value, AdaptiveRepetitions) else value
 
 
+#: storage kinds whose configuration is a block device (raw, or under a filesystem): preconditioning applies
+DEVICE_KINDS = ("block", "loop_xfs", "nbd", "nvmeof")
+#: what a PTS round tracks, per workload: fio's IO/s or bandwidth, db_bench's ops/s, OLTP's transactions/s
+PTS_METRICS = {"fio": ("iops", "bw"), "dbbench": ("ops",), "oltp": ("tps",)}
+
+
+class WorkloadIndependent(Model):
+    """``precondition.workload_independent``: the target written sequentially ``passes`` times
+    (SNIA PTS: twice the capacity, 128 KiB sequential writes) before the configuration's first point."""
+
+    pattern: Literal["seqwrite"] = "seqwrite"
+    passes: Annotated[int, Field(ge=1, le=10)] = 2
+
+
+class Precondition(Model):
+    """``precondition: {workload_independent: {pattern: seqwrite, passes: 2}, workload_dependent: true}``
+    (briefkit.measure.precondition). ``workload_dependent``: the rounds of the SNIA PTS rule before its
+    steady window are the workload-dependent preconditioning (so it needs ``steady_state``)."""
+
+    workload_independent: WorkloadIndependent | None = None
+    workload_dependent: Bool = False
+
+
+class PtsSteadyState(Model):
+    """``steady_state: {rule: snia-pts, metric: iops, window_rounds: 5, range: 20%, slope: 10%, max_rounds: 25}``:
+    a round is one pass over the configuration's tracked points (``track``: matrix values that pick them,
+    e.g. ``{rw: randwrite, bs: 4KiB}``; none: every point), rounds run until the last ``window_rounds`` are
+    steady (briefkit.core.pts) or ``max_rounds`` ran. Rounds take the place of repetitions."""
+
+    rule: Literal["snia-pts"]
+    metric: str
+    window_rounds: Annotated[int, Field(ge=2, le=100)] = 5
+    range: Percent = "20%"
+    slope: Percent = "10%"
+    max_rounds: Annotated[int, Field(ge=2, le=1000)] = 25
+    track: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], Any] = {}
+
+    @model_validator(mode="after")
+    def _rounds(self):
+        if self.max_rounds < self.window_rounds:
+            raise ValueError(f"max_rounds: {self.max_rounds} is below window_rounds ({self.window_rounds})")
+        return self
+
+    @property
+    def range_pct(self) -> float:
+        return float(self.range.rstrip("%"))
+
+    @property
+    def slope_pct(self) -> float:
+        return float(self.slope.rstrip("%"))
+
+
 class CampaignSpec(Model):
     """One measured campaign of a brief."""
 
@@ -208,6 +260,30 @@ class CampaignSpec(Model):
     labels: dict[Name, str] = {}
     matrix: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], Any] = {}
     settings: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], Any] = {}
+    precondition: Precondition | None = None
+    steady_state: PtsSteadyState | None = None
+
+    @model_validator(mode="after")
+    def _method(self):
+        if self.steady_state is not None:
+            allowed = PTS_METRICS.get(self.workload, ())
+            if self.steady_state.metric not in allowed:
+                raise ValueError(f"steady_state.metric: {self.steady_state.metric!r} is not tracked for workload "
+                                 f"{self.workload} (allowed: {', '.join(allowed) or 'none'})")
+            if self.repetitions != 1:
+                raise ValueError("repetitions: with steady_state (snia-pts) the rounds are the repetitions; "
+                                 "leave repetitions at 1 and set steady_state.max_rounds")
+        if self.precondition is not None:
+            if self.precondition.workload_dependent and self.steady_state is None:
+                raise ValueError("precondition.workload_dependent: needs steady_state: {rule: snia-pts, ...} "
+                                 "(its rounds before the steady window are the workload-dependent preconditioning)")
+            if self.precondition.workload_independent is not None and self.workload != "fio":
+                raise ValueError(f"precondition.workload_independent: written with fio, for workload fio only "
+                                 f"(not {self.workload})")
+        if self.fio_server and (self.precondition is not None or self.steady_state is not None):
+            raise ValueError("fio_server: preconditioning and steady_state rounds run on one host or a fleet, "
+                             "not through fio client/server")
+        return self
 
     @model_validator(mode="after")
     def _labels(self):

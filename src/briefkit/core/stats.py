@@ -26,6 +26,9 @@ from briefkit.core import metrics, samples
 POINT_COLUMNS = ["brief", "config", "workload", "load_kind", "load", "metric", "unit"]
 
 Percentiles = Literal["raise", "drop", "average"]
+#: which ratio of the two means a difference states, and how its interval is said
+RatioOf = Literal["a/b", "b/a"]
+RatioStyle = Literal["percent", "multiple"]
 
 
 def is_percentile(metric: str) -> bool:
@@ -119,6 +122,10 @@ class Difference:
     n_a: int
     n_b: int
     confidence: float = 0.95
+    #: the Fieller interval of the ratio of means in the orientation the brief states (``welch``'s
+    #: ``ratio_of``), and whether to say it as a difference (``percent``: ratio - 1) or a ``multiple``
+    ratio: RatioInterval | None = None
+    style: RatioStyle = "percent"
 
     @property
     def tested(self) -> bool:
@@ -138,11 +145,18 @@ class Difference:
             return f"not tested ({self.n_text})"
         return f"not tested (no run-to-run variation; {self.n_text})"
 
+    @property
+    def n_and_interval(self) -> str:
+        """"n = 3 vs 3, 95 % CI +15 % to +28 %": the sizes, and the ratio's interval when there is one."""
+        if self.ratio is None or not self.ratio.estimated:
+            return self.n_text
+        return f"{self.n_text}, {self.ratio.text(self.style)}"
+
     def p_text(self) -> str:
-        """"Welch p = 0.003, n = 3 vs 3", or why the difference was not tested."""
+        """"Welch p = 0.003, n = 3 vs 3, 95 % CI +15 % to +28 %", or why the difference was not tested."""
         if not self.tested:
             return self.why_untested
-        return f"Welch {p_value_text(self.p)}, {self.n_text}"
+        return f"Welch {p_value_text(self.p)}, {self.n_and_interval}"
 
     @property
     def short(self) -> str:
@@ -152,7 +166,7 @@ class Difference:
             return self.why_untested.replace("not tested (", "not tested: ").removesuffix(")")
         if self.significant:
             return self.p_text()
-        return f"within noise: {p_value_text(self.p)}, {self.n_text}"
+        return f"within noise: {p_value_text(self.p)}, {self.n_and_interval}"
 
     def verdict(self) -> str:
         """"significant (Welch p = 0.003, n = 3 vs 3)", "no significant difference (p = 0.41, n = 2 vs 2)",
@@ -161,7 +175,7 @@ class Difference:
             return self.why_untested
         if self.significant:
             return f"significant ({self.p_text()})"
-        return f"no significant difference ({p_value_text(self.p)}, {self.n_text})"
+        return f"no significant difference ({p_value_text(self.p)}, {self.n_and_interval})"
 
 
 def p_value_text(p: float) -> str:
@@ -171,36 +185,60 @@ def p_value_text(p: float) -> str:
     return f"p = {p:.2g}" if p < 0.01 else f"p = {p:.2f}"
 
 
+def fmt_number(value: float) -> str:
+    """95.0 -> "95", 99.9 -> "99.9"."""
+    return f"{value:.1f}".removesuffix(".0")
+
+
+def signed_percent(fraction: float) -> str:
+    """0.153 -> "+15 %", -0.02 -> "-2.0 %" (one decimal below 10 %)."""
+    value = 100 * fraction
+    digits = 1 if abs(value) < 10 else 0
+    return f"{value:+.{digits}f} %"
+
+
 def _finite(values) -> np.ndarray:
     data = np.asarray(values, dtype=float)
     return data[np.isfinite(data)]
 
 
-def welch(a, b, confidence: float = 0.95) -> Difference:
-    """Welch's unequal-variances t-test of the repetitions ``a`` against ``b`` (NaN values ignored)."""
+def welch(a, b, confidence: float = 0.95, *, ratio_of: RatioOf = "a/b", style: RatioStyle = "percent") -> Difference:
+    """Welch's unequal-variances t-test of the repetitions ``a`` against ``b`` (NaN values ignored),
+    with the Fieller interval of the ratio of means (see ``welch_from_stats``)."""
     a, b = _finite(a), _finite(b)
     if a.size == 0 or b.size == 0:
         raise ValueError(f"a difference needs values on both sides (n = {a.size} vs {b.size})")
     std = [float(x.std(ddof=1)) if x.size > 1 else math.nan for x in (a, b)]
-    return welch_from_stats(float(a.mean()), std[0], int(a.size), float(b.mean()), std[1], int(b.size), confidence)
+    return welch_from_stats(float(a.mean()), std[0], int(a.size), float(b.mean()), std[1], int(b.size), confidence,
+                            ratio_of=ratio_of, style=style)
 
 
 def welch_from_stats(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: float, n_b: int,
-                     confidence: float = 0.95) -> Difference:
+                     confidence: float = 0.95, *, ratio_of: RatioOf = "a/b",
+                     style: RatioStyle = "percent") -> Difference:
     """``welch`` from each side's mean, sample standard deviation (ddof 1) and n, as a summary
-    table (``summarize``) holds them. Welch-Satterthwaite degrees of freedom."""
+    table (``summarize``) holds them. Welch-Satterthwaite degrees of freedom.
+
+    The difference a brief states is a ratio of the two means (``a/b - 1``, or ``b/a - 1`` when lower
+    is better; a multiple ``a/b``): ``ratio_of`` says which, and the result carries that ratio's
+    Fieller interval (``fieller``) at the same confidence, said as a difference or a multiple (``style``)."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence!r}")
+    if ratio_of not in ("a/b", "b/a"):
+        raise ValueError(f"ratio_of must be 'a/b' or 'b/a', not {ratio_of!r}")
     n_a, n_b = int(n_a), int(n_b)
     difference = float(mean_a - mean_b)
+    sides = [(mean_a, std_a, n_a), (mean_b, std_b, n_b)]
+    numerator, denominator = sides if ratio_of == "a/b" else sides[::-1]
+    ratio = fieller(*numerator, *denominator, confidence) if denominator[0] != 0 else None
     if n_a < 2 or n_b < 2 or not (math.isfinite(std_a) and math.isfinite(std_b)) or std_a == std_b == 0:
-        return Difference(difference, math.nan, math.nan, math.nan, n_a, n_b, confidence)
+        return Difference(difference, math.nan, math.nan, math.nan, n_a, n_b, confidence, ratio, style)
     var_a, var_b = std_a ** 2 / n_a, std_b ** 2 / n_b
     se = math.sqrt(var_a + var_b)
     df = (var_a + var_b) ** 2 / (var_a ** 2 / (n_a - 1) + var_b ** 2 / (n_b - 1))
     p = float(2 * scipy_stats.t.sf(abs(difference) / se, df))
     half = float(scipy_stats.t.ppf((1 + confidence) / 2, df) * se)
-    return Difference(difference, difference - half, difference + half, p, n_a, n_b, confidence)
+    return Difference(difference, difference - half, difference + half, p, n_a, n_b, confidence, ratio, style)
 
 
 def significant(a, b, alpha: float = ALPHA) -> bool:
@@ -229,6 +267,18 @@ class RatioInterval:
     @property
     def estimated(self) -> bool:
         return math.isfinite(self.df)
+
+    def text(self, style: RatioStyle = "percent") -> str:
+        """"95 % CI +15 % to +28 %" (the ratio - 1, as a difference) or "95 % CI 2.8x to 3.4x" (a
+        multiple); "95 % CI unbounded" when the interval is no finite range; "" when not estimated."""
+        if not self.estimated:
+            return ""
+        level = f"{fmt_number(100 * self.confidence)} % CI"
+        if not self.bounded:
+            return f"{level} unbounded"
+        if style == "multiple":
+            return f"{level} {self.low:.2f}x to {self.high:.2f}x"
+        return f"{level} {signed_percent(self.low - 1)} to {signed_percent(self.high - 1)}"
 
 
 def fieller(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: float, n_b: int,

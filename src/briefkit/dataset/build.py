@@ -197,6 +197,7 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
         "adaptive_repetitions": camp.adaptive, "repetition_groups": camp.repetition_groups(),
         "failures": camp.failures(), "skipped": camp.skipped(), "measured": camp.measured(),
         "inventory": camp.inventory(), "prepare": camp.prepare(), "ramp_s": _ramp_seconds(camp),
+        "method": camp.method(),
     }
 
 

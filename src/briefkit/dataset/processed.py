@@ -85,6 +85,9 @@ class CampaignRecord:
     #: what follows from the settings and the tool's tables (briefkit.tools.base.Workload.facts): the
     #: flash suite's ``keys`` per test at its scale
     facts: dict[str, Any] = field(default_factory=dict)
+    #: preconditioning and SNIA PTS rounds: declared ``precondition`` / ``steady_state`` and per
+    #: configuration its precondition event, rounds and verdict (briefkit.raw.campaign.RecordedCampaign.method)
+    method: dict = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict) -> CampaignRecord:

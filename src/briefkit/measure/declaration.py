@@ -11,6 +11,8 @@
       labels: {name: text}                  how the brief names each configuration
       matrix: {axis: [values]}              the workload's axes; the plan is configs x matrix x reps
       settings: {key: value}                the workload's fixed settings
+      precondition: {...}                   before a configuration's first point (briefkit.measure.precondition)
+      steady_state: {rule: snia-pts, ...}   rounds until steady (briefkit.measure.rounds): rounds replace repetitions
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ from briefkit.config.params import (
     AdaptiveRepetitions,
     CampaignSpec,
     HostSpec,
+    Precondition,
+    PtsSteadyState,
     host_slug,
     max_repetitions,
     repetitions_record,
@@ -57,14 +61,23 @@ class Campaign:
     max_parallel_hosts: int | None = None
     fio_server: bool = False
     fio_server_port: int = 0
+    precondition: Precondition | None = None
+    #: the SNIA PTS rule (``steady_state:``): its rounds are the plan's repetitions
+    steady_rule: PtsSteadyState | None = None
 
     def plan(self) -> list[Point]:
-        return self.workload.plan(list(self.configs), self.matrix, max_repetitions(self.repetitions))
+        reps = self.steady_rule.max_rounds if self.steady_rule else max_repetitions(self.repetitions)
+        return self.workload.plan(list(self.configs), self.matrix, reps)
 
     def declaration(self) -> dict[str, Any]:
-        """What must not change between a campaign's first run and its resume."""
-        return {"workload": self.workload.name, "repetitions": repetitions_record(self.repetitions), "configs": self.config_specs,
-                "matrix": self.matrix, "settings": self.settings}
+        """What must not change between a campaign's first run and its resume (``precondition`` and
+        ``steady_state`` only when declared, so that older records stay equal)."""
+        found = {"workload": self.workload.name, "repetitions": repetitions_record(self.repetitions),
+                 "configs": self.config_specs, "matrix": self.matrix, "settings": self.settings}
+        for key, value in (("precondition", self.precondition), ("steady_state", self.steady_rule)):
+            if value is not None:
+                found[key] = value.model_dump()
+        return found
 
     def remote_root(self) -> str:
         return f"{self.workdir.rstrip('/')}/runs/{self.brief}/{self.name}"
@@ -118,7 +131,8 @@ def load(slug: str, name: str, base: Path | None = None) -> Campaign:
                     {k: dict(v) for k, v in spec["configs"].items()},
                     {k: str(model.labels.get(k, k)) for k in configs}, matrix, settings,
                     base / "data" / "raw" / slug / name, hosts=hosts, max_parallel_hosts=model.max_parallel_hosts,
-                    fio_server=model.fio_server, fio_server_port=model.fio_server_port)
+                    fio_server=model.fio_server, fio_server_port=model.fio_server_port,
+                    precondition=model.precondition, steady_rule=model.steady_state)
 
 
 def connect(spec: Any, where: str = "host") -> Host:
@@ -138,7 +152,7 @@ def growth(stored: Mapping | None, current: Mapping) -> list[str] | None:
     when it changes anything measured so far."""
     if not stored or any(k not in stored for k in records.DECLARATION_KEYS):
         return None
-    if stored["workload"] != current["workload"] or stored["settings"] != current["settings"]:
+    if any(stored.get(key) != current.get(key) for key in ("workload", "settings", "precondition", "steady_state")):
         return None
     said = _more_repetitions(stored["repetitions"], current["repetitions"])
     if said is None:

@@ -1,8 +1,8 @@
 """A campaign on one host: the executor's steps (briefkit.measure.steps) in order.
 
     pending -> lock the target -> check the tool -> stop orphans -> check the declaration
-    per configuration: set up -> inventory -> prepare -> points (stop rule, adaptive
-    repetitions) -> finish and teardown (always)
+    per configuration: set up -> inventory -> prepare -> precondition (once) -> points (stop rule,
+    adaptive repetitions; or SNIA PTS rounds until steady) -> finish and teardown (always)
 
 A fleet runs this for each of its hosts (briefkit.measure.fleet).
 """
@@ -14,7 +14,7 @@ from briefkit import power
 from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import check_stop
 from briefkit.hosts import Host
-from briefkit.measure import repetitions, steps
+from briefkit.measure import precondition, repetitions, rounds, steps
 from briefkit.measure.declaration import Campaign, connect
 from briefkit.measure.diagnose import explain
 from briefkit.measure.errors import StepFailed
@@ -72,7 +72,11 @@ def run_config(camp: Campaign, host: Host, config: str, points: list[Point], lef
     try:
         steps.record_inventory(camp, host, config, prepared)
         state = steps.prepare_config(camp, host, config, prepared, progress)
-        run_points(camp, host, config, points, left, prepared, state, source, tally, progress)
+        precondition.run(camp, host, config, prepared, state, left.manifest, progress)
+        if camp.steady_rule:    # SNIA PTS: rounds until steady instead of the plan's order
+            rounds.run_rounds(camp, host, config, left, prepared, state, source, tally, progress)
+        else:
+            run_points(camp, host, config, points, left, prepared, state, source, tally, progress)
     except StepFailed:
         raise
     except BaseException as exc:

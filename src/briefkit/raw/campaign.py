@@ -110,6 +110,20 @@ class RecordedCampaign:
         """The finished points of the plan, with their manifest line."""
         return [(p, self.events[p.id]) for p in self.plan() if self.events.get(p.id, {}).get("event") == DONE]
 
+    def measured_points(self) -> list[tuple[Point, dict]]:
+        """The finished points whose samples the brief reports: with SNIA PTS rounds, only the rounds of
+        each configuration's deciding window (the rounds before it are workload-dependent preconditioning;
+        a configuration without a verdict yet keeps every round); otherwise every finished point."""
+        windows = {config: (entry["verdict"] or {}).get("window")
+                   for config, entry in self.method()["configs"].items()} if self.method()["steady_state"] else {}
+        found = []
+        for point, entry in self.done():
+            window = windows.get(point.config)
+            if window and not window["first_round"] <= point.rep <= window["last_round"]:
+                continue
+            found.append((point, entry))
+        return found
+
     def point_records(self) -> list[tuple[Point, dict]]:
         """point.json of every finished point."""
         return [(p, records.read_point(self.raw_dir / e["dir"])) for p, e in self.done()]
@@ -117,13 +131,13 @@ class RecordedCampaign:
     def samples(self, with_power: bool = True) -> pd.DataFrame:
         """Tidy samples of every finished point (an empty table before the first)."""
         return tidy.concat([point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings,
-                                          p, e, with_power=with_power) for p, e in self.done()])
+                                          p, e, with_power=with_power) for p, e in self.measured_points()])
 
     def samples_and_series(self, with_power: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Tidy samples (as ``samples``) and series (briefkit.core.series.TABLE_COLUMNS) of every finished
         point, each point folder read once."""
         sample_tables, series_tables = [], []
-        for point, entry in self.done():
+        for point, entry in self.measured_points():
             table = point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings, point, entry,
                                   with_power=with_power)
             sample_tables.append(table)
@@ -191,6 +205,29 @@ class RecordedCampaign:
                 last[event["group"]] = {k: v for k, v in event.items() if k not in ("event",)}
         return list(last.values())
 
+    def method(self) -> dict[str, Any]:
+        """Preconditioning and SNIA PTS rounds as declared and as the manifest recorded them
+        (briefkit.measure.precondition, briefkit.measure.rounds): ``precondition`` and ``steady_state``
+        (the declaration, or None), and per configuration its last ``precondition`` event, its rounds
+        (round, value) and its PTS verdict."""
+        declaration = self.record["declaration"]
+        found: dict[str, Any] = {"precondition": declaration.get("precondition"),
+                                 "steady_state": declaration.get("steady_state"), "configs": {}}
+        for event in self.manifest.events():
+            kind, config = event.get("event"), event.get("config")
+            if kind not in ("precondition", "round", "steady-state") or config not in self.configs:
+                continue
+            entry = found["configs"].setdefault(config, {"precondition": None, "rounds": [], "verdict": None})
+            body = {k: v for k, v in event.items() if k not in ("event", "config", "at")}
+            if kind == "precondition":
+                entry["precondition"] = body
+            elif kind == "round":
+                entry["rounds"] = [r for r in entry["rounds"] if r["round"] != body["round"]] + [
+                    {"round": int(body["round"]), "value": float(body["value"])}]
+            else:
+                entry["verdict"] = body
+        return found
+
     def imported(self) -> dict | None:
         """What ``briefkit import`` recorded (when, the files, the mapping); None for a measured campaign."""
         found = self.record.get("imported") if self.origin == records.IMPORTED else None
@@ -228,6 +265,8 @@ def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
     declared_reps = check(Repetitions, declaration["repetitions"], f"{where}: declaration.repetitions",
                           CampaignError)
     repetitions = max_repetitions(declared_reps)
+    if isinstance(declaration.get("steady_state"), Mapping):     # SNIA PTS rounds are the repetitions
+        repetitions = int(declaration["steady_state"]["max_rounds"])
     matrix = declaration["matrix"]
     # the workload's axis order makes the point ids (the record's JSON keys are sorted)
     axes = [a for a in workload.axes if a in matrix] + [a for a in matrix if a not in workload.axes]
