@@ -10,7 +10,7 @@ import pytest
 
 from briefkit import cli
 from briefkit.config import project
-from briefkit.dataset import published
+from briefkit.published import brief as published
 from tests import paths
 
 ROOT = paths.ROOT

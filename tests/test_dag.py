@@ -161,6 +161,6 @@ def test_the_closure_follows_imports_inside_functions_and_notebooks():
     brief classes through the notebooks' cells, and the dataset stage reaches every tool's parser
     through the registry's strings."""
     assert "briefkit.report.render" in stage_closure("render")
-    assert "briefkit.briefs.fio_mix" in stage_closure("notebook")
+    assert "briefkit.briefs.fio_mix.notebook" in stage_closure("notebook")
     assert registered() <= stage_closure("dataset")
     assert not any(name.split(".")[1] in ("hosts", "storage", "power", "inventory") for name in stage_closure("render"))

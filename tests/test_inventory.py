@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from briefkit import inventory
-from briefkit.briefs import sections
+from briefkit.briefs.shared import sections
 from briefkit.hosts import LocalHost
 
 MISSING = "briefkit-missing-tool"

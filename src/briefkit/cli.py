@@ -45,8 +45,8 @@ def _dataset(args) -> int:
 def _execute(args) -> int:
     import papermill
 
+    from briefkit import processed
     from briefkit.core import notebooks
-    from briefkit.dataset import processed
 
     base = checkout.root()
     slug = checkout.declared_brief(args.brief, base)
@@ -92,10 +92,10 @@ def _build(args) -> int:
 
 
 def _compare(args) -> int:
-    """Campaign A against campaign B, point by point (briefkit.report.compare): the summary on stdout,
+    """Campaign A against campaign B, point by point (briefkit.report.comparison): the summary on stdout,
     reports/compare/BRIEF--A--B.{html,pdf}."""
     from briefkit.config import project
-    from briefkit.report import compare
+    from briefkit.report import comparison as compare
 
     base = checkout.root()
     brief = project.brief(args.brief, base)
@@ -122,7 +122,8 @@ def _mapping(pairs: list[str] | None) -> dict[str, str]:
 
 def _check(args) -> int:
     from briefkit.config import project
-    from briefkit.dataset import claims, published
+    from briefkit.published import brief as published
+    from briefkit.published import claims
 
     base = checkout.root()
     brief = project.brief(args.brief, base)
@@ -249,7 +250,7 @@ def _unmark_incomplete(camp) -> None:
     """A campaign with points left loses its stage's CAMPAIGN.complete marker before a direct run, so
     that no `dvc commit` records it as measured; the next `dvc repro` runs its stage, which writes the
     marker again once every point is final."""
-    from briefkit.measure import record
+    from briefkit.measure import stage as record
 
     if record.points_left(camp):
         record.complete_marker(camp).unlink(missing_ok=True)
@@ -265,7 +266,7 @@ def _check_host_option(value: str | None) -> None:
 
 def _measure_notebook(args) -> int:
     from briefkit.config import project
-    from briefkit.measure import record
+    from briefkit.measure import stage as record
 
     base = checkout.root()
     project.brief(args.brief, base)   # the whole params.yaml validated first, as `briefkit measure` does

@@ -26,9 +26,10 @@ from briefkit import storage, tools
 from briefkit.config import project
 from briefkit.config.params import BriefSpec, CampaignSpec, SshOptions
 from briefkit.core.errors import BriefkitError
-from briefkit.dataset import claims, published
 from briefkit.measure import campaign
 from briefkit.power import ipmi, meter, rapl, redfish
+from briefkit.published import brief as published
+from briefkit.published import claims
 from tests import paths
 
 #: values that are text for people, never passed to a tool or a shell

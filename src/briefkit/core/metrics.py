@@ -62,7 +62,7 @@ _ALL = [
     Metric("sys_cpu", "percent", "lower", "System CPU time, % of one CPU"),
     Metric("write_amp", "dimensionless", "lower", "Write amplification"),
     _latency("op_lat", "Operation latency (db_bench histogram of the test's operations)"),
-    # steady state of a point (briefkit.core.steady, briefkit.tools.steady): fio's own verdict, or fio's rule
+    # steady state of a point (briefkit.core.steady_rule, briefkit.tools.steady_settings): fio's own verdict, or fio's rule
     # applied to db_bench's and pgbench's interval series
     Metric("steady_state", "dimensionless", "higher", "Steady state attained (1) or not (0)"),
     Metric("steady_state_criterion", "percent", "lower", "Steady-state criterion, % of the window mean"),

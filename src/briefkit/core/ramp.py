@@ -24,7 +24,7 @@ from typing import Annotated, Any
 import pandas as pd
 from pydantic import Field, model_validator
 
-from briefkit.core import compare
+from briefkit.core import ratios as compare
 from briefkit.core.numbers import fmt
 from briefkit.core.validation import Bool, Model, check
 

@@ -1,6 +1,6 @@
 """``briefkit dataset BRIEF``: data/raw/<brief>/ and data/published/<brief>/ -> data/processed/<brief>/.
 
-The only step that reads raw and published data (the format: briefkit.dataset.processed). Every
+The only step that reads raw and published data (the format: briefkit.processed). Every
 campaign folder with a campaign.json is read through the declaration recorded in it; today's
 params.yaml is consulted only to say whether that declaration still stands ("same"), was edited
 ("changed", with the keys) or was removed ("not declared"). A removed declaration never drops
@@ -25,8 +25,7 @@ from briefkit.config import project
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError, ParseError
-from briefkit.dataset import published as published_mod
-from briefkit.dataset.processed import (
+from briefkit.processed import (
     BIN_COLUMNS,
     PERCENTILE_COLUMNS,
     PUBLISHED,
@@ -34,10 +33,11 @@ from briefkit.dataset.processed import (
     empty_bins,
     empty_percentiles,
 )
-from briefkit.raw import campaign as raw_campaign
+from briefkit.published import brief as published_mod
+from briefkit.raw import recorded as raw_campaign
 from briefkit.raw import records
-from briefkit.raw.campaign import RecordedCampaign
 from briefkit.raw.manifest import DONE, FAILED, SKIPPED
+from briefkit.raw.recorded import RecordedCampaign
 
 #: percentiles kept for every point with latency bins: fio's default list
 PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99)
@@ -178,7 +178,7 @@ def _write_folder(target: Path, files: Mapping[str, Any]) -> Path:
 # --- campaign records ----------------------------------------------------------------------------
 
 def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
-    """The campaigns.json record of a campaign (see briefkit.dataset.processed)."""
+    """The campaigns.json record of a campaign (see briefkit.processed)."""
     status = camp.status()
     status_rows = status.drop(columns=["campaign"]).to_dict("records")
     planned = int(status["points"].sum())

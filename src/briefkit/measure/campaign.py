@@ -28,8 +28,8 @@ from pathlib import Path
 
 from briefkit.core.errors import CampaignError
 from briefkit.hosts import Host
+from briefkit.measure.clientserver import run_clients
 from briefkit.measure.declaration import Campaign, connect, declared, load
-from briefkit.measure.fio_clients import run_clients
 from briefkit.measure.fleet import run_fleet
 from briefkit.measure.lock import CampaignLock
 from briefkit.measure.onehost import run_host

@@ -61,7 +61,7 @@ from briefkit import tools
 from briefkit.config import project
 from briefkit.core.errors import BriefkitError, CampaignError
 from briefkit.core.validation import check, check_name
-from briefkit.raw import campaign as raw_campaign
+from briefkit.raw import recorded as raw_campaign
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, Manifest, now
 from briefkit.tools.base import Point

@@ -1,5 +1,5 @@
 """The executor's steps, which the one-host run (briefkit.measure.onehost), the fleet
-(briefkit.measure.fleet) and fio client/server runs (briefkit.measure.fio_clients) compose:
+(briefkit.measure.fleet) and fio client/server runs (briefkit.measure.clientserver) compose:
 
     pending            the plan, the manifest and the points not yet done or skipped
     check_tool, stop_orphans, check_declaration      before anything runs on a host
@@ -30,7 +30,7 @@ from briefkit.core.interrupts import check_stop
 from briefkit.core.times import iso
 from briefkit.hosts import Host
 from briefkit.hosts.job import Job
-from briefkit.measure import steady
+from briefkit.measure import steady_verdict as steady
 from briefkit.measure.declaration import Campaign, growth
 from briefkit.measure.diagnose import explain, failure_text
 from briefkit.measure.errors import LockRefused, PointFailed, PrepareFailed, SetupFailed, StepFailed

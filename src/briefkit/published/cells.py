@@ -1,5 +1,5 @@
-"""What a published brief's transcription is made of, for the brief's reader (briefkit.dataset.published) and
-the claims' checker (briefkit.dataset.claims) alike: the error naming the file and key, a number of the
+"""What a published brief's transcription is made of, for the brief's reader (briefkit.published.brief) and
+the claims' checker (briefkit.published.claims) alike: the error naming the file and key, a number of the
 brief's data (``Cell``), and the types of brief.yaml's and claims.yaml's fields.
 """
 from __future__ import annotations

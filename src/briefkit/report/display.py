@@ -97,7 +97,7 @@ def bullets(items: list[str]) -> str:
 
 
 def emit(blocks) -> None:
-    """Show the blocks a brief section returns (``briefkit.briefs.sections.Block``), in order."""
+    """Show the blocks a brief section returns (``briefkit.briefs.shared.sections.Block``), in order."""
 
     for block in blocks:
         if block.kind == "md":

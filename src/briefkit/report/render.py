@@ -89,7 +89,7 @@ _PDF_DATE = re.compile(rb"(/(?:CreationDate|ModDate) *\(D:)(\d{14})")
 
 def source_date() -> time.struct_time:
     """The date a reproducible build gives its outputs: $SOURCE_DATE_EPOCH (reproducible-builds.org),
-    else 0, as the figures use (briefkit.briefs.plots), so that every checkout writes the same PDF."""
+    else 0, as the figures use (briefkit.briefs.shared.plots), so that every checkout writes the same PDF."""
     value = os.environ.get("SOURCE_DATE_EPOCH", "0")
     if not value.isdigit():
         raise RenderError(f"SOURCE_DATE_EPOCH={value!r}: expected whole seconds since 1970 (e.g. 0)")

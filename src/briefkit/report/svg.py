@@ -1,6 +1,6 @@
 """A brief's matplotlib figures as documents: inline SVG for the HTML (with hover text and series
 for the brief's script) and PNG for the checked notebooks. The figures themselves are drawn by
-briefkit.briefs.plots, which marks bars for hover text with ``tip``."""
+briefkit.briefs.shared.plots, which marks bars for hover text with ``tip``."""
 from __future__ import annotations
 
 import io

@@ -32,7 +32,7 @@ from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import held_interrupts
 from briefkit.core.samples import PARAMETER_PREFIX
 from briefkit.core.validation import Axis, Model, check
-from briefkit.tools import steady
+from briefkit.tools import steady_settings as steady
 
 if TYPE_CHECKING:
     from briefkit.hosts import Host

@@ -19,8 +19,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from briefkit.core.flash import FLASH_KEYS, FLASH_THREADS
 from briefkit.core.validation import checked_arguments
+from briefkit.tools.dbbench.flash import FLASH_KEYS, FLASH_THREADS
 
 #: Benchmarks db_bench 7.8.3 lists in ``--help`` (workloads and meta operations).
 KNOWN_BENCHMARKS = frozenset({

@@ -18,7 +18,7 @@ from pydantic import AfterValidator, Field
 from briefkit.core.validation import Axis, Bool, KeyError_, Model, allowed_text, check_program, defaults, each_key  # noqa: F401 (workload.py)
 from briefkit.core.validation import names_schema as _names_schema
 from briefkit.tools.dbbench.command import DEFAULT_BINARY
-from briefkit.tools.steady import DbBenchSteadyState
+from briefkit.tools.steady_settings import DbBenchSteadyState
 
 _INT = r"[0-9]{1,15}"
 _NEG_INT = r"-?[0-9]{1,15}"
@@ -95,7 +95,7 @@ class SweepSettings(_Common):
     ops_between_duration_checks: Positive = 100
     write_rate_limit: Positive | None = None   # bytes/s for readwhilewriting's writer; None: unthrottled
     readwritepercent: Annotated[int, Field(ge=0, le=100)] | None = None   # None: db_bench's 90
-    # judged on the --report_file interval series after the run (briefkit.tools.steady)
+    # judged on the --report_file interval series after the run (briefkit.tools.steady_settings)
     steady_state: DbBenchSteadyState | None = None
     # more db_bench flags, e.g. {max_background_jobs: 4}
     extra_flags: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")], Any],

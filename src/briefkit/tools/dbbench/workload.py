@@ -84,14 +84,15 @@ import pandas as pd
 from briefkit.core import samples as tidy
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
-from briefkit.core.flash import FLASH_KEYS
 from briefkit.core.validation import check
-from briefkit.tools import diskstats, steady
+from briefkit.tools import diskstats
+from briefkit.tools import steady_settings as steady
 from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.dbbench import command as cmd
 from briefkit.tools.dbbench import report_csv
 from briefkit.tools.dbbench import settings as settings_models
 from briefkit.tools.dbbench import stdout as dbbench_stdout
+from briefkit.tools.dbbench.flash import FLASH_KEYS
 from briefkit.tools.dbbench.output import TOOL
 
 if TYPE_CHECKING:

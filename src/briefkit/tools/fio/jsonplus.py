@@ -927,7 +927,7 @@ def _unit_rows(out: _Rows, unit: _Unit) -> None:
 
 
 def _steady_rows(out: _Rows, unit: _Unit) -> None:
-    """fio's steady-state verdict (briefkit.tools.steady.METRICS): attained only when every entry
+    """fio's steady-state verdict (briefkit.tools.steady_settings.METRICS): attained only when every entry
     of the unit attained it (clones without group_reporting each judge themselves); the criterion
     of the entry furthest from its limit; the time is the unit's runtime."""
     worst = max(unit.steady, key=lambda b: abs(b.criterion_pct) - b.limit_pct)

@@ -16,7 +16,7 @@ from pydantic import AfterValidator, Field
 from briefkit.core.validation import Axis, Bool, Model, allowed_text, check_program, each_key
 from briefkit.core.validation import names_schema as _names_schema
 from briefkit.tools.fio.job import MIXED_MODES, RW_MODES, Engine
-from briefkit.tools.steady import FioSteadyState
+from briefkit.tools.steady_settings import FioSteadyState
 
 _INT = r"[0-9]{1,12}"
 _BOOL = r"[01]"
@@ -76,7 +76,7 @@ class FioSettings(Model):
     fio: Annotated[str, AfterValidator(check_program)] = "fio"
     timeout_s: Annotated[float | int, Field(gt=0)] | None = None
     label_iodepth: Bool | None = None
-    # fio's own steadystate options (briefkit.tools.steady): a steady point ends early
+    # fio's own steadystate options (briefkit.tools.steady_settings): a steady point ends early
     steady_state: FioSteadyState | None = None
 
 

@@ -25,7 +25,7 @@ Settings (``settings:``)
     fio job options, e.g. ``{randrepeat: 0, norandommap: 1}``, validated by FioJob), ``fio``
     (the program on the host), ``timeout_s`` (null: 2 x (ramp + runtime) + 300 s for time-based
     points, none otherwise), ``label_iodepth`` (null: add ``QD<n>`` to the workload label when
-    the matrix sweeps iodepth), ``steady_state`` (none; briefkit.tools.steady: fio's own
+    the matrix sweeps iodepth), ``steady_state`` (none; briefkit.tools.steady_settings: fio's own
     ``steadystate``, ``steadystate_duration`` and ``steadystate_ramp_time`` options, so that a point
     ends as soon as it is steady; ``max_s`` replaces ``runtime_s``). Output is always json+ (``--output`` to a file in the point's
     folder): the ingest reads percentiles from its bins.
@@ -60,7 +60,7 @@ from briefkit.core.errors import CampaignError
 from briefkit.core.validation import defaults as defaults_of
 from briefkit.hosts.base import CommandError, stderr_tail
 from briefkit.storage.safety import UnsafeTargetError, check_prepared
-from briefkit.tools import steady
+from briefkit.tools import steady_settings as steady
 from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.fio import jsonplus as fio_output
 from briefkit.tools.fio import latency

@@ -17,7 +17,7 @@ from pydantic import AfterValidator, Field, model_validator
 from briefkit.core.ramp import StopRule
 from briefkit.core.validation import Axis, KeyError_, Model, Port, allowed_text, each_key
 from briefkit.core.validation import names_schema as _names_schema
-from briefkit.tools.steady import OltpSteadyState
+from briefkit.tools.steady_settings import OltpSteadyState
 
 #: server settings the workload manages itself (the socket and port) or needs (WAL timing)
 MANAGED = ("port", "unix_socket_directories", "track_wal_io_timing")
@@ -89,7 +89,7 @@ class OltpSettings(StopRule):
     server: Annotated[dict[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.]{0,62}$")], Any],
                       AfterValidator(each_key(check_server)), Field(json_schema_extra=_names_schema(SERVER))] = {}
     load_timeout_s: Positive = 7200   # the initial load may take this long
-    # judged on pgbench's --progress series after the step (briefkit.tools.steady)
+    # judged on pgbench's --progress series after the step (briefkit.tools.steady_settings)
     steady_state: OltpSteadyState | None = None
 
     @model_validator(mode="after")

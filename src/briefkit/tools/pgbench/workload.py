@@ -46,7 +46,7 @@ from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.times import iso
 from briefkit.core.validation import defaults as defaults_of
-from briefkit.tools import steady
+from briefkit.tools import steady_settings as steady
 from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.pgbench import progress as pgbench_progress
 from briefkit.tools.pgbench import summary as pgbench_summary

@@ -1,0 +1,1 @@
+"""The explore notebook's sections: one brief's processed data, campaign by campaign."""

@@ -1,0 +1,269 @@
+"""The rocksdb_suite notebook's sections: the RocksDB flash suite (T1-T5) of each selected measured
+campaign laid out as a published post's tables, per configuration and as ratio tables
+(``briefkit.briefs.rocksdb_suite.analysis`` does the analysis).
+
+Each method returns the blocks of one notebook section (``briefkit.report.display.emit`` shows them).
+"""
+from __future__ import annotations
+
+from briefkit.briefs.rocksdb_suite import analysis as suite
+from briefkit.briefs.shared import plots
+from briefkit.briefs.shared.sections import (
+    BriefBase,
+    bullets,
+    configurations_table,
+    hosts_text,
+    memory_bytes,
+    named,
+    ordered,
+    published_how,
+    selection_text,
+)
+
+
+class RocksdbSuite(BriefBase):
+    def __init__(self, brief: str, processed_dir, published_dir: str = "", show=None, ratios: dict | None = None):
+        super().__init__(brief, processed_dir, published_dir, show, ratios=ratios)
+        plots.setup()
+        ratios = self.params["ratios"] or {}
+        self.measured = {}
+        for name in self.names:
+            data = self.campaign_samples(name)
+            data = data[data["workload"].isin(list(suite.TESTS))]
+            if data.empty:
+                continue
+            record = self.records[name]
+            configs = ordered(data["config"].unique(), record.configs)
+            self.measured[name] = {
+                "data": data, "record": record, "configs": configs,
+                "labels": {c: (record.labels or {}).get(c) or c for c in record.configs},
+                "pairs": suite.ratio_pairs(ratios, configs, self.pub.meta.tables) if len(configs) > 1 else []}
+
+    def _suffix(self, name: str, fmt: str = " ({})") -> str:
+        return "" if len(self.measured) == 1 else fmt.format(name)
+
+    def facts(self) -> dict:
+        """The data-dependent values the notebook's prose templates glue into its text."""
+        return {"title": self.pub.title, "subtitle": self.pub.meta.subtitle}
+
+    # ------------------------------------------------------------------- figures and ratio tables
+    # Each returns the object its section shows (drawn once): a notebook cell may restyle it first.
+
+    def _chart(self, name: str):
+        m = self.measured[name]
+        return suite.ratio_chart(m["data"], m["pairs"]) if m["pairs"] else None
+
+    def _headline_campaign(self) -> str | None:
+        """The first campaign with a ratio to draw: page 1's figure is its ratios."""
+        return next((name for name in self.measured
+                     if self._chart(name) is not None and len(self._chart(name).columns)), None)
+
+    def _ratio_bars(self, chart, width: float | None, height: float):
+        fig, ax = plots.figure(height=height) if width is None else plots.figure(width=width, height=height)
+        plots.ratio_bars(ax, chart, palette=plots.colours(list(chart.columns)))
+        ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+        return fig
+
+    def headline_figure(self):
+        """Page 1's figure: every ratio of the first campaign with ratios (log scale); None without one."""
+        name = self._headline_campaign()
+        if name is None:
+            return None
+        return self.drawn(("headline",), lambda: self._ratio_bars(self._chart(name), 7.6, 2.3))
+
+    def ratio_figure(self, name: str):
+        """Every ratio of campaign ``name`` (a campaign after the first: page 1 draws the first's); None
+        when it has no ratio."""
+        chart = self._chart(name)
+        if chart is None or not len(chart.columns):
+            return None
+        return self.drawn(("ratios", name), lambda: self._ratio_bars(chart, None, 3.6))
+
+    def pairs(self) -> list[tuple[str, str, str]]:
+        """(campaign, numerator, denominator) of each ratio table with samples on both sides."""
+        return [(name, pair.numerator, pair.denominator) for name, m in self.measured.items()
+                for pair in m["pairs"] if not pair.missing]
+
+    def ratio_table(self, name: str, numerator: str, denominator: str):
+        """One ratio table: each test and metric, numerator over denominator, with significance."""
+        data = self.measured[name]["data"]
+        return self.drawn(("ratio", name, numerator, denominator),
+                          lambda: suite.ratio_table(data, numerator, denominator))
+
+    # ------------------------------------------------------------------------------------ sections
+
+    def key_findings(self):
+        lines = []
+        if not self.measured:
+            lines.append(selection_text(self.data, self.names, self.show))
+        for name, m in self.measured.items():
+            configs, record = m["configs"], m["record"]
+            scale = (record.settings or {}).get("scale")
+            keys = record.facts.get("keys")
+            # names only: what each configuration is, is said under "How we tested" (page 1 keeps its figure)
+            lines.append(f"**Measured** (campaign {name} on {hosts_text(record)}): {len(configs)} configurations, "
+                         + ", ".join(f"*{c}*" for c in configs)
+                         + " (what each is: *How we tested*), at "
+                         + f"{suite.scale_text(scale, keys) if scale and keys else 'a scale not recorded'}.")
+            if len(configs) < 2:
+                lines.append("Only one configuration was measured: there is no ratio to compute.")
+            for pair in m["pairs"]:
+                as_table = f" (laid out as the post's {pair.published}: {pair.caption})" if pair.published else ""
+                said = (f"not measured: {', '.join(pair.missing)} has no samples" if pair.missing else
+                        suite.ratio_summary(m["data"], pair.numerator, pair.denominator).split(": ", 1)[1])
+                lines.append(f"**{pair.title}**{as_table}: {said}.")
+        for statement in self.pub.meta.statements or []:
+            lines.append(f"*The post*: {statement['text']}")
+        self.out.md(bullets(lines))
+        self.headline, name = "", self._headline_campaign()
+        if name is not None:
+            self.headline = self.out.figure(
+                self.headline_figure(), f"Every ratio of campaign {name}'s ratio tables (log scale; the values are in "
+                "the tables of *Ratios*). Above 1 the numerator's number is larger: better for ops/s and MB/s, worse "
+                "for time and µs/op.")
+        return self.out.take()
+
+    def tests(self):
+        out = self.out
+        if self.measured:
+            out.md(selection_text(self.data, self.names, self.show))
+        for name, m in self.measured.items():
+            out.md(f"## The five tests{self._suffix(name)}")
+            out.table(suite.tests_table(m["data"], m["record"].facts.get("keys"), self.pub.workloads),
+                      f"The flash benchmark tests as run here (campaign {name})",
+                      note="Keys (--num): db_bench's --num at this scale (T3: keys overwritten; T4: reads; T5: reads "
+                           "per reader). Threads: as measured (T5: the readers; one more thread writes).",
+                      css_class="brief-table auto")
+            out.md("Time: how long the test's db_bench processes ran (database open and close included; T1 with its "
+                   "compaction). µs/op: db_bench's micros/op, the time per operation of each thread (about threads / "
+                   "ops/s; RocksDB before 6.0.1, as in the wiki's 2018 tables, printed 1e6 / ops/s instead). MB/s: "
+                   "db_bench's own rate of key and value bytes, in SI megabytes. Each number is the mean over the "
+                   "repetitions (see *Repetitions as measured*).")
+        return out.take()
+
+    def per_configuration(self):
+        for name, m in self.measured.items():
+            with self.out.appendix():
+                self.out.md(f"### Results per configuration{self._suffix(name)}")
+                labels = [self.out.table(suite.performance_table(m["data"], config),
+                                         f"Performance of {named(config, m['labels'], emphasis=False)}",
+                                         css_class="brief-table auto")
+                          for config in m["configs"]]
+            self.out.md(f"The results of each configuration, test by test, are in the appendix ({', '.join(labels)}).")
+        return self.out.take()
+
+    def ratios(self):
+        out = self.out
+        for name, m in self.measured.items():
+            if not m["pairs"]:
+                continue
+            out.md(f"## Ratios{self._suffix(name)}")
+            if self.headline and name == next(iter(self.measured)):
+                out.md(f"{self.headline} (page 1) draws every ratio below.")
+            elif len(self._chart(name).columns):
+                out.figure(self.ratio_figure(name),
+                           "Every ratio of the tables below (log scale; the values are in the tables). Above 1 "
+                           "the numerator's number is larger: better for ops/s and MB/s, worse for time and µs/op.")
+            for pair in m["pairs"]:
+                published_as = f" (as the post's {pair.published}: {pair.caption})" if pair.published else ""
+                if pair.missing:
+                    out.md(f"*{pair.title} ratios{published_as}: not measured; {', '.join(pair.missing)} has no "
+                           f"samples in campaign {name}.*")
+                    continue
+                path = network_path(m["record"], pair.numerator, short=True)
+                out.table(self.ratio_table(name, pair.numerator, pair.denominator),
+                          f"{pair.numerator} / {pair.denominator} ratios{published_as}"
+                          + (f"; {pair.numerator}: {path}" if path else ""),
+                          note=suite.ratio_summary(m["data"], pair.numerator, pair.denominator) + ". Cells: the "
+                               "numerator's mean over its repetitions divided by the denominator's. Significance: "
+                               "Welch's t-test of the two configurations' repetitions (p < 0.05 counts; with one "
+                               "repetition a ratio is not tested).",
+                          css_class="brief-table auto")
+        return out.take()
+
+    def repetitions(self):
+        with self.out.appendix():
+            return self._repetitions()
+
+    def _repetitions(self):
+        for name, m in self.measured.items():
+            self.out.md(f"### Repetitions as measured{self._suffix(name)}")
+            if m["data"].groupby(["config", "workload"])["rep"].nunique().max() == 1:
+                self.out.md("Each test ran once on each configuration, as the post ran them: the tables per "
+                            "configuration above are the measurements themselves.")
+                continue
+            self.out.table(suite.repetition_table(m["data"], m["configs"]),
+                           f"Each repetition of each test, in order (campaign {name})", css_class="brief-table auto")
+        return self.out.take()
+
+    def how_tested(self):
+        with self.out.appendix():
+            self._how_tested()
+        return self.out.take()
+
+    def _how_tested(self):
+        out, pub = self.out, self.pub
+        out.md("### How we tested")
+        for name, m in self.measured.items():
+            record = m["record"]
+            versions = sorted(m["data"]["tool_version"].dropna().unique())
+            post = suite.fraction(pub.meta.scale) if pub.meta.scale else "a scale it does not state"
+            scale = suite.scale_statement(record.settings or {}, record.facts.get("keys"), memory_bytes(record))
+            out.md(f"**Scale.** This campaign ran {scale} "
+                   f"The post ran {post} of the wiki's data, on the system of the last table, the remote SSD behind "
+                   "a 56 Gbps RDMA network. The numbers here show how the suite and its ratio tables are computed "
+                   "with briefkit; they are not a measurement of NVMe-oF or of the post's SSDs.")
+            for config in m["configs"]:
+                path = network_path(record, config)
+                if path:
+                    out.md(f"**Network path of {config}.** {path}")
+            side_by_side = replaced_pairs(m["configs"])
+            if side_by_side:
+                out.table(suite.ratio_chart(m["data"], side_by_side).map(lambda v: f"{v:.2f}"),
+                          f"Network block device (NBD) over local, next to the sshfs ratios it replaces "
+                          f"(campaign {name})",
+                          note="Each cell: the networked configuration's number over the local one's (above 1: "
+                               "larger; better for ops/s and MB/s, worse for time and µs/op). sshfs is a "
+                               "file-level protocol through encrypted SSH, NBD a block protocol over plain TCP; "
+                               "both stay on this machine's loopback and say nothing about a NIC or RDMA.",
+                          css_class="brief-table auto")
+            if versions:
+                out.md(f"db_bench version {', '.join(versions)} (Debian's rocksdb-tools, built with assertions on; "
+                       "the post used a release build of RocksDB 6.0.1).")
+            self.campaign_record(name)
+            self.inventory(name)
+            out.table(configurations_table(record), f"Storage configurations of campaign {name}",
+                      css_class="brief-table wrap")
+        out.table(published_how(pub), "The system and software of the published post")
+        out.md(f"The post's methodology is transcribed in `{self.published_path}` (brief.yaml; "
+               "the published text is `source.txt` beside it).")
+
+
+def network_path(record, config: str, short: bool = False) -> str:
+    """What the network path of a configuration is, and is not, from the fabric its storage set-up
+    recorded in the inventory; "" for local storage."""
+    storage = (((record.inventory or {}).get("configs") or {}).get(config) or {}).get("storage") or {}
+    fabric = storage.get("fabric") or {}
+    if not fabric:
+        return ""
+    where = "loopback TCP" if fabric.get("loopback") else f"TCP to {fabric.get('address')}"
+    if fabric.get("protocol") == "NBD":
+        if short:
+            return f"NBD over {where}, user-space server, {'FUSE' if 'nbdfuse' in str(fabric.get('client')) else 'kernel'} attach"
+        served = {"file": "an image file on the host's disk", "tmpfs": "an image file in a tmpfs (RAM)",
+                  "block": f"the block device {fabric.get('served')}"}.get(fabric.get("served_on"), fabric.get("served"))
+        return (f"NBD over {where} (port {fabric.get('port')}): {fabric.get('server_version') or 'nbdkit'}, a "
+                f"user-space server, serves {served}; the same host attaches it with "
+                f"{fabric.get('client')} ({fabric.get('client_version') or 'version not recorded'}) and XFS sits on "
+                f"it. It is not NVMe-oF: no RDMA, no NIC, and every I/O crosses user space twice.")
+    return (f"{fabric.get('protocol')} over {fabric.get('transport')} to {fabric.get('address')}:{fabric.get('port')}"
+            + (f" ({fabric.get('nqn')})" if fabric.get("nqn") else ""))
+
+
+def replaced_pairs(configs) -> list:
+    """(X-nbd, X) and (X-sshfs, X) for every local X that has both, for the side-by-side table."""
+    pairs = []
+    for local in configs:
+        if f"{local}-nbd" in configs and f"{local}-sshfs" in configs:
+            pairs += [suite.RatioPair(f"{local}-nbd", local), suite.RatioPair(f"{local}-sshfs", local)]
+    return pairs

@@ -1,0 +1,205 @@
+"""The reader of data/processed/<brief>/, the folder ``briefkit dataset BRIEF`` writes:
+
+    samples.parquet       tidy samples: the published brief's (campaign "published") and every measured
+                          campaign's, read through the declaration recorded with its raw data
+    percentiles.parquet   latency percentiles of merged fio json+ bins (all repetitions of a point)
+    latency_bins.parquet  those merged bins themselves: per point and family each bucket's value (us) and
+                          count, for exact latency distributions (exceedance figures)
+    series.parquet        readings over time within each point (briefkit.core.series): t_s, metric, value,
+                          unit and the point's keys brief, campaign, config, workload, load_kind, load,
+                          rep, host; SI units as in the samples
+
+Samples, percentiles, latency bins and series end with the point's parameter columns (``p_<name>``,
+typed, NA where a point has none: briefkit.core.samples), which analyses select and group by.
+    brief.json            the brief: notebook, published folder, notebook parameters, campaigns to show
+    campaigns.json        one record per measured campaign: what was declared (as recorded), what ran
+                          (hosts, durations, tool versions, counts), and how today's params.yaml compares
+
+Briefs and notebooks read a brief only through ``load``; nothing here reads data/raw.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from briefkit.core import samples as tidy
+from briefkit.core import series as tidy_series
+from briefkit.core.errors import BriefkitError
+
+#: 2: the point parameter columns (p_<name>) in samples, percentiles, latency bins and series
+SCHEMA_VERSION = 2
+FILES = ("brief.json", "campaigns.json", "samples.parquet", "percentiles.parquet")
+#: files of later versions of the folder: an older folder without them reads as "not measured"
+OPTIONAL_FILES = ("series.parquet", "latency_bins.parquet")
+PERCENTILE_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "percentile", "value",
+                      "unit", "files"]
+BIN_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "value", "count", "unit", "files"]
+STATUS_COLUMNS = ["config", "label", "points", "done", "skipped", "failed", "left"]
+PUBLISHED = "published"
+#: campaigns.json ``origin`` of a campaign recorded by ``briefkit import`` (briefkit.raw.records.IMPORTED)
+IMPORTED = "imported"
+
+
+class ProcessedDataError(BriefkitError):
+    """data/processed/<brief>/ is missing or cannot be read; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class CampaignRecord:
+    """One measured campaign: declared as recorded in its raw folder, and what really ran."""
+
+    name: str
+    workload: str
+    tool: str
+    hosts: list[str]
+    declared_host: Any
+    repetitions: int
+    configs: list[str]
+    config_specs: dict[str, dict]
+    labels: dict[str, str]
+    matrix: dict[str, list]
+    settings: dict[str, Any]
+    declaration_status: str               # "same" | "changed" | "not declared" | "imported"
+    changed_keys: list[str]
+    points: dict[str, int]                # planned, done, skipped, failed, left
+    status: pd.DataFrame = field(compare=False)
+    failures: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    measured: dict[str, Any] = field(default_factory=dict)
+    inventory: dict | None = None
+    prepare: list[dict] = field(default_factory=list)
+    #: ``repetitions: {min, max, half_width}`` as declared (``repetitions`` is then its max), else None
+    adaptive_repetitions: dict | None = None
+    #: why each point of adaptive repetitions stopped: group, config, values, metric, n, mean,
+    #: half_width_pct, target_pct, stopped ("target" | "max") (briefkit.measure.repetitions)
+    repetition_groups: list[dict] = field(default_factory=list)
+    ramp_s: float = 0.0                   # seconds at each point's start that are not measured
+    #: "measured" by briefkit, or "imported" (``briefkit import``: results made elsewhere)
+    origin: str = "measured"
+    #: for an imported campaign: when, how many files, which tool, the mapping file kept beside them
+    imported: dict | None = None
+    #: what follows from the settings and the tool's tables (briefkit.tools.base.Workload.facts): the
+    #: flash suite's ``keys`` per test at its scale
+    facts: dict[str, Any] = field(default_factory=dict)
+    #: preconditioning and SNIA PTS rounds: declared ``precondition`` / ``steady_state`` and per
+    #: configuration its precondition event, rounds and verdict (briefkit.raw.recorded.RecordedCampaign.method)
+    method: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict) -> CampaignRecord:
+        status = pd.DataFrame(data.get("status") or [], columns=STATUS_COLUMNS)
+        return cls(**{**{k: v for k, v in data.items() if k in cls.__dataclass_fields__}, "status": status})
+
+    @property
+    def is_imported(self) -> bool:
+        return self.origin == IMPORTED
+
+    @property
+    def label(self) -> str:
+        """``local (host localhost)``: the campaign and the host(s) it ran on (``lab (imported, host ...)``)."""
+        hosts = ", ".join(self.hosts) or "not run yet"
+        return f"{self.name} ({'imported, ' if self.is_imported else ''}host {hosts})"
+
+
+@dataclass
+class BriefData:
+    brief: str
+    notebook: str
+    published: str | None
+    parameters: dict
+    show: list[str] | None
+    samples: pd.DataFrame
+    percentiles: pd.DataFrame
+    campaigns: dict[str, CampaignRecord]
+    series: pd.DataFrame = field(default_factory=tidy_series.empty_table)
+    latency_bins: pd.DataFrame = field(default_factory=lambda: empty_bins())
+
+    def measured_series(self, show: list[str] | str | None = None) -> pd.DataFrame:
+        """Series of the selected campaigns only."""
+        names = self.selected(show)
+        return self.series[self.series["campaign"].isin(names)].reset_index(drop=True)
+
+    def selected(self, show: list[str] | str | None = None) -> list[str]:
+        """The campaigns to show: ``show`` (else brief.json's), a name or a list of names; None or
+        "all" is every campaign with finished points, by name."""
+        chosen = show if show is not None else self.show
+        if chosen is None or chosen == "all":
+            return sorted(name for name, c in self.campaigns.items() if c.points.get("done", 0) > 0)
+        names = [chosen] if isinstance(chosen, str) else list(chosen)
+        unknown = [n for n in names if n not in self.campaigns]
+        if unknown:
+            raise ProcessedDataError(
+                f"brief {self.brief}: no measured campaign {', '.join(map(repr, unknown))} to show "
+                f"(campaigns with raw data: {', '.join(sorted(self.campaigns)) or 'none'})")
+        return names
+
+    def measured(self, show: list[str] | str | None = None) -> pd.DataFrame:
+        """Samples of the selected campaigns only."""
+        names = self.selected(show)
+        return self.samples[self.samples["campaign"].isin(names)].reset_index(drop=True)
+
+    def published_samples(self) -> pd.DataFrame:
+        return self.samples[self.samples["campaign"] == PUBLISHED].reset_index(drop=True)
+
+
+def empty_percentiles() -> pd.DataFrame:
+    return pd.DataFrame(columns=PERCENTILE_COLUMNS)
+
+
+def empty_bins() -> pd.DataFrame:
+    return pd.DataFrame(columns=BIN_COLUMNS)
+
+
+def read_brief(brief: str, processed_dir: str | Path) -> dict:
+    """brief.json alone: notebook, published folder, parameters and the campaigns to show."""
+    path = Path(processed_dir) / brief / "brief.json"
+    if not path.is_file():
+        raise ProcessedDataError(f"{path}: missing; write it with `briefkit dataset {brief}` "
+                                 f"(or `dvc repro dataset@{brief}`)")
+    meta = _json(path)
+    meta.setdefault("parameters", {})
+    meta.setdefault("show", None)
+    return meta
+
+
+def load(brief: str, processed_dir: str | Path) -> BriefData:
+    """The processed data of ``brief`` in ``processed_dir`` (data/processed)."""
+    folder = Path(processed_dir) / brief
+    for name in FILES:
+        if not (folder / name).is_file():
+            raise ProcessedDataError(f"{folder / name}: missing; write it with `briefkit dataset {brief}` "
+                                     f"(or `dvc repro dataset@{brief}`)")
+    meta = _json(folder / "brief.json")
+    found = _json(folder / "campaigns.json")
+    samples = _read_table(folder / "samples.parquet", tidy.COLUMNS)
+    percentiles = _read_table(folder / "percentiles.parquet", PERCENTILE_COLUMNS)
+    campaigns = {name: CampaignRecord.from_json(record) for name, record in found.get("campaigns", {}).items()}
+    series = _read_table(folder / "series.parquet", tidy_series.TABLE_COLUMNS) \
+        if (folder / "series.parquet").is_file() else tidy_series.empty_table()
+    bins = _read_table(folder / "latency_bins.parquet", BIN_COLUMNS) \
+        if (folder / "latency_bins.parquet").is_file() else empty_bins()
+    return BriefData(brief=meta.get("brief", brief), notebook=meta.get("notebook"), published=meta.get("published"),
+                     parameters=meta.get("parameters") or {}, show=meta.get("show"), samples=samples,
+                     percentiles=percentiles, campaigns=campaigns, series=series, latency_bins=bins)
+
+
+def _read_table(path: Path, columns: list[str]) -> pd.DataFrame:
+    """A parquet file of the folder as ``columns`` (missing ones empty), then its point parameter columns."""
+    table = pd.read_parquet(path)
+    return table.reindex(columns=[*columns, *tidy.parameter_columns(table)])
+
+
+def _json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ProcessedDataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ProcessedDataError(f"{path}: schema_version {version!r}, expected {SCHEMA_VERSION}; write it again "
+                                 f"with `briefkit dataset {path.parent.name}`")
+    return data

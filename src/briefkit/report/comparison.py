@@ -1,0 +1,66 @@
+"""``briefkit compare BRIEF A B``: campaign A against campaign B as a brief of its own.
+
+A small notebook is written to reports/compare/<brief>--<A>--<B>.ipynb whose cells show the sections of
+``briefkit.briefs.shared.comparison.ComparisonBrief``; papermill runs it and the brief render path
+(``briefkit.report.render``) turns it into HTML and PDF beside it, with the brief's layout: title,
+summary, the first figure on page 1, the tables, the long tables in the appendix. The executed notebook
+stays, so an analyst can open it and go on from the same objects."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+from briefkit import processed
+from briefkit.briefs.shared import comparison as campaign_compare
+from briefkit.report import render
+
+#: the sections, one hidden code cell each (``emit`` shows what each returns)
+SECTIONS = ("intro", "body", "appendix")
+
+
+def stem(brief: str, a: str, b: str) -> str:
+    """reports/compare/<stem>.{ipynb,html,pdf}: the brief and both sides (a host's ``/`` as ``+``)."""
+    return "--".join(part.replace("/", "+") for part in (brief, a, b))
+
+
+def notebook(brief: str, processed_dir: Path, a: str, b: str, mapping: dict[str, str], metric: str | None):
+    """The comparison notebook: a parameters cell (hidden), then one cell per section (code hidden)."""
+    parameters = (f"brief = {brief!r}\nprocessed_dir = {str(processed_dir)!r}\na = {a!r}\nb = {b!r}\n"
+                  f"mapping = {mapping!r}\nmetric = {metric!r}")
+    setup = ("from briefkit.briefs.shared.comparison import ComparisonBrief\n"
+             "from briefkit.report.display import emit\n\n"
+             "report = ComparisonBrief(brief, processed_dir, a, b, mapping=mapping, metric=metric)\n"
+             "comparison = report.comparison      # .table, .summary(), .figure(workload)\n"
+             "emit(report.intro())")
+    cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters", "remove-cell"]}),
+             nbformat.v4.new_code_cell(setup, metadata={"tags": ["remove-input"]})]
+    cells += [nbformat.v4.new_code_cell(f"emit(report.{name}())", metadata={"tags": ["remove-input"]})
+              for name in SECTIONS[1:]]
+    node = nbformat.v4.new_notebook(cells=cells)
+    node.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return node
+
+
+def build(base: Path, brief: str, a: str, b: str, mapping: dict[str, str] | None = None, metric: str | None = None,
+          quiet: bool = False) -> tuple[campaign_compare.Comparison, dict[str, Path]]:
+    """Compare, then write, run and render the comparison notebook; returns the comparison and the paths
+    of its ipynb, html and pdf. The comparison is made here first, so that a wrong campaign, host,
+    mapping or metric is reported as such rather than as a failed notebook."""
+    import papermill
+
+    comparison = campaign_compare.compare(processed.load(brief, base / "data" / "processed"), a, b,
+                                          mapping=mapping, metric=metric)
+    processed_dir = (base / "data" / "processed").resolve()
+    folder = base / "reports" / "compare"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {suffix: folder / f"{stem(brief, a, b)}.{suffix}" for suffix in ("ipynb", "html", "pdf")}
+    source = folder / f".{stem(brief, a, b)}.in.ipynb"
+    nbformat.write(notebook(brief, processed_dir, a, b, dict(mapping or {}), metric), source)
+    try:
+        papermill.execute_notebook(str(source), str(paths["ipynb"]), cwd=str(folder), progress_bar=not quiet,
+                                   kernel_name="python3")
+    finally:
+        source.unlink()
+    render.render(paths["ipynb"], paths["html"], paths["pdf"])
+    return comparison, paths

@@ -1,0 +1,66 @@
+"""briefkit.briefs.explore.notebook on a brief's processed data built by the real `briefkit dataset` from the
+committed campaigns, and the prose glue of briefkit.report.display."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from scipy import stats as scipy_stats
+
+from briefkit.briefs.explore import notebook as explore
+from briefkit.report import display
+from tests import paths
+
+ROOT = paths.ROOT
+BRIEF = "rocksdb-7600"
+
+
+@pytest.fixture(scope="module")
+def data(reference_data):
+    return explore.load(BRIEF, reference_data(BRIEF) / "data" / "processed")
+
+
+def test_points_are_means_with_student_t_intervals(data):
+    samples, _, campaigns = explore.tables(data)
+    assert list(campaigns["campaign"]) == list(data.campaigns)
+    table = explore.points(samples, "ops", campaigns=["local"])
+    for row in table.itertuples():
+        values = samples[(samples["campaign"] == "local") & (samples["metric"] == "ops") & (samples["config"] == row.config)
+                         & (samples["workload"] == row.workload) & (samples["load"] == row.load)]["value"].to_numpy()
+        assert row.n == len(values) and row.value == pytest.approx(values.mean())
+        if len(values) > 1:
+            low, _ = scipy_stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=scipy_stats.sem(values))
+            assert row.ci_low == pytest.approx(low)
+    # a percentile is the median repetition, never a mean of percentiles
+    p99 = explore.points(samples, "read_lat_p99", campaigns=["local"])
+    first = p99.iloc[0]
+    values = samples[(samples["metric"] == "read_lat_p99") & (samples["campaign"] == "local")
+                     & (samples["config"] == first.config) & (samples["workload"] == first.workload)
+                     & (samples["load"] == first.load)]["value"]
+    assert first.value == pytest.approx(np.median(values)) and np.isnan(first.ci_low)
+
+
+def test_figures_and_the_point_looked_at(data):
+    samples, series, _ = explore.tables(data)
+    assert isinstance(explore.metric_figure(samples, "ops"), Figure)
+    point = explore.pick(samples, "ops", campaigns=["local"])
+    loads = samples[(samples["campaign"] == "local") & (samples["workload"] == point["workload"])]["load"]
+    assert point["load"] == loads.max()
+    assert isinstance(explore.series_figure(series, "total_ops", **point), Figure)
+    assert explore.distribution_figure(data, **point) is None     # db_bench keeps no histogram bins
+
+
+def test_unknown_names_are_refused_with_what_exists(data):
+    samples, _, _ = explore.tables(data)
+    with pytest.raises(KeyError, match="no campaign mine .*it has: local, published"):
+        explore.points(samples, "ops", campaigns=["mine"])
+    with pytest.raises(KeyError, match="no sample of metric 'opz'"):
+        explore.points(samples, "opz")
+
+
+def test_prose_fills_a_template_and_names_a_missing_value():
+    assert display.fill("""
+        Of {n} numbers, {share:.0%} match.
+        """, n=26, share=0.654) == "Of 26 numbers, 65% match."
+    with pytest.raises(KeyError, match="no value given for claims"):
+        display.fill("It checks {claims} claims of {title}.", title="X")

@@ -1,0 +1,312 @@
+"""Series: every point's readings over time (fio logs, db_bench's interval CSV, pgbench --progress and
+aggregated logs, HammerDB's counter log, power.csv), from real runs and real committed output, and the
+figures built on them."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from briefkit import processed
+from briefkit.briefs.shared import stability
+from briefkit.core import series as tidy_series
+from briefkit.core.errors import ParseError
+from briefkit.dataset import build
+from briefkit.power import LOG_COLUMNS
+from briefkit.raw import recorded as raw_campaign
+from briefkit.raw.points import power_series
+from briefkit.tools.dbbench import ingest as dbbench_parse
+from briefkit.tools.dbbench import report_csv as dbbench_csv
+from briefkit.tools.fio import bins as fio_bins
+from briefkit.tools.fio import jsonplus as fio_parse
+from briefkit.tools.fio import logs as fio_logs
+from briefkit.tools.fio.workload import FioWorkload
+from briefkit.tools.hammerdb import tcount as hammerdb_parse
+from briefkit.tools.pgbench import aggregate as pgbench_aggregate
+from briefkit.tools.pgbench import progress as pgbench_progress
+from briefkit.tools.pgbench import summary as pgbench_summary
+from tests import paths
+
+ROOT = paths.ROOT
+FIXTURES = ROOT / "tests" / "fixtures"
+FIO_LOGS = FIXTURES / "fio_logs"
+OLTP_POINT = ROOT / "data/raw/oltp-9300/local/xfs-loop/clients=8/rep1/attempt-1"
+
+
+def mean_of(table: pd.DataFrame, metric: str) -> float:
+    rows = table[table["metric"] == metric]
+    assert len(rows), f"no {metric} rows"
+    return float(rows["value"].mean())
+
+
+# ------------------------------------------------------------------------------------------ fio
+
+def test_fio_point_writes_logs_that_parse_into_series(tmp_path, local_host):
+    """A real 1 s ramp + 2 s fio point through the workload: its logs become series whose means agree
+    with fio's own JSON figures of the same run."""
+    assert shutil.which("fio"), "fio is not installed"
+    workload = FioWorkload()
+    matrix, settings = workload.validate(
+        {"rw": ["70/30"], "bs": ["16KiB"], "numjobs": [2], "iodepth": [4]},
+        {"ioengine": "psync", "ramp_s": 1, "runtime_s": 2, "size": "16MiB",
+         "options": {"log_avg_msec": 200, "log_hist_msec": 500}}, "c")
+    store = types.SimpleNamespace(name="tmp", kind="dir", path=str(tmp_path / "target"), device=None,
+                                  raw_device=False, description={"kind": "dir"})
+    (tmp_path / "target").mkdir()
+    state = workload.prepare(local_host, store, settings, str(tmp_path / "prepare"), lambda _m: None)
+    point = workload.plan(["tmp"], matrix, 1)[0]
+    folder = tmp_path / "point"
+    local_host.mkdir(str(folder))
+    from briefkit.tools.base import PointRun
+    workload.run(PointRun(host=local_host, point=point, storage=store, settings=settings, remote_dir=str(folder),
+                          state=state, progress=lambda _m: None))
+    workload.finish(local_host, store, settings, state)
+    assert {"fio_bw.1.log", "fio_bw.2.log", "fio_clat_hist.1.log"} <= {p.name for p in folder.iterdir()}
+
+    found = workload.series(folder, point, settings)
+    assert list(found.columns) == tidy_series.COLUMNS
+    samples = workload.samples(folder, point, settings)
+    by_metric = dict(zip(samples["metric"], samples["value"]))
+    # fio's clock starts after the ramp: every reading lies in the measured part of the point
+    assert found["t_s"].min() > 1.0 and found["t_s"].max() <= 1.0 + 2.0 + 0.3
+    for metric in ("read_bw", "write_bw", "total_bw", "read_iops"):
+        assert mean_of(found, metric) == pytest.approx(by_metric[metric], rel=0.15), metric
+    assert set(found.loc[found["metric"] == "read_bw", "unit"]) == {"MB/s"}
+    assert mean_of(found, "read_clat_mean") == pytest.approx(by_metric["read_clat_mean"], rel=0.3)
+    assert {"read_clat_p50", "read_clat_p99", "write_clat_p99.9"} <= set(found["metric"])
+    # the histogram logs hold fio's buckets: the same values the json+ bins are keyed by, never more I/Os
+    json_bins = fio_parse.histograms(folder / "fio.json")
+    for direction, bins in fio_logs.merged_hist_bins(folder).items():
+        reference = next(b for k, b in json_bins.items() if k.direction == direction)
+        assert set(bins) <= {int(v) for v in reference}
+        assert 0 < sum(bins.values()) <= sum(reference.values())
+
+
+def test_fio_fixture_logs_agree_with_their_json():
+    found = fio_logs.series(FIO_LOGS, offset_s=1.0)
+    samples = fio_parse.parse(FIO_LOGS / "fio.json")
+    by_metric = dict(zip(samples["metric"], samples["value"]))
+    for metric in ("read_bw", "write_bw", "read_iops", "write_iops"):
+        assert mean_of(found, metric) == pytest.approx(by_metric[metric], rel=0.1), metric
+    assert mean_of(found, "read_clat_mean") == pytest.approx(by_metric["read_clat_mean"], rel=0.1)
+    # jobs are summed window by window: total = read + write at every window
+    bandwidth = found[found["metric"].isin(["total_bw", "read_bw", "write_bw"])]
+    wide = bandwidth.pivot_table(index="t_s", columns="metric", values="value")
+    assert len(wide) == (found["metric"] == "read_bw").sum() and wide.notna().all().all()
+    assert np.allclose(wide["total_bw"], wide["read_bw"] + wide["write_bw"])
+    # windows are log_avg_msec apart, ramp added
+    steps = np.diff(sorted(found.loc[found["metric"] == "read_bw", "t_s"]))
+    assert np.allclose(steps, 0.2)
+
+
+def test_plat_idx_to_val_matches_fio_bucket_values():
+    bins = fio_parse.histograms(FIO_LOGS / "fio.json")
+    keys = {int(v) for b in bins.values() for v in b}
+    table = set(fio_bins.plat_idx_to_val(np.arange(fio_bins.PLAT_NR)).tolist())
+    assert keys <= table
+
+
+def test_a_point_without_logs_has_an_empty_series(tmp_path):
+    shutil.copy(FIO_LOGS / "fio.json", tmp_path / "fio.json")
+    workload = FioWorkload()
+    matrix, settings = workload.validate({"rw": ["70/30"], "bs": ["4KiB"], "numjobs": [2]}, {}, "c")
+    found = workload.series(tmp_path, workload.plan(["x"], matrix, 1)[0], settings)
+    assert found.empty and list(found.columns) == tidy_series.COLUMNS
+
+
+# --------------------------------------------------------------------------------------- db_bench
+
+def test_real_db_bench_interval_csv_gives_ops_over_time(tmp_path):
+    assert shutil.which("db_bench"), "db_bench is not installed"
+    db = tmp_path / "db"
+    common = [f"--db={db}", "--num=20000", "--key_size=16", "--value_size=100", "--compression_type=none"]
+    subprocess.run(["db_bench", "--benchmarks=fillseq", *common], check=True, capture_output=True)
+    out = subprocess.run(["db_bench", "--benchmarks=readrandom", "--use_existing_db=1", "--duration=3", "--threads=1",
+                          "--report_interval_seconds=1", f"--report_file={tmp_path / 'report.csv'}", *common],
+                         check=True, capture_output=True, text=True).stdout
+    (tmp_path / "readrandom.stdout").write_text(out)
+    found = dbbench_csv.report_series(tmp_path / "report.csv")
+    assert set(found["metric"]) == {"total_ops"} and set(found["unit"]) == {"ops/s"}
+    assert len(found) >= 2 and list(found["t_s"]) == sorted(found["t_s"])
+    summary = dbbench_parse.parse(tmp_path / "readrandom.stdout")
+    ops = float(summary.loc[(summary["metric"] == "ops") & (summary["workload"] == "readrandom"), "value"].iloc[0])
+    assert found["value"].mean() == pytest.approx(ops, rel=0.35)
+
+
+def test_dataset_writes_series_beside_the_samples(tmp_path):
+    """The committed rocksdb-7600 campaign (real db_bench output): series.parquet holds each point's
+    interval CSV, and its mean is the point's total_ops sample (both all threads' ops over whole intervals)."""
+    folder = build.build("rocksdb-7600", base=ROOT, out_dir=tmp_path)
+    data = processed.load("rocksdb-7600", tmp_path)
+    assert (folder / "series.parquet").is_file() and (folder / "latency_bins.parquet").is_file()
+    series = data.series
+    assert list(series.columns) == [*tidy_series.TABLE_COLUMNS, "p_benchmark", "p_threads", "p_test"]
+    assert set(series["metric"]) == {"total_ops"} and len(series)
+    keys = ["campaign", "config", "p_benchmark", "p_threads", "rep"]     # series and samples join by the parameters
+    means = series.groupby(keys)["value"].mean()
+    samples = data.samples[data.samples["metric"] == "total_ops"].set_index(keys)["value"]
+    joined = pd.concat([means.rename("series"), samples.rename("sample")], axis=1, join="inner")
+    assert len(joined) == len(means)
+    assert np.allclose(joined["series"], joined["sample"], rtol=1e-9)
+    assert data.campaigns["local"].ramp_s == 0.0
+    # a processed folder written before series existed reads as "no series", not as an error
+    (folder / "series.parquet").unlink()
+    (folder / "latency_bins.parquet").unlink()
+    older = processed.load("rocksdb-7600", tmp_path)
+    assert older.series.empty and list(older.series.columns) == tidy_series.TABLE_COLUMNS and older.latency_bins.empty
+
+
+# ---------------------------------------------------------------------------------------- pgbench
+
+def test_committed_pgbench_progress_becomes_series():
+    from briefkit.tools.pgbench.workload import OltpWorkload
+    workload = OltpWorkload()
+    record = json.loads((OLTP_POINT / "point.json").read_text())
+    camp = raw_campaign.read(ROOT / "data/raw/oltp-9300/local", "oltp-9300")
+    point = next(p for p in camp.plan() if p.id == record["point"])
+    found = workload.series(OLTP_POINT, point, camp.settings)
+    progress = pgbench_progress.read_progress(OLTP_POINT / "pgbench.stderr")
+    assert len(found[found["metric"] == "tpm"]) == len(progress)
+    assert mean_of(found, "tpm") == pytest.approx(progress["tps"].mean() * 60)
+    summary = pgbench_summary.read_summary(OLTP_POINT / "pgbench.stdout")
+    assert mean_of(found, "tpm") == pytest.approx(summary.tps * 60, rel=0.15)
+    assert set(found.loc[found["metric"] == "txn_lat_mean", "unit"]) == {"ms"}
+    assert set(found["workload"]) == {"all"}
+
+
+def test_aggregate_log_series_counts_every_logged_transaction():
+    path = FIXTURES / "pgbench" / "tpcc_aggregate.log"
+    table = pgbench_aggregate.read_aggregate(path)
+    found = pgbench_aggregate.aggregate_series(path)
+    interval = float(np.diff(table["interval_start"]).min())
+    tpm = found[found["metric"] == "tpm"]
+    assert tpm["value"].sum() / 60 * interval == pytest.approx(table["num_transactions"].sum())
+    assert list(tpm["t_s"]) == list(table["interval_start"] - table["interval_start"].iloc[0] + interval)
+
+
+def test_hammerdb_counter_series_needs_times_or_an_interval(tmp_path):
+    path = tmp_path / "hdbtcount.log"
+    path.write_text("Hammerdb Transaction Counter Log @ Thu Jun 30 21:18:31 UTC 2022\n"
+                    "0 PostgreSQL tpm\n150000 PostgreSQL tpm\n180000 PostgreSQL tpm\n")
+    with pytest.raises(ParseError, match="interval_s"):
+        hammerdb_parse.transaction_counter_series(path)
+    found = hammerdb_parse.transaction_counter_series(path, interval_s=10)
+    assert list(found["t_s"]) == [0.0, 10.0, 20.0] and list(found["value"]) == [0.0, 150000.0, 180000.0]
+    stamped = hammerdb_parse.transaction_counter_series(FIXTURES / "hammerdb" / "pkb_tcount_line.log")
+    assert list(stamped["t_s"]) == [0.0] and set(stamped["unit"]) == {"1/min"}
+
+
+# -------------------------------------------------------------------------------------- power
+
+def test_power_csv_readings_become_watts_over_time(tmp_path):
+    path = tmp_path / "power.csv"
+    with path.open("w", newline="") as stream:
+        writer = csv.DictWriter(stream, fieldnames=LOG_COLUMNS)
+        writer.writeheader()
+        for i, watts in enumerate([100.0, 110.0, 120.0]):
+            writer.writerow({"t": 1000.0 + i, "watts": watts, "domain": "system (BMC DCMI)", "source": "ipmitool",
+                             "sensor": "", "device_time": "", "poll_ms": "", "error": ""})
+        writer.writerow({"t": 1003.0, "watts": "", "domain": "", "source": "", "sensor": "", "device_time": "",
+                         "poll_ms": "", "error": "timeout"})
+    found = power_series(path, start_epoch=999.5)
+    assert list(found["t_s"]) == [0.5, 1.5, 2.5] and list(found["value"]) == [100.0, 110.0, 120.0]
+    assert set(found["metric"]) == {"watts"}
+
+
+# ------------------------------------------------------------------------------------- bad lines
+
+def _corrupt(source: Path, target: Path, line: int, text: str) -> Path:
+    lines = source.read_text().splitlines(keepends=True)
+    lines[line - 1] = text + "\n"
+    target.write_text("".join(lines))
+    return target
+
+
+BAD_FILES = [
+    ("fio bw log", FIO_LOGS / "fio_bw.1.log", 3, "400, lots, 0, 4096, 0", fio_logs.read_log),
+    ("fio direction", FIO_LOGS / "fio_iops.1.log", 2, "200, 10, 7, 4096, 0", fio_logs.read_log),
+    ("fio hist log", FIO_LOGS / "fio_clat_hist.1.log", 2, "1000, 0, 4096, 1, 2", fio_logs.read_hist_log),
+    ("db_bench report", FIXTURES / "dbbench" / "readwhilewriting_t2_stats.report.csv", 3, "2,many",
+     dbbench_csv.report_series),
+    ("pgbench progress", OLTP_POINT / "pgbench.stderr", 4, "progress: 3.0 s, lots tps, lat 5 ms stddev 3.3, 0 failed",
+     pgbench_progress.progress_series),
+    ("pgbench aggregate", FIXTURES / "pgbench" / "tpcc_aggregate.log", 2, "1700000000 12 x 3 4 5 0 0 0 0 0 0 0 0 0",
+     pgbench_aggregate.aggregate_series),
+    ("hammerdb counter", FIXTURES / "hammerdb" / "pkb_tcount_line.log", 1, "lots PostgreSQL tpm",
+     hammerdb_parse.transaction_counter_series),
+]
+
+
+@pytest.mark.parametrize("what, source, line, text, reader", BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_a_bad_series_line_is_an_error_naming_file_and_line(tmp_path, what, source, line, text, reader):
+    bad = _corrupt(source, tmp_path / source.name, line, text)
+    with pytest.raises(ParseError) as caught:
+        reader(bad)
+    assert f"{bad}:{line}:" in str(caught.value)
+
+
+def test_a_cut_off_fio_log_and_glued_logs_are_errors(tmp_path):
+    cut = tmp_path / "fio_bw.1.log"
+    cut.write_text((FIO_LOGS / "fio_bw.1.log").read_text().rstrip("\n"))
+    with pytest.raises(ParseError, match="cut off"):
+        fio_logs.read_log(cut)
+    glued = tmp_path / "fio_bw.2.log"
+    glued.write_text((FIO_LOGS / "fio_bw.2.log").read_text() * 2)
+    with pytest.raises(ParseError, match="time goes back"):
+        fio_logs.read_log(glued)
+
+
+# -------------------------------------------------------------------------------------- figures
+
+def test_exceedance_is_one_minus_the_cdf_of_the_bins():
+    values, counts = np.array([30.0, 10.0, 20.0, 40.0]), np.array([2, 5, 2, 1])
+    x, y = stability.exceedance(values, counts)
+    order = np.argsort(values)
+    expected = 1 - np.cumsum(counts[order]) / counts.sum()
+    assert list(x) == list(values[order][:-1]) and np.allclose(y, expected[:-1])
+
+
+def test_figures_are_drawn_only_from_data():
+    empty = tidy_series.empty_table()
+    assert stability.stability_figure(empty, "total_bw", ["70/30 4 KiB"], {}) is None
+    assert stability.distribution_figure(processed.empty_bins(), ["70/30 4 KiB"], {}) is None
+    rows = fio_logs.series(FIO_LOGS, offset_s=1.0)
+    table = rows.assign(brief="b", campaign="c", config="xfs", workload="70/30 4 KiB", load_kind="numjobs",
+                        load=2.0, rep=1, host="h")
+    assert stability.stability_figure(table, "total_bw", ["70/30 4 KiB"], {"xfs": "#000000"}, ramp_s=1.0) is not None
+    top = stability.stability_table(pd.concat([table, table.assign(load=1.0, value=0.0)]), "total_bw", "70/30 4 KiB")
+    assert set(top["load"]) == {2.0} and (top["value"] > 0).all()
+
+
+# ------------------------------------------------------------------------------------------ cli
+
+def test_ingest_series_writes_readings_as_csv(capsys, tmp_path):
+    from briefkit import cli
+    assert cli.main(["ingest", "fio", "--series", str(FIO_LOGS)]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(table.columns) == [*tidy_series.COLUMNS, "source"]
+    expected = fio_logs.series(FIO_LOGS)
+    assert len(table) == len(expected) and np.allclose(table["value"], expected["value"])
+    bad = _corrupt(FIO_LOGS / "fio_bw.1.log", tmp_path / "fio_bw.1.log", 2, "x")
+    assert cli.main(["ingest", "fio", "--series", str(bad)]) == 1
+    assert f"{bad}:2:" in capsys.readouterr().err
+
+
+def test_figures_wait_for_their_block():
+    """A figure kept for the appendix is not left open for the notebook to show at the end of its cell."""
+    import matplotlib.pyplot as plt
+    rows = fio_logs.series(FIO_LOGS, offset_s=1.0).assign(
+        brief="b", campaign="c", config="xfs", workload="w", load_kind="numjobs", load=2.0, rep=1, host="h")
+    fig = stability.stability_figure(rows, "total_bw", ["w"], {"xfs": "#000000"})
+    assert fig is not None and fig.number not in plt.get_fignums()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="svg")   # a closed figure still draws where its block is emitted
+    assert b"<svg" in buffer.getvalue()

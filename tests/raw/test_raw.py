@@ -1,0 +1,121 @@
+"""The raw-folder format (briefkit.raw), on the committed reference campaigns in data/raw/."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pytest
+
+from briefkit.core.errors import CampaignError
+from briefkit.raw import recorded as raw_campaign
+from briefkit.raw import records
+from briefkit.raw.manifest import DONE, SKIPPED, Manifest
+from tests import paths
+
+ROOT = paths.ROOT
+RAW = ROOT / "data" / "raw"
+FIO = RAW / "fio-6600ion" / "local"          # adaptive repetitions, steady state
+OLD = RAW / "rocksdb-7600" / "local"         # a version 0 record (written before schema_version existed)
+OLTP = RAW / "oltp-9300" / "local"
+
+
+def test_a_torn_last_line_is_skipped_then_repaired_and_kept_aside(tmp_path):
+    path = tmp_path / "manifest.jsonl"
+    shutil.copy(OLTP / "manifest.jsonl", path)
+    complete = Manifest(path).events()
+    torn = b'{"at": "2026-11-22T10:00:00.000+00:00", "event": "sta'   # a kill in the middle of a write
+    with path.open("ab") as out:
+        out.write(torn)
+    manifest = Manifest(path)
+    assert manifest.events() == complete
+    manifest.append(DONE, point="p", attempt=1)
+    aside = tmp_path / "manifest.jsonl.torn-1"
+    assert aside.read_bytes() == torn
+    events = Manifest(path).events()          # every line is whole again: nothing glued to the torn bytes
+    assert events[:-1] == complete and events[-1]["point"] == "p"
+    assert path.read_bytes().endswith(b"\n") and path.read_bytes().count(b"\n") == len(complete) + 1
+    with path.open("ab") as out:              # a second tear gets a file of its own
+        out.write(b'{"ev')
+    manifest.append(DONE, point="q", attempt=1)
+    assert (tmp_path / "manifest.jsonl.torn-2").read_bytes() == b'{"ev' and aside.read_bytes() == torn
+    assert [e["point"] for e in Manifest(path).events()[-2:]] == ["p", "q"]
+
+
+def test_a_bad_line_that_is_not_the_torn_tail_is_an_error_naming_file_and_line(tmp_path):
+    path = tmp_path / "manifest.jsonl"
+    lines = (OLTP / "manifest.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:20]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(CampaignError, match=rf"{path}:3: not a JSON line"):
+        Manifest(path).events()
+
+
+def test_records_are_versioned_written_once_and_version_0_still_reads(tmp_path):
+    old = records.read_campaign(OLD)
+    assert "schema_version" not in old and old["declaration"]["workload"] == "dbbench"
+    records.write_point(tmp_path, {"point": "a/x=1/rep1", "host": "h"})
+    assert records.read_point(tmp_path)["schema_version"] == records.SCHEMA_VERSION
+    with pytest.raises(FileExistsError):
+        records.write_point(tmp_path, {"point": "a/x=1/rep1", "host": "other"})
+    (tmp_path / "point.json").write_text(json.dumps({"schema_version": records.SCHEMA_VERSION + 1}))
+    with pytest.raises(CampaignError, match="newer than this briefkit reads"):
+        records.read_point(tmp_path)
+
+
+def test_a_reference_campaign_is_read_from_its_record():
+    camp = raw_campaign.read(OLD)
+    recorded = json.loads((OLD / "campaign.json").read_text())["declaration"]
+    # the plan made from the record names exactly the points the manifest says are done
+    done_in_manifest = {e["point"] for e in Manifest(OLD / "manifest.jsonl").events() if e["event"] == DONE}
+    assert {p.id for p in camp.plan()} == done_in_manifest
+    combinations = math.prod(len(values) for values in recorded["matrix"].values())
+    assert len(camp.plan()) == recorded["repetitions"] * len(recorded["configs"]) * combinations
+    # a version 0 record keeps configurations sorted; the order they ran in is the manifest's
+    first = Manifest(OLD / "manifest.jsonl").events()[0]["point"].split("/")[0]
+    assert camp.configs[0] == first and sorted(camp.configs) == sorted(recorded["configs"])
+    assert list(camp.matrix) == [a for a in camp.workload.axes if a in recorded["matrix"]]
+    status = camp.status()
+    assert status["done"].sum() == len(done_in_manifest) and status["left"].sum() == 0
+
+def test_an_adaptive_campaign_plans_its_maximum_and_records_what_it_did_not_need():
+    camp = raw_campaign.read(FIO)
+    events = Manifest(FIO / "manifest.jsonl").events()
+    done = {e["point"] for e in events if e["event"] == DONE}
+    skipped = {e["point"] for e in events if e["event"] == SKIPPED}
+    assert camp.adaptive and skipped and not done & skipped
+    assert {p.id for p in camp.plan()} == done | skipped
+    groups = camp.repetition_groups()
+    assert len(groups) == len(camp.plan()) // camp.adaptive["max"]
+    for group in groups:   # n is the repetitions that ran; "max" only when the target was not reached by then
+        ran = sum(p.startswith(group["group"] + "/rep") for p in done)
+        assert group["n"] == ran
+        assert (group["stopped"] == "target") == (group["half_width_pct"] <= group["target_pct"])
+        assert group["stopped"] == "target" or ran == camp.adaptive["max"]
+
+
+def test_samples_carry_the_point_records_provenance(tmp_path):
+    copy = tmp_path / "data" / "raw" / "oltp-9300" / "local"
+    shutil.copytree(OLTP, copy)
+    camp = raw_campaign.read(copy)
+    point, entry = camp.done()[0]
+    record_path = copy / entry["dir"] / "point.json"
+    record = json.loads(record_path.read_text())
+    record["host"] = "db1.example"           # as if this point had run on another host
+    record_path.write_text(json.dumps(record))
+    camp = raw_campaign.read(copy)
+    table = camp.samples()
+    mine = table[(table["config"] == point.config) & (table["load"] == point.values["clients"])]
+    assert set(mine["host"]) == {"db1.example"}
+    assert set(mine["started_at"]) == {record["started_at"]}
+    assert camp.hosts() == sorted({"db1.example", "localhost"})
+    # sources are relative to the checkout, so the table does not depend on where it was built
+    assert not table["source"].str.startswith("/").any()
+    assert (tmp_path / table["source"].iloc[0].split(";")[0]).exists()
+
+
+def test_folders_lists_campaigns_with_a_record_only(tmp_path):
+    shutil.copytree(OLTP, tmp_path / "b" / "local")
+    (tmp_path / "b" / "scratch").mkdir()
+    assert [p.name for p in raw_campaign.folders(tmp_path / "b")] == ["local"]
+    assert raw_campaign.folders(tmp_path / "missing") == []
