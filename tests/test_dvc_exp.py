@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import paths
+
 hydra = pytest.importorskip("dvc.utils.hydra")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 HOST = "briefs.fio-6600ion.campaigns.local.host"
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from checkouts import BIN, ROOT, env, run
+
+from tests.checkouts import BIN, ROOT, env, run
 
 DVC = str(BIN / "dvc")
 BRIEF = "fio-6600ion"

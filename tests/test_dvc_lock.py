@@ -11,8 +11,9 @@ import yaml
 
 from briefkit import cli
 from briefkit.config import dvclock
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 
 @pytest.fixture

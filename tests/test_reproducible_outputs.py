@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from checkouts import BIN, ROOT, run
 
 from briefkit.report import render
+from tests.checkouts import BIN, ROOT, run
 
 DVC = str(BIN / "dvc")
 BRIEF = "oltp-9300"
