@@ -22,7 +22,10 @@ from briefkit.report import render
 from tests import paths
 
 ROOT = paths.ROOT
-BODY_PAGES = 6
+# The body (before the Appendix) of the longest brief, fio-6600ion: four mixes, each a figure and a table of
+# twelve multiples. Since every multiple carries its ratio's 95 % interval beside Welch's p, each table row
+# takes three lines instead of two and that body runs to 7 pages (the other four briefs: 3-5).
+BODY_PAGES = 7
 BRIEFS = list(yaml.safe_load((ROOT / "params.yaml").read_text())["briefs"])
 FAST = "fio-6600ion"
 
@@ -76,7 +79,7 @@ def check_shape(report: Path) -> None:
     assert len(h2) >= 2 and html.find("<svg") < h2[1], "no figure before the first section after Key findings"
 
 
-def test_body_fits_six_pages_and_page_one_has_the_headline_figure(checkout):
+def test_body_fits_seven_pages_and_page_one_has_the_headline_figure(checkout):
     check_shape(build(checkout, FAST))
 
 
