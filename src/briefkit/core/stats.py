@@ -276,8 +276,13 @@ class RatioInterval:
         level = f"{fmt_number(100 * self.confidence)} % CI"
         if not self.bounded:
             return f"{level} unbounded"
+        # The briefs' figures (throughput, latency, counts) are positive, and so is any ratio of their
+        # means: the part of Fieller's interval below 0 (a numerator mean not clearly above 0) says only
+        # that the ratio may be as small as it can be. Said as "up to" the upper end; low keeps its value.
         if style == "multiple":
-            return f"{level} {self.low:.2f}x to {self.high:.2f}x"
+            return f"{level} up to {self.high:.2f}x" if self.low <= 0 else f"{level} {self.low:.2f}x to {self.high:.2f}x"
+        if self.low <= 0:
+            return f"{level} up to {signed_percent(self.high - 1)}"
         return f"{level} {signed_percent(self.low - 1)} to {signed_percent(self.high - 1)}"
 
 
