@@ -267,7 +267,7 @@ def test_the_command_line_prints_the_plan_and_the_status(project_root, capsys):
 def test_a_polled_power_source_is_recorded_during_each_point(project_root, monkeypatch):
     """Redfish served on loopback by the tests (no BMC here): the recorder polls it while each
     point runs, power.csv lands in the point's folder, and the point gets the window's mean."""
-    from test_power import FIXTURES, PASSWORD, USER, RedfishServer
+    from tests.power.test_power import FIXTURES, PASSWORD, USER, RedfishServer
 
     server = RedfishServer()
     try:

@@ -202,8 +202,9 @@ def test_raw_data_shared_through_a_dvc_remote(tmp_path):
     raw = tree(first / "data/raw")
     dvcyaml = first / "dvc.yaml"
     text = dvcyaml.read_text(encoding="utf-8")
-    assert text.count("            cache: false") == 1
-    dvcyaml.write_text(text.replace("            cache: false", "            cache: true"), encoding="utf-8")
+    folder_out = "            cache: false\n            persist: true"     # the raw folder; its .complete marker stays in git
+    assert text.count(folder_out) == 1
+    dvcyaml.write_text(text.replace(folder_out, folder_out.replace("false", "true")), encoding="utf-8")
     run(["git", "rm", "-r", "-q", "--cached", *[str(p.relative_to(first)) for p in first.glob("data/raw/*/local")]],
         cwd=first)
     run([DVC, "commit", "-f", "measure"], cwd=first)

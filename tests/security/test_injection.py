@@ -83,7 +83,7 @@ def cases(marker: Path):
         return spec
 
     is_path = {"workdir", "path", "source", "identity", "known_hosts", "device", "root", "fio", "binary",
-               "verify_tls", "ssh"}
+               "verify_tls", "ssh", "password_file"}
     for key in string_fields(CampaignSpec):
         if (key,) in FREE_TEXT or key in ("configs", "matrix", "settings", "power"):
             continue
