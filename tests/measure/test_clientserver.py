@@ -33,8 +33,13 @@ BRIEF = "clients-test"
 
 
 def free_ports(count: int) -> int:
-    """A first port of the allowed range with ``count`` free ports from it."""
-    for first in range(FIO_SERVER_PORTS.start + 37, FIO_SERVER_PORTS.stop - count):
+    """A first port of the allowed range with ``count`` free ports from it. Each pytest-xdist worker
+    searches its own slice of the range (the servers bind some time after this check), so two workers
+    never pick the same ports."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    width = (len(FIO_SERVER_PORTS) - 37) // 4              # four slices of the allowed range
+    start = FIO_SERVER_PORTS.start + 37 + width * (worker % 4)
+    for first in range(start, start + width - count):
         try:
             for port in range(first, first + count):
                 with socket.socket() as s:
