@@ -1,5 +1,8 @@
 """The unit registry and printed-number handling the ratio math rests on."""
+import itertools
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -11,6 +14,29 @@ def test_mib_to_si_megabytes_is_the_binary_over_decimal_ratio():
     assert units.factor("MiB/s", "MB/s") == pytest.approx(2**20 / 10**6)
     assert units.factor("KiB/s", "MB/s") == pytest.approx(2**10 / 10**6)
     assert units.convert(1_273_323_233, "B/s", "MB/s") == pytest.approx(1273.323233)
+
+
+def test_the_exact_table_agrees_with_pint():
+    pairs = [(a, b) for a, b in itertools.product(units.EXACT, repeat=2) if units.EXACT[a][0] == units.EXACT[b][0]]
+    differ = [(a, b, units.factor(a, b), units.registry().Quantity(1.0, a).to(b).magnitude) for a, b in pairs
+              if units.factor(a, b) != pytest.approx(units.registry().Quantity(1.0, a).to(b).magnitude, rel=1e-12)]
+    assert len(pairs) > 100 and differ == []
+
+
+@pytest.mark.parametrize("pair", [("ops/s", "IO/s"), ("ms", "MB/s"), ("W", "s"), ("B", "B/s")])
+def test_the_exact_table_keeps_dimensions_apart(pair):
+    with pytest.raises(units.UnitError, match="cannot convert"):
+        units.factor(*pair)
+
+
+def test_ingesting_the_tools_units_does_not_load_pint(tmp_path):
+    """pint costs ~0.7 s of CPU at start-up; the tools' own units never need it."""
+    fixture = "tests/fixtures/fio/rep1.jsonplus.json"
+    code = ("import sys; from briefkit.tools.fio import jsonplus; "
+            f"table = jsonplus.parse({fixture!r}); "
+            "assert len(table) > 10, len(table); print('pint' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_latency_units():
