@@ -193,3 +193,43 @@ def test_fetch_many_copies_files_and_folders_side_by_side(host, tmp_path):
     assert {name: (local / name).read_bytes() for name in payload} == payload
     with pytest.raises(FileNotFoundError):
         host.fetch_many([(f"{remote}/missing", local / "missing")])
+
+
+def _remote_folder(root, files):
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+        os.utime(root / name, (1_700_000_000, 1_700_000_000))
+    return root
+
+
+def test_fetch_new_brings_a_folders_new_files_in_one_tar_stream(host, tmp_path, monkeypatch):
+    files = {f"log{i}.txt": f"{i}\n".encode() * i for i in range(40)}
+    files["odd name -x.bin"] = bytes(range(256)) * 100
+    remote = _remote_folder(tmp_path / "remote", files)
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "log3.txt").write_bytes(b"kept")               # already here: never replaced
+    streams = []
+    tar_fetch = host._tar_fetch
+    monkeypatch.setattr(host, "_tar_fetch", lambda *a: streams.append(a[1]) or tar_fetch(*a))
+    monkeypatch.setattr(host, "fetch_many", lambda pairs: pytest.fail(f"SFTP used for {pairs[:2]}"))
+    got = host.fetch_new(str(remote), local)
+    assert got == sorted(set(files) - {"log3.txt"}) and streams == [got]
+    assert {p.name: p.read_bytes() for p in local.iterdir()} == {**files, "log3.txt": b"kept"}
+    assert (local / "log7.txt").stat().st_mtime == 1_700_000_000
+    assert host.fetch_new(str(remote), local) == [] and host.fetch_new(str(tmp_path / "missing"), local) == []
+
+
+@pytest.mark.parametrize("why", ["a subfolder", "over the limit"])
+def test_fetch_new_goes_by_sftp_for_folders_and_large_files(host, tmp_path, monkeypatch, why):
+    files = {"a.json": b"{}\n", "b.bin": bytes(range(256)) * 1000}
+    if why == "a subfolder":
+        files["sub/c.txt"] = b"c"
+    else:
+        monkeypatch.setattr("briefkit.hosts.ssh.TAR_LIMIT", 1000)
+    remote = _remote_folder(tmp_path / "remote", files)
+    monkeypatch.setattr(host, "_tar_fetch", lambda *a: pytest.fail("tar used"))
+    local = tmp_path / "local"
+    assert host.fetch_new(str(remote), local) == sorted({name.split("/")[0] for name in files})
+    assert {name: (local / name).read_bytes() for name in files} == files

@@ -306,6 +306,16 @@ class Host(ABC):
         folder costs a few round trips, not a few per file)."""
         return [self.fetch(remote, local) for remote, local in pairs]
 
+    def fetch_new(self, remote_dir: str, local_dir: Path) -> list[str]:
+        """Copy the entries of ``remote_dir`` that ``local_dir`` does not have yet (nothing local is
+        replaced; a missing remote folder copies nothing). The names copied, sorted."""
+        local_dir.mkdir(parents=True, exist_ok=True)
+        if not self.exists(remote_dir):
+            return []
+        names = [name for name in self.listdir(remote_dir) if not (local_dir / name).exists()]
+        self.fetch_many([(f"{remote_dir}/{name}", local_dir / name) for name in names])
+        return sorted(names)
+
     @abstractmethod
     def put(self, local_path: str | Path, remote_path: str) -> None:
         """Copy a file or directory from this machine to the host."""

@@ -46,10 +46,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import getpass
+import io
 import posixpath
 import secrets
 import shlex
 import socket
+import tarfile
 import threading
 import time
 from collections.abc import Coroutine, Mapping, Sequence
@@ -83,6 +85,9 @@ CLIENT_MARGIN = 15.0
 MAX_CHANNELS = 8
 #: bytes per SFTP read request batch
 READ_CHUNK = 1 << 20
+#: a point folder up to this many bytes comes in one tar stream (held in memory once), a larger one by
+#: SFTP file by file (written to disk as it arrives)
+TAR_LIMIT = 64 << 20
 #: reconnect backoff: first delay, factor, ceiling (seconds)
 BACKOFF = (0.1, 2.0, 5.0)
 
@@ -151,7 +156,7 @@ def _bad_known_hosts_lines(text: str) -> list[tuple[int, str]]:
 #: words) are written as '"$nl"'. The command runs in a subshell with stdin from /dev/null and its
 #: stdout and stderr in files, so that nothing it prints can reach the protocol stream; then the
 #: helper writes a header line with the exit code and both sizes, and the bytes themselves.
-#: Needs POSIX sh, mktemp, wc and cat.
+#: Needs POSIX sh, mktemp, wc and cat (and tar, which brings a point's files: SshHost.fetch_new).
 _CHANNEL = r"""
 IFS= read -r m || exit 0
 d=$(mktemp -d "${TMPDIR:-/tmp}/.briefkit-channel.XXXXXXXX") || exit 125
@@ -227,8 +232,10 @@ class _Channel:
                     if not line:
                         if conn.is_closed():
                             raise _NotStarted("the connection closed before the command channel was ready")
-                        await asyncio.wait([drained], timeout=2)
-                        await asyncio.wait([asyncio.ensure_future(process.wait_closed())], timeout=2)
+                        # the login has ended: its stderr and exit status follow at once on a calm
+                        # machine, later under load; both go into the message
+                        await asyncio.wait([drained], timeout=10)
+                        await asyncio.wait([asyncio.ensure_future(process.wait_closed())], timeout=10)
                         process.close()
                         text = " ".join(errors.decode("utf-8", errors="replace").split())[-500:]
                         raise HostError(f"on {where}: the login shell ended before the command channel started "
@@ -525,8 +532,7 @@ class SshHost(Host):
         if self.sudo:
             self.check_sudo()
         started = time.monotonic()
-        returncode, out, err = _call(self._run(command, argv, timeout))
-        err = clean_stderr(err)
+        returncode, out, err = _decoded(*_call(self._run(command, argv, timeout)))
         if timeout is not None and returncode in (124, 137) and time.monotonic() - started >= timeout:
             raise CommandTimeout(self.name, argv, timeout, out, err)
         result = Result(returncode, out, err, argv)
@@ -535,10 +541,10 @@ class SshHost(Host):
         return result
 
     def _raw_run(self, argv: list[str], timeout: float | None = None) -> Result:
-        returncode, out, err = _call(self._run(remote_command(argv, timeout=timeout), argv, timeout))
-        return Result(returncode, out, clean_stderr(err), argv)
+        returncode, out, err = _decoded(*_call(self._run(remote_command(argv, timeout=timeout), argv, timeout)))
+        return Result(returncode, out, err, argv)
 
-    async def _run(self, command: str, argv: list[str], timeout: float | None) -> tuple[int, str, str]:
+    async def _run(self, command: str, argv: list[str], timeout: float | None) -> tuple[int, bytes, bytes]:
         line = (one_line(command) + "\n").encode("utf-8")
         client_limit = None if timeout is None else timeout + KILL_AFTER + CLIENT_MARGIN
         async with self._channels:
@@ -567,7 +573,7 @@ class SshHost(Host):
                     channel.close()  # cancelled (an interrupt in the caller): the channel's state is unknown
                     raise
                 self._idle.append(channel)
-                return code, out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace")
+                return code, out, err
         raise AssertionError("unreachable")
 
     async def _channel(self) -> _Channel:
@@ -639,6 +645,42 @@ class SshHost(Host):
                 raise
             return [self.fetch(remote, local) for remote, local in pairs]  # one by one, as root where needed
         return [local for _, local in pairs]
+
+    def fetch_new(self, remote_dir: str, local_dir: Path) -> list[str]:
+        """One SFTP listing, then the new files in one tar stream over the command channel (a point's
+        folder costs two round trips, whatever its number of files). A folder among them, or more than
+        TAR_LIMIT bytes in all, goes by SFTP, which writes each file to disk as it arrives."""
+        local_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            entries = _call(self._file_op("listdir", remote_dir, lambda sftp: sftp.readdir(remote_dir)))
+        except FileNotFoundError:
+            return []
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return super().fetch_new(remote_dir, local_dir)  # as root where needed, entry by entry
+        new = {e.filename: e.attrs for e in entries
+               if e.filename not in (".", "..") and not (local_dir / e.filename).exists()}
+        plain_files = all(attrs.type == asyncssh.FILEXFER_TYPE_REGULAR for attrs in new.values())
+        if new and plain_files and sum(attrs.size or 0 for attrs in new.values()) <= TAR_LIMIT:
+            self._tar_fetch(remote_dir, sorted(new), local_dir)
+        elif new:
+            self.fetch_many([(f"{remote_dir}/{name}", local_dir / name) for name in new])
+        return sorted(new)
+
+    def _tar_fetch(self, remote_dir: str, names: list[str], local_dir: Path) -> None:
+        argv = check_argv(["tar", "-cf", "-", "-C", remote_dir, "--", *names])
+        if self.sudo:
+            self.check_sudo()
+        code, out, err = _call(self._run(remote_command(argv, sudo=self.sudo), argv, None))
+        if code != 0:
+            raise self.command_error(argv, Result(code, "", clean_stderr(err.decode("utf-8", errors="replace")), argv))
+        with tarfile.open(fileobj=io.BytesIO(out), mode="r:") as archive:
+            members = archive.getmembers()
+            strays = [m.name for m in members if m.name.split("/", 1)[0] not in names]
+            if strays:
+                raise HostError(f"on {self.name}: tar of {remote_dir} held entries not asked for: {strays[:3]}")
+            archive.extractall(local_dir, filter="data")  # refuses absolute paths, '..' and links out
 
     def put(self, local_path: str | Path, remote_path: str) -> None:
         try:
@@ -730,6 +772,10 @@ class SshHost(Host):
             async with sftp.open(path, "wb") as f:
                 await f.write(text.encode("utf-8"))
         _call(self._file_op("write", path, op))
+
+
+def _decoded(code: int, out: bytes, err: bytes) -> tuple[int, str, str]:
+    return code, out.decode("utf-8", errors="replace"), clean_stderr(err.decode("utf-8", errors="replace"))
 
 
 def _mkdir(path: str):

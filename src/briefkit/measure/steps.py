@@ -281,12 +281,9 @@ def next_attempt(host: Host, local_point: Path, remote_point: str, progress: Pro
 
 
 def fetch(host: Host, remote_dir: str, local_dir: Path) -> None:
-    """Copy an attempt folder from the host (file by file, over SFTP); nothing local is replaced."""
-    local_dir.mkdir(parents=True, exist_ok=True)
-    if not host.exists(remote_dir):
-        return
-    host.fetch_many([(f"{remote_dir}/{name}", local_dir / name) for name in host.listdir(remote_dir)
-                     if not (local_dir / name).exists()])
+    """Copy an attempt folder from the host (over SSH: one listing and one tar stream); nothing local
+    is replaced."""
+    host.fetch_new(remote_dir, local_dir)
 
 
 # --- a point ------------------------------------------------------------------------------------
