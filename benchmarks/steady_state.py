@@ -67,8 +67,9 @@ def run(job_text: str, folder: Path, name: str) -> tuple[float, float, float | N
     job, out = folder / f"{name}.job", folder / f"{name}.json"
     job.write_text(job_text)
     t0 = time.perf_counter()
+    # in the scratch folder: the job's per-second logs (fio_bw.1.log ...) are written to the working folder
     subprocess.run(["fio", "--output-format=json+", f"--output={out}", "--eta=never", str(job)], check=True,
-                   capture_output=True)
+                   capture_output=True, cwd=folder)
     wall = time.perf_counter() - t0
     table = fio_output.parse(out)
     iops = float(table.loc[table.metric == "total_iops", "value"].iloc[0])
