@@ -168,9 +168,9 @@ def test_repetition_errors_name_params_and_the_key(tmp_path, value, message):
 
 # --- real fio through the executor ---------------------------------------------------------------
 
-def declare(root: Path, name: str, repetitions=1, runtime_s=1, options=None, **settings) -> None:
+def declare(root: Path, name: str, repetitions=1, runtime_s=1, options=None, configs=("disk",), **settings) -> None:
     spec = {"workload": "fio", "host": "local", "workdir": str(root / "host"), "repetitions": repetitions,
-            "configs": {"disk": {"kind": "dir", "path": str(root / "host" / "disk")}},
+            "configs": {c: {"kind": "dir", "path": str(root / "host" / c)} for c in configs},
             "matrix": {"rw": ["randread"], "bs": [4096], "numjobs": [1], "iodepth": [1]},
             "settings": {"ioengine": "null", "direct": False, "ramp_s": 0, "runtime_s": runtime_s, "size": "1GiB",
                          "precondition": False, "options": options or {}, **settings}}
@@ -271,6 +271,47 @@ def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
     events = Manifest(raw / "target" / "manifest.jsonl").events()
     assert [e["event"] for e in events].count("repetitions") == 1
     assert events[-1]["event"] == "skipped" and events[-1]["point"].endswith("rep6")
+
+
+def test_adaptive_repetitions_with_a_baseline_target_the_ratio_of_means(root):
+    from tests.core.test_ratio_intervals import fieller_by_roots
+    spec = {"min": 2, "max": 4, "half_width": "10%", "baseline": "base"}
+    # two configurations of the same rate-limited null I/O: their ratio is known well after 2 repetitions
+    declare(root, "ratio", repetitions=spec, runtime_s=2, options={"rate_iops": 5000}, configs=("base", "other"))
+    # unthrottled null I/O varies by percents: a ratio within 0.0001 % is never reached
+    declare(root, "noisy", repetitions={**spec, "max": 3, "half_width": "0.0001%"}, configs=("base", "other"))
+    for name in ("ratio", "noisy"):
+        campaign.run(BRIEF, name, progress=lambda _: None)
+
+    raw = root / "data/raw" / BRIEF
+    table = recorded.read(raw / "ratio").samples()
+    bw = {c: table.query(f"metric == 'total_bw' and config == '{c}'").sort_values("rep")["value"].to_numpy(float)
+          for c in ("base", "other")}
+    stops = {e["config"]: e for e in Manifest(raw / "ratio" / "manifest.jsonl").events() if e["event"] == "repetitions"}
+    assert "ratio_to" not in stops["base"] and stops["base"]["half_width_pct"] == pytest.approx(half_width_pct(bw["base"]))
+    other = stops["other"]
+    low, high = fieller_by_roots(bw["other"], bw["base"])
+    assert other["ratio_to"] == "base" and other["baseline_n"] == len(bw["base"]) and other["n"] == len(bw["other"])
+    assert other["ratio"] == pytest.approx(bw["other"].mean() / bw["base"].mean())
+    assert other["half_width_pct"] == pytest.approx(100 * (high - low) / 2 / other["ratio"], rel=1e-6)
+    assert other["stopped"] == "target" and other["half_width_pct"] <= 10 and len(bw["other"]) < 4
+
+    stops = {e["config"]: e for e in Manifest(raw / "noisy" / "manifest.jsonl").events() if e["event"] == "repetitions"}
+    assert stops["other"]["stopped"] == "max" and stops["other"]["n"] == 3 and stops["other"]["ratio_to"] == "base"
+    assert stops["other"]["half_width_pct"] > 0.0001
+
+
+@pytest.mark.parametrize("configs, message", [
+    (("disk", "base"), "repetitions.baseline: 'base' must be the first configuration declared"),
+    (("disk",), "repetitions.baseline: 'base' is not a configuration of this campaign"),
+])
+def test_a_baseline_must_be_the_first_configuration(tmp_path, configs, message):
+    from briefkit.config.params import validate_params
+    data = {"briefs": {"b": {"notebook": "nb", "campaigns": {"c": {
+        "workload": "fio", "repetitions": {"min": 2, "max": 3, "half_width": "5%", "baseline": "base"},
+        "configs": {c: {"kind": "dir", "path": str(tmp_path / c)} for c in configs}}}}}}
+    with pytest.raises(ParamsError, match=rf"^params\.yaml: briefs\.b\.campaigns\.c: .*{message}"):
+        validate_params(data)
 
 
 # --- db_bench ------------------------------------------------------------------------------------

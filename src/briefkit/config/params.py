@@ -145,11 +145,17 @@ class AdaptiveRepetitions(Model):
     """``repetitions: {min: 2, max: 6, half_width: 5%}``: after ``min`` repetitions of a point
     (a configuration and its matrix values) more are run, one at a time, until the 95 % Student-t
     interval of the workload's headline metric is at most ``half_width`` of the mean on either side
-    (a percentage such as ``5%``), or ``max`` have run (briefkit.measure.repetitions)."""
+    (a percentage such as ``5%``), or ``max`` have run (briefkit.measure.repetitions).
+
+    ``baseline: <configuration>`` (the first one declared, so that it is measured first) makes the
+    other configurations target what a brief states, the ratio of their mean to the baseline's at the
+    same matrix values: their repetitions go on until the 95 % Fieller interval of that ratio is within
+    ``half_width`` of the ratio on either side. The baseline's own points follow the mean's rule."""
 
     min: Annotated[int, Field(ge=2)]
     max: Annotated[int, Field(ge=2, le=1000)]
     half_width: Percent
+    baseline: Name | None = None
 
     @model_validator(mode="after")
     def _bounds(self):
@@ -189,7 +195,8 @@ def max_repetitions(value: int | AdaptiveRepetitions) -> int:
 
 def repetitions_record(value: int | AdaptiveRepetitions) -> int | dict[str, Any]:
     """``repetitions`` as campaign.json records it: the count, or {min, max, half_width}."""
-    return value.model_dump() if isinstance(value, AdaptiveRepetitions) else value
+    # without a baseline the record is as before it existed: finished campaigns keep their declaration
+    return value.model_dump(exclude_none=True) if isinstance(value, AdaptiveRepetitions) else value
 
 
 #: storage kinds whose configuration is a block device (raw, or under a filesystem): preconditioning applies
@@ -283,6 +290,17 @@ class CampaignSpec(Model):
         if self.fio_server and (self.precondition is not None or self.steady_state is not None):
             raise ValueError("fio_server: preconditioning and steady_state rounds run on one host or a fleet, "
                              "not through fio client/server")
+        return self
+
+    @model_validator(mode="after")
+    def _baseline(self):
+        baseline = getattr(self.repetitions, "baseline", None)
+        if baseline is not None and baseline not in self.configs:
+            raise ValueError(f"repetitions.baseline: {baseline!r} is not a configuration of this campaign "
+                             f"({', '.join(self.configs)})")
+        if baseline is not None and baseline != next(iter(self.configs)):
+            raise ValueError(f"repetitions.baseline: {baseline!r} must be the first configuration declared "
+                             f"(configurations are measured in the order declared, and the ratios need it first)")
         return self
 
     @model_validator(mode="after")

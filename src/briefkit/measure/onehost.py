@@ -91,9 +91,14 @@ def run_points(camp: Campaign, host: Host, config: str, points: list[Point], lef
     """The configuration's points left to run, until its workload's stop rule says enough; adaptive
     repetitions skip a point whose interval is already narrow enough."""
     status = left.manifest.status()
-    done = [(p, steps.samples_of(camp, p, status[p.id])) for p in left.plan
-            if p.config == config and status.get(p.id, {}).get("event") == DONE]
-    adaptive = repetitions.make(camp.repetitions, camp.workload, left.manifest, progress)
+
+    def finished(of_config: str | None) -> list:
+        return [(p, steps.samples_of(camp, p, status[p.id])) for p in left.plan
+                if p.config == of_config and status.get(p.id, {}).get("event") == DONE]
+    done = finished(config)
+    baseline = getattr(camp.repetitions, "baseline", None)
+    adaptive = repetitions.make(camp.repetitions, camp.workload, left.manifest, progress,
+                                finished(baseline) if baseline not in (None, config) else ())
     for index, point in enumerate(points):
         check_stop()
         reason = camp.workload.stop_reason(config, done, camp.settings)

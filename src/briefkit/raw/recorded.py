@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from briefkit import tools
-from briefkit.config.params import AdaptiveRepetitions, Repetitions, max_repetitions
+from briefkit.config.params import AdaptiveRepetitions, Repetitions, max_repetitions, repetitions_record
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import CampaignError
@@ -279,7 +279,8 @@ def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
         brief=brief or record.get("brief") or campaign_dir.parent.name, name=campaign_dir.name, raw_dir=raw_dir,
         fleet_host=raw_dir.name if fleet else None,
         record=record, workload=workload, repetitions=repetitions,
-        adaptive=declared_reps.model_dump() if isinstance(declared_reps, AdaptiveRepetitions) else None, configs=configs,
+        adaptive=repetitions_record(declared_reps) if isinstance(declared_reps, AdaptiveRepetitions) else None,
+        configs=configs,
         config_specs={c: dict(specs[c]) for c in configs}, labels={c: str(labels.get(c, c)) for c in configs},
         matrix={a: list(matrix[a]) for a in axes}, settings=dict(declaration["settings"]))
 

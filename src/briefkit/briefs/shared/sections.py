@@ -415,7 +415,9 @@ def progress(out: Blocks, record) -> None:
         spec = getattr(record, "adaptive_repetitions", None) or {}
         at_target = sum(g.get("stopped") == "target" for g in groups)
         out.md(f"Adaptive repetitions ({spec.get('min')} to {spec.get('max')} per point, until the 95 % interval of "
-               f"{groups[0].get('metric')} is within ±{str(spec.get('half_width', '')).rstrip('%')} % of its mean): "
+               f"{groups[0].get('metric')} is within ±{str(spec.get('half_width', '')).rstrip('%')} % of its mean"
+               + (f"; for the other configurations, of its ratio to *{spec['baseline']}*" if spec.get("baseline") else "")
+               + "): "
                f"{at_target} of {len(groups)} points reached that after {spec.get('min')}, the others ran "
                f"{spec.get('max')}; {len(adaptive)} repetitions were not needed and not run.")
     others = [s for s in record.skipped if s not in adaptive or not groups]
