@@ -61,7 +61,7 @@ def describe(holder: dict) -> str:
             f"{holder.get('started_at', '?')}")
 
 
-def _alive(pid) -> bool:
+def alive(pid) -> bool:
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
@@ -220,7 +220,7 @@ class TargetLock:
         # this controller: we hold its lock now, so the one recorded there is gone; or its pid is
         if holder.get("controller_lock") == self.record["controller_lock"]:
             return True
-        return not _alive(holder.get("pid"))
+        return not alive(holder.get("pid"))
 
     def release(self) -> None:
         if not self.held:
