@@ -348,8 +348,8 @@ def _refusals(camp) -> list[str]:
     if camp.fio_server:
         return _others_running(camp)
     members = [camp] if camp.hosts is None else [fleet.member(camp, host, spec) for host, spec in camp.hosts.items()]
-    found = [steps.host_refusal(one, None) or steps.declaration_refusal(one) for one in members]
-    return [why for why in found if why] + _others_running(camp)
+    found = [why for why in (steps.host_refusal(one, None) or steps.declaration_refusal(one) for one in members) if why]
+    return found or _others_running(camp)     # a host refused already is not reached
 
 
 def _others_running(camp) -> list[str]:
@@ -360,16 +360,16 @@ def _others_running(camp) -> list[str]:
     specs = {"host": camp.host} if camp.hosts is None else camp.hosts
     found = []
     for name, spec in specs.items():
+        host = None
         try:
             host = campaign.connect(spec, f"briefs.{camp.brief}.campaigns.{camp.name}.{name}")
-        except Exception as exc:    # a dry run names the problem; the real run reports it in full
-            print(f"# {camp.brief}/{camp.name}: running campaigns on {name} not checked: {exc}")
-            continue
-        try:
             found += [running.refusal(host.name, {"brief": camp.brief, "campaign": camp.name}, other,
                                       running.folder()) for other in running.running_on(host)]
+        except Exception as exc:    # a dry run names the problem; the real run reports it in full
+            print(f"# {camp.brief}/{camp.name}: running campaigns on {name} not checked: {exc}")
         finally:
-            host.close()
+            if host is not None:
+                host.close()
     return found
 
 
