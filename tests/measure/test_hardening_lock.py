@@ -161,8 +161,8 @@ def test_a_campaign_in_another_workdir_of_the_same_host_is_refused_naming_the_fi
     """Two checkouts, two workdirs, one machine (reached locally and over the loopback sshd): no lock of
     either campaign meets the other's, yet they would slow each other down. While the first runs, the
     second is refused through the host's registry of running campaigns, its message naming the first,
-    its workdir and its pid; ``--dry-run`` says so too. The entries are gone once the runs end, and an
-    entry left by a dead run is ignored and cleaned."""
+    its workdir and its pid; ``--dry-run`` says so too. The entries are gone once the runs end, and
+    entries left by a dead run, or by a live process whose run has ended, are ignored and cleaned."""
     first_root = checkout(tmp_path / "one", "local", tmp_path / "work-one", runtime_s=8)
     second_root = checkout(tmp_path / "two", ssh_host(sshd), tmp_path / "work-two", runtime_s=1)
     env = {**os.environ, "BRIEFKIT_ROOT": str(second_root)}
@@ -189,6 +189,11 @@ def test_a_campaign_in_another_workdir_of_the_same_host_is_refused_naming_the_fi
     stale = running_campaigns / f"other.x.{gone}.abc.json"
     stale.write_text(json.dumps({"brief": "other", "campaign": "x", "workdir": "/elsewhere", "pid": gone,
                                  "host": socket.gethostname(), "started_at": "2026-01-01T00:00:00+00:00"}) + "\n")
+    # a live process (this one) whose run ended without removing its entry (its host connection lost):
+    # the campaign lock the entry names is gone
+    (running_campaigns / f"other.y.{os.getpid()}.def.json").write_text(json.dumps(
+        {"brief": "other", "campaign": "y", "workdir": "/elsewhere", "pid": os.getpid(), "host": socket.gethostname(),
+         "started_at": "2026-01-01T00:00:00+00:00", "controller_lock": str(tmp_path / "gone" / ".lock")}) + "\n")
     again = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True,
                            timeout=180, env=env)
     assert again.returncode == 0, again.stderr

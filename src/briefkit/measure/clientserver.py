@@ -77,7 +77,7 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
                 locks[-1].acquire()
                 locks.append(WorkdirLock(hosts[host_name], target.workdir, lock, f"{slug}/{name}", progress))
                 locks[-1].acquire()
-                locks.append(RunningEntry(hosts[host_name], slug, name, target.workdir, lock.holder, progress))
+                locks.append(RunningEntry(hosts[host_name], slug, name, target.workdir, lock, progress))
                 locks[-1].acquire()
                 steps.check_tool(target, hosts[host_name])
                 steps.stop_orphans(hosts[host_name], target.remote_root(), progress)   # a killed run's fio servers too

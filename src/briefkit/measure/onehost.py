@@ -41,7 +41,7 @@ def run_host(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Pr
     host = host or connect(camp.host, f"{camp.where()}.host")
     target_lock = TargetLock(host, camp.remote_root(), lock, f"{slug}/{name}", progress)
     workdir_lock = WorkdirLock(host, camp.workdir, lock, f"{slug}/{name}", progress)
-    entry = RunningEntry(host, slug, name, camp.workdir, lock.holder, progress)
+    entry = RunningEntry(host, slug, name, camp.workdir, lock, progress)
     try:
         with steps.failures_recorded(camp, host, left.manifest):
             target_lock.acquire()

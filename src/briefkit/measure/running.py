@@ -20,7 +20,8 @@ not taken for a user's; setting it for a deliberate run beside another campaign 
 the refusal (no command-line override: running two campaigns together is never what a measurement
 wants).
 
-An entry is stale, and removed, when its controller ran on this machine and its pid is gone. An entry
+An entry is stale, and removed, when its controller ran on this machine and its pid is gone or no
+longer holds the campaign lock the entry names (briefkit.measure.lock.CampaignLock). An entry
 of another controller machine cannot be checked from here: the refusal says which file to remove if
 that run is gone. The fleet members of one run (two entries reaching one machine) share the
 controller's pid and never refuse each other.
@@ -33,10 +34,11 @@ import re
 import socket
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from briefkit.core.names import check_name
 from briefkit.measure.errors import LockRefused
-from briefkit.measure.lock import alive, describe
+from briefkit.measure.lock import LOCK, CampaignLock, alive, describe
 
 ENV = "BRIEFKIT_RUNNING_DIR"
 DEFAULT = '/tmp/briefkit-running-$(id -u)'     # expanded by the host's shell: the host's uid
@@ -67,15 +69,17 @@ def folder() -> str:
 class RunningEntry:
     """This run's entry in the host's registry (a context manager)."""
 
-    def __init__(self, host, brief: str, campaign: str, workdir: str, controller: dict, say: Callable[[str], None]):
+    def __init__(self, host, brief: str, campaign: str, workdir: str, controller: CampaignLock,
+                 say: Callable[[str], None]):
         self.host = host
         self.folder = folder()
         self.say = say
+        holder = controller.holder
         self.record = {"brief": check_name(brief, "brief"), "campaign": check_name(campaign, "campaign"),
-                       "workdir": workdir, "pid": controller["pid"], "host": controller["host"],
-                       "started_at": controller["started_at"]}
+                       "workdir": workdir, "pid": holder["pid"], "host": holder["host"],
+                       "started_at": holder["started_at"], "controller_lock": str(controller.path)}
         # only validated names and generated digits in the file name: never a path from input
-        self.name = f"{brief}.{campaign}.{controller['pid']}.{uuid.uuid4().hex[:12]}.json"
+        self.name = f"{brief}.{campaign}.{holder['pid']}.{uuid.uuid4().hex[:12]}.json"
         self.held = False
 
     def acquire(self) -> "RunningEntry":
@@ -131,11 +135,27 @@ def parse(listing: str) -> dict[str, dict]:
 def others_running(host, entries: dict[str, dict], mine: dict | None, where: str) -> list[dict]:
     """The live entries of other runs; stale ones (controller on this machine, pid gone) are removed."""
     here = socket.gethostname()
-    stale = [name for name, e in entries.items() if e.get("host") == here and not alive(e.get("pid"))]
+    stale = [name for name, e in entries.items() if e.get("host") == here and not _still_running(e)]
     if stale:
         host.run(["sh", "-c", _REMOVE, "briefkit-running", where, *stale], check=False, timeout=30)
     return [e for name, e in entries.items() if name not in stale
             and not (mine and e.get("host") == mine["host"] and e.get("pid") == mine["pid"])]
+
+
+def _still_running(entry: dict) -> bool:
+    """An entry of this machine's controller: its pid runs and still holds the campaign lock it names
+    (a run whose host connection was lost at the end could not remove its entry, but released that
+    lock; its process may go on with another campaign)."""
+    if not alive(entry.get("pid")):
+        return False
+    path = entry.get("controller_lock")
+    if not isinstance(path, str) or not path.startswith("/") or not path.endswith(f"/{LOCK}"):
+        return True     # an entry without it: the pid is all there is to go by
+    try:
+        holder = json.loads(Path(path).read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        return False
+    return holder.get("pid") == entry.get("pid") and holder.get("started_at") == entry.get("started_at")
 
 
 def running_on(host) -> list[dict]:
