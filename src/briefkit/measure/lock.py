@@ -12,9 +12,9 @@
 A second run of the campaign is refused at once with a message naming the holder. So is a second
 campaign in a workdir where one is running, naming that campaign: two campaigns on one host slow
 each other's points down (23-48 % in a trial), and nothing in their records would say so. The lock
-is the workdir's, not the machine's: a workdir is the storage area a campaign measures on (its
-``dir`` paths and images live there), and a fleet's entries that reach one machine, or a test
-suite's parallel campaigns, each have their own on purpose.
+is the workdir's: a campaign in another workdir of the same host is refused by the host's registry
+of running campaigns (briefkit.measure.running), which a fleet's entries reaching one machine share
+without refusing each other.
 
 A target lock left by a dead run is taken over (and the take-over is said): it is stale when it
 names this controller's lock file, which this process now holds, or when its holder's pid is gone
