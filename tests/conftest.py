@@ -23,6 +23,22 @@ from briefkit.hosts import LocalHost
 from briefkit.hosts.sshd import SSHD, LoopbackSshd
 
 
+@pytest.fixture(scope="session", autouse=True)
+def running_campaigns(tmp_path_factory):
+    """The registry of running campaigns (briefkit.measure.running) of this test worker: the suite's
+    parallel workers, and another checkout's suite on this machine, run campaigns at the same time on
+    purpose; within one worker campaigns run one after another, as on a real host."""
+    from briefkit.measure.running import ENV
+
+    before = os.environ.get(ENV)
+    os.environ[ENV] = str(tmp_path_factory.mktemp("running"))
+    yield Path(os.environ[ENV])
+    if before is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = before
+
+
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory):
     """A real sshd (Debian's openssh-server) on 127.0.0.1:<free port>, root login by key, torn down

@@ -346,10 +346,31 @@ def _refusals(camp) -> list[str]:
     from briefkit.measure import fleet, steps
 
     if camp.fio_server:
-        return []
+        return _others_running(camp)
     members = [camp] if camp.hosts is None else [fleet.member(camp, host, spec) for host, spec in camp.hosts.items()]
-    found = [steps.host_refusal(one, None) or steps.declaration_refusal(one) for one in members]
-    return [why for why in found if why]
+    found = [why for why in (steps.host_refusal(one, None) or steps.declaration_refusal(one) for one in members) if why]
+    return found or _others_running(camp)     # a host refused already is not reached
+
+
+def _others_running(camp) -> list[str]:
+    """Another campaign running on one of the campaign's hosts (briefkit.measure.running): a run would
+    be refused. The hosts are reached for this; one that cannot be is said, not refused."""
+    from briefkit.measure import campaign, running
+
+    specs = {"host": camp.host} if camp.hosts is None else camp.hosts
+    found = []
+    for name, spec in specs.items():
+        host = None
+        try:
+            host = campaign.connect(spec, f"briefs.{camp.brief}.campaigns.{camp.name}.{name}")
+            found += [running.refusal(host.name, {"brief": camp.brief, "campaign": camp.name}, other,
+                                      running.folder()) for other in running.running_on(host)]
+        except Exception as exc:    # a dry run names the problem; the real run reports it in full
+            print(f"# {camp.brief}/{camp.name}: running campaigns on {name} not checked: {exc}")
+        finally:
+            if host is not None:
+                host.close()
+    return found
 
 
 def _method_plan(name: str, camp, guesses: list) -> str:

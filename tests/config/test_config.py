@@ -165,3 +165,51 @@ def test_measured_campaigns_must_be_declared_and_keyed_as_their_stage(measure, w
     assert all(w in str(info.value) for w in words), str(info.value)
     assert validate_params(_with_measure({"b1--mine": {"brief": "b1", "campaign": "mine"}})).measure["b1--mine"].campaign \
         == "mine"
+
+
+def _fleet(hosts: list, configs: dict) -> dict:
+    return {"briefs": {"b": {"notebook": "x", "campaigns": {"c": {"workload": "fio", "hosts": hosts,
+                                                                  "configs": configs}}}}}
+
+
+SSD = {"kind": "block", "device": "/dev/sdb", "destroy_data": True}
+NBD_DEV = {"kind": "nbd", "export": "block", "device": "/dev/sdb", "destroy_data": True}
+NBD_PORT = {"kind": "nbd", "export": "file", "size": "1GiB", "port": 10809}
+NVMEOF = {"kind": "nvmeof", "transport": "tcp", "address": "192.0.2.7", "nqn": "nqn.2014-08.org.example:ssd1",
+          "destroy_data": True}
+NVMET = {"kind": "nvmeof", "transport": "tcp", "address": "127.0.0.1", "destroy_data": True,
+         "target": {"device": "/dev/nvme1n1", "destroy_data": True}}
+
+
+@pytest.mark.parametrize("hosts, configs, words", [
+    # two ports of one address, two users: one machine, one /dev/sdb
+    (["ssh://root@10.0.0.5:22", "ssh://bench@10.0.0.5:2222"], {"ssd": SSD},
+     "hosts[0] (ssh://root@10.0.0.5:22) with configs.ssd and hosts[1] (ssh://bench@10.0.0.5:2222) with "
+     "configs.ssd would use the block device /dev/sdb on 10.0.0.5 at the same time"),
+    # local and the loopback sshd are this machine; two configurations, one device
+    (["local", {"ssh": "ssh://root@127.0.0.1:2222"}], {"ssd": SSD, "nbd": NBD_DEV},
+     "hosts[0] (local) with configs.ssd and hosts[1] (ssh://root@127.0.0.1:2222) with configs.ssd would use "
+     "the block device /dev/sdb on this machine"),
+    (["ssh://root@localhost:2201", "ssh://root@localhost:2202"], {"nbd": NBD_PORT},
+     "would use the nbd export at 127.0.0.1:10809 on this machine at the same time"),
+    # one existing NVMe-oF subsystem, attached from two different machines
+    (["ssh://root@10.0.0.5", "ssh://root@10.0.0.6"], {"nvme": NVMEOF},
+     "would use the NVMe-oF subsystem nqn.2014-08.org.example:ssd1 at 192.0.2.7:4420 on 192.0.2.7"),
+    (["ssh://root@10.0.0.5", "ssh://root@10.0.0.5:2222"], {"nvme": NVMET},
+     "would use the NVMe-oF target's device /dev/nvme1n1 on 10.0.0.5"),
+])
+def test_a_device_two_fleet_hosts_would_share_is_refused_naming_both(hosts, configs, words):
+    with pytest.raises(ParamsError) as err:
+        validate_params(_fleet(hosts, configs), "p.yaml")
+    assert "p.yaml: briefs.b.campaigns.c: hosts: " in str(err.value) and words in str(err.value), str(err.value)
+    assert "list that machine once" in str(err.value)
+
+
+@pytest.mark.parametrize("hosts, configs", [
+    (["ssh://root@10.0.0.5", "ssh://root@10.0.0.6"], {"ssd": SSD, "nbd": NBD_DEV}),  # two machines, each its own sdb
+    (["local"], {"xfs": {**SSD, "filesystem": "xfs"}, "ext4": {**SSD, "filesystem": "ext4"}}),  # one after another
+    (["ssh://root@10.0.0.5:22", "ssh://root@10.0.0.5:2222"], {"img": {**NBD_PORT, "port": "auto"}}),
+    (["ssh://root@10.0.0.5", "ssh://root@10.0.0.6"], {"nvme": NVMET}),     # each its own loopback target
+])
+def test_devices_that_are_not_shared_at_once_are_accepted(hosts, configs):
+    validate_params(_fleet(hosts, configs), "p.yaml")

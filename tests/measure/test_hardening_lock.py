@@ -154,3 +154,48 @@ def test_a_second_campaign_in_the_same_workdir_is_refused_naming_the_first(tmp_p
     again = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "d"], capture_output=True, text=True,
                            timeout=120, env={**os.environ, "BRIEFKIT_ROOT": str(root)})
     assert again.returncode == 0, again.stderr
+
+
+def test_a_campaign_in_another_workdir_of_the_same_host_is_refused_naming_the_first(tmp_path, sshd,
+                                                                                     running_campaigns):
+    """Two checkouts, two workdirs, one machine (reached locally and over the loopback sshd): no lock of
+    either campaign meets the other's, yet they would slow each other down. While the first runs, the
+    second is refused through the host's registry of running campaigns, its message naming the first,
+    its workdir and its pid; ``--dry-run`` says so too. The entries are gone once the runs end, and
+    entries left by a dead run, or by a live process whose run has ended, are ignored and cleaned."""
+    first_root = checkout(tmp_path / "one", "local", tmp_path / "work-one", runtime_s=8)
+    second_root = checkout(tmp_path / "two", ssh_host(sshd), tmp_path / "work-two", runtime_s=1)
+    env = {**os.environ, "BRIEFKIT_ROOT": str(second_root)}
+    first = measure(first_root)
+    try:
+        wait_started(first_root, first)
+        second = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True,
+                                timeout=120, env=env)
+        dry = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c", "--dry-run"], capture_output=True,
+                             text=True, timeout=120, env=env)
+        assert first.poll() is None, "the first campaign should still be running"
+    finally:
+        _out, err = first.communicate(timeout=180)
+    assert first.returncode == 0, err
+    assert second.returncode == 2, second.stderr
+    error, = [line for line in second.stderr.splitlines() if line.startswith("briefkit: error:")]
+    named = f"campaign {BRIEF}/c (workdir {tmp_path / 'work-one'}; pid {first.pid} on host {socket.gethostname()}"
+    assert named in error and "is being measured on" in error and str(running_campaigns) in error
+    assert not events(second_root)
+    assert dry.returncode == 2 and "a run would be refused" in dry.stdout and named in dry.stdout, dry.stdout
+    assert list(running_campaigns.iterdir()) == []       # both entries removed (the refused one at once)
+
+    gone = 2 ** 22 + 7      # above the kernel's largest pid (pid_max is at most 2 ** 22): never running
+    stale = running_campaigns / f"other.x.{gone}.abc.json"
+    stale.write_text(json.dumps({"brief": "other", "campaign": "x", "workdir": "/elsewhere", "pid": gone,
+                                 "host": socket.gethostname(), "started_at": "2026-01-01T00:00:00+00:00"}) + "\n")
+    # a live process (this one) whose run ended without removing its entry (its host connection lost):
+    # the campaign lock the entry names is gone
+    (running_campaigns / f"other.y.{os.getpid()}.def.json").write_text(json.dumps(
+        {"brief": "other", "campaign": "y", "workdir": "/elsewhere", "pid": os.getpid(), "host": socket.gethostname(),
+         "started_at": "2026-01-01T00:00:00+00:00", "controller_lock": str(tmp_path / "gone" / ".lock")}) + "\n")
+    again = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True,
+                           timeout=180, env=env)
+    assert again.returncode == 0, again.stderr
+    assert len([e for e in events(second_root) if e["event"] == "done"]) == 4
+    assert list(running_campaigns.iterdir()) == []       # the stale entry cleaned, this run's removed

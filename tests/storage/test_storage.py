@@ -354,6 +354,10 @@ def test_missing_root_and_tools_are_named(workdir, tmp_path):
     # the two ways out: root, or sudo: true with passwordless sudo (its sudoers line)
     assert "run briefkit as root" in str(err.value) and "`sudo: true`" in str(err.value)
     assert "nobody ALL=(root) NOPASSWD" in str(err.value)
+    assert "kind loop_xfs (mount, losetup, mkfs)" in str(err.value)     # its own commands
+    tmpfs = from_spec("ram", {"kind": "tmpfs", "size": "64MiB"}, f"{WHERE}.ram")
+    with pytest.raises(StorageError, match=r"kind tmpfs \(mount\) needs root"):
+        tmpfs.setup(restricted, workdir)
 
     bin_dir = tmp_path / "bin"   # every tool but mkfs.xfs and sshfs
     bin_dir.mkdir()

@@ -133,8 +133,11 @@ def test_without_root_the_message_says_so(tmp_path):
             return super().run(argv, timeout=timeout, check=check, cwd=cwd, env=env)
 
     with pytest.raises(StorageError, match=r"configs\.nvme-rdma: .*uid 65534.*nvmeof .*needs root .*log in as "
-                                           r"root .*sudo: true"):
+                                           r"root .*sudo: true") as err:
         rdma_config().setup(Unprivileged(name="nobody"), str(tmp_path / "work"))
+    # its own commands, not loop_xfs's
+    assert "kind nvmeof (modprobe, nvme, configfs writes)" in str(err.value)
+    assert "losetup" not in str(err.value) and "mkfs" not in str(err.value)
 
 
 # -- briefkit measure --dry-run ------------------------------------------------------------------

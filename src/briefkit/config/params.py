@@ -52,7 +52,7 @@ from briefkit.core.validation import (
     check_ssh_url,
 )
 from briefkit.power.config import PowerSpec
-from briefkit.storage import StorageSpec
+from briefkit.storage import StorageSpec, shared
 
 DEFAULT_WORKDIR = "/var/tmp/briefkit"
 
@@ -327,6 +327,16 @@ class CampaignSpec(Model):
             if self.fio_server_port + len(self.hosts) > FIO_SERVER_PORTS.stop:
                 raise ValueError(f"fio_server_port: {self.fio_server_port} + {len(self.hosts)} hosts leaves the "
                                  f"allowed ports {FIO_SERVER_PORTS.start}-{FIO_SERVER_PORTS.stop - 1}")
+        return self
+
+    @model_validator(mode="after")
+    def _devices_once(self):
+        """A fleet's hosts run side by side: two that reach one machine must not share a device."""
+        found = shared.conflicts(self.hosts, self.configs) if self.hosts is not None else []
+        if found:
+            raise ValueError(f"hosts: {found[0]}; two measurements on one device disturb each other and "
+                             f"its set-up wipes it under the other: list that machine once, or give each "
+                             f"host entry a device of its own (a configuration per device)")
         return self
 
 

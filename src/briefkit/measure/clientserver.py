@@ -32,6 +32,7 @@ from briefkit.measure import steps
 from briefkit.measure.declaration import Campaign, connect
 from briefkit.measure.diagnose import one_line
 from briefkit.measure.lock import CampaignLock, TargetLock, WorkdirLock
+from briefkit.measure.running import RunningEntry
 from briefkit.measure.steps import Pending, Progress, Summary, Tally
 from briefkit.raw import records
 from briefkit.tools.fio.server_mode import FioClients, Server, server_command
@@ -67,7 +68,7 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
                                          configs=steps.per_host(camp.configs, host))
                for host, spec in camp.hosts.items()}
     hosts: dict[str, Host] = {}
-    locks: list[TargetLock] = []
+    locks: list[TargetLock | RunningEntry] = []
     try:
         with steps.failures_recorded(client, controller, left.manifest):
             for host_name, target in targets.items():
@@ -75,6 +76,8 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
                 locks.append(TargetLock(hosts[host_name], target.remote_root(), lock, f"{slug}/{name}", progress))
                 locks[-1].acquire()
                 locks.append(WorkdirLock(hosts[host_name], target.workdir, lock, f"{slug}/{name}", progress))
+                locks[-1].acquire()
+                locks.append(RunningEntry(hosts[host_name], slug, name, target.workdir, lock, progress))
                 locks[-1].acquire()
                 steps.check_tool(target, hosts[host_name])
                 steps.stop_orphans(hosts[host_name], target.remote_root(), progress)   # a killed run's fio servers too

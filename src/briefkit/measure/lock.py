@@ -12,9 +12,9 @@
 A second run of the campaign is refused at once with a message naming the holder. So is a second
 campaign in a workdir where one is running, naming that campaign: two campaigns on one host slow
 each other's points down (23-48 % in a trial), and nothing in their records would say so. The lock
-is the workdir's, not the machine's: a workdir is the storage area a campaign measures on (its
-``dir`` paths and images live there), and a fleet's entries that reach one machine, or a test
-suite's parallel campaigns, each have their own on purpose.
+is the workdir's: a campaign in another workdir of the same host is refused by the host's registry
+of running campaigns (briefkit.measure.running), which a fleet's entries reaching one machine share
+without refusing each other.
 
 A target lock left by a dead run is taken over (and the take-over is said): it is stale when it
 names this controller's lock file, which this process now holds, or when its holder's pid is gone
@@ -61,7 +61,7 @@ def describe(holder: dict) -> str:
             f"{holder.get('started_at', '?')}")
 
 
-def _alive(pid) -> bool:
+def alive(pid) -> bool:
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
@@ -220,7 +220,7 @@ class TargetLock:
         # this controller: we hold its lock now, so the one recorded there is gone; or its pid is
         if holder.get("controller_lock") == self.record["controller_lock"]:
             return True
-        return not _alive(holder.get("pid"))
+        return not alive(holder.get("pid"))
 
     def release(self) -> None:
         if not self.held:

@@ -19,6 +19,7 @@ from briefkit.measure.declaration import Campaign, connect
 from briefkit.measure.diagnose import explain
 from briefkit.measure.errors import StepFailed
 from briefkit.measure.lock import CampaignLock, TargetLock, WorkdirLock
+from briefkit.measure.running import RunningEntry
 from briefkit.measure.steps import Pending, Progress, Summary, Tally
 from briefkit.raw.manifest import DONE, SKIPPED
 from briefkit.tools.base import Point
@@ -40,10 +41,12 @@ def run_host(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Pr
     host = host or connect(camp.host, f"{camp.where()}.host")
     target_lock = TargetLock(host, camp.remote_root(), lock, f"{slug}/{name}", progress)
     workdir_lock = WorkdirLock(host, camp.workdir, lock, f"{slug}/{name}", progress)
+    entry = RunningEntry(host, slug, name, camp.workdir, lock, progress)
     try:
         with steps.failures_recorded(camp, host, left.manifest):
             target_lock.acquire()
             workdir_lock.acquire()
+            entry.acquire()     # another campaign on this host, in another workdir, is refused here
             steps.check_tool(camp, host)
             steps.stop_orphans(host, camp.remote_root(), progress)
             steps.check_declaration(camp, host, left.manifest, progress)
@@ -53,6 +56,7 @@ def run_host(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Pr
                 run_config(camp, host, config, points, left, source, tally, progress)
     finally:
         try:
+            entry.release()
             workdir_lock.release()
             target_lock.release()
         finally:

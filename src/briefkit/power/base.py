@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Annotated, Protocol, Sequence
+from typing import Annotated, Callable, Protocol, Sequence
 
 from pydantic import AfterValidator, Field
 
@@ -162,3 +162,14 @@ def read_secret(password_env: str | None, password_file: str | None, where: str)
     if not secret:
         raise ValueError(f"{where}.password_file: {password_file} is empty (the password is its first line)")
     return secret
+
+
+def spec_password(spec, where: str, refusal: Callable[[str], str | None] = lambda key: None) -> str | None:
+    """The password a power declaration names (``password_env`` or ``password_file``, read_secret).
+    ``refusal(key)``: why the given key does not fit the rest of the declaration, or None."""
+    given = [key for key in ("password_env", "password_file") if getattr(spec, key, None) is not None]
+    if given:
+        problem = refusal(given[0])
+        if problem:
+            raise ValueError(f"{where}.{given[0]}: {problem}")
+    return read_secret(spec.password_env, spec.password_file, where)

@@ -45,7 +45,7 @@ from briefkit.power.base import (
     Seconds,
     SpecBase,
     needs_host,
-    read_secret,
+    spec_password,
 )
 
 DOMAIN = "system (BMC DCMI)"
@@ -283,12 +283,14 @@ class Spec(SpecBase):
 
 
 def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
-    given = [key for key in ("password_env", "password_file") if getattr(spec, key) is not None]
-    if given and spec.kind != "ipmitool":
-        raise ValueError(f"{where}.{given[0]}: FreeIPMI takes its password from its own --config-file on the "
-                         f"host (args: [--config-file, FILE]); {given[0]} is for kind: ipmitool")
-    if given and any(arg in ("-E", "-f") for arg in spec.args):
-        raise ValueError(f"{where}.{given[0]}: args already say where the password is (-E or -f); give one")
-    password = read_secret(spec.password_env, spec.password_file, where)
+    def refusal(key: str) -> str | None:
+        if spec.kind != "ipmitool":
+            return (f"FreeIPMI takes its password from its own --config-file on the host "
+                    f"(args: [--config-file, FILE]); {key} is for kind: ipmitool")
+        if any(arg in ("-E", "-f") for arg in spec.args):
+            return "args already say where the password is (-E or -f); give one"
+        return None
+
+    password = spec_password(spec, where, refusal)
     return DcmiSampler(needs_host(host, where, spec.kind), spec.kind, list(spec.args),
                        require_active=spec.require_active, timeout_s=float(spec.timeout_s), password=password)

@@ -37,7 +37,7 @@ from briefkit.power.base import (
     Seconds,
     SpecBase,
     Text,
-    read_secret,
+    spec_password,
 )
 
 RESOURCES = ("auto", "sensor", "environment", "power_supplies", "power")
@@ -258,10 +258,7 @@ class Spec(SpecBase):
 
 
 def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
-    for key in ("password_env", "password_file"):
-        if getattr(spec, key) is not None and spec.username is None:
-            raise ValueError(f"{where}.{key}: given without {where}.username")
-    password = read_secret(spec.password_env, spec.password_file, where)
+    password = spec_password(spec, where, lambda key: None if spec.username else f"given without {where}.username")
     return RedfishSampler(spec.url, spec.chassis, resource=spec.resource, sensor=spec.sensor,
                           power_control=spec.power_control, username=spec.username, password=password,
                           verify_tls=spec.verify_tls, timeout_s=float(spec.timeout_s))

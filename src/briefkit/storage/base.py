@@ -271,10 +271,10 @@ class _Ops:
         return res
 
     def begin(self, kind: str, tools: Sequence[str], *, root: bool, fuse: bool = False, sdir: str | None = None,
-              make: int = 0) -> tuple[int, str | None, dict]:
+              make: int = 0, root_commands: str = "") -> tuple[int, str | None, dict]:
         """Say at once everything this kind lacks on the host; then create the state directory
         (``make`` 1) and its mount point (``make`` 2). Returns the uid, the resolved state directory
-        (None if absent) and its state."""
+        (None if absent) and its state. ``root_commands``: what of the kind needs root, for the message."""
         res = self.run(["sh", "-c", _BEGIN, "briefkit-storage", sdir or "-", "1" if root else "0",
                         str(make), *tools], "checking the tools")
         text, _, state_text = res.stdout.partition("@@state\n")
@@ -283,7 +283,7 @@ class _Ops:
         uid = next((int(line.split()[1]) for line in lines if line.startswith("uid ")), -1)
         problems = [f"{t} is not installed (apt-get install {PACKAGES.get(t, t)})" for t in missing]
         if root and uid != 0:
-            what = f"kind {kind} (mount, losetup, mkfs)"
+            what = f"kind {kind} ({root_commands})" if root_commands else f"kind {kind}"
             advice = self.host.root_advice(what) if hasattr(self.host, "root_advice") else \
                 f"{what} needs root: log in as root, or give the host sudo: true"
             problems.insert(0, f"it runs as uid {uid}: {advice}")
@@ -400,6 +400,8 @@ class StorageConfig:
     #: tools setup runs on the host, and whether it needs root
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink")
     needs_root: ClassVar[bool] = False
+    #: the kind's own commands that need root, named when it runs without
+    root_commands: ClassVar[str] = ""
     #: whether setup mounts something on <state>/mnt
     mounts_something: ClassVar[bool] = True
     #: whether setup needs /dev/fuse
@@ -454,7 +456,7 @@ class StorageConfig:
         ops = _Ops(host, self.where)
         uid, sdir, state = ops.begin(self.kind, self.required_tools(), root=self.needs_root,
                                      fuse=self.needs_fuse, sdir=self.state_dir(workdir),
-                                     make=2 if self.mounts_something else 1)
+                                     make=2 if self.mounts_something else 1, root_commands=self.root_commands)
         if sdir is None:
             raise StorageError(f"{self.where}: cannot create {self.state_dir(workdir)} on {host.name}")
         if state.get("kind") not in (None, self.kind):

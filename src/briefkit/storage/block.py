@@ -57,6 +57,7 @@ class BlockConfig(StorageConfig):
     Spec: ClassVar[type[Model]] = Spec
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "blkid", "wipefs", "lsblk", "stat")
     needs_root: ClassVar[bool] = True
+    root_commands: ClassVar[str] = "wipefs, mkfs, mount"
 
 
     @classmethod

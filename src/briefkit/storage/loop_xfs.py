@@ -47,6 +47,7 @@ class LoopXfsConfig(StorageConfig):
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "mount", "umount", "losetup", "mkfs.xfs", "blkid",
                                         "wipefs", "lsblk", "stat", "truncate", "fallocate")
     needs_root: ClassVar[bool] = True
+    root_commands: ClassVar[str] = "mount, losetup, mkfs"
 
 
     def to_dict(self):

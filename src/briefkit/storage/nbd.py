@@ -161,6 +161,7 @@ class NbdConfig(StorageConfig):
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "mount", "umount", "losetup", "blkid", "wipefs",
                                         "lsblk", "stat", "truncate", "nbdkit", "setsid", "flock")
     needs_root: ClassVar[bool] = True
+    root_commands: ClassVar[str] = "nbd-client or losetup, mkfs, mount"
 
     @classmethod
     def from_model(cls, name, where, model):

@@ -171,6 +171,7 @@ class NvmeofConfig(StorageConfig):
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "mount", "umount", "blkid", "wipefs", "lsblk",
                                         "stat", "nvme", "modprobe")
     needs_root: ClassVar[bool] = True
+    root_commands: ClassVar[str] = "modprobe, nvme, configfs writes"
 
     @classmethod
     def from_model(cls, name, where, model):
@@ -298,7 +299,7 @@ class NvmeofConfig(StorageConfig):
         target = self._target_host(host)
         ops = _Ops(target, f"{self.where}.target")
         if target is not host:
-            ops.begin(self.kind, ("modprobe", "mkdir", "ln", "rmdir"), root=True)
+            ops.begin(self.kind, ("modprobe", "mkdir", "ln", "rmdir"), root=True, root_commands=self.root_commands)
         return ops
 
     # -- set-up -------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ class TmpfsConfig(StorageConfig):
     Spec: ClassVar[type[Model]] = Spec
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "mount", "umount")
     needs_root: ClassVar[bool] = True
+    root_commands: ClassVar[str] = "mount"
 
 
     @classmethod
