@@ -223,6 +223,7 @@ def test_a_toy_tool_is_ingested_after_one_folder_and_one_line(tree, tmp_path):
     assert out.returncode == 1 and "other.txt" in out.stderr and "dd's report" in out.stderr
 
 
+@pytest.mark.slow
 def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree, tmp_path):
     project = tmp_path / "project"
     (project / "notebooks").mkdir(parents=True)
@@ -264,6 +265,7 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree,
     assert [r["value"] for r in rows if r["metric"] == "watts"] == [42.0, 42.0]
 
 
+@pytest.mark.slow
 def test_a_toy_tools_file_made_elsewhere_is_imported_as_a_campaign(tree, tmp_path):
     project = tmp_path / "project"
     (project / "notebooks").mkdir(parents=True)

@@ -83,6 +83,7 @@ def check_shape(report: Path) -> None:
     assert len(h2) >= 2 and html.find("<svg") < h2[1], "no figure before the first section after Key findings"
 
 
+@pytest.mark.slow
 def test_body_fits_seven_pages_and_page_one_has_the_headline_figure(checkout):
     check_shape(build(checkout, FAST))
 
@@ -110,6 +111,7 @@ def test_every_figure_has_alt_text_and_a_numbered_caption(checkout):
     assert len(body) + len(appendix) == len(figures)
 
 
+@pytest.mark.slow
 def test_pages_have_the_title_as_running_header_and_numbers(checkout):
     report = build(checkout, FAST)
     pages = page_texts(report.with_suffix(".pdf"))

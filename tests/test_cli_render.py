@@ -53,6 +53,7 @@ def test_unknown_brief_and_bad_params_are_named(checkout, tmp_path, monkeypatch,
         project.briefs(bad)
 
 
+@pytest.mark.slow
 def test_build_renders_a_brief_with_the_appendix_exactly_as_published(checkout, monkeypatch):
     code, _ = run(checkout, "build", "rocksdb-7600", "--quiet", monkeypatch=monkeypatch)
     assert code == 0

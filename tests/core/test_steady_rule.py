@@ -189,6 +189,7 @@ def seconds(record: dict) -> float:
     return (datetime.fromisoformat(record["ended_at"]) - datetime.fromisoformat(record["started_at"])).total_seconds()
 
 
+@pytest.mark.slow
 def test_fio_ends_a_steady_point_early_and_flags_an_unsteady_one(root):
     # rate-limited null I/O is as steady as a device gets: the deviation rule holds at the first window
     declare(root, "steady", runtime_s=20, options={"rate_iops": 20000},
@@ -229,6 +230,7 @@ def half_width_pct(values) -> float:
     return 100 * stats.t.ppf(0.975, n - 1) * np.std(values, ddof=1) / np.sqrt(n) / np.mean(values)
 
 
+@pytest.mark.slow
 def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
     adaptive = {"min": 2, "max": 5, "half_width": "10%"}
     # rate-limited null I/O: repetitions agree within a fraction of a percent, even on a busy machine

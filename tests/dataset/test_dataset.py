@@ -95,6 +95,7 @@ def test_a_changed_declaration_keeps_what_was_measured(tmp_path):
     pd.testing.assert_frame_equal(data.samples, reference.samples)
 
 
+@pytest.mark.slow
 def test_a_removed_declaration_does_not_drop_measured_data(tmp_path):
     reference = built(make_project(tmp_path / "a", "rocksdb-nvmeof"), "rocksdb-nvmeof")
     base = make_project(tmp_path / "b", "rocksdb-nvmeof", edit=lambda spec: spec.pop("campaigns"))
@@ -120,6 +121,7 @@ def test_hosts_come_from_the_point_records(tmp_path):
     assert len(point) and set(point["rep"]) == {record["rep"]} and set(point["config"]) == {"disk"}
 
 
+@pytest.mark.slow
 def test_percentiles_of_one_file_equal_fios_own(tmp_path):
     def one_repetition(base):
         path = base / "data" / "raw" / "fio-6600ion" / "local" / "campaign.json"
@@ -156,6 +158,7 @@ def fio_reference(tmp_path_factory) -> tuple[Path, processed.BriefData]:
     return base, built(base, "fio-6600ion")
 
 
+@pytest.mark.slow
 def test_percentiles_merge_the_bins_of_every_repetition(fio_reference):
     base, data = fio_reference
     pct = data.percentiles
@@ -176,6 +179,7 @@ FIO_PARAMETERS = {"p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64"
                   "p_numjobs": "Int64"}
 
 
+@pytest.mark.slow
 def test_a_measured_fio_points_parameter_columns_are_its_point_json_values(fio_reference):
     """Every finished point's samples carry its recorded matrix values (point.json), typed, which are also
     the job fio ran (its json+ output's job options); percentiles and series carry the same columns."""
@@ -212,6 +216,7 @@ def test_a_brief_with_no_measured_campaign(tmp_path):
     assert data.percentiles.empty and list(data.percentiles.columns) == processed.PERCENTILE_COLUMNS
 
 
+@pytest.mark.slow
 def test_show_selects_campaigns_and_names_unknown_ones(tmp_path):
     base = make_project(tmp_path, "rocksdb-7600")
     shutil.copytree(base / "data/raw/rocksdb-7600/local", base / "data/raw/rocksdb-7600/mine")
@@ -265,6 +270,7 @@ def test_a_failed_build_leaves_the_previous_folder(tmp_path, monkeypatch):
     assert sorted(p.name for p in folder.parent.iterdir()) == ["rocksdb-nvmeof", "rocksdb-nvmeof.metrics.json"]
 
 
+@pytest.mark.slow
 def test_the_metrics_count_points_and_give_headline_figures(tmp_path):
     base = make_project(tmp_path, "fio-6600ion")
     build.build("fio-6600ion", base)

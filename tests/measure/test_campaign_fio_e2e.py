@@ -109,6 +109,7 @@ def tree(folder: Path) -> dict[str, tuple[int, int]]:
 # ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_configurations_over_ssh_end_to_end(root, sshd):
     configs = {"xfs-loop": {"kind": "loop_xfs", "size": "512MiB", "mount_options": "noatime,discard"},
                **disk(root)}
@@ -158,6 +159,7 @@ def test_two_configurations_over_ssh_end_to_end(root, sshd):
     assert str(root / "host") not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
 
 
+@pytest.mark.slow
 def test_a_killed_harness_resumes_without_rerunning_finished_points(root, sshd):
     # 6 s points: the resumed harness reaches the killed point while its fio still runs
     declare(root, sshd, disk(root), numjobs=(1, 2), runtime_s=6)
@@ -237,6 +239,7 @@ def test_a_dropped_connection_mid_point_is_reconnected_and_collected(root, sshd)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow
 def test_an_interrupt_stops_fio_on_the_host(root, sshd, sig):
     declare(root, sshd, disk(root), numjobs=(1,), runtime_s=60)
     point = "disk/rw=70-30_bs=64KiB_numjobs=1_iodepth=4/rep1"

@@ -96,6 +96,7 @@ def brief_text(project, **parameters) -> str:
                      for output in cell.get("outputs", []) for kind in ("text/markdown", "text/html"))
 
 
+@pytest.mark.slow
 def test_a_ramp_over_ssh_on_two_configurations(project, sshd, capsys):
     # an external power meter's log, written after the run (the test plays the meter)
     meter = raw(project) / "meter.csv"   # copied into the campaign's raw folder after the run
@@ -162,6 +163,7 @@ def test_a_ramp_over_ssh_on_two_configurations(project, sshd, capsys):
     assert f"{per_nopm['ram'] / per_nopm['disk']:.2f}" in text and "Power per NOPM at each reported step" in text
 
 
+@pytest.mark.slow
 def test_the_log_latency_stop_skips_the_rest_of_the_ramp(project, local_host):
     # a limit every real flush exceeds: the first step meets it, the other two are skipped
     declare(project, wal_limit_ms=1e-6)
@@ -203,6 +205,7 @@ def sigint_raises():
     signal.signal(signal.SIGINT, previous)
 
 
+@pytest.mark.slow
 def test_an_interrupted_ramp_resumes_on_the_loaded_database(project, sshd, monkeypatch, sigint_raises):
     monkeypatch.setitem(workloads.REGISTRY, "oltp", InterruptedOnce)
     monkeypatch.setattr(InterruptedOnce, "fired", False)

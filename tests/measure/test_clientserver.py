@@ -111,6 +111,7 @@ def test_commands_are_argv_lists_with_checked_addresses():
             Server("a", bad, 8765, "/x")
 
 
+@pytest.mark.slow
 def test_client_server_campaign_sums_servers_and_merges_percentiles(root, sshd_factory):
     hosts = [sshd_factory(), sshd_factory()]
     first = free_ports(2)
@@ -196,6 +197,7 @@ def test_servers_are_stopped_when_a_point_fails(root, sshd_factory):
     assert servers_left(first, 2) == []
 
 
+@pytest.mark.slow
 def test_a_killed_run_leaves_servers_that_the_next_run_stops(root, sshd_factory):
     hosts = [sshd_factory(), sshd_factory()]
     first = free_ports(2)
@@ -224,6 +226,7 @@ def test_a_killed_run_leaves_servers_that_the_next_run_stops(root, sshd_factory)
     assert servers_left(first, 2) == []
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_and_prepares_again_in_a_new_attempt(root, sshd_factory):
     """Ctrl-C during a point: the teardown removed the data file, so the re-run lays it out again, in
     a new prepare attempt folder on each host (the interrupted run's job record stays as it was)."""
@@ -271,6 +274,7 @@ def server_pids(port: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_dead_server_is_named_with_its_host_and_port(root, sshd_factory):
     hosts = [sshd_factory(), sshd_factory()]
     first = free_ports(2)

@@ -96,6 +96,7 @@ def test_host_folder_names_stay_one_path_component():
 
 # --- running --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_fleet_points_run_concurrently_and_samples_keep_their_host(root, sshd_factory):
     servers = [sshd_factory(), sshd_factory()]
     declare(root, servers)
@@ -133,6 +134,7 @@ def test_fleet_points_run_concurrently_and_samples_keep_their_host(root, sshd_fa
     assert all(any(c in str(col) for col in throughput.columns) for c in configs), throughput.columns
 
 
+@pytest.mark.slow
 def test_a_killed_host_fails_only_its_points_and_a_rerun_finishes_them(root, sshd_factory):
     steady, dropped = sshd_factory(), sshd_factory()
     declare(root, [steady, dropped], numjobs=(1, 2, 3))
@@ -181,6 +183,7 @@ def test_a_campaign_folder_keeps_its_layout(root):
         campaign.run(BRIEF, "c", progress=lambda _: None)
 
 
+@pytest.mark.slow
 def test_an_interrupt_stops_the_running_point_on_every_host(root, sshd_factory):
     """Ctrl-C reaches the controller's main thread only: every host's running fio must still stop."""
     servers = [sshd_factory(), sshd_factory()]
@@ -254,6 +257,7 @@ def fio_processes(workdir: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_an_interrupt_while_jobs_start_leaves_no_fio_on_any_host(root, sshd_factory):
     """Ctrl-C while a job is being started in a host's worker thread: the start returns its handle,
     the worker sees the fleet's stop event and stops that job; no fio is left on either host, and the

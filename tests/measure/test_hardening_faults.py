@@ -89,6 +89,7 @@ def fill(folder: Path) -> None:
 
 # --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_local_raw_folder_full_during_the_run(tmp_path, small_tmpfs):
     root = checkout(tmp_path / "co", fio_spec(tmp_path / "work"))
     raw = small_tmpfs(root / "data" / "raw", "2m")
@@ -111,6 +112,7 @@ def test_local_raw_folder_full_during_the_run(tmp_path, small_tmpfs):
     assert len(done) == 3
 
 
+@pytest.mark.slow
 def test_local_raw_folder_full_from_the_start(tmp_path, small_tmpfs):
     root = checkout(tmp_path / "co", fio_spec(tmp_path / "work"))
     fill(small_tmpfs(root / "data" / "raw", "1m"))
@@ -125,6 +127,7 @@ def ssh_spec(sshd) -> dict:
 
 
 @pytest.mark.parametrize("over_ssh", [False, True], ids=["local", "ssh"])
+@pytest.mark.slow
 def test_target_workdir_full_before_the_run_names_the_full_disk(tmp_path, small_tmpfs, sshd, over_ssh):
     """Not even the campaign's lock fits: said as a full workdir, not as a lock that keeps changing."""
     work = small_tmpfs(tmp_path / "work", "1m")
@@ -140,6 +143,7 @@ def test_target_workdir_full_before_the_run_names_the_full_disk(tmp_path, small_
 
 
 @pytest.mark.parametrize("over_ssh", [False, True], ids=["local", "ssh"])
+@pytest.mark.slow
 def test_target_workdir_full(tmp_path, small_tmpfs, sshd, over_ssh):
     work = small_tmpfs(tmp_path / "work", "3m")
     host = ssh_spec(sshd) if over_ssh else "local"
@@ -153,6 +157,7 @@ def test_target_workdir_full(tmp_path, small_tmpfs, sshd, over_ssh):
     assert failed and "is full" in failed[-1]["error"] and failed[-1]["config"] == "disk"
 
 
+@pytest.mark.slow
 def test_postgresql_that_does_not_start(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -184,6 +189,7 @@ def test_postgresql_that_does_not_start(tmp_path):
     assert failed and failed[-1]["stage"] == "prepare" and failed[-1]["config"] == "disk"
 
 
+@pytest.mark.slow
 def test_postgresql_that_refuses_its_settings(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -209,6 +215,7 @@ def test_postgresql_that_refuses_its_settings(tmp_path):
     assert failed and failed[-1]["stage"] == "prepare" and "PostgreSQL did not start" in failed[-1]["error"]
 
 
+@pytest.mark.slow
 def test_fio_missing_from_the_targets_path(tmp_path):
     # a PATH with every program of this machine except fio
     bin_dir = tmp_path / "bin"
@@ -238,6 +245,7 @@ def _ours(image_root: Path) -> tuple[list[str], list[str]]:
 
 @pytest.mark.parametrize("signum,over_ssh", [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
                          ids=["SIGINT", "SIGTERM", "SIGINT-ssh"])
+@pytest.mark.slow
 def test_storage_set_up_interrupted_leaves_no_loop_device_or_mount(tmp_path, sshd, signum, over_ssh):
     work = tmp_path / "work"
     spec = fio_spec(work, configs={"xfs": {"kind": "loop_xfs", "size": "1GiB"}}, numjobs=(1,),

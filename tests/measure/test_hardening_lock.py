@@ -12,9 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from briefkit.raw.manifest import Manifest
+
+pytestmark = pytest.mark.slow   # real briefkit processes of seconds-long campaigns, each test 30-60 s
 
 BRIEF = "lock-test"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")

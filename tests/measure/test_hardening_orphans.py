@@ -28,6 +28,7 @@ def pgid_running(pid_file: Path, name: str) -> int | None:
 
 
 @pytest.mark.parametrize("over_ssh", [False, True], ids=["local", "ssh"])
+@pytest.mark.slow
 def test_resume_at_once_after_kill_during_a_db_bench_point(tmp_path, sshd, over_ssh):
     assert shutil.which("db_bench"), "db_bench is not installed"
     (tmp_path / "notebooks").mkdir()

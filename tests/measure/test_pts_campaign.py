@@ -69,6 +69,7 @@ class Interrupt:
             raise KeyboardInterrupt
 
 
+@pytest.mark.slow
 def test_preconditioning_runs_once_per_device_survives_interrupts_and_is_not_repeated(root):
     configs = {"dir": {"kind": "dir", "path": str(root / "host" / "disk")},
                "xfs": {"kind": "loop_xfs", "size": "512MiB", "mount_options": "noatime,discard"}}
@@ -103,6 +104,7 @@ def test_preconditioning_runs_once_per_device_survives_interrupts_and_is_not_rep
     assert len(camp.done()) == 4
 
 
+@pytest.mark.slow
 def test_dry_run_states_the_preconditioning(root):
     configs = {"dir": {"kind": "dir", "path": str(root / "host" / "disk")},
                "xfs": {"kind": "loop_xfs", "size": "512MiB"}}
@@ -147,6 +149,7 @@ def round_values(root: Path, name: str) -> list[float]:
     return [values[rep] for rep in sorted(values)]
 
 
+@pytest.mark.slow
 def test_a_steady_device_stops_after_five_rounds(root):
     declare(root, "steady", {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}},
             settings={"options": {"rate_iops": 2000}},
@@ -164,6 +167,7 @@ def test_a_steady_device_stops_after_five_rounds(root):
     assert again.ran == 0 and len(events(root, "steady", rounds.VERDICT)) == 1
 
 
+@pytest.mark.slow
 def test_a_drifting_device_runs_to_the_maximum_and_is_flagged(root, monkeypatch):
     # the device slows by a fifth every round: fio's rate limit falls with the round (the repetition)
     job = FioWorkload.job
@@ -194,6 +198,7 @@ def test_a_drifting_device_runs_to_the_maximum_and_is_flagged(root, monkeypatch)
 
 # --- what the brief says ------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_brief_states_preconditioning_and_the_pts_verdict_and_draws_the_rounds(root):
     from briefkit import processed
     from briefkit.briefs.shared import method

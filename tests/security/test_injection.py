@@ -184,6 +184,7 @@ def no_process(monkeypatch):
     return started
 
 
+@pytest.mark.slow
 def test_every_string_field_refuses_injection(checkout, no_process, tmp_path_factory):
     marker = tmp_path_factory.mktemp("marker") / "ran"
     before = set(Path("/var/tmp").iterdir())
@@ -280,6 +281,7 @@ def _published_cases(marker: Path):
             yield kind, "brief.yaml", key, folder, {**meta, key: value}, None
 
 
+@pytest.mark.slow
 def test_published_string_fields_refuse_injection_or_keep_it_as_text(tmp_path, no_process, tmp_path_factory):
     marker = tmp_path_factory.mktemp("marker") / "ran"
     tried, refused, kept = 0, 0, 0

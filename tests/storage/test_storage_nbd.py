@@ -247,6 +247,7 @@ def interrupt_when(proc: subprocess.Popen, ready, what: str) -> str:
 
 @needs_nbd
 @pytest.mark.parametrize("workload,over_ssh", [("fio", True), ("dbbench", False)], ids=["fio-ssh", "dbbench-local"])
+@pytest.mark.slow
 def test_campaign_interrupted_in_set_up_and_in_a_point_resumes(tmp_path, sshd, workload, over_ssh):
     if workload == "dbbench" and not shutil.which("db_bench"):
         pytest.skip("db_bench is not installed")
@@ -298,6 +299,7 @@ def test_the_inventory_reads_the_fabric_per_configuration():
 
 
 @needs_nbd
+@pytest.mark.slow
 def test_fio_campaign_on_the_raw_attached_device(tmp_path):
     work, root = tmp_path / "work", tmp_path / "co"
     (root / "notebooks").mkdir(parents=True)

@@ -142,6 +142,7 @@ def test_without_root_the_message_says_so(tmp_path):
 
 # -- briefkit measure --dry-run ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_dry_run_shows_the_plan(tmp_path):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "nb.ipynb").write_text("{}")

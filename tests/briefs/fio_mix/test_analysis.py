@@ -132,6 +132,7 @@ def test_points_that_are_not_one_mix_sweep_are_an_error_saying_why(sweep, change
         mix.mixes(change(sweep))
 
 
+@pytest.mark.slow
 def test_the_analysis_never_reads_the_label(sweep):
     """Labels changed to another format (or to nonsense): the mixes, tables and findings are the same, as
     every selection is by the typed parameter columns."""

@@ -172,6 +172,7 @@ def run_compare(root: Path, *argv: str) -> tuple[int, str]:
     return status, out.getvalue()
 
 
+@pytest.mark.slow
 def test_briefkit_compare_of_two_real_fio_campaigns(measured):
     status, printed = run_compare(measured, "mine", "local", "--map", "disk=scratch")
     assert status == 0
@@ -239,6 +240,7 @@ def test_one_repetition_is_not_tested(measured):
     assert len(fig.axes) == 2 and fig.axes[1].get_yscale() == "log"
 
 
+@pytest.mark.slow
 def test_the_brief_parameter_shows_the_comparison_before_the_appendix(measured):
     from briefkit.briefs.shared.sections import BriefBase
 

@@ -128,6 +128,7 @@ def test_load_matches_scale(cluster):
                             f"tpcc_last_name({SCALE.name_max}) GROUP BY c_d_id) d")) == 10
 
 
+@pytest.mark.slow
 def test_log_figures_match_the_database_and_pgbench(cluster, run):
     table = pgbench_log.parse(run["log"], scripts=script_names(), load_kind="clients", load=2)
     summary = run["summary"]
