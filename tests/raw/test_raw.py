@@ -16,7 +16,7 @@ from tests import paths
 ROOT = paths.ROOT
 RAW = ROOT / "data" / "raw"
 FIO = RAW / "fio-6600ion" / "local"          # adaptive repetitions, steady state
-OLD = RAW / "rocksdb-7600" / "local"         # a version 0 record (written before schema_version existed)
+OLD = RAW / "rocksdb-nvmeof" / "local"       # a version 0 record (written before schema_version existed)
 OLTP = RAW / "oltp-9300" / "local"
 
 

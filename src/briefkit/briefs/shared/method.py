@@ -66,6 +66,11 @@ def steady_text(record, samples: pd.DataFrame, config: str) -> str:
             return f"not judged: no point has a verdict of {_point_rule_text(record.workload, spec)}"
         said = "reached steady state" if steady == judged else f"**{judged - steady} of {judged} points did not**"
         return f"{said} by {_point_rule_text(record.workload, spec)}: {steady} of {judged} points steady"
+    if record.workload == "dbbench" and (record.settings or {}).get("suite") == "flash":
+        return ("not judged: the campaign declared no steady-state criterion, because the flash suite's tests do "
+                "a fixed amount of work (T1-T3 load or overwrite a set number of keys, T4-T5 read one), not a fixed "
+                "duration, and at this scale most end within a few seconds: too few per-second values for "
+                "a window of fio's rule")
     return "not judged: the campaign declared no steady-state criterion (fixed-duration points)"
 
 
