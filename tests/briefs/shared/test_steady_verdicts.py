@@ -29,6 +29,7 @@ def test_every_configuration_has_a_verdict_or_a_reason(reference_data, brief, ca
     table = method.method_table(record, data.samples[data.samples["campaign"] == campaign])
     assert len(table) == len(record.configs)
     for config, said in zip(record.configs, table["Steady state"]):
+        assert "**" not in said, said           # a table cell would show Markdown's bold markers
         if _declares(brief, campaign):
             # measured with the declaration: every configuration judged, by the declared rule
             assert not said.startswith("not judged"), f"{brief}/{campaign} {config}: {said}"
