@@ -116,7 +116,9 @@ def test_hosts_come_from_the_point_records(tmp_path):
     data = built(base, "rocksdb-7600")
     camp = data.campaigns["local"]
     assert camp.hosts == sorted(["localhost", "ssh://root@127.0.0.1:2223"])
-    assert camp.declared_host == "localhost"           # as recorded when the campaign started
+    # as recorded when the campaign started: campaign.json's declared host (v1), else its first host (v0)
+    started = json.loads((raw / "campaign.json").read_text())
+    assert camp.declared_host == started.get("declared_host", started["host"])
     point = data.samples[data.samples["host"] == "ssh://root@127.0.0.1:2223"]
     assert len(point) and set(point["rep"]) == {record["rep"]} and set(point["config"]) == {"disk"}
 
