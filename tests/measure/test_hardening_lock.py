@@ -59,18 +59,26 @@ def wait_started(root: Path, proc: subprocess.Popen, timeout: float = 60) -> Non
         time.sleep(0.05)
 
 
+def while_first_runs(first_root: Path, second_root: Path, *runs: list[str]) -> tuple[subprocess.Popen, str, list]:
+    """Start campaign ``c`` of ``first_root``; once its first point has started, run `briefkit measure
+    BRIEF <args>` in ``second_root`` for each ``runs`` entry, asserting that the first still runs when
+    they end. The first run (finished), its stderr, and the results of ``runs``."""
+    first = measure(first_root)
+    try:
+        wait_started(first_root, first)
+        results = [subprocess.run([BRIEFKIT, "measure", BRIEF, *args], capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, "BRIEFKIT_ROOT": str(second_root)}) for args in runs]
+        assert first.poll() is None, "the first run should still be running while the others are refused"
+    finally:
+        _out, err = first.communicate(timeout=180)
+    return first, err, results
+
+
 def second_run_refused(first_root: Path, second_root: Path, where: str) -> None:
     """The first run's points must outlast the second process's start-up, which takes several seconds on
     a loaded machine: the checkouts given here run 4 points of 8 s. "At once" means refused while the
     first still runs, which is asserted; no wall-time limit (flaky on a shared machine)."""
-    first = measure(first_root)
-    try:
-        wait_started(first_root, first)
-        second = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True, timeout=120,
-                                env={**os.environ, "BRIEFKIT_ROOT": str(second_root)})
-        assert first.poll() is None, "the first run should still be running while the second is refused"
-    finally:
-        out, err = first.communicate(timeout=180)
+    first, err, (second,) = while_first_runs(first_root, second_root, ["--campaign", "c"])
     assert first.returncode == 0, err
     assert second.returncode == 2, (second.stdout, second.stderr)
     assert "Traceback" not in second.stderr
@@ -138,14 +146,7 @@ def test_a_second_campaign_in_the_same_workdir_is_refused_naming_the_first(tmp_p
     campaigns["d"] = {**campaigns["c"], "matrix": {**campaigns["c"]["matrix"], "numjobs": [1]},
                       "settings": {**campaigns["c"]["settings"], "runtime_s": 1}}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    first = measure(root)
-    try:
-        wait_started(root, first)
-        second = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "d"], capture_output=True, text=True,
-                                timeout=120, env={**os.environ, "BRIEFKIT_ROOT": str(root)})
-        assert first.poll() is None, "the first campaign should still be running"
-    finally:
-        _out, err = first.communicate(timeout=180)
+    first, err, (second,) = while_first_runs(root, root, ["--campaign", "d"])
     assert first.returncode == 0, err
     assert second.returncode == 2, second.stderr
     error, = [line for line in second.stderr.splitlines() if line.startswith("briefkit: error:")]
@@ -168,17 +169,8 @@ def test_a_campaign_in_another_workdir_of_the_same_host_is_refused_naming_the_fi
     entries left by a dead run, or by a live process whose run has ended, are ignored and cleaned."""
     first_root = checkout(tmp_path / "one", "local", tmp_path / "work-one", runtime_s=8)
     second_root = checkout(tmp_path / "two", ssh_host(sshd), tmp_path / "work-two", runtime_s=1)
-    env = {**os.environ, "BRIEFKIT_ROOT": str(second_root)}
-    first = measure(first_root)
-    try:
-        wait_started(first_root, first)
-        second = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True,
-                                timeout=120, env=env)
-        dry = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c", "--dry-run"], capture_output=True,
-                             text=True, timeout=120, env=env)
-        assert first.poll() is None, "the first campaign should still be running"
-    finally:
-        _out, err = first.communicate(timeout=180)
+    first, err, (second, dry) = while_first_runs(first_root, second_root, ["--campaign", "c"],
+                                                 ["--campaign", "c", "--dry-run"])
     assert first.returncode == 0, err
     assert second.returncode == 2, second.stderr
     error, = [line for line in second.stderr.splitlines() if line.startswith("briefkit: error:")]
@@ -198,7 +190,7 @@ def test_a_campaign_in_another_workdir_of_the_same_host_is_refused_naming_the_fi
         {"brief": "other", "campaign": "y", "workdir": "/elsewhere", "pid": os.getpid(), "host": socket.gethostname(),
          "started_at": "2026-01-01T00:00:00+00:00", "controller_lock": str(tmp_path / "gone" / ".lock")}) + "\n")
     again = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True,
-                           timeout=180, env=env)
+                           timeout=180, env={**os.environ, "BRIEFKIT_ROOT": str(second_root)})
     assert again.returncode == 0, again.stderr
     assert len([e for e in events(second_root) if e["event"] == "done"]) == 4
     assert list(running_campaigns.iterdir()) == []       # the stale entry cleaned, this run's removed
