@@ -46,6 +46,9 @@ KINDS = {"bw": ("bw", "KiB/s", True), "iops": ("iops", "IO/s", True), "lat": ("l
 HIST_PERCENTILES = (50.0, 99.0, 99.9)
 LOG_COLUMNS = ["time_ms", "value", "direction", "bs", "offset", "prio"]
 
+#: 4 to 6 comma-separated integers, blanks around each allowed
+_LINE = re.compile(r"\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*(?:,\s*(-?\d+)\s*)?(?:,\s*(-?\d+)\s*)?",
+                   re.ASCII)
 _NAME = re.compile(r"^(?P<prefix>.+?)_(?P<kind>bw|iops|lat|clat|slat|clat_hist|lat_hist)(?:\.(?P<job>\d+))?\.log$")
 
 
@@ -78,11 +81,11 @@ def read_log(path: str | Path) -> pd.DataFrame:
         for number, text in enumerate(stream, 1):
             if not text.strip():
                 continue
-            fields = [f.strip() for f in text.split(",")]
-            if not 4 <= len(fields) <= 6 or not all(re.fullmatch(r"-?\d+", f) for f in fields):
+            match = _LINE.fullmatch(text.strip())
+            if match is None:
                 raise ParseError(path, "expected a fio log line 'time, value, direction, block size[, offset"
                                  f"[, priority]]' of integers, got {text.strip()[:80]!r}", line=number)
-            values = [int(f) for f in fields] + [-1] * (6 - len(fields))
+            values = [-1 if f is None else int(f) for f in match.groups()]
             if values[0] < 0 or values[1] < 0:
                 raise ParseError(path, f"negative time or value in {text.strip()!r}", line=number)
             if values[2] not in DIRECTIONS:
@@ -95,7 +98,7 @@ def read_log(path: str | Path) -> pd.DataFrame:
             rows.append(values)
     if rows and not _ends_with_newline(path):
         raise ParseError(path, "the last line is cut off (the file ends without a newline)", line=len(rows))
-    return pd.DataFrame(rows, columns=LOG_COLUMNS, dtype=np.int64)
+    return pd.DataFrame(np.array(rows, dtype=np.int64).reshape(-1, len(LOG_COLUMNS)), columns=LOG_COLUMNS)
 
 
 def read_hist_log(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
@@ -145,47 +148,71 @@ def interval_ms(tables: Sequence[pd.DataFrame]) -> float | None:
     """The logging interval: the median step between one job's lines of one direction."""
     steps = []
     for table in tables:
-        for _, group in table.groupby("direction"):
-            steps.extend(np.diff(group["time_ms"].to_numpy()).tolist())
-    steps = [s for s in steps if s > 0]
-    return float(np.median(steps)) if steps else None
+        time_ms, direction = table["time_ms"].to_numpy(), table["direction"].to_numpy()
+        for each in np.unique(direction):
+            steps.append(np.diff(time_ms[direction == each]))
+    steps = np.concatenate(steps) if steps else np.array([])
+    steps = steps[steps > 0]
+    return float(np.median(steps)) if len(steps) else None
 
 
-def _windowed(table: pd.DataFrame, step: float) -> pd.DataFrame:
-    """The lines with their window; a direction's last line that falls in the window of the line
-    before it is dropped: fio's flush at exit of a partial window (a few I/Os caught by the end)."""
-    table = table.assign(window=np.rint(table["time_ms"] / step).astype(np.int64))
-    drop = []
-    for _, group in table.groupby("direction"):
-        if len(group) > 1 and group["window"].iloc[-1] == group["window"].iloc[-2]:
-            drop.append(group.index[-1])
-    return table.drop(index=drop)
+#: a (window, direction) pair as one sortable integer: window * _KEY + direction
+_KEY = len(DIRECTIONS)
 
 
-def _combined(parts: list[pd.DataFrame], summed: bool, weights: list[pd.DataFrame] | None) -> pd.DataFrame:
-    """Jobs' (window, direction, value[, weight]) put together: kept where every job has the window."""
-    frames = []
-    for job, part in enumerate(parts):
-        per = part.groupby(["window", "direction"], as_index=False)["value"].mean()
-        per["job"] = job
-        if weights is not None:
-            per = per.merge(weights[job], on=["window", "direction"], how="left")
-        frames.append(per)
-    table = pd.concat(frames, ignore_index=True)
-    jobs = table.groupby("window")["job"].nunique()
-    table = table[table["window"].isin(jobs.index[jobs == len(parts)])]
+def _windowed(table: pd.DataFrame, step: float) -> tuple[np.ndarray, np.ndarray]:
+    """One job's lines as (key, value) arrays, key = window * _KEY + direction; a direction's last line
+    that falls in the window of the line before it is dropped: fio's flush at exit of a partial window
+    (a few I/Os caught by the end)."""
+    window = np.rint(table["time_ms"].to_numpy() / step).astype(np.int64)
+    direction = table["direction"].to_numpy()
+    keep = np.ones(len(window), dtype=bool)
+    for each in np.unique(direction):
+        rows = np.flatnonzero(direction == each)
+        if len(rows) > 1 and window[rows[-1]] == window[rows[-2]]:
+            keep[rows[-1]] = False
+    return window[keep] * _KEY + direction[keep], table["value"].to_numpy(dtype=float)[keep]
+
+
+def _group(keys: np.ndarray, values: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct keys and the sum or mean of their values. numpy, not pandas' groupby: a
+    campaign has hundreds of points with a few small logs each, where pandas' per-call cost dominated."""
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inverse, weights=values, minlength=len(distinct))
+    return distinct, sums if how == "sum" else sums / np.bincount(inverse, minlength=len(distinct))
+
+
+def _combined(parts: list[tuple[np.ndarray, np.ndarray]], summed: bool,
+              weights: list[tuple[np.ndarray, np.ndarray]] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Jobs' (key, value) put together: each job's mean per key, kept where every job has the window;
+    then summed over jobs, or their mean weighted by ``weights`` (each job's I/O count per key; a key
+    without one weighs 0, and a key whose weights are all 0 takes the plain mean)."""
+    per_job = [_group(keys, values, "mean") for keys, values in parts]
+    common = per_job[0][0] // _KEY
+    for keys, _ in per_job[1:]:
+        common = np.intersect1d(common, keys // _KEY)
+    keys = np.concatenate([k for k, _ in per_job])
+    values = np.concatenate([v for _, v in per_job])
+    weight = np.concatenate([_lookup(k, weights[job]) for job, (k, _) in enumerate(per_job)]) if weights else None
+    kept = np.isin(keys // _KEY, common)
+    keys, values = keys[kept], values[kept]
     if summed:
-        return table.groupby(["window", "direction"], as_index=False)["value"].sum()
-    if weights is None:
-        return table.groupby(["window", "direction"], as_index=False)["value"].mean()
-    table = table.assign(weight=table["weight"].fillna(0.0))
+        return _group(keys, values, "sum")
+    distinct, mean = _group(keys, values, "mean")
+    if weight is None:
+        return distinct, mean
+    _, total = _group(keys, weight[kept], "sum")
+    _, weighted = _group(keys, values * weight[kept], "sum")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return distinct, np.where(total > 0, weighted / total, mean)
 
-    def weighted(group: pd.DataFrame) -> float:
-        total = group["weight"].sum()
-        return float((group["value"] * group["weight"]).sum() / total) if total > 0 else float(group["value"].mean())
 
-    out = table.groupby(["window", "direction"]).apply(weighted, include_groups=False)
-    return out.rename("value").reset_index()
+def _lookup(keys: np.ndarray, table: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The values of ``table`` (sorted keys, values) at ``keys``; 0 where it has no such key."""
+    known, values = table
+    at = np.searchsorted(known, keys).clip(max=max(len(known) - 1, 0))
+    found = (known[at] == keys) if len(known) else np.zeros(len(keys), dtype=bool)
+    return np.where(found, values[at] if len(known) else 0.0, 0.0)
 
 
 def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0.0, log_avg_msec: float | None = None,
@@ -204,26 +231,23 @@ def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0
     step = log_avg_msec or interval_ms([t for kind in KINDS for t in tables[kind]])
     out: list[pd.DataFrame] = []
     if step:
-        for kind in tables:
-            tables[kind] = [_windowed(t, step) for t in tables[kind] if len(t)]
-        iops_weights = None
-        if tables["iops"]:
-            iops_weights = [t.groupby(["window", "direction"], as_index=False)["value"].mean()
-                            .rename(columns={"value": "weight"}) for t in tables["iops"]]
+        windowed = {kind: [_windowed(t, step) for t in tables[kind] if len(t)] for kind in KINDS}
+        iops_weights = [_group(keys, values, "mean") for keys, values in windowed["iops"]] or None
         for kind, (family, unit, summed) in KINDS.items():
-            parts = tables[kind]
+            parts = windowed[kind]
             if not parts or (summed and max_values):
                 continue
             weights = iops_weights if not summed and iops_weights and len(iops_weights) == len(parts) else None
-            table = _combined(parts, summed, weights)
+            keys, values = _combined(parts, summed, weights)
+            window, direction = keys // _KEY, keys % _KEY
             statistic = "" if summed else ("_max" if max_values else "_mean")
-            for direction, group in table.groupby("direction"):
-                out.append(tidy_series.from_arrays(offset_s + group["window"] * step / 1000.0,
-                                                   f"{DIRECTIONS[direction]}_{family}{statistic}", group["value"], unit))
+            for each in np.unique(direction):
+                rows = direction == each
+                out.append(tidy_series.from_arrays(offset_s + window[rows] * step / 1000.0,
+                                                   f"{DIRECTIONS[int(each)]}_{family}{statistic}", values[rows], unit))
             if summed:
-                total = table.groupby("window", as_index=False)["value"].sum()
-                out.append(tidy_series.from_arrays(offset_s + total["window"] * step / 1000.0, f"total_{family}",
-                                                   total["value"], unit))
+                windows, total = _group(window, values, "sum")
+                out.append(tidy_series.from_arrays(offset_s + windows * step / 1000.0, f"total_{family}", total, unit))
     hist = [read_hist_log(path) for _, path in files.get("clat_hist", [])]
     if hist:
         out.append(_hist_series(hist, offset_s, log_hist_msec))
