@@ -153,11 +153,12 @@ def test_percentiles_of_one_file_equal_fios_own(tmp_path):
     assert checked == 12
 
 
-@pytest.fixture(scope="module")
-def fio_reference(tmp_path_factory) -> tuple[Path, processed.BriefData]:
-    """The committed fio-6600ion campaign, built once (about a minute) for the tests that only read it."""
-    base = make_project(tmp_path_factory.mktemp("fio"), "fio-6600ion")
-    return base, built(base, "fio-6600ion")
+@pytest.fixture
+def fio_reference(reference_data) -> tuple[Path, processed.BriefData]:
+    """The committed fio-6600ion campaign, built once per test run (conftest.reference_data, shared with
+    the other tests that only read it)."""
+    base = reference_data("fio-6600ion")
+    return base, processed.load("fio-6600ion", base / "data" / "processed")
 
 
 @pytest.mark.slow
@@ -273,9 +274,8 @@ def test_a_failed_build_leaves_the_previous_folder(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_metrics_count_points_and_give_headline_figures(tmp_path):
-    base = make_project(tmp_path, "fio-6600ion")
-    build.build("fio-6600ion", base)
+def test_the_metrics_count_points_and_give_headline_figures(fio_reference):
+    base, _ = fio_reference
     found = json.loads((base / "data/processed/fio-6600ion.metrics.json").read_text())
     local = found["campaigns"]["local"]
     raw = base / "data/raw/fio-6600ion/local"
