@@ -215,15 +215,25 @@ def wide(summary_table: pd.DataFrame, mix: Mix, metric: str, configs: Sequence[s
          column: str = "mean") -> pd.DataFrame:
     """One column of the summary (``mean``, ``ci_low``, ``ci_high``, ``n``) for one mix: index = numjobs,
     columns = configurations in the given order (absent ones left out)."""
+    return wides(summary_table, mix, metric, configs, (column,))[column]
+
+
+def wides(summary_table: pd.DataFrame, mix: Mix, metric: str, configs: Sequence[str],
+          columns: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """``wide`` of several summary columns from one pivot (a brief asks for hundreds: one per cell of its
+    tables and multiples, and each pivot costs far more than its few rows)."""
     rows = summary_table[mix.rows(summary_table) & (summary_table["metric"] == metric)]
     if rows.empty:
-        return pd.DataFrame(columns=[c for c in configs], dtype=float)
+        return {c: pd.DataFrame(columns=[c for c in configs], dtype=float) for c in columns}
     # dropna=False: with one repetition ci_low/ci_high are all NaN and must stay (as NaN), not vanish
-    table = rows.pivot_table(index="load", columns="config", values=column, aggfunc="first", dropna=False)
+    table = rows.pivot_table(index="load", columns="config", values=list(columns), aggfunc="first", dropna=False)
     present = set(rows["config"])
-    table = table.reindex(columns=[c for c in configs if c in present]).sort_index()
-    table.index.name = LOAD_KIND
-    return table
+    out = {}
+    for column in columns:
+        one = table[column].reindex(columns=[c for c in configs if c in present]).sort_index()
+        one.index.name, one.columns.name = LOAD_KIND, "config"
+        out[column] = one
+    return out
 
 
 def concurrency_ends(summary_table: pd.DataFrame, mix: Mix, configs: Sequence[str],
@@ -286,7 +296,8 @@ def multiple(summary_table: pd.DataFrame, mix: Mix, metric: str, load: float,
     """The lead of the better of the first two ``configs`` at ``load`` (values times ``scale``,
     e.g. 1e-3 for µs -> ms); None where either has no value."""
     first, second = configs[0], configs[1]
-    means = wide(summary_table, mix, metric, configs)
+    parts = wides(summary_table, mix, metric, configs, ("mean", "ci_low", "ci_high", "std", "n"))
+    means = parts["mean"]
     if load not in means.index or first not in means or second not in means:
         return None
     a, b = means.loc[load, first], means.loc[load, second]
@@ -294,16 +305,14 @@ def multiple(summary_table: pd.DataFrame, mix: Mix, metric: str, load: float,
         return None
     higher = not compare.lower_is_better(metric)
     leader, other = (first, second) if (a >= b) == higher else (second, first)
-    low = wide(summary_table, mix, metric, configs, "ci_low")
-    high = wide(summary_table, mix, metric, configs, "ci_high")
+    low, high = parts["ci_low"], parts["ci_high"]
     bounds = [(low.loc[load, c], high.loc[load, c]) for c in (leader, other)]
     if any(pd.isna(x) for pair in bounds for x in pair):
         overlap = True      # one repetition: no interval, so no lead can be called established
     else:
         overlap = bounds[0][0] <= bounds[1][1] and bounds[1][0] <= bounds[0][1]
     values = means.loc[load, leader] * scale, means.loc[load, other] * scale
-    spread = wide(summary_table, mix, metric, configs, "std")
-    count = wide(summary_table, mix, metric, configs, "n")
+    spread, count = parts["std"], parts["n"]
     test = stats.welch_from_stats(*(x for c in (leader, other)
                                     for x in (means.loc[load, c], spread.loc[load, c], count.loc[load, c])),
                                   ratio_of="a/b" if higher else "b/a", style="multiple")
@@ -347,8 +356,8 @@ def _mean_ci(mean: float, low: float, high: float, n: float, decimals: int) -> s
 
 def _cells(summary_table, mix, metric, configs, scale) -> dict[str, pd.DataFrame]:
     """mean, ci_low, ci_high (times ``scale``) and n as wide tables."""
-    return {c: wide(summary_table, mix, metric, configs, c) * (1 if c == "n" else scale)
-            for c in ("mean", "ci_low", "ci_high", "n")}
+    parts = wides(summary_table, mix, metric, configs, ("mean", "ci_low", "ci_high", "n"))
+    return {c: table * (1 if c == "n" else scale) for c, table in parts.items()}
 
 
 def _cell(parts: dict[str, pd.DataFrame], load: float, config: str, decimals: int) -> str:
@@ -675,9 +684,8 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
     fig, row = plt.subplots(1, 2 * n, figsize=(7.6, 2.5), squeeze=False)
     for col, mix in enumerate(sizes):
         top, bottom = row[0][col], row[0][n + col]
-        mean = wide(summary_table, mix, "total_bw", configs)
-        low = wide(summary_table, mix, "total_bw", configs, "ci_low")
-        high = wide(summary_table, mix, "total_bw", configs, "ci_high")
+        parts = wides(summary_table, mix, "total_bw", configs, ("mean", "ci_low", "ci_high"))
+        mean, low, high = parts["mean"], parts["ci_low"], parts["ci_high"]
         for i, config in enumerate(mean.columns):
             y = mean[config]
             err = [(y - low[config]).clip(lower=0).fillna(0), (high[config] - y).clip(lower=0).fillna(0)]
