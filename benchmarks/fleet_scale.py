@@ -16,7 +16,7 @@ with campaign.run. Measured in that process around campaign.run:
 - memory: the peak resident set sampled every 20 ms (/proc/self/status VmRSS, and ru_maxrss at the
   end) minus the resident set just before the run (imports and the N sshd already started);
 - threads: the most threads alive at once during the run (/proc/self/status Threads, the sampling
-  thread itself not counted);
+  thread itself not counted), and the most open file descriptors (/proc/self/fd);
 - wall time.
 
 Printed: a table per N (median of ``--runs``), CPU and memory per host (the run's figure / N), and a
@@ -82,7 +82,7 @@ class Sampler:
     """A thread that records the peak VmRSS and thread count of this process until stopped."""
 
     def __init__(self):
-        self.peak_rss = self.peak_threads = 0
+        self.peak_rss = self.peak_threads = self.peak_fds = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="fleet-scale-sampler", daemon=True)
 
@@ -94,6 +94,7 @@ class Sampler:
         now = status()
         self.peak_rss = max(self.peak_rss, now["VmRSS"])
         self.peak_threads = max(self.peak_threads, now["Threads"] - 1)  # not this sampler itself
+        self.peak_fds = max(self.peak_fds, len(os.listdir("/proc/self/fd")) - 1)  # not the listing's own
 
     def __enter__(self) -> Sampler:
         self._thread.start()
@@ -159,7 +160,10 @@ def _running(tid: int | None) -> bool:
 
 def _where(frame) -> str:
     code = frame.f_code
-    return f"{code.co_name} ({'/'.join(code.co_filename.split('/')[-2:])}:{code.co_firstlineno})"
+    path = code.co_filename
+    for root in ("/site-packages/", "/src/", "/lib/python"):  # short, but briefkit's modules keep "briefkit/"
+        path = path.split(root, 1)[-1]
+    return f"{code.co_name} ({path}:{code.co_firstlineno})"
 
 
 def run_campaign(base: Path):
@@ -203,7 +207,7 @@ def one_run(hosts: int, points: int, profile: bool) -> dict:
     return {"hosts": hosts, "wall_s": wall,
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "rss_mib": (peak_rss(sampler, before, after) - before_rss) / 1024,
-            "threads": sampler.peak_threads, "fds": len(os.listdir("/proc/self/fd")),
+            "threads": sampler.peak_threads, "fds": sampler.peak_fds,
             "profile": profiler.report() if profiler else None}
 
 
@@ -232,13 +236,13 @@ def report(results: dict[int, list[dict]], points: int, runs: int) -> None:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"\n{points} points of 1 s per host, median of {runs} runs; load average now {load}")
     print(f"{'hosts':>5} {'wall s':>7} {'CPU s':>7} {'CPU/host ms':>11} {'peak RSS+ MiB':>13} "
-          f"{'MiB/host':>8} {'threads':>7}")
+          f"{'MiB/host':>8} {'threads':>7} {'fds':>5}")
     medians = {}
     for n, runs_of_n in sorted(results.items()):
-        m = {key: statistics.median(r[key] for r in runs_of_n) for key in ("wall_s", "cpu_s", "rss_mib", "threads")}
+        m = {key: statistics.median(r[key] for r in runs_of_n) for key in ("wall_s", "cpu_s", "rss_mib", "threads", "fds")}
         medians[n] = m
         print(f"{n:5d} {m['wall_s']:7.2f} {m['cpu_s']:7.2f} {1000 * m['cpu_s'] / n:11.0f} {m['rss_mib']:13.1f} "
-              f"{m['rss_mib'] / n:8.2f} {m['threads']:7.0f}")
+              f"{m['rss_mib'] / n:8.2f} {m['threads']:7.0f} {m['fds']:5.0f}")
     xs = [float(n) for n in medians]
     if len(xs) >= 3:
         print(f"CPU s:            {fit(xs, [m['cpu_s'] for m in medians.values()])}")
@@ -266,7 +270,7 @@ def main() -> None:
             result = child(n, args.points)
             results[n].append(result)
             print(f"run {run + 1} {n:3d} hosts: wall {result['wall_s']:6.2f} s, CPU {result['cpu_s']:6.2f} s, "
-                  f"peak RSS +{result['rss_mib']:6.1f} MiB, {result['threads']} threads, {result['fds']} fds open",
+                  f"peak RSS +{result['rss_mib']:6.1f} MiB, {result['threads']} threads, {result['fds']} fds",
                   flush=True)
     report(results, args.points, args.runs)
     if args.profile:
