@@ -11,7 +11,7 @@ campaign with ``hosts:`` of N entries (``max_parallel_hosts`` left unset: all N 
 so that N fio processes sleep between I/Os rather than spin on a shared 2-core machine), and runs it
 with campaign.run. Measured in that process around campaign.run:
 
-- CPU: user+sys of the controller process only (resource.getrusage(RUSAGE_SELF): sshd, the login
+- CPU: user+sys (and sys alone) of the controller process only (resource.getrusage(RUSAGE_SELF): sshd, the login
   shells and fio are other processes);
 - memory: the peak resident set sampled every 20 ms (/proc/self/status VmRSS, and ru_maxrss at the
   end) minus the resident set just before the run (imports and the N sshd already started);
@@ -206,6 +206,7 @@ def one_run(hosts: int, points: int, profile: bool) -> dict:
         raise SystemExit(f"{hosts} hosts: {summary.ran} of {hosts * points} points ran ({summary})")
     return {"hosts": hosts, "wall_s": wall,
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "sys_s": after.ru_stime - before.ru_stime,
             "rss_mib": (peak_rss(sampler, before, after) - before_rss) / 1024,
             "threads": sampler.peak_threads, "fds": sampler.peak_fds,
             "profile": profiler.report() if profiler else None}
@@ -232,16 +233,19 @@ def fit(xs: list[float], ys: list[float]) -> str:
     return f"slope {line.slope:.3f} per host, intercept {line.intercept:.2f}, R^2 {r2:.3f}"
 
 
+FIGURES = ("wall_s", "cpu_s", "sys_s", "rss_mib", "threads", "fds")
+
+
 def report(results: dict[int, list[dict]], points: int, runs: int) -> None:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"\n{points} points of 1 s per host, median of {runs} runs; load average now {load}")
-    print(f"{'hosts':>5} {'wall s':>7} {'CPU s':>7} {'CPU/host ms':>11} {'peak RSS+ MiB':>13} "
+    print(f"{'hosts':>5} {'wall s':>7} {'CPU s':>7} {'sys s':>6} {'CPU/host ms':>11} {'peak RSS+ MiB':>13} "
           f"{'MiB/host':>8} {'threads':>7} {'fds':>5}")
     medians = {}
     for n, runs_of_n in sorted(results.items()):
-        m = {key: statistics.median(r[key] for r in runs_of_n) for key in ("wall_s", "cpu_s", "rss_mib", "threads", "fds")}
+        m = {key: statistics.median(r[key] for r in runs_of_n) for key in FIGURES}
         medians[n] = m
-        print(f"{n:5d} {m['wall_s']:7.2f} {m['cpu_s']:7.2f} {1000 * m['cpu_s'] / n:11.0f} {m['rss_mib']:13.1f} "
+        print(f"{n:5d} {m['wall_s']:7.2f} {m['cpu_s']:7.2f} {m['sys_s']:6.2f} {1000 * m['cpu_s'] / n:11.0f} {m['rss_mib']:13.1f} "
               f"{m['rss_mib'] / n:8.2f} {m['threads']:7.0f} {m['fds']:5.0f}")
     xs = [float(n) for n in medians]
     if len(xs) >= 3:
@@ -269,7 +273,8 @@ def main() -> None:
         for n in (sizes if run % 2 == 0 else sizes[::-1]):  # alternate the order so that drift hits every N
             result = child(n, args.points)
             results[n].append(result)
-            print(f"run {run + 1} {n:3d} hosts: wall {result['wall_s']:6.2f} s, CPU {result['cpu_s']:6.2f} s, "
+            print(f"run {run + 1} {n:3d} hosts: wall {result['wall_s']:6.2f} s, "
+                  f"CPU {result['cpu_s']:6.2f} s (sys {result['sys_s']:5.2f}), "
                   f"peak RSS +{result['rss_mib']:6.1f} MiB, {result['threads']} threads, {result['fds']} fds",
                   flush=True)
     report(results, args.points, args.runs)
