@@ -11,6 +11,7 @@ import os
 import platform
 import re
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,35 @@ def test_tables_are_readable(collected, xfs_mount):
     assert "noatime" in software[f"Mount options for {mountpoint}"]
     versions = found["Tool versions"].set_index("Tool")["Version"]
     assert versions["fio"] == inv["tools"]["fio"]["version"] and versions[MISSING] == "not installed"
+
+
+def test_collecting_many_hosts_at_once_starts_no_threads_per_host(sshd, monkeypatch, tmp_path):
+    # a fleet collects every host's inventory at the same time: the probes share the process's few
+    # threads rather than start a pool per host (8 hosts x up to 6 threads before)
+    hosts = [sshd.new_host().connect() for _ in range(8)]
+    go, found = threading.Event(), {}
+
+    def collect(index: int) -> None:
+        go.wait()
+        found[index] = inventory.collect(hosts[index], [str(tmp_path), "/"], ["fio", "tar", MISSING])
+    callers = [threading.Thread(target=collect, args=(i,)) for i in range(len(hosts))]
+    for caller in callers:
+        caller.start()
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    try:
+        go.set()
+        for caller in callers:
+            caller.join()
+    finally:
+        monkeypatch.undo()
+        for host in hosts:
+            host.close()
+    assert sorted(found) == list(range(len(hosts)))
+    assert all(inv["tools"]["fio"]["version"] and inv["paths"]["/"] for inv in found.values())
+    assert len(started) <= inventory.PROBE_THREADS, started

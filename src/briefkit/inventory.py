@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import threading
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 from typing import Any
 
@@ -82,27 +83,46 @@ def collect(host: Host, paths: Iterable[str] = (), tools: Iterable[str] | Mappin
     fallbacks = fallbacks or {}
     paths = list(paths)
     # Each probe is a round trip; over SSH they overlap (the connection multiplexes channels).
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        cpu = pool.submit(_cpu, host)
-        storage = {path: pool.submit(_path, host, path) for path in paths}
-        versions = {name: pool.submit(_tool, host, list(argv), fallbacks.get(name, ""))
-                    for name, argv in tools.items()}
+    pool = _probe_pool()
+    cpu = pool.submit(_cpu, host)
+    storage = {path: pool.submit(_path, host, path) for path in paths}
+    versions = {name: pool.submit(_tool, host, list(argv), fallbacks.get(name, "")) for name, argv in tools.items()}
+    try:
         memory, os_release = _memory(host), _os_release(host)
         kernel = {"release": _read(host, "/proc/sys/kernel/osrelease"),
                   "version": _read(host, "/proc/sys/kernel/version")}
         hostname = _read(host, "/proc/sys/kernel/hostname")
-        return {
-            "schema": SCHEMA,
-            "host": host.name,
-            "hostname": hostname,
-            "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "cpu": cpu.result(),
-            "memory": memory,
-            "os": os_release,
-            "kernel": kernel,
-            "paths": {path: future.result() for path, future in storage.items()},
-            "tools": {name: future.result() for name, future in versions.items()},
-        }
+    finally:  # no probe outlives the call (the caller may close the host next)
+        wait([cpu, *storage.values(), *versions.values()])
+    return {
+        "schema": SCHEMA,
+        "host": host.name,
+        "hostname": hostname,
+        "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cpu": cpu.result(),
+        "memory": memory,
+        "os": os_release,
+        "kernel": kernel,
+        "paths": {path: future.result() for path, future in storage.items()},
+        "tools": {name: future.result() for name, future in versions.items()},
+    }
+
+
+#: threads that run probes for every collect() of the process: a fleet's hosts share them (a pool per
+#: call would start up to that many threads per host at once)
+PROBE_THREADS = 8
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _probe_pool() -> ThreadPoolExecutor:
+    """The process's probe threads (created on first use; they end with the process). A probe never
+    waits for another probe, so callers sharing them cannot deadlock."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=PROBE_THREADS, thread_name_prefix="briefkit-probe")
+        return _pool
 
 
 # -- probes ----------------------------------------------------------------------------------

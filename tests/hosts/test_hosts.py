@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shlex
 import subprocess
 import threading
@@ -347,6 +348,13 @@ def test_read_text_reads_proc_files_whole(host):
         return [line for line in text.splitlines() if line.startswith("processor")]
     expected = processors(Path("/proc/cpuinfo").read_text())
     assert expected and processors(host.read_text("/proc/cpuinfo")) == expected
+
+
+def test_a_read_the_target_fails_is_an_os_error_naming_the_path(host, tmp_path):
+    # SFTP's catch-all "Failure" (no errno): here a folder; in a campaign, /proc/PID/stat of a job
+    # that ends between the open and the read, which Job._alive must see as an OSError
+    with pytest.raises(OSError, match=re.escape(str(tmp_path))):
+        host.read_text(str(tmp_path))
 
 
 # -- address, key and known_hosts errors -----------------------------------------------------

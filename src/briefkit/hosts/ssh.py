@@ -615,6 +615,12 @@ class SshHost(Host):
             raise FileNotFoundError(f"{self.name}:{path} does not exist ({what})") from None
         except asyncssh.SFTPPermissionDenied:
             raise PermissionError(f"{self.name}:{path}: permission denied ({what})") from None
+        except asyncssh.SFTPFailure as exc:
+            # SFTP v3's catch-all status, whose errno the server does not send: a read of a folder, or of
+            # /proc/PID/stat when that process ends between the open and the read (a job's end, seen
+            # more often the more hosts share the controller)
+            raise OSError(errno.EIO, f"{self.name}:{path}: the SFTP server failed the {what} "
+                                     f"({exc.reason or 'Failure'})") from None
         except _DROPPED as exc:
             await self._drop()
             raise ConnectionLost(f"connection to {self.name} lost during {what} of {path}: {exc}") from None
