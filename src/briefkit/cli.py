@@ -141,7 +141,6 @@ def _ingest(args) -> int:
     import inspect
 
     from briefkit import tools
-    from briefkit.core import samples
     from briefkit.core.errors import BriefkitError
 
     module = tools.parser(args.tool)
@@ -149,7 +148,10 @@ def _ingest(args) -> int:
         return _ingest_series(module, args)
     if args.interval_s is not None:
         raise SystemExit("briefkit: error: --interval-s applies to --series only")
-    accepted = inspect.signature(module.parse).parameters
+    # a parser that builds plain columns is written without pandas (about 0.6 s of CPU to import)
+    by_column = getattr(module, "samples_by_column", None)
+    parse = by_column or module.parse
+    accepted = inspect.signature(parse).parameters
     options = {}
     for flag, key, value in (("--keep-failed", "keep_failed", args.keep_failed or None),
                              ("--scripts", "scripts", args.scripts)):
@@ -165,22 +167,34 @@ def _ingest(args) -> int:
             empty.append(path)
             continue
         try:
-            table = module.parse(Path(path), **options)
+            table = parse(Path(path), **options)
         except BriefkitError as exc:
             print(f"briefkit: error: {exc}", file=sys.stderr)
             empty.append(path)
             continue
-        if table.empty:
+        if not len(table["metric"]):
             print(f"briefkit: error: {path}: no samples in this file", file=sys.stderr)
             empty.append(path)
             continue
         tables.append(table)
-    samples.to_csv(samples.concat(tables), sys.stdout)
+    _write_samples(tables, by_column is not None)
     if empty:
         print(f"briefkit: {len(empty)} of {len(args.files)} file(s) yielded no samples: {', '.join(empty)}",
               file=sys.stderr)
         return 1
     return 0
+
+
+def _write_samples(tables: list, by_column: bool) -> None:
+    """The samples of every file as CSV on stdout: the same bytes from plain columns as from tables."""
+    if by_column:
+        from briefkit.core import sample_columns
+
+        sample_columns.write_csv(tables, sys.stdout)
+    else:
+        from briefkit.core import samples
+
+        samples.to_csv(samples.concat(tables), sys.stdout)
 
 
 def _import(args) -> int:
