@@ -210,6 +210,28 @@ class Run:
 _CANDIDATE = re.compile(rb"\n(?:RocksDB:|Date:|Keys:|Values:|Cumulative stall:|Microseconds per |STATISTICS:"
                         rb"|[#$+]|[^\s]*db_bench\s|[A-Za-z_][\w\-\x80-\xff]*[^\S\n]+:[^\S\n])")
 _CR = re.compile(rb"\r")
+#: ``_CANDIDATE`` in three fast scans (one regex tries every line of a dump): the lines that start with
+#: a literal; a ":" between blanks, held by a summary line ``name   : ...`` (a literal first
+#: character lets the regex engine skip ahead); "db_bench", held by a command line. A line found by
+#: the last two is checked with ``_CANDIDATE`` from its start.
+_STARTS = re.compile(rb"\n(?:RocksDB:|Date:|Keys:|Values:|Cumulative stall:|Microseconds per |STATISTICS:|[#$+])")
+_BLANK_COLON = re.compile(rb":(?<=[ \t\r\f\v]:)[ \t\r\f\v]")
+
+
+def _candidate_starts(padded: bytes) -> list[int]:
+    """The positions of the "\n" before each line of ``padded`` ("\n" + whole lines) that
+    ``_CANDIDATE`` matches, in order: what ``_CANDIDATE.finditer`` finds, in about half its time."""
+    found = {m.start() for m in _STARTS.finditer(padded)}
+    held = [m.start() for m in _BLANK_COLON.finditer(padded)]
+    at = padded.find(b"db_bench")
+    while at != -1:
+        held.append(at)
+        at = padded.find(b"db_bench", at + 1)
+    for at in held:
+        start = padded.rfind(b"\n", 0, at)
+        if start not in found and _CANDIDATE.match(padded, start):
+            found.add(start)
+    return sorted(found)
 
 
 class _Lines:
@@ -261,7 +283,7 @@ class _Lines:
     def _find_candidates(self, text: bytes) -> None:
         """Queue the indices of the lines of ``text`` (whole lines, the first at index ``count``)
         that start like ``_CANDIDATE`` or hold a "\r"."""
-        starts = (m.start() for m in _CANDIDATE.finditer(b"\n" + text))  # where the line starts in text
+        starts = _candidate_starts(b"\n" + text)  # where the line starts in text
         returns = (m.start() for m in _CR.finditer(text))
         index, at = self.count, 0
         for position in heapq.merge(starts, returns):
