@@ -234,17 +234,31 @@ def _candidate_starts(padded: bytes) -> list[int]:
     return sorted(found)
 
 
+def _lines_with_returns(text: bytes):
+    """Where each line of ``text`` that holds a "\r" starts, once per line (a progress line may
+    hold thousands)."""
+    end = -1
+    for m in _CR.finditer(text):
+        if m.start() > end:
+            end = text.find(b"\n", m.start())
+            end = len(text) if end < 0 else end
+            yield text.rfind(b"\n", 0, m.start()) + 1
+
+
 class _Lines:
     """The file's lines, read in blocks of whole lines as the parser asks for them (a 1 GB output is
-    never held whole): the lines already passed are dropped by ``forget``. Progress reports end in
-    '\r' and share a '\n' line with what follows: the last piece is kept."""
+    never held whole): the blocks passed are dropped by ``forget``. A block is kept as one bytes
+    object, not split: a line is cut out when it is asked for (most lines of a long output are
+    periodic stats dumps that nothing reads). Progress reports end in '\r' and share a '\n' line
+    with what follows: the last piece is kept."""
 
     _BLOCK = 1 << 20
 
     def __init__(self, stream):
         self._stream = stream
-        self._lines: list[bytes] = []  # lines self._base, self._base + 1, ... not yet forgotten
-        self._base = 0
+        #: blocks not yet forgotten: (index of their first line, their lines joined by "\n")
+        self._blocks: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._starts: dict[int, int] = {}  # line index -> its offset in its block, where known
         self._forgotten = 0  # lines below this index may be dropped
         self._rest = b""  # the start of a line whose end is not read yet
         self._candidates: collections.deque[int] = collections.deque()  # see _CANDIDATE
@@ -254,17 +268,17 @@ class _Lines:
 
     def _load(self) -> None:
         """Read the next block of whole lines (drops the forgotten ones first)."""
-        drop = self._forgotten - self._base
-        if drop > 0:
-            del self._lines[:drop]
-            self._base = self._forgotten
+        if len(self._blocks) > 1 and self._blocks[1][0] <= self._forgotten:
+            while len(self._blocks) > 1 and self._blocks[1][0] <= self._forgotten:
+                self._blocks.popleft()
+            kept = self._blocks[0][0]  # the starts of the lines dropped go with them
+            self._starts = {k: v for k, v in self._starts.items() if k >= kept}
         block = self._stream.read(self._BLOCK)
         if not block:
             self.done = True
             if self._rest:
-                self._lines.append(self._rest)
-                self._candidates.append(self.count)
-                self.count += 1
+                self._add(self._rest, 1)
+                self._candidates.append(self.count - 1)
                 self.unterminated = True
                 self._rest = b""
             return
@@ -276,21 +290,25 @@ class _Lines:
         self._rest = data[cut + 1:]
         text = data[:cut]
         self._find_candidates(text)
-        new = text.split(b"\n")
-        self._lines.extend(new)
-        self.count += len(new)
+        self._add(text, text.count(b"\n") + 1)
+
+    def _add(self, text: bytes, lines: int) -> None:
+        self._blocks.append((self.count, text))
+        self._starts[self.count] = 0
+        self.count += lines
 
     def _find_candidates(self, text: bytes) -> None:
         """Queue the indices of the lines of ``text`` (whole lines, the first at index ``count``)
-        that start like ``_CANDIDATE`` or hold a "\r"."""
+        that start like ``_CANDIDATE`` or hold a "\r", and note where they start."""
         starts = _candidate_starts(b"\n" + text)  # where the line starts in text
-        returns = (m.start() for m in _CR.finditer(text))
+        returns = _lines_with_returns(text)
         index, at = self.count, 0
         for position in heapq.merge(starts, returns):
             index += text.count(b"\n", at, position)
             at = position
             if not self._candidates or self._candidates[-1] != index:
                 self._candidates.append(index)
+                self._starts[index] = position
 
     def _fill(self, i: int) -> None:
         while not self.done and self.count <= i:
@@ -302,7 +320,17 @@ class _Lines:
 
     def __getitem__(self, i: int) -> str:
         self._fill(i)
-        return self._lines[i - self._base].decode("utf-8", errors="replace").rsplit("\r", 1)[-1]
+        first, text = next(b for b in reversed(self._blocks) if b[0] <= i)
+        start = self._starts.get(i)
+        if start is None:  # walk on from the nearest line before it whose start is known
+            known = next((k for k in range(i - 1, first, -1) if k in self._starts), first)
+            start = self._starts.get(known, 0)  # a block's first line starts at 0
+            for k in range(known + 1, i + 1):
+                start = text.index(b"\n", start) + 1
+                self._starts[k] = start
+        end = text.find(b"\n", start)
+        line = text[start:] if end < 0 else text[start:end]
+        return line.decode("utf-8", errors="replace").rsplit("\r", 1)[-1]
 
     def cut(self, i: int) -> bool:
         """Line ``i`` is the last line and the file ends without a newline after it."""
