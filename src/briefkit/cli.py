@@ -174,7 +174,7 @@ def _ingest(args) -> int:
             print(f"briefkit: error: {exc}", file=sys.stderr)
             empty.append(path)
             continue
-        if not len(table["metric"]):
+        if table.empty if by_column is None else not table["metric"]:   # a DataFrame, or plain columns
             print(f"briefkit: error: {path}: no samples in this file", file=sys.stderr)
             empty.append(path)
             continue
