@@ -56,8 +56,8 @@ different workloads; the same command run again gives repetitions), and so is a 
 without a command line of its own (nothing says whether it ran the same command). A command line
 continued with backslashes is read with its continuation lines. Debug-build warnings
 (``WARNING: Assertions are enabled``) and any other line are ignored. The file is read in
-blocks of lines, never whole: one regex scan per block finds the lines that can start what the
-parser reads, and only those are looked at in Python.
+blocks of lines, never whole: three fast scans per block find the lines that can start what the
+parser reads, and only those are cut out of the block and looked at in Python.
 
 Truncated output is rejected (``ParseError`` with file and line): a summary line, histogram or
 statistics line that does not match its format or is the unterminated last line of the file,

@@ -57,7 +57,7 @@ Versions
     by the same ``host`` and ``workload`` as the samples. ``job options`` holds only options that
     were given explicitly, so a missing value means fio's default, not "unknown to fio".
 
-Metrics (``briefkit.core.samples`` vocabulary; units converted by ``samples.frame``)
+Metrics (``briefkit.core.samples`` vocabulary; units converted by ``briefkit.core.sample_columns``)
     ``{read,write,trim}_bw`` from ``bw_bytes`` (B/s -> MB/s, SI), ``..._iops``,
     ``..._clat_mean`` and ``..._lat_mean`` (ns -> us), ``..._clat_p<P>`` (``p50``, ``p99``,
     ``p99.9``...) for the percentiles fio printed (and ``..._lat_p<P>`` with ``lat_percentiles``),
