@@ -1,12 +1,15 @@
 """The unit registry and printed-number handling the ratio math rests on."""
+import io
 import itertools
 import math
+import random
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
-from briefkit.core import samples, units
+from briefkit.core import metrics, sample_columns, samples, units
 from briefkit.core.numbers import Interval, Printed, fmt, round_half_up
 
 
@@ -64,6 +67,37 @@ def test_frame_converts_each_metric_to_its_canonical_unit():
     assert list(table["unit"]) == ["MB/s", "us", "ms"]
     assert list(table["value"]) == pytest.approx([1024 * 1024 / 1e6, 2.0, 4.0])
     assert set(table.columns) == set(samples.COLUMNS)
+
+
+def test_plain_columns_convert_to_the_numbers_the_dataframe_conversion_gives():
+    """briefkit ingest converts without pandas (sample_columns): the same floats, every metric of the
+    vocabulary given in every unit of its dimension, as whole numbers and fractions."""
+    random.seed(7)
+    rows = []
+    for name, metric in metrics.METRICS.items():
+        dimension = units.EXACT.get(metric.unit, (None,))[0]
+        for unit in [u for u, (d, _) in units.EXACT.items() if d == dimension] or [metric.unit]:
+            rows += [(name, random.randint(0, 10**9), unit), (name, random.uniform(0, 1e6), unit)]
+    columns = {column: [None] * len(rows) for column in samples.COLUMNS}
+    columns.update(metric=[r[0] for r in rows], value=[r[1] for r in rows], unit=[r[2] for r in rows])
+    plain = sample_columns.to_canonical(columns)
+    table = samples.to_canonical(pd.DataFrame(columns, columns=samples.COLUMNS))
+    assert len(rows) > 100 and len({u for _, _, u in rows}) > 10
+    assert plain["value"] == table["value"].tolist() and plain["unit"] == table["unit"].tolist()
+
+
+def test_plain_columns_are_written_as_pandas_writes_them():
+    random.seed(3)
+    values = [0.1, 1e16, 1e15, 1e-5, 2.5e-7, 1e22, 3.0, -0.0, 1 / 3, math.inf, math.nan, 12345678901234567.0]
+    values += [random.uniform(0, 1) * 10 ** random.randint(-12, 20) for _ in range(2000)]
+    columns = {column: [None] * len(values) for column in samples.COLUMNS}
+    texts = ["plain", 'a "quote"', "a, comma", "two\nlines", "", None]
+    columns.update(metric=["read_bw"] * len(values), value=values,
+                   source=[texts[i % len(texts)] for i in range(len(values))])
+    plain, by_pandas = io.StringIO(), io.StringIO()
+    sample_columns.write_csv([columns, columns], plain)
+    samples.to_csv(pd.concat([pd.DataFrame(columns, columns=samples.COLUMNS)] * 2), by_pandas)
+    assert plain.getvalue() == by_pandas.getvalue()
 
 
 def test_unknown_metric_is_named():

@@ -3,11 +3,16 @@ when a file yields nothing. Real outputs from tests/fixtures (see their READMEs)
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
 
 from briefkit import cli
+from briefkit.core import samples
+from briefkit.core.errors import ParseError
+from briefkit.tools.fio import jsonplus as fio
 from tests import paths
 
 FIXTURES = paths.FIXTURES
@@ -69,3 +74,42 @@ def test_a_folder_is_named_as_a_folder_not_a_traceback(capsys, tool):
         if tool == "fio" else run(capsys, tool, FIXTURES / tool)
     assert code == 1 and "Traceback" not in err
     assert f"{FIXTURES / tool}: a folder; give its files" in err
+
+
+def pandas_csv(tables) -> str:
+    """What `briefkit ingest` wrote through pandas: the tables concatenated, samples.to_csv."""
+    stream = io.StringIO()
+    samples.to_csv(samples.concat(tables), stream)
+    return stream.getvalue()
+
+
+def test_fio_samples_are_the_bytes_pandas_writes(capsys, tmp_path):
+    """`briefkit ingest fio` writes its CSV without pandas: byte for byte what pandas wrote, for
+    every fio fixture that yields samples (a path with a comma and a quote needs quoting)."""
+    odd = tmp_path / 'a "quoted", name.json'
+    odd.write_bytes((FIXTURES / "fio" / "perjob.jsonplus.json").read_bytes())
+    files = [odd]
+    for path in sorted((FIXTURES / "fio").glob("*.json")):
+        try:
+            fio.parse(path)
+        except ParseError:
+            continue
+        files.append(path)
+    assert len(files) > 10
+    assert cli.main(["ingest", "fio", *map(str, files)]) == 0
+    out = capsys.readouterr().out
+    assert out == pandas_csv([fio.parse(path) for path in files])
+    assert out.count("\n") > 500
+
+
+def test_ingesting_fio_imports_neither_pandas_nor_numpy():
+    """pandas and numpy cost about 0.6 s of CPU and 100 MiB at start-up; a fio file read from fio's
+    printed figures needs neither (nor PyYAML or pint)."""
+    fixture = FIXTURES / "fio" / "rep1.jsonplus.json"
+    code = ("import contextlib, io, sys; from briefkit import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            f"    assert cli.main(['ingest', 'fio', {str(fixture)!r}]) == 0\n"
+            "assert out.getvalue().count('\\n') > 10, out.getvalue()\n"
+            "print(sorted(m for m in ('pandas', 'numpy', 'yaml', 'pint', 'pydantic') if m in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"

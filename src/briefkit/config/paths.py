@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from briefkit.config import yamlload
 from briefkit.core.errors import ParamsError
 from briefkit.core.names import check_name
 
@@ -41,6 +40,8 @@ def brief_paths(slug: str, notebook: str | None, base: Path) -> dict[str, Path]:
 def declared_brief(slug: str, base: Path) -> str:
     """``slug`` if params.yaml declares that brief (its name checked before it becomes a path).
     Only the names are read: the whole file is validated by the dataset stage, which runs first."""
+    from briefkit.config import yamlload  # PyYAML: not for the commands that read no params.yaml (ingest)
+
     try:
         check_name(slug, "brief")
     except ValueError as exc:

@@ -24,13 +24,8 @@ from typing import Any
 import pandas as pd
 
 from briefkit.core import metrics, units
+from briefkit.core.sample_columns import COLUMNS  # defined without pandas, for briefkit ingest
 
-#: Columns every sample table has, in this order.
-COLUMNS = [
-    "brief", "config", "workload", "load_kind", "load", "rep",
-    "metric", "value", "unit",
-    "host", "tool", "tool_version", "campaign", "started_at", "ended_at", "source",
-]
 #: the name of every point parameter column starts with this
 PARAMETER_PREFIX = "p_"
 #: the dtypes a point parameter column may have, with the Python type of its values

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-#: fio's default ``percentile_list`` (used when merged bins come with no printed list).
-DEFAULT_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0,
-                       99.0, 99.5, 99.9, 99.95, 99.99)
+from briefkit.tools.fio.percentile_names import DEFAULT_PERCENTILES, percentile_label  # noqa: F401  (re-exported)
+
 #: fio's histogram: FIO_IO_U_PLAT_GROUP_NR * FIO_IO_U_PLAT_VAL buckets, FIO_IO_U_PLAT_BITS = 6
 PLAT_BITS, PLAT_VAL, PLAT_NR = 6, 64, 29 * 64
 
@@ -122,11 +120,4 @@ def merge_bins(*histograms: Mapping[Any, int]) -> Counter:
         for value, count in bins.items():
             merged[int(value)] += int(count)
     return merged
-
-
-@lru_cache(maxsize=4096)
-def percentile_label(p: float | str) -> str:
-    """``99.9`` or fio's key ``"99.900000"`` -> ``"p99.9"``; ``50`` -> ``"p50"``."""
-    text = f"{float(p):f}".rstrip("0").rstrip(".")
-    return f"p{text}"
 

@@ -1,24 +1,28 @@
 """``briefkit ingest fio``: the tool's entry point in the registry (``briefkit.tools.TOOLS``).
 
-``parse(path, **provenance)`` reads fio's JSON / json+ output (``briefkit.tools.fio.jsonplus``);
+``parse(path, **provenance)`` reads fio's JSON / json+ output (``briefkit.tools.fio.jsonplus``), and
+``samples_by_column`` the same as plain columns (what ``briefkit ingest fio`` writes, without pandas);
 ``series(path)`` reads fio's per-interval logs (``briefkit.tools.fio.logs``).
 """
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from briefkit.core.errors import ParseError
-from briefkit.tools.fio import logs
-from briefkit.tools.fio.jsonplus import parse
+from briefkit.tools.fio.jsonplus import parse, samples_by_column
 
-__all__ = ["parse", "series"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["parse", "samples_by_column", "series"]
 
 
 def series(path, **options) -> pd.DataFrame:
     """Series rows of fio's per-interval logs: ``path`` is a folder, or one log of it whose prefix
     chooses the logs read together (every job's and kind's)."""
+    from briefkit.tools.fio import logs  # pandas: only for --series
+
     path = Path(path)
     if path.is_dir():
         return logs.series(path, **options)

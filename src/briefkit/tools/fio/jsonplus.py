@@ -57,7 +57,7 @@ Versions
     by the same ``host`` and ``workload`` as the samples. ``job options`` holds only options that
     were given explicitly, so a missing value means fio's default, not "unknown to fio".
 
-Metrics (``briefkit.core.samples`` vocabulary; units converted by ``samples.frame``)
+Metrics (``briefkit.core.samples`` vocabulary; units converted by ``briefkit.core.sample_columns``)
     ``{read,write,trim}_bw`` from ``bw_bytes`` (B/s -> MB/s, SI), ``..._iops``,
     ``..._clat_mean`` and ``..._lat_mean`` (ns -> us), ``..._clat_p<P>`` (``p50``, ``p99``,
     ``p99.9``...) for the percentiles fio printed (and ``..._lat_p<P>`` with ``lat_percentiles``),
@@ -100,22 +100,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-import pandas as pd
-
-from briefkit.core import samples
+from briefkit.core import sample_columns
 from briefkit.core.errors import ParseError, note, open_input
-from briefkit.tools.fio.bins import (
-    DEFAULT_PERCENTILES,
-    bin_arrays,
-    merge_arrays,
-    merge_bins,
-    percentile_label,
-    percentiles_from_arrays,
-    percentiles_from_bins,
-)
+from briefkit.tools.fio.percentile_names import DEFAULT_PERCENTILES, percentile_label
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 try:  # a fast reader for the common case; the standard library reads (and explains) everything else
     import orjson as _orjson
@@ -379,7 +372,7 @@ class _Latency:
                 raw = self.raw_bins
                 if isinstance(raw, _LazyBins):
                     raw = raw.load()
-                self.arrays = bin_arrays(raw or {})
+                self.arrays = _bins().bin_arrays(raw or {})
             except (ValueError, TypeError, _JSONError):
                 if self.ctx is None:
                     raise
@@ -399,7 +392,7 @@ class _Latency:
         if self.has_bins:
             wanted = self.percentile_list or DEFAULT_PERCENTILES
             values, counts = self.bin_arrays()
-            return {p: float(v) for p, v in percentiles_from_arrays(values, counts, wanted).items()}
+            return {p: float(v) for p, v in _bins().percentiles_from_arrays(values, counts, wanted).items()}
         return {}
 
 
@@ -424,6 +417,13 @@ class _Steady:
     criterion_pct: float
     limit_pct: float
     window_s: float
+
+
+def _bins():
+    """The histogram maths (numpy), imported only where json+ bins are read: summed clones, merged
+    files. A file read from fio's printed figures (``briefkit ingest fio``) loads neither numpy nor pandas."""
+    from briefkit.tools.fio import bins
+    return bins
 
 
 def _steady(ctx: _Context, block: Any, where: str) -> _Steady | None:
@@ -692,7 +692,7 @@ def _fill_all_clients(units: list[_Unit]) -> None:
             parts = [u.directions[name].latency.get(kind) for u in servers if name in u.directions]
             if not parts or not all(p is not None and p.has_bins for p in parts):
                 continue
-            merged = merge_arrays([p.bin_arrays() for p in parts])
+            merged = _bins().merge_arrays([p.bin_arrays() for p in parts])
             if int(merged[1].sum()) == latency.n:
                 latency.arrays = merged
                 latency.percentile_list = next((tuple(p.printed) for p in parts if p.printed), None)
@@ -732,7 +732,7 @@ def _sum_directions(parts: list[_Direction]) -> tuple[_Direction, dict[str, str]
             continue
         n = sum(m.n for m in members)
         mean = sum(m.mean * m.n for m in members) / n if n else 0.0
-        arrays = merge_arrays([m.bin_arrays() for m in members]) \
+        arrays = _bins().merge_arrays([m.bin_arrays() for m in members]) \
             if all(m.has_bins for m in members) else None
         # The percentile list of the first member, as fio keeps the first job's list.
         plist = next((tuple(m.printed) for m in members if m.printed), None)
@@ -953,6 +953,15 @@ def parse(path, *, per_job: bool = False, keep_failed: bool = False, **provenanc
 
     A failed job (``error`` != 0) is an error unless ``keep_failed``: then its rows are kept and
     a ``job_error`` row (fio's error code) marks it."""
+    import pandas as pd
+
+    columns = samples_by_column(path, per_job=per_job, keep_failed=keep_failed, **provenance)
+    return pd.DataFrame(columns, columns=sample_columns.COLUMNS)
+
+
+def samples_by_column(path, *, per_job: bool = False, keep_failed: bool = False, **provenance) -> dict[str, list]:
+    """``parse`` as plain columns (briefkit.core.sample_columns), without pandas: what ``briefkit
+    ingest fio`` writes."""
     path = Path(path)
     doc, outside = _load(path)
     common = {**_provenance(path, doc), **provenance}
@@ -970,14 +979,13 @@ def parse(path, *, per_job: bool = False, keep_failed: bool = False, **provenanc
         raise ParseError(path, "no job moved any data (every direction has io_bytes 0): no samples")
     n = len(out.metric)
     data = {column: [common.get(column)] * n if column in common else [None] * n
-            for column in samples.COLUMNS}
+            for column in sample_columns.COLUMNS}
     data.update(metric=out.metric, value=out.value, unit=out.unit, workload=out.workload)
     if "workload" in provenance:
         data["workload"] = [provenance["workload"]] * n
     if "host" not in provenance and any(h is not None for h in out.host):
         data["host"] = out.host
-    table = pd.DataFrame(data, columns=samples.COLUMNS)
-    return samples.to_canonical(table)
+    return sample_columns.to_canonical(data)
 
 
 def describe(path, *, per_job: bool = False) -> pd.DataFrame:
@@ -992,6 +1000,8 @@ def describe(path, *, per_job: bool = False) -> pd.DataFrame:
         row.update({key: unit.options.get(key) for key in DESCRIBED_OPTIONS})
         row["options"] = dict(unit.options)
         rows.append(row)
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 
@@ -1023,7 +1033,7 @@ def merged_histograms(paths: Sequence, kind: str = "clat") -> dict[HistKey, Coun
     merged: dict[HistKey, Counter] = {}
     for path in paths:
         for key, bins in histograms(path, kind).items():
-            merged[key] = merge_bins(merged.get(key, {}), bins)
+            merged[key] = _bins().merge_bins(merged.get(key, {}), bins)
     return merged
 
 
@@ -1041,10 +1051,12 @@ def merged_samples(paths: Sequence, kind: str = "clat",
     wanted = list(percentiles)
     rows = []
     for key, bins in merged.items():
-        for p, value in percentiles_from_bins(bins, wanted).items():
+        for p, value in _bins().percentiles_from_bins(bins, wanted).items():
             row = {"metric": f"{key.direction}_{kind}_{percentile_label(p)}", "value": float(value),
                    "unit": "ns", "workload": key.workload}
             if key.host is not None:
                 row["host"] = key.host
             rows.append({**row, **provenance})
+    from briefkit.core import samples
+
     return samples.frame(rows, tool="fio", source=";".join(str(p) for p in paths))

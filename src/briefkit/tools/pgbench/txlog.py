@@ -171,28 +171,25 @@ def _fast_chunk(data, lines: int, first: int, scripts: Mapping[int, str] | None)
 
     if isinstance(data, list):
         data = b"".join(data)
-    if b"-" in data:
-        return None  # a negative figure: the line-by-line reader names its line
-    for word, code in _STATUS_CODES.items():
-        if word.encode() in data:
-            data = data.replace(f" {word} ".encode(), f" {code} ".encode())
-    try:
-        raw = pd.read_csv(io.BytesIO(data), sep=" ", header=None, names=list(range(8)),
-                          dtype={column: np.int64 for column in range(6)}, skip_blank_lines=False, engine="c",
-                          low_memory=False)  # one pass over the chunk, not pieces concatenated after
-    except (ValueError, OverflowError, pd.errors.ParserError):
-        return None
-    if len(raw) != lines:
+    if data.translate(None, _DIGITS_AND_BLANKS):  # more than digits and blanks (one quick pass): look closer
+        if b"-" in data:
+            return None  # a negative figure: the line-by-line reader names its line
+        for word, code in _STATUS_CODES.items():
+            if word.encode() in data:
+                data = data.replace(f" {word} ".encode(), f" {code} ".encode())
+    raw = _fields(data)
+    if raw is None or len(raw) != lines:
         return None
     if any(raw[column].to_numpy().min() < 0 for column in (0, 1, 3, 4, 5)) or raw[5].to_numpy().max() > 999_999:
         return None
-    for extra in (6, 7):
+    extras = [column for column in (6, 7) if column in raw]  # a column no line has is all NA
+    for extra in extras:
         column = raw[extra]
         if column.notna().any():
             known = column.dropna()
             if column.dtype.kind not in "iuf" or (known < 0).any() or (known % 1 != 0).any():
                 return None
-    if raw[6].isna().any() and raw[7].notna().any():
+    if extras == [6, 7] and raw[6].isna().any() and raw[7].notna().any():
         return None
     script = raw[3].to_numpy()
     if scripts is not None and not _known_scripts(script, scripts):
@@ -208,6 +205,26 @@ def _fast_chunk(data, lines: int, first: int, scripts: Mapping[int, str] | None)
         "end_us": raw[4].to_numpy(dtype="int64") * 1_000_000 + raw[5].to_numpy(dtype="int64"),
         "line": np.arange(first, first + lines, dtype="int64" if first + lines >= 2**31 else "int32"),
     }
+
+
+_DIGITS_AND_BLANKS = b"0123456789 \n"
+
+
+def _fields(data: bytes) -> pd.DataFrame | None:
+    """The chunk's fields, every one an integer, in one pass of pandas' C reader; None when it cannot
+    read them so. pgbench writes one layout per run: the columns are those of the first line (fewer
+    columns read faster), all 8 when a later line has more."""
+    width = data[:data.find(b"\n")].count(b" ") + 1
+    for columns in dict.fromkeys((width if 6 <= width <= 8 else 8, 8)):
+        try:
+            return pd.read_csv(io.BytesIO(data), sep=" ", header=None, names=list(range(columns)),
+                               dtype={column: np.int64 for column in range(6)}, skip_blank_lines=False,
+                               engine="c", low_memory=False)  # one pass over the chunk
+        except pd.errors.ParserError:
+            continue   # a line with more fields: read again with all 8
+        except (ValueError, OverflowError):
+            return None
+    return None
 
 
 def _known_scripts(script: np.ndarray, scripts: Mapping[int, str]) -> bool:
