@@ -4,10 +4,13 @@ time steady state saves, and whether the throughput it reports agrees with the f
     .venv/bin/python benchmarks/steady_state.py [--pairs 5] [--runtime 30] [--window 5] [--ramp 0] [--limit 10%]
                                                 [--criterion deviation] [--metric iops] [--engine io_uring]
                                                 [--bs 4096] [--iodepth 16] [--size 268435456] [--dir /var/tmp]
+                                                [--direct 1]
 
 One job, built by the fio workload (briefkit.tools.fio.workload: ``FioWorkload.job``), runs on a file
 in a scratch directory under ``--dir`` (laid out once with a sequential write, so that reads hit
-written blocks): random reads, O_DIRECT. Each pair runs it once for the fixed ``--runtime`` and once
+written blocks): random reads, O_DIRECT (``--direct 0``: buffered, for a tmpfs such as ``--dir /dev/shm``,
+which refuses O_DIRECT: a steady target, to show the method where the device is steady). Each pair runs
+it once for the fixed ``--runtime`` and once
 with ``settings.steady_state`` (fio's own steadystate options: ``--metric``, ``--criterion``,
 ``--limit``, ``--window`` seconds after ``--ramp`` seconds, ``max_s`` = ``--runtime``), alternating the order (fixed, steady;
 steady, fixed; ...). Both are read by the fio ingest (briefkit.tools.fio.jsonplus): total IOPS over the
@@ -91,11 +94,14 @@ def main() -> None:
     ap.add_argument("--iodepth", type=int, default=POINT["iodepth"])
     ap.add_argument("--size", type=int, default=256 * 1024 * 1024)
     ap.add_argument("--dir", default="/var/tmp")
+    ap.add_argument("--direct", type=int, default=1, choices=[0, 1],
+                    help="1: O_DIRECT; 0: buffered (a tmpfs such as /dev/shm refuses O_DIRECT)")
     args = ap.parse_args()
 
     workload = FioWorkload()
     point = {**POINT, "bs": args.bs, "iodepth": args.iodepth}
-    base = {"ioengine": args.engine, "ramp_s": 0, "runtime_s": args.runtime, "size": args.size}
+    base = {"ioengine": args.engine, "direct": bool(args.direct), "ramp_s": 0, "runtime_s": args.runtime,
+            "size": args.size}
     steady_spec = {"metric": args.metric, "criterion": args.criterion, "limit": args.limit,
                    "window_s": args.window, "ramp_s": args.ramp, "max_s": args.runtime}
     where = "benchmarks/steady_state.py"
@@ -105,12 +111,13 @@ def main() -> None:
         folder = Path(scratch)
         target = str(folder / "fio.data")
         layout = FioJob(name="layout", filename=target, rw="write", bs=1 << 20, iodepth=16, ioengine=args.engine,
-                        size=args.size)
+                        direct=bool(args.direct), size=args.size)
         (folder / "layout.job").write_text(job_file(layout))
         subprocess.run(["fio", "--output=/dev/null", str(folder / "layout.job")], check=True, capture_output=True)
         fixed_job = job_file(workload.job(point, fixed_settings, target))
         steady_job = job_file(workload.job(point, steady_settings, target))
-        print(f"job: randread {args.bs} B, iodepth {args.iodepth}, {args.engine}, O_DIRECT, {args.size >> 20} MiB file "
+        print(f"job: randread {args.bs} B, iodepth {args.iodepth}, {args.engine}, "
+              f"{'O_DIRECT' if args.direct else 'buffered'}, {args.size >> 20} MiB file "
               f"in {args.dir}; fixed {args.runtime} s; steady state {args.metric} {args.criterion} < {args.limit} "
               f"over {args.window} s after {args.ramp} s (at most {args.runtime} s)")
         fixed, steady, ratios, agreed = [], [], [], 0
