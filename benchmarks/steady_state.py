@@ -16,7 +16,8 @@ with ``settings.steady_state`` (fio's own steadystate options: ``--metric``, ``-
 steady, fixed; ...). Both are read by the fio ingest (briefkit.tools.fio.jsonplus): total IOPS over the
 measured runtime, and the steady_state samples.
 
-Printed: per pair the wall seconds and IOPS of each, the fixed run's 95 % interval of its mean IOPS
+Printed: per pair the wall seconds and IOPS of each, the 1-minute load average after it (the machine's
+other work shares the cores and the disk), the fixed run's 95 % interval of its mean IOPS
 (Student t over fio's per-second IOPS samples: ``iops_mean``, ``iops_stddev``, ``iops_samples``; the
 samples are autocorrelated, so the interval is if anything too narrow), the verdict, and whether the
 steady point's deciding window's mean IOPS (fio's ``steadystate.data.iops_mean``: what a steady-state
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import subprocess
 import tempfile
@@ -122,7 +124,7 @@ def main() -> None:
               f"over {args.window} s after {args.ramp} s (at most {args.runtime} s)")
         fixed, steady, ratios, agreed = [], [], [], 0
         print(f"{'pair':>4} {'fixed s':>8} {'fixed IOPS':>11} {'95 % interval':>17} {'steady s':>9} {'steady IOPS':>12} "
-              f"{'window IOPS':>12} {'attained':>9} {'agrees':>7}")
+              f"{'window IOPS':>12} {'attained':>9} {'agrees':>7} {'load':>5}")
         for pair in range(args.pairs):
             order = ["fixed", "steady"] if pair % 2 == 0 else ["steady", "fixed"]
             found = {}
@@ -138,7 +140,7 @@ def main() -> None:
             print(f"{pair + 1:>4} {found['fixed'][0]:>8.1f} {found['fixed'][1]:>11.0f} {low:>8.0f}..{high:<8.0f} "
                   f"{found['steady'][0]:>9.1f} {found['steady'][1]:>12.0f} {found['steady'][4]:>12.0f} "
                   f"{('yes' if verdict == 1.0 else 'no'):>9} "
-                  f"{('yes' if agrees else 'no'):>7}")
+                  f"{('yes' if agrees else 'no'):>7} {os.getloadavg()[0]:>5.1f}")
     mean, low, high, n = confidence_interval(fixed)
     inside = sum(low <= v <= high for v in steady)
     steady_mean = statistics.fmean(steady)

@@ -234,9 +234,9 @@ class BriefBase:
         points_fig = self.steady_points_figure(name)
         if points_fig is not None:
             figure_label = self.out.figure(points_fig, steady_points.caption(record, samples), appendix=True)
-        elif (why := steady_points.missing_text(record)) is not None:
-            self.out.md(why, appendix=True)
         self.out.md(method.summary_text(record, samples, label, figure_label))
+        if points_fig is None and (why := steady_points.missing_text(record, label)) is not None:
+            self.out.md(why, appendix=True)
         fig = self.drawn(("pts", name), lambda: method.pts_figure(record, plots.colours(record.configs)))
         if fig is not None:
             label = self.out.figure(fig, method.pts_caption(record), appendix=True)

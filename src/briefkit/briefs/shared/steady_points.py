@@ -158,10 +158,12 @@ def panels(record, samples: pd.DataFrame, series: pd.DataFrame) -> list[Panel]:
     return found
 
 
-def _panel_title(record, panel: Panel, spec: Mapping) -> str:
+def _panel_title(panel: Panel, spec: Mapping, one_workload: bool) -> str:
     point, verdict = panel.point, panel.window.verdict
     kind = point["load_kind"] if isinstance(point["load_kind"], str) else "load"
-    where = f"{point['workload']}, {kind} {point['load']:g}, rep {int(point['rep'])}"
+    where = f"{kind} {point['load']:g}, rep {int(point['rep'])}"
+    if not one_workload:   # db_bench's benchmarks; an OLTP step has one ("all")
+        where = f"{point['workload']}, {where}"
     if not panel.window.judged:
         said = "not judged (shorter than a window)"
     else:
@@ -183,9 +185,10 @@ def figure(record, samples: pd.DataFrame, series: pd.DataFrame, palette: Mapping
     ncols = min(3, len(found))
     nrows = -(-len(found) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(7.0, 2.5 * nrows + 0.5), squeeze=False)
+    one_workload = samples.loc[samples["metric"] == "steady_state", "workload"].nunique() == 1
     for ax, panel in zip(axes.flat, found):
         _draw(ax, panel, palette.get(panel.config, "#333333"), spec)
-        ax.set_title(_panel_title(record, panel, spec), fontsize=7)
+        ax.set_title(_panel_title(panel, spec, one_workload), fontsize=7)
         ax.set_xlabel("time in the point (s)", fontsize=7)
         ax.tick_params(labelsize=6)
     for ax in list(axes.flat)[len(found):]:
@@ -229,10 +232,11 @@ def caption(record, samples: pd.DataFrame) -> str:
             f"best-fit line. Verdicts: {counts}.")
 
 
-def missing_text(record) -> str | None:
+def missing_text(record, table_label: str) -> str | None:
     """One line for a campaign whose points could have been judged on their series but were not (no
-    criterion declared); None when the figure applies or the workload is judged otherwise."""
+    criterion declared; ``table_label``: the method table, which says why); None when the figure
+    applies or the workload is judged otherwise."""
     if record.workload not in TOOLS or spec_of(record) is not None:
         return None
     return (f"No per-point steady-state figure for campaign {record.name}: it declared no steady-state criterion "
-            "(the method section says why).")
+            f"({table_label} says why).")
