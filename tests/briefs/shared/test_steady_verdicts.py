@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from briefkit import processed
-from briefkit.briefs.shared import method, sections
+from briefkit.briefs.shared import method, sections, steady_points
 from tests.paths import ROOT
 
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -136,3 +136,27 @@ def test_the_appendix_shows_the_figure_or_says_why_not(reference_data, brief, ca
         assert "drawn in Figure A" in summary
     else:
         assert not figures and len(lines) == 1 and "declared no steady-state criterion" in lines[0]
+
+
+@pytest.mark.parametrize(("limit", "steady"), [("2%", True), ("0.5%", False)])
+def test_slope_band_holds_the_best_fit_line_exactly_when_steady(limit, steady):
+    # a series rising by 10 per second around 1000: its slope is 1 % of the mean per second
+    t_s = np.arange(1, 11, dtype=float)
+    values = 1000 + 10 * (t_s - t_s.mean()) + np.array([3, -3] * 5)
+    spec = {"metric": "ops", "criterion": "slope", "limit": limit, "window_s": 4, "ramp_s": 0}
+    found = steady_points.point_window(t_s, values, spec)
+    assert found.verdict.attained is steady
+    window = values[:4] if steady else values[-4:]   # the first window decides, else the last
+    assert found.average == pytest.approx(window.mean())
+    # the band a line of the limit's slope spans over half the window (4 values, 3 s: 1.5 s each side)
+    assert found.half_band == pytest.approx(float(limit.rstrip("%")) / 100 * window.mean() * 1.5)
+    slope, intercept = np.polyfit(t_s[:4] if steady else t_s[-4:], window, 1)
+    assert found.slope == pytest.approx(slope)
+    # the line passes through the window's centre: its ends stay in the band exactly when it is steady
+    ends = found.slope * np.array([found.first_s, found.last_s]) + found.intercept - found.average
+    assert bool((np.abs(ends) <= found.half_band).all()) is steady
+
+
+def test_a_point_without_per_second_values_is_drawn_as_not_judged():
+    found = steady_points.point_window([], [], {"criterion": "deviation", "limit": "20%", "window_s": 2})
+    assert not found.judged and not found.verdict.attained and found.verdict.samples == 0

@@ -123,9 +123,9 @@ def point_series(series: pd.DataFrame, config: str, point: pd.Series, metric: st
         raise ValueError(f"series {name} of {config} {point['workload']} load {point['load']:g} rep {point['rep']}: "
                          "two rows at the same time (more than one point matches)")
     found = rows["unit"].unique()
-    factor = units.factor(str(found[0]), judged_unit) if len(found) == 1 else 1.0
     if len(found) > 1:
         raise ValueError(f"series {name} of {config}: mixed units {list(found)}")
+    factor = units.factor(str(found[0]), judged_unit) if len(found) else 1.0   # no rows: nothing to convert
     return rows["t_s"].to_numpy(float), rows["value"].to_numpy(float) * factor
 
 
@@ -165,7 +165,7 @@ def _panel_title(panel: Panel, spec: Mapping, one_workload: bool) -> str:
     if not one_workload:   # db_bench's benchmarks; an OLTP step has one ("all")
         where = f"{point['workload']}, {where}"
     if not panel.window.judged:
-        said = "not judged (shorter than a window)"
+        said = "not judged: " + ("no per-second values" if not verdict.samples else "shorter than a window")
     else:
         sign = "<" if verdict.attained else ">="
         said = (f"{'steady' if verdict.attained else 'NOT steady'}: {spec['criterion']} "
@@ -194,8 +194,11 @@ def figure(record, samples: pd.DataFrame, series: pd.DataFrame, palette: Mapping
     for ax in list(axes.flat)[len(found):]:
         ax.set_visible(False)
     axes.flat[0].set_ylabel(AXIS_LABEL[spec["metric"]], fontsize=7)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=6, frameon=False)
+    legend = {}   # every panel's artists, once per label (a panel not judged draws no window)
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=len(legend), fontsize=6, frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     plt.close(fig)   # shown where its block is emitted (the appendix), never by the notebook's cell end
     return fig
@@ -214,7 +217,7 @@ def _draw(ax, panel: Panel, colour: str, spec: Mapping) -> None:
                         label=f"±{spec['limit']} band")
         ax.plot(xs, [avg, avg], color="black", linewidth=1, label="window average")
         ax.plot(xs, window.slope * xs + window.intercept, "--", color="#cc0000", linewidth=1, label="best-fit line")
-    ax.set_xlim(0, max(float(window.t_s.max()), 1.0) + 0.5)
+    ax.set_xlim(0, max(float(window.t_s.max(initial=0.0)), 1.0) + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))   # the series' values are whole seconds apart
     ax.set_ylim(bottom=0)
 
