@@ -41,11 +41,16 @@ defaults: 30 s, deviation < 10 % over 5 s, 5 pairs each; "load" is the 1-minute 
   198,035..213,642); as other test runs started (load 19) the rest ran to the 30 s maximum without a
   steady window: 1 of 5 agree, median ratio 0.99, fixed runs 59,096 to 205,469 IOPS. Again at load 7-15:
   1 of 5, median 0.67 (4 of 5 steady, after 7.7 to 27.4 s), fixed runs 63,334 to 133,909 IOPS (±41 %).
+  A third time at load 2.6-3.0 (fio's own share included): 4 of 5 steady, median wall-time ratio 0.17
+  (the time goal met), but 1 of 5 agree: the windows (353,096, 200,852, 296,260, 254,058 IOPS) lie 7 to
+  26 % from the neighbouring fixed run, whose interval over its own per-second values is ±4 to ±9 %
+  wide, while the fixed runs themselves range 217,290 to 324,376 IOPS (±25 %); over all 5 pairs the
+  steady points' mean (+8.8 %) lies inside the fixed runs' interval.
 
-So the goal (<= 0.30 of the wall time, 4 of 5 pairs agreeing) was not shown on this machine: neither
-target is steady while other work shares its two cores. Where a point is steady it ends after its first
-window (0.17 of the time), and a steady point's window mean lay inside the fixed run's interval when
-the machine stayed quiet through the pair; the rule was not changed to pass.
+So the goal (<= 0.30 of the wall time, 4 of 5 pairs agreeing) was not shown on this machine. On a steady
+target the time goal holds (a steady point ends after its first 5 s window); agreement per pair does
+not, because the level moves between runs by far more than one run's per-second interval allows (on
+tmpfs the rate follows the CPU time the cores' other users leave). The rule was not changed to pass.
 """
 from __future__ import annotations
 
