@@ -42,8 +42,8 @@ defaults: 30 s, deviation < 10 % over 5 s, 5 pairs each; "load" is the 1-minute 
   steady window: 1 of 5 agree, median ratio 0.99, fixed runs 59,096 to 205,469 IOPS. Again at load 7-15:
   1 of 5, median 0.67 (4 of 5 steady, after 7.7 to 27.4 s), fixed runs 63,334 to 133,909 IOPS (±41 %).
   A third time at load 2.6-3.0 (fio's own share included): 4 of 5 steady, median wall-time ratio 0.17
-  (the time goal met), but 1 of 5 agree: the windows (353,096, 200,852, 296,260, 254,058 IOPS) lie 7 to
-  26 % from the neighbouring fixed run, whose interval over its own per-second values is ±4 to ±9 %
+  (the time goal met), but 1 of 5 agree: the windows (353,096, 200,852, 296,260, 254,058 IOPS) lie 12 to
+  36 % from the fixed run of their pair, whose interval over its own per-second values is ±4.5 to ±8.4 %
   wide, while the fixed runs themselves range 217,290 to 324,376 IOPS (±25 %); over all 5 pairs the
   steady points' mean (+8.8 %) lies inside the fixed runs' interval.
 
