@@ -118,9 +118,10 @@ def method_table(record, samples: pd.DataFrame) -> pd.DataFrame:
                           "Steady state": steady_text(record, samples, c).replace("**", "")} for c in record.configs])
 
 
-def summary_text(record, samples: pd.DataFrame, table_label: str) -> str:
+def summary_text(record, samples: pd.DataFrame, table_label: str, figure_label: str | None = None) -> str:
     """The method section's short form: how many configurations reached steady state, were not judged,
-    or did not, and where the details are; then how differences are stated."""
+    or did not, and where the details are (``figure_label``: the figure of each configuration's point
+    closest to the limit, briefkit.briefs.shared.steady_points); then how differences are stated."""
     verdicts = [steady_text(record, samples, c) for c in record.configs]
     counts = {"reached steady state": sum(v.startswith("reached") for v in verdicts),
               "were not judged (no steady-state criterion declared)": sum(v.startswith("not judged") for v in verdicts),
@@ -128,8 +129,9 @@ def summary_text(record, samples: pd.DataFrame, table_label: str) -> str:
     # a per-point rule: some of the configuration's points were steady, others not
     counts["reached it at some of their points only"] = len(verdicts) - sum(counts.values())
     said = ", ".join(f"{n} of {len(verdicts)} {what}" for what, n in counts.items() if n)
+    drawn = f", its point closest to the limit drawn in {figure_label}" if figure_label else ""
     return (f"**Preconditioning and steady state** (campaign {record.name}): {said}; each configuration's "
-            f"preconditioning, verdict and rule are in {table_label}. " + INTERVALS)
+            f"preconditioning, verdict and rule are in {table_label}{drawn}. " + INTERVALS)
 
 
 def rounds_table(record) -> dict[str, list[float]]:

@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from briefkit import processed
-from briefkit.briefs.shared import method, plots, stability
+from briefkit.briefs.shared import method, plots, stability, steady_points
 from briefkit.core import metrics, sizes
 from briefkit.core.numbers import fmt
 from briefkit.published import brief as published
@@ -221,7 +221,8 @@ class BriefBase:
 
     def steady_state(self, name: str) -> None:
         """Preconditioning and steady state of each configuration of campaign ``name`` (briefkit.briefs.shared.method),
-        and the SNIA PTS figure in the appendix when it ran rounds."""
+        and in the appendix the SNIA PTS figure when it ran rounds, or the figure of its per-point criterion
+        judged on the tool's interval series (briefkit.briefs.shared.steady_points)."""
         record = self.records[name]
         if record.is_imported:
             return
@@ -229,11 +230,29 @@ class BriefBase:
         label = self.out.table(method.method_table(record, samples),
                                f"Preconditioning and steady state of each configuration (campaign {name})",
                                css_class="brief-table wrap", appendix=True)
-        self.out.md(method.summary_text(record, samples, label))
+        figure_label = None
+        points_fig = self.steady_points_figure(name)
+        if points_fig is not None:
+            figure_label = self.out.figure(points_fig, steady_points.caption(record, samples), appendix=True)
+        self.out.md(method.summary_text(record, samples, label, figure_label))
+        if points_fig is None and (why := steady_points.missing_text(record, label)) is not None:
+            self.out.md(why, appendix=True)
         fig = self.drawn(("pts", name), lambda: method.pts_figure(record, plots.colours(record.configs)))
         if fig is not None:
             label = self.out.figure(fig, method.pts_caption(record), appendix=True)
             self.out.md(f"The rounds of campaign {name} are drawn in {label}.")
+
+    def steady_points_figure(self, name: str):
+        """Campaign ``name``'s per-point steady-state figure (briefkit.briefs.shared.steady_points): per
+        configuration the point closest to the limit, its per-second series and deciding window; None when
+        its points are not judged on an interval series (no criterion declared, fio, an imported campaign)."""
+        record = self.records[name]
+        if record.is_imported:
+            return None
+        series = self.data.series
+        series = series[series["campaign"] == name] if len(series) else series
+        return self.drawn(("steady points", name), lambda: steady_points.figure(
+            record, self.campaign_samples(name), series, plots.colours(record.configs)))
 
     def stability(self, name: str, metric: str, workloads, palette: dict[str, str], load_label: str = "load",
                   why_missing: str = "the points of this campaign kept no interval output", each: bool = False
