@@ -206,6 +206,7 @@ def test_the_copy_is_the_one_under_test(tree):
     assert found.stdout.strip() == str(tree / "src" / "briefkit" / "__init__.py")
 
 
+@pytest.mark.slow
 def test_a_toy_tool_is_ingested_after_one_folder_and_one_line(tree, tmp_path):
     report = tmp_path / "dd.stderr"
     done = subprocess.run(["dd", "if=/dev/zero", f"of={tmp_path / 'x.bin'}", "bs=64K", "count=2"],

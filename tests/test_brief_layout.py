@@ -1,8 +1,9 @@
 """The shape of a rendered brief, read from its PDF and HTML: page 1 carries the headline figure, the
-body before the appendix is at most six A4 pages, every figure has alt text, pages have a running
+body before the appendix is at most BODY_PAGES A4 pages, every figure has alt text, pages have a running
 header and numbers, and the HTML's figures show values on hover and toggle series in Chromium.
 
-One brief (fio-6600ion, the longest) is built for the fast tests; ``-m slow`` builds the others."""
+Every test here builds at least one brief (dataset, notebook, HTML and PDF): all are marked slow, so
+`make test-fast` builds none and `make test` builds each brief once."""
 from __future__ import annotations
 
 import io
@@ -20,6 +21,8 @@ from bs4 import BeautifulSoup
 from briefkit import cli
 from briefkit.report import render
 from tests import paths
+
+pytestmark = pytest.mark.slow
 
 ROOT = paths.ROOT
 # The body (before the Appendix) of the longest brief, fio-6600ion: four mixes, each a figure and a table of

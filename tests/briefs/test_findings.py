@@ -19,6 +19,8 @@ from briefkit.briefs.rocksdb_sweep.notebook import RocksdbSweep
 from briefkit.dataset import build
 from tests import paths
 
+pytestmark = pytest.mark.slow
+
 ROOT = paths.ROOT
 
 

@@ -60,6 +60,7 @@ def fieller_by_roots(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> 
     return optimize.brentq(excess, low_end, r_hat), optimize.brentq(excess, r_hat, high_end)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("brief", sorted(METRICS))
 def test_ratio_intervals_of_stored_repetitions_equal_the_roots_of_fiellers_pivot(brief):
     checked = 0

@@ -141,6 +141,7 @@ def test_real_db_bench_interval_csv_gives_ops_over_time(tmp_path):
     assert found["value"].mean() == pytest.approx(ops, rel=0.35)
 
 
+@pytest.mark.slow
 def test_dataset_writes_series_beside_the_samples(tmp_path):
     """The committed rocksdb-7600 campaign (real db_bench output): series.parquet holds each point's
     interval CSV, and its mean is the point's total_ops sample (both all threads' ops over whole intervals)."""

@@ -275,6 +275,7 @@ def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
     assert events[-1]["event"] == "skipped" and events[-1]["point"].endswith("rep6")
 
 
+@pytest.mark.slow
 def test_adaptive_repetitions_with_a_baseline_target_the_ratio_of_means(root):
     from tests.core.test_ratio_intervals import fieller_by_roots
     spec = {"min": 2, "max": 4, "half_width": "10%", "baseline": "base"}

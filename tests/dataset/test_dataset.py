@@ -74,6 +74,7 @@ def test_a_reference_brief_as_declared(tmp_path):
     assert (data.samples["p_clients"] == data.samples["load"]).all()
 
 
+@pytest.mark.slow
 def test_a_changed_declaration_keeps_what_was_measured(tmp_path):
     def longer(spec):
         spec["campaigns"]["local"]["settings"]["duration_s"] = 90
@@ -106,6 +107,7 @@ def test_a_removed_declaration_does_not_drop_measured_data(tmp_path):
     assert data.campaigns["local"].repetitions == 1 and set(data.measured()["rep"]) == {1}
 
 
+@pytest.mark.slow
 def test_hosts_come_from_the_point_records(tmp_path):
     base = make_project(tmp_path, "rocksdb-7600")
     raw = base / "data" / "raw" / "rocksdb-7600" / "local"
@@ -234,6 +236,7 @@ def test_show_selects_campaigns_and_names_unknown_ones(tmp_path):
     assert build._show({"show": ["mine"]}, "b") == ["mine"] and build._show({}, "b") is None
 
 
+@pytest.mark.slow
 def test_show_in_params_reaches_brief_json(tmp_path):
     def mine_only(spec):
         spec["show"] = ["mine"]
@@ -247,6 +250,7 @@ def test_show_in_params_reaches_brief_json(tmp_path):
         build._show({"show": 3}, "b")
 
 
+@pytest.mark.slow
 def test_a_shown_campaign_that_does_not_exist_is_named(tmp_path):
     def typo(spec):
         spec["show"] = ["local", "mnie"]
@@ -257,6 +261,7 @@ def test_a_shown_campaign_that_does_not_exist_is_named(tmp_path):
         build.build("rocksdb-7600", base)
 
 
+@pytest.mark.slow
 def test_a_failed_build_leaves_the_previous_folder(tmp_path, monkeypatch):
     base = make_project(tmp_path, "rocksdb-nvmeof")
     folder = build.build("rocksdb-nvmeof", base)

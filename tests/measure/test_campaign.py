@@ -91,6 +91,7 @@ def events(root: Path) -> list[dict]:
     return Manifest(root / "data/raw/demo/local/manifest.jsonl").events()
 
 
+@pytest.mark.slow
 def test_a_campaign_runs_every_point_and_keeps_everything(project_root):
     declare(project_root)
     lines = []
@@ -115,6 +116,7 @@ def test_a_campaign_runs_every_point_and_keeps_everything(project_root):
     assert status["done"].tolist() == [4, 4] and status["left"].tolist() == [0, 0]
 
 
+@pytest.mark.slow
 def test_resume_runs_only_what_is_left_and_keeps_the_interrupted_attempt(project_root):
     declare(project_root, settings={"interrupt_at": "b/count=1/rep2"})
     with pytest.raises(KeyboardInterrupt):
@@ -146,6 +148,7 @@ def test_a_resume_with_another_declaration_is_refused(project_root):
         campaign.run("demo", "local", progress=lambda _: None)
 
 
+@pytest.mark.slow
 def test_a_grown_declaration_runs_only_the_new_points(project_root):
     declare(project_root, repetitions=1)
     campaign.run("demo", "local", progress=lambda _: None)

@@ -313,6 +313,7 @@ def _running(pid_file: Path) -> bool:
     return any(line.split()[1] == "fio" and not line.startswith("Z") for line in ps.splitlines() if line.split())
 
 
+@pytest.mark.slow
 def test_max_parallel_hosts_caps_the_hosts_measured_at_once(root, sshd_factory):
     servers = [sshd_factory(), sshd_factory()]
     declare(root, servers, numjobs=(1,), max_parallel_hosts=1)
@@ -323,6 +324,7 @@ def test_max_parallel_hosts_caps_the_hosts_measured_at_once(root, sshd_factory):
     assert a1 <= b0
 
 
+@pytest.mark.slow
 def test_fleet_hosts_on_one_machine_never_share_a_dir_configuration(root, sshd_factory):
     """Two entries reaching this machine, one ``kind: dir`` path declared: each host gets its own
     subfolder <path>/<host>, so their data files are two files, never one written by both."""

@@ -186,6 +186,7 @@ def test_repeated_says_which_printing_the_other_numbers_support(tmp_path, stated
     assert row.verdict == claims.MISMATCH and f"the other numbers support {supported}" in row.reason
 
 
+@pytest.mark.slow
 def test_repeated_matches_when_the_printings_agree(tmp_path, checks):
     assert _one(checks, "wh-256-hdd-read-lat-printings").verdict == claims.MATCHES     # 1,607 = 1,606.80 rounded
     copy = _copy(tmp_path, {"claims.yaml": [('{text: "7,697", where', '{text: "7,679", where'),
@@ -197,6 +198,7 @@ def test_repeated_matches_when_the_printings_agree(tmp_path, checks):
     assert _one(claims.check_all(copy), "wh-256-hdd-read-lat-printings").verdict == claims.MISMATCH
 
 
+@pytest.mark.slow
 def test_multiples_hold_and_flip_with_one_digit(tmp_path, checks):
     multiples = checks[checks["claim"].isin(
         [c["id"] for c in published.load(FOLDER).claims if c["kind"] == "multiple" and "operands" in c])]

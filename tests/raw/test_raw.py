@@ -97,6 +97,7 @@ def test_an_adaptive_campaign_plans_its_maximum_and_records_what_it_did_not_need
         assert group["stopped"] == "target" or ran == camp.adaptive["max"]
 
 
+@pytest.mark.slow
 def test_samples_carry_the_point_records_provenance(tmp_path):
     copy = tmp_path / "data" / "raw" / "oltp-9300" / "local"
     shutil.copytree(OLTP, copy)

@@ -11,6 +11,8 @@ from briefkit.briefs.explore import notebook as explore
 from briefkit.report import display
 from tests import paths
 
+pytestmark = pytest.mark.slow
+
 ROOT = paths.ROOT
 BRIEF = "rocksdb-7600"
 

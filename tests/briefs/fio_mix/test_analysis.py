@@ -270,6 +270,7 @@ def test_without_watts_efficiency_is_not_measured_and_shows_no_number(sweep, sum
     assert "**not measured**" in text
 
 
+@pytest.mark.slow
 def test_with_watts_efficiency_tables_appear_and_follow_3_6_x(sweep):
     # TEST INPUT: invented watts per repetition (the fixtures have no power reading).
     watts = {"xfs-loop": 8.0, "disk": 12.5}
@@ -364,6 +365,7 @@ def test_published_mixes_come_from_the_workloads_parameters(pub):
     assert len(mix.published_mapping_table(pub)) == len({m.read for m in found})
 
 
+@pytest.mark.slow
 def test_the_published_tables_never_read_the_label(pub):
     """The transcription's labels changed to another format: every published table and figure is the same."""
     names = {label: f"workload #{i}" for i, label in enumerate(pub.workloads)}

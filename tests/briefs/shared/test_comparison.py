@@ -26,6 +26,8 @@ from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.core.numbers import fmt
 from tests import paths
 
+pytestmark = pytest.mark.slow
+
 ROOT = paths.ROOT
 
 BRIEF = "fio-cmp"

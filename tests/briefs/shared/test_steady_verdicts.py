@@ -26,6 +26,7 @@ def _declares(brief: str, campaign: str) -> bool:
     return bool(declared.get("steady_state") or (declared.get("settings") or {}).get("steady_state"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("brief", "campaign"), CAMPAIGNS, ids=[f"{b}--{c}" for b, c in CAMPAIGNS])
 def test_every_configuration_has_a_verdict_or_a_reason(reference_data, brief, campaign):
     data = processed.load(brief, reference_data(brief) / "data" / "processed")
@@ -78,6 +79,7 @@ def _deviation_window(values: np.ndarray, limit_pct: float, size: int) -> tuple[
     return float(values[start:start + size].mean()), start
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("brief", "campaign"), SERIES_JUDGED, ids=[f"{b}--{c}" for b, c in SERIES_JUDGED])
 def test_figure_draws_the_deciding_window_of_each_configurations_closest_point(reference_data, brief, campaign):
     report = _brief(reference_data, brief)
@@ -118,6 +120,7 @@ def test_figure_draws_the_deciding_window_of_each_configurations_closest_point(r
         assert ("NOT steady" not in ax.get_title()) == steady
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("brief", "campaign"), SERIES_JUDGED + NOT_DECLARED,
                          ids=[f"{b}--{c}" for b, c in SERIES_JUDGED + NOT_DECLARED])
 def test_the_appendix_shows_the_figure_or_says_why_not(reference_data, brief, campaign):
