@@ -155,7 +155,10 @@ def test_loop_xfs_setup_and_teardown(local_host, workdir):
 
     config.teardown(local_host, prepared)
     assert findmnt(prepared.path) is None and not image.exists() and not sdir.exists()
-    assert prepared.device not in sh("losetup", "-n", "-O", "NAME", "-l").stdout.split()
+    # no loop device is left on the image (by its file, not its number: another worker's test may be
+    # given the freed /dev/loopN at once; a deleted backing file is listed as "<path> (deleted)")
+    backing = sh("losetup", "-n", "-O", "BACK-FILE", "-l").stdout.splitlines()
+    assert not [line for line in backing if line.strip().startswith(str(image))], backing
 
 
 @root_only
