@@ -40,8 +40,11 @@ def _cut(reference: Path, brief: str, case: str, scratch: Path) -> Path:
     if case == "none":
         samples, pct, camps["campaigns"] = samples[~measured], pct.iloc[0:0], {}
     elif case == "one-rep":
-        samples = samples[~measured | samples["rep"].isna() | (samples["rep"] == 1)]
+        # each configuration's first reported repetition (SNIA PTS rounds: its steady window's first round)
+        first = samples[measured].groupby("config")["rep"].transform("min")
+        samples = samples[~measured | samples["rep"].isna() | (samples["rep"] == first.reindex(samples.index))]
         record["repetitions"] = 1
+        record["method"] = {}        # no rounds: one repetition as declared
     elif case == "one-config":
         first = record["configs"][0]
         samples = samples[~measured | (samples["config"] == first)]

@@ -99,6 +99,19 @@ class CampaignRecord:
         return self.origin == IMPORTED
 
     @property
+    def pts_rule(self) -> dict | None:
+        """The SNIA PTS rule the campaign's rounds ran under (``steady_state: {rule: snia-pts, ...}``), or None."""
+        rule = (self.method or {}).get("steady_state")
+        return rule if isinstance(rule, dict) and rule.get("rule") == "snia-pts" else None
+
+    @property
+    def reported_repetitions(self) -> int:
+        """How many repetitions of each point the brief averages: with SNIA PTS rounds, the rounds of the
+        deciding window (``repetitions`` is then the most rounds that could run), else ``repetitions``."""
+        rule = self.pts_rule
+        return int(rule.get("window_rounds", 5)) if rule else self.repetitions
+
+    @property
     def label(self) -> str:
         """``local (host localhost)``: the campaign and the host(s) it ran on (``lab (imported, host ...)``)."""
         hosts = ", ".join(self.hosts) or "not run yet"

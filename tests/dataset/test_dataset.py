@@ -131,6 +131,8 @@ def test_percentiles_of_one_file_equal_fios_own(tmp_path):
         path = base / "data" / "raw" / "fio-6600ion" / "local" / "campaign.json"
         record = json.loads(path.read_text())
         record["declaration"]["repetitions"] = 1
+        for rounds in ("steady_state", "precondition"):     # SNIA PTS rounds would be the repetitions
+            record["declaration"].pop(rounds, None)
         path.write_text(json.dumps(record))
 
     base = make_project(tmp_path, "fio-6600ion")
@@ -180,6 +182,30 @@ def test_percentiles_merge_the_bins_of_every_repetition(fio_reference):
     assert p99["value"] == fio_bins.percentiles_from_bins(bins, [99.0])[99.0] / 1000.0
 
 
+@pytest.mark.slow
+def test_the_fio_reference_reports_each_points_steady_window_of_rounds(fio_reference):
+    """The committed fio campaign ran SNIA PTS rounds: each configuration's points are reported by the
+    rounds of its deciding window (5 of them), never a round before it, and the brief says so."""
+    from briefkit.briefs.fio_mix.notebook import FioMix
+
+    base, data = fio_reference
+    record = data.campaigns["local"]
+    assert record.pts_rule["window_rounds"] == record.reported_repetitions == 5 < record.repetitions
+    fio = data.measured()
+    for config, entry in record.method["configs"].items():
+        window = entry["verdict"]["window"]
+        ran = sorted(r["round"] for r in entry["rounds"])
+        assert ran == list(range(1, window["last_round"] + 1))
+        reported = fio[fio["config"] == config]
+        assert set(reported["rep"]) == set(range(window["first_round"], window["last_round"] + 1))
+        assert reported.groupby(["workload", "load"])["rep"].nunique().eq(5).all()
+    report = FioMix("fio-6600ion", base / "data" / "processed", base / "data" / "published" / "fio-6600ion", None)
+    text = report._scale(record)
+    assert ("numjobs 1, 2, 4, 8; each point is reported by the 5 rounds of its configuration's steady window "
+            "(SNIA PTS: rounds ran until the last 5 were steady, at most 8;") in text
+    assert "Student t, 4 degrees of freedom" in text and "repetitions each" not in text
+
+
 FIO_PARAMETERS = {"p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64", "p_iodepth": "Int64",
                   "p_numjobs": "Int64"}
 
@@ -196,7 +222,7 @@ def test_a_measured_fio_points_parameter_columns_are_its_point_json_values(fio_r
     for record_path in sorted((base / "data/raw/fio-6600ion/local").glob("**/attempt-*/point.json")):
         rows = fio[fio["source"] == str(record_path.parent.relative_to(base) / "fio.json")]
         if not len(rows):
-            continue      # an attempt that failed
+            continue      # an attempt that failed, or a round before the configuration's steady window
         found = rows[list(FIO_PARAMETERS)].drop_duplicates()
         assert len(found) == 1
         got = found.iloc[0].to_dict()
@@ -208,7 +234,13 @@ def test_a_measured_fio_points_parameter_columns_are_its_point_json_values(fio_r
         assert got == {"p_rw": options["rw"], "p_read_pct": int(options["rwmixread"]), "p_bs_bytes": int(options["bs"]),
                        "p_iodepth": int(options["iodepth"]), "p_numjobs": int(options["numjobs"])}
         checked += 1
-    assert checked == data.campaigns["local"].points["done"]
+    record = data.campaigns["local"]
+    windows = {config: entry["verdict"]["window"] for config, entry in record.method["configs"].items()}
+    manifest = Manifest(base / "data/raw/fio-6600ion/local/manifest.jsonl").status()
+    before_windows = sum(1 for point, entry in manifest.items() if entry.get("event") == DONE
+                         and int(point.rsplit("/rep", 1)[1]) < windows[point.split("/")[0]]["first_round"])
+    assert before_windows == 32      # xfs-loop's round 1
+    assert checked == record.points["done"] - before_windows
     merged = set(data.percentiles[list(FIO_PARAMETERS)].itertuples(index=False))
     assert merged == set(fio[list(FIO_PARAMETERS)].itertuples(index=False))
 

@@ -268,3 +268,16 @@ def test_the_method_summary_counts_the_verdicts_and_points_to_the_table(root):
     table = method.method_table(record, data.samples)
     assert list(table.columns) == ["Configuration", "Preconditioning", "Steady state"]
     assert table.iloc[0]["Steady state"].startswith("not judged")
+
+
+def test_the_measurement_notebook_states_rounds_not_repetitions(root):
+    from briefkit.measure import stage
+
+    declare(root, "told", {"dir": {"kind": "dir", "path": str(root / "d")}},
+            steady_state={"rule": "snia-pts", "metric": "iops", "window_rounds": 5, "max_rounds": 8})
+    camp = campaign.load(BRIEF, "told")
+    per_point = camp.workload.expected_seconds(camp.plan()[0], camp.settings)
+    text = stage.plan_text(camp)
+    assert "SNIA PTS rounds in place of repetitions: 5 to 8, until the last 5 are steady" in text
+    assert "repetition(s)" not in text and "8 points" in text
+    assert f"estimated duration {stage.duration(5 * per_point)} to {stage.duration(8 * per_point)}" in text

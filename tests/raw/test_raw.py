@@ -15,7 +15,7 @@ from tests import paths
 
 ROOT = paths.ROOT
 RAW = ROOT / "data" / "raw"
-FIO = RAW / "fio-6600ion" / "local"          # adaptive repetitions, steady state
+FIO = RAW / "fio-6600ion" / "local"          # SNIA PTS rounds, preconditioning, fio's steady state
 OLD = RAW / "rocksdb-nvmeof" / "local"       # a version 0 record (written before schema_version existed)
 OLTP = RAW / "oltp-9300" / "local"
 
@@ -81,20 +81,41 @@ def test_a_reference_campaign_is_read_from_its_record():
     status = camp.status()
     assert status["done"].sum() == len(done_in_manifest) and status["left"].sum() == 0
 
-def test_an_adaptive_campaign_plans_its_maximum_and_records_what_it_did_not_need():
+def test_a_pts_campaign_plans_its_maximum_rounds_and_records_what_it_did_not_need():
+    """The committed fio campaign ran SNIA PTS rounds: the plan holds max_rounds, the rounds the rule made
+    unnecessary are skipped, and each recorded round value and verdict follow from fio's own JSON (each
+    round's mean of total bandwidth over its points, recomputed here from bw_bytes; the verdict by
+    numpy's best-fit line and the PTS's words)."""
+    import numpy as np
+
     camp = raw_campaign.read(FIO)
     events = Manifest(FIO / "manifest.jsonl").events()
+    status = Manifest(FIO / "manifest.jsonl").status()
     done = {e["point"] for e in events if e["event"] == DONE}
     skipped = {e["point"] for e in events if e["event"] == SKIPPED}
-    assert camp.adaptive and skipped and not done & skipped
+    rule = camp.record["declaration"]["steady_state"]
+    assert camp.repetitions == rule["max_rounds"] and skipped and not done & skipped
     assert {p.id for p in camp.plan()} == done | skipped
-    groups = camp.repetition_groups()
-    assert len(groups) == len(camp.plan()) // camp.adaptive["max"]
-    for group in groups:   # n is the repetitions that ran; "max" only when the target was not reached by then
-        ran = sum(p.startswith(group["group"] + "/rep") for p in done)
-        assert group["n"] == ran
-        assert (group["stopped"] == "target") == (group["half_width_pct"] <= group["target_pct"])
-        assert group["stopped"] == "target" or ran == camp.adaptive["max"]
+    assert all(e["reason"].startswith("SNIA PTS: steady in rounds") for e in events if e["event"] == SKIPPED)
+    bandwidth: dict[tuple[str, int], list[float]] = {}
+    for point in done:
+        doc = json.loads((FIO / status[point]["dir"] / "fio.json").read_text())
+        total = sum(job[d]["bw_bytes"] for job in doc["jobs"] for d in ("read", "write")) / 1e6
+        bandwidth.setdefault((point.split("/")[0], int(point.rsplit("/rep", 1)[1])), []).append(total)
+    for config, entry in camp.method()["configs"].items():
+        values = [sum(v) / len(v) for (c, _), v in sorted(bandwidth.items()) if c == config]
+        assert [r["value"] for r in sorted(entry["rounds"], key=lambda r: r["round"])] == pytest.approx(values)
+        verdict = entry["verdict"]
+        window = np.array(values[-rule["window_rounds"]:])
+        slope = np.polyfit(np.arange(len(window)), window, 1)[0]
+        assert verdict["steady"] and verdict["rounds"] == len(values) >= rule["window_rounds"]
+        assert window.max() - window.min() <= 0.20 * window.mean()
+        assert abs(slope) * (len(window) - 1) <= 0.10 * window.mean()
+        if len(values) > rule["window_rounds"]:     # not steady one round earlier, or it would have stopped
+            earlier = np.array(values[-rule["window_rounds"] - 1:-1])
+            slope = np.polyfit(np.arange(len(earlier)), earlier, 1)[0]
+            assert (earlier.max() - earlier.min() > 0.20 * earlier.mean()
+                    or abs(slope) * (len(earlier) - 1) > 0.10 * earlier.mean())
 
 
 @pytest.mark.slow

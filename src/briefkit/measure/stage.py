@@ -74,13 +74,23 @@ def plan_text(camp: Campaign) -> str:
         estimate = "estimated duration unknown (the workload gives no estimate for some points)"
     else:
         estimate = f"estimated duration {duration(sum(estimates))} (tool run time, without set-up)"
+        rule = camp.steady_rule
+        if rule is not None and len(left) == len(table):
+            # the plan holds max_rounds rounds; the rule may stop after window_rounds of them
+            least = sum(estimates) * rule.window_rounds / rule.max_rounds
+            estimate = (f"estimated duration {duration(least)} to {duration(sum(estimates))} "
+                        f"(tool run time, without set-up)")
     return (f"{camp.brief}/{camp.name}: {camp.workload.name}, {len(table)} points "
             f"({len(camp.configs)} configurations: {', '.join(camp.configs)}; matrix "
-            f"{', '.join(f'{k}={v}' for k, v in camp.matrix.items())}; {_repetitions(camp.repetitions)}); "
+            f"{', '.join(f'{k}={v}' for k, v in camp.matrix.items())}; {_repetitions(camp)}); "
             f"{len(table) - len(left)} already done, {len(left)} to run; {estimate}")
 
 
-def _repetitions(value: int | AdaptiveRepetitions) -> str:
+def _repetitions(camp: Campaign) -> str:
+    rule, value = camp.steady_rule, camp.repetitions
+    if rule is not None:
+        return (f"SNIA PTS rounds in place of repetitions: {rule.window_rounds} to {rule.max_rounds}, until the "
+                f"last {rule.window_rounds} are steady")
     if isinstance(value, AdaptiveRepetitions):
         return (f"{value.min} to {value.max} repetitions, until the 95 % interval is within "
                 f"±{value.half_width}")

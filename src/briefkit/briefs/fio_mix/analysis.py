@@ -646,8 +646,8 @@ def method_table(record, published_how: dict | None = None, powered: bool = Fals
         ("Runtime", published_how.get("Runtime", ""), _seconds(settings.get("runtime_s"))
          + (f" ({wall:.1f} s of wall time per point, as measured)" if wall is not None else "")),
         ("Runs per configuration", published_how.get("Runs per configuration", ""),
-         f"{record.repetitions}, mean with a 95 % confidence interval (Student t)"
-         if record.repetitions > 1 else "1 (no confidence interval)"),
+         f"{record.reported_repetitions}{' rounds (SNIA PTS window)' if record.pts_rule else ''}, mean with a "
+         "95 % confidence interval (Student t)" if record.reported_repetitions > 1 else "1 (no confidence interval)"),
         ("Region per point", "", f"{settings.get('size')} file shared by the point's jobs"
          + (", written once before the first point" if settings.get("precondition") else "")),
         ("Units", published_how.get("Units", ""),

@@ -197,13 +197,19 @@ class FioMix(BriefBase):
         else:
             ran = f"{ramp:g} s of ramp and {measured:g} s measured"
         shorter = f" ({900 / (ramp + measured):.0f} times shorter at most)" if ramp + measured else ""
-        reps = record.repetitions
+        reps = record.reported_repetitions
         adaptive = getattr(record, "adaptive_repetitions", None)
         dof = (f"{adaptive.get('min', 2) - 1} to {reps - 1} degrees" if isinstance(adaptive, dict)
                else plural(reps - 1, "degree"))
         reps_text = (f"{adaptive.get('min')} to {reps} repetitions (adaptive: more only while the 95 % interval of "
                      f"the throughput is wider than ±{str(adaptive.get('half_width', '')).rstrip('%')} %)"
                      if isinstance(adaptive, dict) else plural(reps, "repetition"))
+        if record.pts_rule:
+            reps_text = (f"; each point is reported by the {reps} rounds of its configuration's steady window "
+                         f"(SNIA PTS: rounds ran until the last {reps} were steady, at most {record.repetitions}; the "
+                         "rounds before that window are not averaged in)")
+        else:
+            reps_text = f", {reps_text} each"
         noise = (f"Repetitions are averaged and shown with the half-width of their 95 % confidence interval "
                  f"(Student t, {dof} of freedom: with few repetitions the intervals are "
                  "wide; an interval at least half as wide as its mean is flagged *too wide to compare*). A lead is "
@@ -213,7 +219,7 @@ class FioMix(BriefBase):
                  "run-to-run noise (every lead is marked *not tested*).")
         return (f"Campaign **{record.name}** on {hosts_text(record)}: {plural(len(record.configs), 'configuration')}, "
                 f"{len(matrix.get('rw', []))} mixes x {len(matrix.get('bs', []))} block sizes x numjobs "
-                f"{', '.join(str(n) for n in matrix.get('numjobs', []))}, {reps_text} each. "
+                f"{', '.join(str(n) for n in matrix.get('numjobs', []))}{reps_text}. "
                 f"**Scale:** every point ran {ran} (as recorded with the raw data"
                 + (f"; {wall:.1f} s of wall time per point, fio's start included" if wall is not None else "")
                 + "), instead "

@@ -144,6 +144,10 @@ def rounds_table(record) -> dict[str, list[float]]:
     return found
 
 
+#: the unit of each metric the SNIA PTS rounds track (briefkit.measure.rounds.TRACKED: canonical units)
+TRACKED_UNITS = {"iops": "IO/s", "bw": "MB/s", "ops": "ops/s", "tps": "transactions/s"}
+
+
 def pts_figure(record, palette: Mapping[str, str]):
     """The PTS steady-state figure: per configuration the tracked value per round, the deciding
     window's average with the ±(slope limit) band, the range limits and its best-fit line. None
@@ -172,7 +176,8 @@ def pts_figure(record, palette: Mapping[str, str]):
         ax.set_title(f"{record.labels.get(config, config)}: {'steady' if verdict.steady else 'not steady'}", fontsize=9)
         ax.set_xlabel("round")
         ax.set_ylim(bottom=0)
-    axes.flat[0].set_ylabel(rule["metric"])
+    metric = rule["metric"]
+    axes.flat[0].set_ylabel(f"{metric} ({TRACKED_UNITS[metric]})" if metric in TRACKED_UNITS else metric)
     axes.flat[0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig

@@ -371,7 +371,9 @@ def campaign_table(record) -> pd.DataFrame:
     rows = [("Campaign", record.name), *_origin_rows(record), ("Tool", record.tool or record.workload),
             ("Host(s) the points ran on", ", ".join(record.hosts) if record.hosts else "none yet"),
             ("Host as declared", declared_host_text(record.declared_host)),
-            ("Repetitions", text(record.repetitions)),
+            ("Repetitions", text(record.repetitions) if not getattr(record, "pts_rule", None) else
+             f"SNIA PTS rounds: {record.pts_rule.get('window_rounds')} to {record.repetitions}; each point's "
+             f"{record.reported_repetitions} rounds of the deciding window are reported"),
             ("Configurations", ", ".join(record.configs)),
             ("Points", f"{points.get('done', 0)} done of {points.get('planned', 0)} planned"
              + "".join(f", {points[k]} {k}" for k in ("skipped", "failed", "left") if points.get(k))),
