@@ -19,8 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from briefkit.core.notebooks import defer_iri_parsers
 from briefkit.hosts import LocalHost
 from briefkit.hosts.sshd import SSHD, LoopbackSshd
+
+defer_iri_parsers()      # the tests that run papermill or read notebooks import nbformat: 2 s less per worker
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -660,7 +660,9 @@ LOCK_READERS = {"dataset", "samples", "execute", "render", "build", "measure", "
 
 def main(argv: list[str] | None = None) -> int:
     from briefkit.core.errors import BriefkitError, HostError
+    from briefkit.core.notebooks import defer_iri_parsers
 
+    defer_iri_parsers()       # before a command imports nbformat (papermill, nbconvert): about 2 s less
     args = parser().parse_args(argv)
     try:
         if args.command in LOCK_READERS:

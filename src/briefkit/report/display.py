@@ -21,7 +21,6 @@ import re
 import string
 
 import matplotlib.pyplot as plt
-import nbformat
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
@@ -117,6 +116,10 @@ def strip_figures(paths) -> None:
     """Remove figure data (PNG, SVG) from the outputs of executed notebooks, keeping their text, and the
     cells' execution timestamps and the papermill timings, so that re-executing a notebook changes its
     diff only where a text or table output changed."""
+    # imported here: nbformat loads jsonschema's format checkers, about 2 s (rfc3987_syntax builds its
+    # parsers at import), which every brief's kernel would otherwise pay for nothing
+    import nbformat
+
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         nb.metadata.pop("papermill", None)
