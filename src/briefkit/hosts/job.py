@@ -170,19 +170,24 @@ class Job:
         argv = check_argv(argv)
         _check_name(name)
         # An interrupt while the launcher runs would leave a job running that nobody has a handle on:
-        # it is held until the job exists, which is then stopped before the interrupt goes on.
-        with held_interrupts() as held:
-            res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, *argv], check=False,
-                           timeout=HELPER_MARGIN)
-            if res.returncode != 0:
-                hint = host.diagnose(res.stderr) if hasattr(host, "diagnose") else None
-                raise JobError(f"on {host.name}: cannot start job {name!r} in {workdir}: "
-                               f"{res.stderr.strip() or f'launcher exited with {res.returncode}'}"
-                               + (f"\n{hint}" if hint else ""))
-            pid, abs_workdir = _two_lines(res.stdout, f"job {name} launcher output")
-            job = cls(host, abs_workdir, name, int(pid))
-            if held.pending is not None:
-                job.stop_after_error(KeyboardInterrupt(f"signal {held.pending}"))
+        # it is held until the job exists and goes off as the block is left (however late in the block it
+        # came), where the job is stopped before the interrupt goes on.
+        job: Job | None = None
+        try:
+            with held_interrupts():
+                res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, *argv],
+                               check=False, timeout=HELPER_MARGIN)
+                if res.returncode != 0:
+                    hint = host.diagnose(res.stderr) if hasattr(host, "diagnose") else None
+                    raise JobError(f"on {host.name}: cannot start job {name!r} in {workdir}: "
+                                   f"{res.stderr.strip() or f'launcher exited with {res.returncode}'}"
+                                   + (f"\n{hint}" if hint else ""))
+                pid, abs_workdir = _two_lines(res.stdout, f"job {name} launcher output")
+                job = cls(host, abs_workdir, name, int(pid))
+        except BaseException as interrupt:
+            if job is not None:
+                job.stop_after_error(interrupt)
+            raise
         # No signal reaches a worker thread (a fleet's host): its stop event, set while the launcher ran,
         # is seen here, with the handle in hand; one set later is seen by the caller's wait().
         if stop_requested():
