@@ -26,16 +26,20 @@ COLUMNS = [
 def to_canonical(columns: dict[str, list]) -> dict[str, list]:
     """``columns`` with each value converted to its metric's canonical unit (briefkit.core.metrics)
     as a float, and ``unit`` that unit: the same numbers as ``samples.to_canonical`` computes."""
-    targets = {metric: metrics.unit(metric) for metric in set(columns["metric"])}
+    # a file has a few (metric, unit) pairs and many rows: the unit and factor are looked up per pair
+    plan: dict[tuple[str, str], tuple[str, float | None]] = {}
+    for pair in set(zip(columns["metric"], columns["unit"])):
+        metric, unit = pair
+        target = metrics.unit(metric)
+        plan[pair] = (target, None if unit == target else units.factor(unit, target))
     values, unit_names = [], []
+    append_value, append_unit = values.append, unit_names.append
+    nan = math.nan
     for value, unit, metric in zip(columns["value"], columns["unit"], columns["metric"]):
-        value = math.nan if value is None else float(value)
-        target = targets[metric]
-        if unit != target:
-            value = units.convert(value, unit, target)
-            unit = target
-        values.append(value)
-        unit_names.append(unit)
+        target, factor = plan[metric, unit]
+        value = nan if value is None else float(value)
+        append_value(value if factor is None else value * factor)
+        append_unit(target)
     return {**columns, "value": values, "unit": unit_names}
 
 

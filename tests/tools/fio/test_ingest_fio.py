@@ -560,3 +560,32 @@ def test_cpu_use_is_fios_own_usr_and_sys_figures(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(ParseError, match=r"cpu.json: jobs\[0\] \(job '.*'\)\.sys_cpu: expected a CPU percentage"):
         fio.parse(path)
+
+
+
+def _parse_or_error(path):
+    try:
+        return fio.parse(path, keep_failed=True)
+    except ParseError as error:
+        return str(error)
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.name)
+def test_the_fast_decoder_reads_what_the_standard_library_reads(path, monkeypatch):
+    # orjson reads the document where it can; the standard library alone gives the same samples, or
+    # the same refusal
+    fast = _parse_or_error(path)
+    monkeypatch.setattr(fio, "_orjson", None)
+    slow = _parse_or_error(path)
+    if isinstance(fast, str):
+        assert fast == slow
+    else:
+        pd.testing.assert_frame_equal(fast, slow)
+
+
+def test_an_integer_beyond_64_bits_is_read_exactly_not_rounded():
+    huge = 2**64 + 1
+    text = json.dumps({"jobs": [{"read": {"io_bytes": huge}}]}).encode()
+    assert fio._orjson.loads(text)["jobs"][0]["read"]["io_bytes"] != huge   # orjson alone rounds it
+    decoded = fio._decode_skeleton(text)["jobs"][0]["read"]["io_bytes"]
+    assert type(decoded) is int and decoded == huge
