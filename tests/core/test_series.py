@@ -315,3 +315,34 @@ def test_figures_wait_for_their_block():
     buffer = io.BytesIO()
     fig.savefig(buffer, format="svg")   # a closed figure still draws where its block is emitted
     assert b"<svg" in buffer.getvalue()
+
+
+def test_the_builder_gives_the_table_from_arrays_and_frame_give_in_the_order_added():
+    builder = tidy_series.Builder()
+    builder.add([1.0, 2.0], "read_bw", [1024.0, 2048.0], "KiB/s")
+    builder.add([], "write_bw", [], "KiB/s")                       # nothing: no rows
+    rows = [{"t_s": 1.0, "metric": "read_clat_p50", "value": 1500.0, "unit": "ns"},
+            {"t_s": 1.0, "metric": "read_clat_p99", "value": 9000.0, "unit": "ns"},
+            {"t_s": 2.0, "metric": "total_iops", "value": 7.0, "unit": "IO/s"}]
+    builder.add([r["t_s"] for r in rows[:2]], [r["metric"] for r in rows[:2]], [r["value"] for r in rows[:2]], "ns")
+    builder.add([2.0], ["total_iops"], [7.0], "IO/s")
+    expected = pd.concat([tidy_series.from_arrays([1.0, 2.0], "read_bw", [1024.0, 2048.0], "KiB/s"),
+                          tidy_series.frame(rows)], ignore_index=True)
+    pd.testing.assert_frame_equal(builder.table(), expected)
+    assert builder.table()["unit"].iloc[0] != "KiB/s"              # converted to the canonical unit
+    with pytest.raises(ValueError, match="2 metric names for 1 values"):
+        builder.add([1.0], ["read_bw", "write_bw"], [1.0], "KiB/s")
+    pd.testing.assert_frame_equal(tidy_series.Builder().table(), tidy_series.empty())
+
+
+def test_with_columns_replaces_in_place_and_adds_after_like_assignment():
+    from briefkit.core import samples
+
+    table = pd.DataFrame({"metric": ["a", "b"], "value": [1.0, 2.0], "host": [None, "x"]}, index=[5, 5])
+    made = samples.with_columns(table, {"host": "h", "rep": 3, "p_bs_bytes": pd.array([4096, 4096], dtype="Int64")})
+    assigned = table.copy()
+    assigned["host"], assigned["rep"], assigned["p_bs_bytes"] = "h", 3, pd.array([4096, 4096], dtype="Int64")
+    pd.testing.assert_frame_equal(made, assigned)   # a duplicated index is kept, not aligned on
+    assert list(table["host"]) == [None, "x"]        # the input is left as it was
+    with pytest.raises(ValueError, match="columns named twice"):
+        samples.with_columns(pd.DataFrame([[1, 2]], columns=["a", "a"]), {"b": 1})

@@ -50,6 +50,43 @@ def from_arrays(t_s, metric: str, values, unit: str) -> pd.DataFrame:
                         columns=COLUMNS)
 
 
+class Builder:
+    """A series table gathered as arrays and made a DataFrame once: a reader of many small logs (fio's,
+    a few lines per job) spent more on a DataFrame per metric than on reading. ``add`` converts to the
+    canonical unit as ``from_arrays`` does; rows keep the order they were added in."""
+
+    def __init__(self):
+        self._parts: list[tuple[np.ndarray, list[str], np.ndarray, list[str]]] = []
+
+    def add(self, t_s, metric: str | list[str], values, unit: str) -> None:
+        """Readings of one metric, or of one metric per reading (``metric`` a list as long as ``values``)."""
+        values = np.asarray(values, dtype=float)
+        if not len(values):
+            return
+        names = [metric] * len(values) if isinstance(metric, str) else list(metric)
+        if len(names) != len(values):
+            raise ValueError(f"{len(names)} metric names for {len(values)} values")
+        targets = {name: samples.canonical_unit(name) for name in dict.fromkeys(names)}
+        if len(targets) == 1:
+            target = targets[names[0]]
+            if unit != target:
+                values = units.convert(values, unit, target)
+            unit_names = [target] * len(values)
+        else:
+            factor = {name: 1.0 if target == unit else units.factor(unit, target) for name, target in targets.items()}
+            values = values * np.array([factor[name] for name in names])   # x * 1.0 is x, bit for bit
+            unit_names = [targets[name] for name in names]
+        self._parts.append((np.asarray(t_s, dtype=float), names, values, unit_names))
+
+    def table(self) -> pd.DataFrame:
+        if not self._parts:
+            return empty()
+        return pd.DataFrame({"t_s": np.concatenate([p[0] for p in self._parts]),
+                             "metric": [name for p in self._parts for name in p[1]],
+                             "value": np.concatenate([p[2] for p in self._parts]),
+                             "unit": [name for p in self._parts for name in p[3]]}, columns=COLUMNS)
+
+
 def concat(tables: list[pd.DataFrame], columns: list[str] = COLUMNS) -> pd.DataFrame:
     """The tables one below the other as ``columns``, then the point parameter columns of any of them
     (briefkit.core.samples.PARAMETER_PREFIX)."""

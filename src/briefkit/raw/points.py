@@ -34,18 +34,17 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
         table = tidy.concat([table, tidy.frame(rows, workload=table["workload"].iloc[0] if len(table) else None,
                                                load_kind=workload.load_axis,
                                                load=point.values.get(workload.load_axis), tool="power")])
-    table = table.copy()
-    table["brief"], table["config"], table["rep"], table["campaign"] = brief, point.config, point.rep, campaign
+    keys: dict[str, Any] = {"brief": brief, "config": point.config, "rep": point.rep, "campaign": campaign}
     # fio client/server output names its servers (and "All clients"): only the rest is the point's host
     if "host" in table and table["host"].notna().any():
-        table["host"] = table["host"].astype(object).where(table["host"].notna(), record["host"])
+        keys["host"] = table["host"].astype(object).where(table["host"].notna(), record["host"])
     else:
-        table["host"] = record["host"]
-    table["started_at"], table["ended_at"] = record["started_at"], record["ended_at"]
+        keys["host"] = record["host"]
+    keys["started_at"], keys["ended_at"] = record["started_at"], record["ended_at"]
     base = checkout(raw_dir)
-    table["source"] = table["source"].map(lambda s: _relative(s, base), na_action="ignore")
-    table["source"] = table["source"].fillna(str(folder.relative_to(base)))
-    return with_parameters(table, workload, settings, point)
+    source = table["source"].map(lambda s: _relative(s, base), na_action="ignore")
+    keys["source"] = source.fillna(str(folder.relative_to(base)))
+    return with_parameters(tidy.with_columns(table, keys), workload, settings, point)
 
 
 def with_parameters(table: pd.DataFrame, workload: Workload, settings: Mapping[str, Any], point: Point) -> pd.DataFrame:
@@ -113,12 +112,12 @@ def point_series(raw_dir: Path, brief: str, campaign: str, workload: Workload, s
     labels = own["workload"].dropna()
     label = "all" if "all" in set(labels) else (labels.iloc[0] if len(labels) else None)
     first = own.iloc[0] if len(own) else None
-    table = table.copy()
-    table["workload"] = table["workload"].fillna(label) if "workload" in table else label
-    table["brief"], table["campaign"], table["config"], table["rep"] = brief, campaign, point.config, point.rep
-    table["load_kind"] = first["load_kind"] if first is not None else workload.load_axis
-    table["load"] = first["load"] if first is not None else point.values.get(workload.load_axis)
-    table["host"] = record["host"]
+    keys = {"workload": table["workload"].fillna(label) if "workload" in table else label,
+            "brief": brief, "campaign": campaign, "config": point.config, "rep": point.rep,
+            "load_kind": first["load_kind"] if first is not None else workload.load_axis,
+            "load": first["load"] if first is not None else point.values.get(workload.load_axis),
+            "host": record["host"]}
+    table = tidy.with_columns(table, keys)
     return with_parameters(table[tidy_series.TABLE_COLUMNS], workload, settings, point)
 
 

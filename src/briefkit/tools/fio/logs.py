@@ -74,6 +74,12 @@ def read_log(path: str | Path) -> pd.DataFrame:
     """One bandwidth, IOPS or latency log as ``time_ms, value, direction, bs, offset, prio`` (integers;
     offset and prio -1 where the line has none). A line that is not 4 to 6 integers, a direction other
     than 0/1/2 or time going back is an error naming the file and line."""
+    return pd.DataFrame(_log_rows(path), columns=LOG_COLUMNS)
+
+
+def _log_rows(path: str | Path) -> np.ndarray:
+    """``read_log`` as an int64 array, one row per line in the order of LOG_COLUMNS. The series read
+    thousands of logs of a few lines each: no DataFrame per log."""
     path = Path(path)
     rows = []
     last = -1
@@ -98,7 +104,7 @@ def read_log(path: str | Path) -> pd.DataFrame:
             rows.append(values)
     if rows and not _ends_with_newline(path):
         raise ParseError(path, "the last line is cut off (the file ends without a newline)", line=len(rows))
-    return pd.DataFrame(np.array(rows, dtype=np.int64).reshape(-1, len(LOG_COLUMNS)), columns=LOG_COLUMNS)
+    return np.array(rows, dtype=np.int64).reshape(-1, len(LOG_COLUMNS))
 
 
 def read_hist_log(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
@@ -144,11 +150,19 @@ def _ends_with_newline(path: Path) -> bool:
         return stream.read(1) == b"\n"
 
 
-def interval_ms(tables: Sequence[pd.DataFrame]) -> float | None:
-    """The logging interval: the median step between one job's lines of one direction."""
+#: positions of the columns in ``_log_rows``
+_TIME, _VALUE, _DIRECTION = (LOG_COLUMNS.index(name) for name in ("time_ms", "value", "direction"))
+
+
+def interval_ms(tables: Sequence[pd.DataFrame | np.ndarray]) -> float | None:
+    """The logging interval: the median step between one job's lines of one direction (each table a
+    log as ``read_log`` gives it, or as its array of ``_log_rows``)."""
     steps = []
     for table in tables:
-        time_ms, direction = table["time_ms"].to_numpy(), table["direction"].to_numpy()
+        if isinstance(table, np.ndarray):
+            time_ms, direction = table[:, _TIME], table[:, _DIRECTION]
+        else:
+            time_ms, direction = table["time_ms"].to_numpy(), table["direction"].to_numpy()
         for each in np.unique(direction):
             steps.append(np.diff(time_ms[direction == each]))
     steps = np.concatenate(steps) if steps else np.array([])
@@ -160,18 +174,18 @@ def interval_ms(tables: Sequence[pd.DataFrame]) -> float | None:
 _KEY = len(DIRECTIONS)
 
 
-def _windowed(table: pd.DataFrame, step: float) -> tuple[np.ndarray, np.ndarray]:
-    """One job's lines as (key, value) arrays, key = window * _KEY + direction; a direction's last line
-    that falls in the window of the line before it is dropped: fio's flush at exit of a partial window
-    (a few I/Os caught by the end)."""
-    window = np.rint(table["time_ms"].to_numpy() / step).astype(np.int64)
-    direction = table["direction"].to_numpy()
+def _windowed(lines: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:
+    """One job's lines (``_log_rows``) as (key, value) arrays, key = window * _KEY + direction; a
+    direction's last line that falls in the window of the line before it is dropped: fio's flush at exit
+    of a partial window (a few I/Os caught by the end)."""
+    window = np.rint(lines[:, _TIME] / step).astype(np.int64)
+    direction = lines[:, _DIRECTION]
     keep = np.ones(len(window), dtype=bool)
     for each in np.unique(direction):
         rows = np.flatnonzero(direction == each)
         if len(rows) > 1 and window[rows[-1]] == window[rows[-2]]:
             keep[rows[-1]] = False
-    return window[keep] * _KEY + direction[keep], table["value"].to_numpy(dtype=float)[keep]
+    return window[keep] * _KEY + direction[keep], lines[:, _VALUE].astype(float)[keep]
 
 
 def _group(keys: np.ndarray, values: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -226,10 +240,10 @@ def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0
     ``{dir}_clat_p50``, ``_p99``, ``_p99.9``. No logs: an empty table."""
     folder = Path(folder)
     files = log_files(folder, prefix)
-    tables: dict[str, list[pd.DataFrame]] = {kind: [read_log(path) for _, path in files.get(kind, [])]
-                                             for kind in KINDS}
+    tables: dict[str, list[np.ndarray]] = {kind: [_log_rows(path) for _, path in files.get(kind, [])]
+                                           for kind in KINDS}
     step = log_avg_msec or interval_ms([t for kind in KINDS for t in tables[kind]])
-    out: list[pd.DataFrame] = []
+    out = tidy_series.Builder()
     if step:
         windowed = {kind: [_windowed(t, step) for t in tables[kind] if len(t)] for kind in KINDS}
         iops_weights = [_group(keys, values, "mean") for keys, values in windowed["iops"]] or None
@@ -243,21 +257,22 @@ def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0
             statistic = "" if summed else ("_max" if max_values else "_mean")
             for each in np.unique(direction):
                 rows = direction == each
-                out.append(tidy_series.from_arrays(offset_s + window[rows] * step / 1000.0,
-                                                   f"{DIRECTIONS[int(each)]}_{family}{statistic}", values[rows], unit))
+                out.add(offset_s + window[rows] * step / 1000.0,
+                        f"{DIRECTIONS[int(each)]}_{family}{statistic}", values[rows], unit)
             if summed:
                 windows, total = _group(window, values, "sum")
-                out.append(tidy_series.from_arrays(offset_s + windows * step / 1000.0, f"total_{family}", total, unit))
+                out.add(offset_s + windows * step / 1000.0, f"total_{family}", total, unit)
     hist = [read_hist_log(path) for _, path in files.get("clat_hist", [])]
     if hist:
-        out.append(_hist_series(hist, offset_s, log_hist_msec))
-    return tidy_series.concat(out)
+        _hist_series(out, hist, offset_s, log_hist_msec)
+    return out.table()
 
 
-def _hist_series(hist: list[tuple[pd.DataFrame, np.ndarray]], offset_s: float, step: float | None) -> pd.DataFrame:
+def _hist_series(out: tidy_series.Builder, hist: list[tuple[pd.DataFrame, np.ndarray]], offset_s: float,
+                 step: float | None) -> None:
     step = step or interval_ms([head for head, _ in hist])
     if not step:
-        return tidy_series.empty()
+        return
     values = plat_idx_to_val(np.arange(PLAT_NR))
     merged: dict[tuple[int, int], np.ndarray] = {}
     seen: dict[int, set[int]] = {}
@@ -267,17 +282,17 @@ def _hist_series(hist: list[tuple[pd.DataFrame, np.ndarray]], offset_s: float, s
             key = (int(window), int(direction))
             merged[key] = merged.get(key, 0) + bins[row]
             seen.setdefault(int(window), set()).add(job)
-    rows = []
+    t_s, names, found_ns = [], [], []
     for (window, direction), counts in sorted(merged.items()):
         if len(seen[window]) != len(hist) or not counts.sum():
             continue
         nonzero = counts.nonzero()[0]
         found = percentiles_from_bins(dict(zip(values[nonzero].tolist(), counts[nonzero].tolist())), HIST_PERCENTILES)
         for p, ns in found.items():
-            rows.append({"t_s": offset_s + window * step / 1000.0,
-                         "metric": f"{DIRECTIONS[direction]}_clat_{percentile_label(p)}",
-                         "value": float(ns), "unit": "ns"})
-    return tidy_series.frame(rows)
+            t_s.append(offset_s + window * step / 1000.0)
+            names.append(f"{DIRECTIONS[direction]}_clat_{percentile_label(p)}")
+            found_ns.append(float(ns))
+    out.add(t_s, names, found_ns, "ns")
 
 
 def merged_hist_bins(folder: str | Path, prefix: str | None = None) -> dict[str, dict[int, int]]:
