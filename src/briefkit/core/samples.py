@@ -90,6 +90,11 @@ def parameter_columns(*tables: pd.DataFrame) -> list[str]:
 def with_parameters(table: pd.DataFrame, values: Mapping[str, Any], dtypes: Mapping[str, str]) -> pd.DataFrame:
     """``table`` with a column per declared parameter (``dtypes``: name -> dtype), every row holding
     the point's value (``values``; a parameter the point does not have is NA)."""
+    return with_columns(table, parameter_arrays(len(table), values, dtypes))
+
+
+def parameter_arrays(rows: int, values: Mapping[str, Any], dtypes: Mapping[str, str]) -> dict[str, Any]:
+    """The columns ``with_parameters`` adds, ``rows`` long, checked: name -> array of its dtype."""
     unknown = sorted(set(values) - set(dtypes))
     if unknown:
         raise ValueError(f"point parameters {unknown} are not declared (declared: {', '.join(dtypes) or 'none'})")
@@ -102,8 +107,8 @@ def with_parameters(table: pd.DataFrame, values: Mapping[str, Any], dtypes: Mapp
         value = values.get(name)
         if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
             raise ValueError(f"point parameter {name}: {value!r} is not {'a whole number' if kind is int else 'text'}")
-        added[name] = pd.array([value] * len(table), dtype=dtype)
-    return with_columns(table, added)
+        added[name] = pd.array([value] * rows, dtype=dtype)
+    return added
 
 
 def with_columns(table: pd.DataFrame, columns: Mapping[str, Any]) -> pd.DataFrame:

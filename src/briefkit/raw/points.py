@@ -44,13 +44,18 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
     base = checkout(raw_dir)
     source = table["source"].map(lambda s: _relative(s, base), na_action="ignore")
     keys["source"] = source.fillna(str(folder.relative_to(base)))
-    return with_parameters(tidy.with_columns(table, keys), workload, settings, point)
+    return tidy.with_columns(table, {**keys, **parameters(len(table), workload, settings, point)})
 
 
 def with_parameters(table: pd.DataFrame, workload: Workload, settings: Mapping[str, Any], point: Point) -> pd.DataFrame:
     """``table`` with the point's parameter columns (``Workload.parameters``): its matrix values, typed."""
+    return tidy.with_columns(table, parameters(len(table), workload, settings, point))
+
+
+def parameters(rows: int, workload: Workload, settings: Mapping[str, Any], point: Point) -> dict[str, Any]:
+    """The point's parameter columns, ``rows`` long (briefkit.core.samples.parameter_arrays)."""
     try:
-        return tidy.with_parameters(table, workload.parameter_values(point, settings), workload.parameters)
+        return tidy.parameter_arrays(rows, workload.parameter_values(point, settings), workload.parameters)
     except ValueError as exc:
         raise CampaignError(f"point {point.id}: {exc}") from None
 
@@ -117,8 +122,8 @@ def point_series(raw_dir: Path, brief: str, campaign: str, workload: Workload, s
             "load_kind": first["load_kind"] if first is not None else workload.load_axis,
             "load": first["load"] if first is not None else point.values.get(workload.load_axis),
             "host": record["host"]}
-    table = tidy.with_columns(table, keys)
-    return with_parameters(table[tidy_series.TABLE_COLUMNS], workload, settings, point)
+    params = parameters(len(table), workload, settings, point)
+    return tidy.with_columns(table, {**keys, **params})[[*tidy_series.TABLE_COLUMNS, *params]]
 
 
 def power_series(path: Path, start_epoch: float) -> pd.DataFrame:
