@@ -69,3 +69,23 @@ def test_resume_at_once_after_kill_during_a_db_bench_point(tmp_path, sshd, over_
     # the killed point ran again in a new attempt folder; the killed attempt's folder is kept
     assert next(e for e in log if e["event"] == "done" and "threads=1" in e["point"])["attempt"] == 2
     assert point.exists()
+
+
+@pytest.mark.parametrize("ends_by_itself", [False, True])
+def test_a_left_job_is_stopped_or_said_to_have_ended_by_itself(tmp_path, local_host, ends_by_itself):
+    from briefkit.measure.steps import stop_left_job
+
+    command = ["true"] if ends_by_itself else ["sleep", "30"]
+    started = local_host.start(command, str(tmp_path), "left")
+    if ends_by_itself:
+        started.wait()
+    job = local_host.attach(str(tmp_path), "left")   # as a resumed run finds it: not yet looked at
+    lines: list[str] = []
+    stop_left_job(local_host, job, str(tmp_path), "stopping job left", lines.append)
+    assert lines[0] == "stopping job left"
+    if ends_by_itself:
+        assert lines[1:] == ["  job left had ended by itself (exit code 0) before it was stopped"]
+        assert not (tmp_path / "left.stopped").exists()
+    else:
+        assert lines[1:] == [] and (tmp_path / "left.stopped").read_text().strip() == "TERM"
+        assert job.returncode != 0

@@ -118,8 +118,17 @@ def stop_orphans(host: Host, remote_root: str, progress: Progress) -> None:
         except Exception:
             continue
         if job.poll() is None:
-            progress(f"stopping job {job.name} left running in {folder} by a killed run")
-            job.stop()
+            stop_left_job(host, job, folder, f"stopping job {job.name} left running in {folder} by a killed run",
+                          progress)
+
+
+def stop_left_job(host: Host, job: Job, folder: str, says: str, progress: Progress) -> None:
+    """Stop a job a killed or interrupted run left running, saying so; a job that ended by itself between
+    the look and the stop is said to have (the stop then sends no signal and leaves no ``.stopped`` mark)."""
+    progress(says)
+    code = job.stop()
+    if not host.exists(f"{folder}/{job.name}.stopped"):
+        progress(f"  job {job.name} had ended by itself (exit code {code}) before it was stopped")
 
 
 def check_declaration(camp: Campaign, host: Host, manifest: Manifest, progress: Progress) -> None:
@@ -275,8 +284,7 @@ def next_attempt(host: Host, local_point: Path, remote_point: str, progress: Pro
             if name.endswith(".pid"):
                 job = host.attach(folder, name[: -len(".pid")])
                 if job.poll() is None:
-                    progress(f"  stopping job {job.name} left running in {folder}")
-                    job.stop()
+                    stop_left_job(host, job, folder, f"  stopping job {job.name} left running in {folder}", progress)
     return max(local + remote, default=0) + 1
 
 
