@@ -61,6 +61,35 @@ def test_an_interrupt_while_a_job_starts_stops_that_job(host, tmp_path):
     assert (tmp_path / "j.rc").read_text().strip() == str(128 + signal.SIGTERM)
 
 
+def test_start_and_wait_stops_the_job_when_the_interrupt_lands_between_the_two(host, tmp_path, monkeypatch):
+    """The moment a bare start() leaves to its caller: the job exists, wait() has not begun. Here the
+    interrupt is raised as wait() is called, before wait's own handler; start_and_wait stops the job."""
+    from briefkit.hosts.job import Job
+
+    def interrupted_on_entry(self, *args, **kwargs):
+        raise KeyboardInterrupt("as wait() is called")
+
+    monkeypatch.setattr(Job, "wait", interrupted_on_entry)
+    with pytest.raises(KeyboardInterrupt, match="as wait"):
+        host.start_and_wait(["sleep", "60"], str(tmp_path), "j")
+    pgid = int((tmp_path / "j.pid").read_text())
+    assert live(pgid) == []
+    assert (tmp_path / "j.stopped").read_text().strip() == "TERM"
+
+
+def test_start_and_wait_stops_a_job_whose_start_is_interrupted(host, tmp_path):
+    argv = ["sh", "-c", 'kill -TERM "$1"; exec sleep 60', "briefkit-test", str(os.getpid())]
+    with sigterm_interrupts(), pytest.raises(KeyboardInterrupt):
+        host.start_and_wait(argv, str(tmp_path), "j")
+    assert live(int((tmp_path / "j.pid").read_text())) == []
+    assert (tmp_path / "j.stopped").read_text().strip() == "TERM"
+
+
+def test_start_and_wait_returns_the_finished_job(host, tmp_path):
+    job = host.start_and_wait(["sh", "-c", "echo out; exit 3"], str(tmp_path), "j")
+    assert job.returncode == 3 and job.result().stdout == "out\n"
+
+
 def test_an_interrupt_during_a_stop_waits_for_it(host, tmp_path):
     """A job that ignores TERM takes the full grace period and a KILL to stop; SIGTERM to this process
     in the middle of that is raised only once the stop is done."""

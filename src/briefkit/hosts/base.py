@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from briefkit.core.errors import HostError
+from briefkit.core.interrupts import held_interrupts
 
 if TYPE_CHECKING:
-    from briefkit.hosts.job import Job
+    from briefkit.hosts.job import Job, Progress
 
 #: how much of stderr an error message quotes
 STDERR_TAIL_LINES = 20
@@ -349,6 +350,22 @@ class Host(ABC):
         from briefkit.hosts.job import Job
 
         return Job.start(self, argv, workdir, name)
+
+    def start_and_wait(self, argv: Sequence[str], workdir: str, name: str, *, timeout: float | None = None,
+                       progress: Progress | None = None, interval: float = 10.0) -> Job:
+        """``start`` and ``wait`` as one step a caller cannot split: an interrupt at any moment once the
+        job exists stops it on the host (after a bare ``start``, one that lands before the caller's
+        ``wait`` leaves the job running). Returns the finished job (``returncode``, ``result()``)."""
+        job = None
+        try:
+            with held_interrupts():   # an interrupt during the start is raised once the handle exists
+                job = self.start(argv, workdir, name)
+            job.wait(timeout=timeout, progress=progress, interval=interval)
+        except BaseException as exc:
+            if job is not None:
+                job.stop_after_error(exc)   # nothing to do if wait() stopped it already
+            raise
+        return job
 
     def attach(self, workdir: str, name: str) -> Job:
         """Follow a job started earlier (by this or another process) from its files."""

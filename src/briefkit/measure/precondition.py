@@ -129,8 +129,9 @@ def write(camp: Campaign, host: Host, config: str, prepared, state: dict, passes
     try:    # whatever happens, the attempt's folder (job file, fio's output so far) is kept
         progress(f"{config}: preconditioning {target}: {passes} sequential pass(es) of "
                  f"{sizes.block(size) if size else 'the whole device'} in {sizes.block(BLOCK)} writes")
-        fio = host.start(command(f"{folder}/{JOB}", f"{folder}/{OUTPUT}", fio=settings["fio"]), folder, "precondition")
-        rc = fio.wait()
+        fio = host.start_and_wait(command(f"{folder}/{JOB}", f"{folder}/{OUTPUT}", fio=settings["fio"]), folder,
+                                  "precondition")
+        rc = fio.returncode
         if rc != 0:
             raise RuntimeError(f"preconditioning of {config} failed: fio exited with {rc}: "
                                f"{fio.result().stderr.strip()[-500:]}")

@@ -29,7 +29,6 @@ from pydantic import create_model
 
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError
-from briefkit.core.interrupts import held_interrupts
 from briefkit.core.samples import PARAMETER_PREFIX
 from briefkit.core.validation import Axis, Model, check
 from briefkit.tools import steady_settings as steady
@@ -137,16 +136,8 @@ class PointRun:
             self.progress(f"  {name}: {elapsed:.0f} s{left}")
 
         started = time.time()
-        job = None
-        try:
-            # held: an interrupt between the start and the wait is raised once the handle exists
-            with held_interrupts():
-                job = self.host.start(list(argv), self.remote_dir, name)
-            rc = job.wait(timeout=timeout, progress=tick, interval=10.0)
-        except BaseException as exc:
-            if job is not None:
-                job.stop_after_error(exc)  # nothing to do if wait() stopped it already
-            raise
+        rc = self.host.start_and_wait(list(argv), self.remote_dir, name, timeout=timeout, progress=tick,
+                                      interval=10.0).returncode
         self.jobs.append(JobRecord(name, list(argv), started, time.time(), rc))
         return rc
 

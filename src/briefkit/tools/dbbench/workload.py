@@ -254,8 +254,8 @@ class DbBenchWorkload(Workload):
             return state
         argv = cmd.load_argv(**self._load_kwargs(settings, db))
         progress(f"  loading {settings['num']} keys ({settings['load']}) into {db}")
-        rc = host.start(_wrapped("load", argv), remote_dir, "load").wait(
-            progress=lambda _job, t: progress(f"  load: {t:.0f} s"), interval=10.0)
+        rc = host.start_and_wait(_wrapped("load", argv), remote_dir, "load",
+                                 progress=lambda _job, t: progress(f"  load: {t:.0f} s")).returncode
         _check_rc(host, remote_dir, "load", rc)
         host.write_text(posixpath.join(remote_dir, "load.json"),
                         json.dumps({"command": shlex.join(argv), "db_bench_version": state["version"],

@@ -243,8 +243,8 @@ class FioWorkload(Workload):
         host.write_text(job_path, job_file(layout))
         progress(f"  preconditioning {target} ({sizes.block(size) if size else 'whole device'}, "
                  f"sequential {sizes.block(PRECONDITION_BS)} writes)")
-        job = host.start(command(job_path, out_path, fio=fio), remote_dir, "precondition")
-        rc = job.wait()
+        job = host.start_and_wait(command(job_path, out_path, fio=fio), remote_dir, "precondition")
+        rc = job.returncode
         if rc != 0:
             raise _failure(host, job.result().stderr, out_path, ["fio", job_path], rc,
                            "preconditioning")
