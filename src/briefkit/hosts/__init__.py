@@ -5,6 +5,7 @@ Both offer the same synchronous API::
     host.run(["fio", "--version"])                  -> Result(returncode, stdout, stderr)
     job = host.start(argv, workdir, name)           # detached; survives a dropped connection
     job.wait(timeout=None, progress=callback)       -> exit code; an exception stops the job
+    job = host.start_and_wait(argv, workdir, name)  # both as one step: an interrupt at any moment stops it
     job.stop(); job.result()
     host.fetch(remote, local); host.put(local, remote)
     host.read_text(path); host.write_text(path, text); host.exists(path); host.mkdir(path); host.listdir(path)
