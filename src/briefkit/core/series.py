@@ -38,22 +38,16 @@ def frame(rows: list[dict]) -> pd.DataFrame:
 
 def from_arrays(t_s, metric: str, values, unit: str) -> pd.DataFrame:
     """One metric's readings as a series table (converted to the canonical unit). ``t_s`` and ``values``
-    are taken by position. One metric and one unit: one conversion of the whole array, not
-    samples.to_canonical's grouping, which costs more than the conversion for a few hundred readings."""
-    values = np.asarray(values, dtype=float)
-    if not len(values):
-        return empty()
-    target = samples.canonical_unit(metric)
-    if unit != target:
-        values = units.convert(values, unit, target)
-    return pd.DataFrame({"t_s": np.asarray(t_s, dtype=float), "metric": metric, "value": values, "unit": target},
-                        columns=COLUMNS)
+    are taken by position: a Builder of one metric."""
+    table = Builder()
+    table.add(t_s, metric, values, unit)
+    return table.table()
 
 
 class Builder:
     """A series table gathered as arrays and made a DataFrame once: a reader of many small logs (fio's,
-    a few lines per job) spent more on a DataFrame per metric than on reading. ``add`` converts to the
-    canonical unit as ``from_arrays`` does; rows keep the order they were added in."""
+    a few lines per job) spent more on a DataFrame per metric than on reading. ``add`` converts each metric's
+    values to its canonical unit (one multiplication per array); rows keep the order they were added in."""
 
     def __init__(self):
         self._parts: list[tuple[np.ndarray, list[str], np.ndarray, list[str]]] = []
