@@ -4,7 +4,8 @@ under load where wall time does not), locally and over SSH, and where it goes (c
     .venv/bin/python benchmarks/controller_cpu.py [--pairs 3] [--points 6] [--only local,ssh] [--profile 25]
 
 Per variant, ``--pairs`` times: one campaign of 2 points and one of ``--points`` points (fio
-``ioengine=null``, 1 s, as harness_overhead.py), each timed with ``os.times()`` of this process only
+``ioengine=null``, 1 s, as harness_overhead.py; repetitions of one point, so that each is alike),
+each timed with ``getrusage(RUSAGE_SELF)`` of this process only, all its threads, to the microsecond
 (fio, sshd and the login shell are other processes). CPU per point = (CPU of the long campaign - CPU
 of the short one) / (points - 2), so the one-off set-up (checkout, storage, connection) cancels out.
 ``ssh`` is the target through a real loopback sshd whose login skips ~/.bashrc (SHLVL=1).
@@ -17,8 +18,8 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import os
 import pstats
+import resource
 import shutil
 import statistics
 import tempfile
@@ -31,20 +32,20 @@ from briefkit.hosts.sshd import LoopbackSshd
 
 
 def cpu_seconds() -> float:
-    times = os.times()
-    return times.user + times.system
+    usage = resource.getrusage(resource.RUSAGE_SELF)   # os.times() counts in 10 ms clock ticks
+    return usage.ru_utime + usage.ru_stime
 
 
 def campaign_cpu(tmp: Path, host, points: int, arms: Arms) -> float:
     before = cpu_seconds()
-    executor_intervals(tmp, host, points, arms.next(), [])
+    executor_intervals(tmp, host, points, arms.next(), [], repeat=True)
     return cpu_seconds() - before
 
 
 def profile(tmp: Path, host, points: int, arms: Arms, top: int) -> str:
     profiler = cProfile.Profile()
     profiler.enable()
-    executor_intervals(tmp, host, points, arms.next(), [])
+    executor_intervals(tmp, host, points, arms.next(), [], repeat=True)
     profiler.disable()
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out)

@@ -114,14 +114,17 @@ class Arms:
         return wall, fio_iops(out / "fio.json")
 
 
-def executor_intervals(tmp: Path, host: Host, points: int, index: int, commands: list[float]) -> list[float]:
+def executor_intervals(tmp: Path, host: Host, points: int, index: int, commands: list[float],
+                       repeat: bool = False) -> list[float]:
     """One campaign of ``points`` points in a fresh checkout; the seconds between done lines.
-    ``commands`` gets the number of commands run on the host per point in steady state."""
+    ``commands`` gets the number of commands run on the host per point in steady state. The points
+    are numjobs 1 to ``points``, or with ``repeat`` ``points`` repetitions of numjobs 1 (every point
+    alike: no point loads the machine more than another)."""
     base = tmp / f"exec{index}"
     (base / "notebooks").mkdir(parents=True)
-    numjobs = list(range(1, points + 1))
+    numjobs, repetitions = ([1], points) if repeat else (list(range(1, points + 1)), 1)
     params = {"briefs": {SLUG: {"notebook": "none", "campaigns": {CAMPAIGN: {
-        "workload": "fio", "workdir": str(tmp / f"workdir{index}"), "repetitions": 1,
+        "workload": "fio", "workdir": str(tmp / f"workdir{index}"), "repetitions": repetitions,
         "configs": {"d": {"kind": "dir", "path": str(tmp / f"workdir{index}" / "d")}},
         "matrix": {"rw": ["70/30"], "bs": ["4KiB"], "numjobs": numjobs, "iodepth": [16]},
         "settings": SETTINGS}}}}}

@@ -5,8 +5,11 @@ clean. The login's ~/.bashrc is a file of this test (sshd's SetEnv HOME=...), wh
 shells and prints noise on stdout and stderr, as careless start-up files do."""
 from __future__ import annotations
 
+import io
 import os
+import re
 import signal
+import tarfile
 import threading
 
 import pytest
@@ -203,22 +206,43 @@ def _remote_folder(root, files):
     return root
 
 
-def test_fetch_new_brings_a_folders_new_files_in_one_tar_stream(host, tmp_path, monkeypatch):
+def test_fetch_new_brings_a_folder_of_files_in_one_round_trip(host, tmp_path, monkeypatch):
     files = {f"log{i}.txt": f"{i}\n".encode() * i for i in range(40)}
     files["odd name -x.bin"] = bytes(range(256)) * 100
+    files[".hidden"] = b"dot"
     remote = _remote_folder(tmp_path / "remote", files)
+    (remote / "log5.txt").chmod(0o775)
     local = tmp_path / "local"
     local.mkdir()
     (local / "log3.txt").write_bytes(b"kept")               # already here: never replaced
-    streams = []
-    tar_fetch = host._tar_fetch
-    monkeypatch.setattr(host, "_tar_fetch", lambda *a: streams.append(a[1]) or tar_fetch(*a))
-    monkeypatch.setattr(host, "fetch_many", lambda pairs: pytest.fail(f"SFTP used for {pairs[:2]}"))
+    commands, run = [], host._run
+    monkeypatch.setattr(host, "_run", lambda command, argv, limit: commands.append(argv) or run(command, argv, limit))
+    monkeypatch.setattr(host, "_file_op", lambda *a: pytest.fail(f"SFTP used: {a[:2]}"))
     got = host.fetch_new(str(remote), local)
-    assert got == sorted(set(files) - {"log3.txt"}) and streams == [got]
+    assert got == sorted(set(files) - {"log3.txt"}) and len(commands) == 1
     assert {p.name: p.read_bytes() for p in local.iterdir()} == {**files, "log3.txt": b"kept"}
     assert (local / "log7.txt").stat().st_mtime == 1_700_000_000
+    assert (local / "log5.txt").stat().st_mode & 0o777 == 0o755    # the exec bits kept, no group write
     assert host.fetch_new(str(remote), local) == [] and host.fetch_new(str(tmp_path / "missing"), local) == []
+    assert len(commands) == 3
+
+
+@pytest.mark.parametrize("entry", ["../escape", "./sub/inner", "./link"])
+def test_a_tar_stream_with_anything_but_plain_files_of_the_folder_is_refused_whole(host, tmp_path, entry):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in (("./fine.txt", b"fine"), (entry, b"x")):
+            info = tarfile.TarInfo(name)
+            if name == "./link":
+                info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            else:
+                info.size = len(data)
+            archive.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    local = tmp_path / "local"
+    local.mkdir()
+    with pytest.raises(HostError, match=re.escape(entry)):
+        host._write_new_files("/remote/folder", buffer.getvalue(), local)
+    assert list(local.iterdir()) == []
 
 
 @pytest.mark.parametrize("why", ["a subfolder", "over the limit"])
@@ -233,3 +257,23 @@ def test_fetch_new_goes_by_sftp_for_folders_and_large_files(host, tmp_path, monk
     local = tmp_path / "local"
     assert host.fetch_new(str(remote), local) == sorted({name.split("/")[0] for name in files})
     assert {name: (local / name).read_bytes() for name in files} == files
+
+
+@pytest.mark.parametrize("text", ["", "-n\n", "a 'quoted' \"word\" $HOME `id` \\n %s %%\n\n\n", "résumé\r\n\t",
+                                  "[job]\nrw=randrw\n" * 2000])
+def test_write_text_of_a_small_text_is_one_command_and_exact(host, tmp_path, monkeypatch, text):
+    commands, run = [], host._run
+    monkeypatch.setattr(host, "_run", lambda command, argv, limit: commands.append(argv) or run(command, argv, limit))
+    monkeypatch.setattr(host, "_file_op", lambda *a: pytest.fail(f"SFTP used: {a[:2]}"))
+    host.write_text(str(tmp_path / "job file"), text)
+    assert (tmp_path / "job file").read_bytes() == text.encode("utf-8") and len(commands) == 1
+
+
+def test_write_text_of_a_large_text_or_to_a_missing_folder_goes_by_sftp(host, tmp_path):
+    from briefkit.hosts import ssh
+
+    large = "x" * (ssh.SMALL_TEXT + 1)
+    host.write_text(str(tmp_path / "large"), large)
+    assert (tmp_path / "large").read_text() == large
+    with pytest.raises(FileNotFoundError, match="missing"):
+        host.write_text(str(tmp_path / "missing" / "f"), "text")

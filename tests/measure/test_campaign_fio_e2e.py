@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from briefkit.dataset import build as dataset
-from briefkit.measure import campaign
+from briefkit.measure import campaign, steps
 from briefkit.raw.manifest import Manifest
 from briefkit.tools.fio import jsonplus as fio_output
 
@@ -110,13 +110,16 @@ def tree(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 @pytest.mark.slow
-def test_two_configurations_over_ssh_end_to_end(root, sshd):
+def test_two_configurations_over_ssh_end_to_end(root, sshd, monkeypatch):
     configs = {"xfs-loop": {"kind": "loop_xfs", "size": "512MiB", "mount_options": "noatime,discard"},
                **disk(root)}
     declare(root, sshd, configs)
     lines: list[str] = []
+    parsed, samples_of = [], steps.samples_of
+    monkeypatch.setattr(steps, "samples_of", lambda camp, point, entry: parsed.append(point) or samples_of(camp, point, entry))
     summary = campaign.run(BRIEF, "local", progress=lines.append)
     assert (summary.total, summary.ran, summary.done) == (4, 4, 4)
+    assert parsed == []   # no stop rule and a fixed count of repetitions: no point is parsed while measuring
     assert any(line.startswith("[4/4] disk rw=70/30") and "finished" in line for line in lines), lines
 
     raw = root / "data/raw" / BRIEF / "local"

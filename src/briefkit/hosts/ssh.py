@@ -47,7 +47,9 @@ import asyncio
 import errno
 import getpass
 import io
+import os
 import posixpath
+import re
 import secrets
 import shlex
 import socket
@@ -88,8 +90,24 @@ READ_CHUNK = 1 << 20
 #: a point folder up to this many bytes comes in one tar stream (held in memory once), a larger one by
 #: SFTP file by file (written to disk as it arrives)
 TAR_LIMIT = 64 << 20
+#: bytes up to which write_text sends a text as a command's argument (Linux takes 128 KiB per argument)
+SMALL_TEXT = 32 << 10
 #: reconnect backoff: first delay, factor, ceiling (seconds)
 BACKOFF = (0.1, 2.0, 5.0)
+
+# $1 = folder, $2 = byte limit. A folder of regular files only, $2 bytes at most in all: its tar
+# stream (``./name`` entries). No such folder: exit 66; not readable: 77; a sub-folder, a link, a device or
+# more bytes: exit 75, and the caller lists the folder over SFTP instead. Needs GNU find (-printf).
+_TAR_FOLDER = r'''
+[ -d "$1" ] || exit 66
+cd -- "$1" 2>/dev/null || exit 77
+find . -mindepth 1 -maxdepth 1 -printf '%y %s\n' |
+  awk -v limit="$2" '$1 != "f" {odd = 1} {n += $2} END {exit (odd || n > limit) ? 75 : 0}' || exit 75
+exec tar -cf - .
+'''
+_NO_FOLDER, _NOT_PLAIN, _NOT_READABLE = 66, 75, 77
+#: a tar entry of _TAR_FOLDER's stream: one plain name in the folder
+_TAR_MEMBER = re.compile(r"\./(?!\.\.?\Z)[^/]+")
 
 _DROPPED = (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelOpenError, ConnectionError,
             BrokenPipeError, EOFError)
@@ -653,10 +671,50 @@ class SshHost(Host):
         return [local for _, local in pairs]
 
     def fetch_new(self, remote_dir: str, local_dir: Path) -> list[str]:
-        """One SFTP listing, then the new files in one tar stream over the command channel (a point's
-        folder costs two round trips, whatever its number of files). A folder among them, or more than
-        TAR_LIMIT bytes in all, goes by SFTP, which writes each file to disk as it arrives."""
+        """A folder of plain files up to TAR_LIMIT bytes (a point's folder) comes in one round trip: a
+        tar stream of the whole folder over the command channel, of which the files ``local_dir`` lacks
+        are written. Anything else (a sub-folder, a link, more bytes) is listed over SFTP first, and
+        its new entries come by tar or, for folders and large files, by SFTP (written as they arrive)."""
         local_dir.mkdir(parents=True, exist_ok=True)
+        argv = check_argv(["sh", "-c", _TAR_FOLDER, "briefkit-fetch", remote_dir, str(TAR_LIMIT)])
+        if self.sudo:
+            self.check_sudo()
+        code, out, err = _call(self._run(remote_command(argv, sudo=self.sudo), argv, None))
+        if code == 0:
+            return self._write_new_files(remote_dir, out, local_dir)
+        if code == _NO_FOLDER:
+            return []
+        if code == _NOT_READABLE:
+            raise PermissionError(f"{self.name}:{remote_dir}: permission denied (fetch)")
+        if code != _NOT_PLAIN:
+            raise self.command_error(argv, Result(code, "", clean_stderr(err.decode("utf-8", errors="replace")), argv))
+        return self._fetch_listed(remote_dir, local_dir)
+
+    def _write_new_files(self, remote_dir: str, stream: bytes, local_dir: Path) -> list[str]:
+        """The files of a folder's tar stream (``./name`` entries, regular files only: anything else is
+        refused before a byte is written) that ``local_dir`` lacks; an existing file is never replaced."""
+        with tarfile.open(fileobj=io.BytesIO(stream), mode="r:") as archive:
+            members = [m for m in archive.getmembers() if not (m.isdir() and m.name in (".", "./"))]
+            odd = [m.name for m in members if not (m.isreg() and _TAR_MEMBER.fullmatch(m.name))]
+            if odd:
+                raise HostError(f"on {self.name}: the tar stream of {remote_dir} held entries that are not plain "
+                                f"files of the folder: {odd[:3]}")
+            written = []
+            for member in members:
+                name = member.name[2:]
+                try:
+                    with open(local_dir / name, "xb") as out:   # x: nothing local is replaced
+                        out.write(archive.extractfile(member).read())
+                        os.fchmod(out.fileno(), member.mode & 0o755)   # no set-id bits, no group/other write
+                except FileExistsError:
+                    continue
+                os.utime(local_dir / name, (member.mtime, member.mtime))
+                written.append(name)
+        return sorted(written)
+
+    def _fetch_listed(self, remote_dir: str, local_dir: Path) -> list[str]:
+        """One SFTP listing, then the new entries: plain files up to TAR_LIMIT in all in one tar stream,
+        otherwise by SFTP."""
         try:
             entries = _call(self._file_op("listdir", remote_dir, lambda sftp: sftp.readdir(remote_dir)))
         except FileNotFoundError:
@@ -712,6 +770,12 @@ class SshHost(Host):
             return self._root_read_text(path)
 
     def write_text(self, path: str, text: str) -> None:
+        # A small text (a job file) as one command's argument: one round trip, where SFTP's open, write
+        # and close take three. Anything else, or a failed write, by SFTP, which says why it fails.
+        if len(text.encode("utf-8")) <= SMALL_TEXT and "\0" not in text:
+            argv = ["sh", "-c", 'printf %s "$2" > "$1"', "briefkit-write", path, text]
+            if self._raw_run(argv).returncode == 0:
+                return
         try:
             self._sftp_write_text(path, text)
         except PermissionError:
@@ -734,7 +798,12 @@ class SshHost(Host):
         return found
 
     def mkdir(self, path: str) -> None:
+        # `mkdir -p` on the command channel as the login user (who SFTP runs as): one round trip at any
+        # depth, where SFTP takes two per missing level (a new point's attempt folder: three levels).
+        # Should it fail, the SFTP walk finds the folder at fault and says why.
         try:
+            if self._raw_run(check_argv(["mkdir", "-p", "--", path])).returncode == 0:
+                return
             _call(self._file_op("mkdir", path, _mkdir(path)))
         except NotADirectoryError as exc:
             raise HostError(f"on {self.name}: cannot create the folder {path}: {exc.filename} exists and is "

@@ -99,10 +99,12 @@ def run_points(camp: Campaign, host: Host, config: str, points: list[Point], lef
     def finished(of_config: str | None) -> list:
         return [(p, steps.samples_of(camp, p, status[p.id])) for p in left.plan
                 if p.config == of_config and status.get(p.id, {}).get("event") == DONE]
-    done = finished(config)
     baseline = getattr(camp.repetitions, "baseline", None)
     adaptive = repetitions.make(camp.repetitions, camp.workload, left.manifest, progress,
                                 finished(baseline) if baseline not in (None, config) else ())
+    # samples are read only for a rule that judges them; without one, `done` stays empty
+    judged = adaptive is not None or camp.workload.has_stop_rule()
+    done = finished(config) if judged else []
     for index, point in enumerate(points):
         check_stop()
         reason = camp.workload.stop_reason(config, done, camp.settings)
@@ -117,7 +119,8 @@ def run_points(camp: Campaign, host: Host, config: str, points: list[Point], lef
             tally.skipped_points([point])
             continue
         measured = steps.run_point(camp, host, point, prepared, state, left.manifest, source, progress)
-        done.append((point, measured.samples))
+        if judged:
+            done.append((point, measured.samples))
         progress(tally.ran_point(measured))
         if adaptive:
             adaptive.after(point, done)

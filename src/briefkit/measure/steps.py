@@ -18,7 +18,8 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
@@ -311,11 +312,17 @@ class Attempt:
 
 @dataclass
 class Measured:
-    """A point just finished: its samples (for the stop rule; no watts: an external meter's log is
-    imported after the campaign) and how long it ran."""
+    """A point just finished and how long it ran. Its samples (for a stop rule; no watts: an external
+    meter's log is imported after the campaign) are read from its folder when first asked for, so a
+    campaign that judges no point never parses one (the dataset stage does)."""
     point: Point
-    samples: pd.DataFrame
     seconds: float
+    camp: Campaign = field(repr=False)
+    entry: Mapping = field(repr=False)
+
+    @cached_property
+    def samples(self) -> pd.DataFrame:
+        return samples_of(self.camp, self.point, self.entry)
 
 
 def run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifest: Manifest, source,
@@ -369,7 +376,7 @@ def record_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0
     save_point(camp, attempt, run, t0, t1)
     entry = manifest.append(DONE, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp),
                             started_at=iso(t0), ended_at=iso(t1))
-    return Measured(point, samples_of(camp, point, entry), t1 - t0)
+    return Measured(point, t1 - t0, camp, entry)
 
 
 def record_failure_of_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0: float, t1: float,
