@@ -79,3 +79,10 @@ def test_briefkit_commands_refuse_a_damaged_lock(checkout, monkeypatch, capsys, 
     assert cli.main(command) == 2
     err = capsys.readouterr().err
     assert "dvc.lock" in err and "repair: git checkout dvc.lock" in err and "Traceback" not in err
+
+
+def test_the_committed_lock_holds_only_declared_stages():
+    """DVC keeps the entry of a stage taken out of dvc.yaml, and reads the whole lock (twice, in pure-Python
+    YAML) on every `dvc repro` and `dvc status`: a stale entry costs every run time."""
+    lock = yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))
+    assert sorted(set(lock["stages"]) - dvclock.declared_stages(ROOT)) == []

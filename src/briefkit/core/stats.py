@@ -18,7 +18,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from briefkit.core import metrics, samples
 
@@ -26,6 +25,17 @@ from briefkit.core import metrics, samples
 POINT_COLUMNS = ["brief", "config", "workload", "load_kind", "load", "metric", "unit"]
 
 Percentiles = Literal["raise", "drop", "average"]
+
+
+def student_t():
+    """Student's t distribution (scipy.stats.t). scipy.stats takes about 0.8 s to import, and a
+    campaign's executor imports this module (adaptive repetitions) without always computing an
+    interval: it is loaded at the first interval."""
+    from scipy import stats as scipy_stats
+
+    return scipy_stats.t
+
+
 #: which ratio of the two means a difference states, and how its interval is said
 RatioOf = Literal["a/b", "b/a"]
 RatioStyle = Literal["percent", "multiple"]
@@ -69,7 +79,7 @@ def confidence_interval(values, confidence: float = 0.95) -> tuple[float, float,
     mean = float(data.mean())
     if n == 1:
         return mean, math.nan, math.nan, 1
-    t = scipy_stats.t.ppf((1.0 + confidence) / 2.0, n - 1)
+    t = student_t().ppf((1.0 + confidence) / 2.0, n - 1)
     half = float(t * data.std(ddof=1) / math.sqrt(n))
     return mean, mean - half, mean + half, n
 
@@ -236,8 +246,8 @@ def welch_from_stats(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b
     var_a, var_b = std_a ** 2 / n_a, std_b ** 2 / n_b
     se = math.sqrt(var_a + var_b)
     df = (var_a + var_b) ** 2 / (var_a ** 2 / (n_a - 1) + var_b ** 2 / (n_b - 1))
-    p = float(2 * scipy_stats.t.sf(abs(difference) / se, df))
-    half = float(scipy_stats.t.ppf((1 + confidence) / 2, df) * se)
+    p = float(2 * student_t().sf(abs(difference) / se, df))
+    half = float(student_t().ppf((1 + confidence) / 2, df) * se)
     return Difference(difference, difference - half, difference + half, p, n_a, n_b, confidence, ratio, style)
 
 
@@ -308,7 +318,7 @@ def fieller(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: float, 
         return RatioInterval(ratio, math.nan, math.nan, math.nan, False, confidence)
     var_a, var_b = std_a ** 2 / n_a, std_b ** 2 / n_b
     df = (var_a + ratio ** 2 * var_b) ** 2 / (var_a ** 2 / (n_a - 1) + ratio ** 4 * var_b ** 2 / (n_b - 1))
-    t2 = float(scipy_stats.t.ppf((1 + confidence) / 2, df)) ** 2
+    t2 = float(student_t().ppf((1 + confidence) / 2, df)) ** 2
     quad = mean_b ** 2 - t2 * var_b
     if quad <= 0:
         return RatioInterval(ratio, math.nan, math.nan, df, False, confidence)

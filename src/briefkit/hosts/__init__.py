@@ -23,7 +23,16 @@ from briefkit.hosts.base import (
 )
 from briefkit.hosts.job import Job, JobLost, JobTimeout
 from briefkit.hosts.local import LocalHost
-from briefkit.hosts.ssh import SshHost
+
+
+def __getattr__(name: str):
+    # SshHost loads asyncssh and its crypto (about 0.25 s): only for a command that reaches a host over
+    # SSH, not for every one that names a Host (the dataset, notebook and render stages)
+    if name == "SshHost":
+        from briefkit.hosts.ssh import SshHost
+
+        return SshHost
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "CommandError", "CommandTimeout", "ConnectionLost", "Host", "HostConnectionError", "HostError", "HostKeyError",

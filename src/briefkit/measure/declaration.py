@@ -36,7 +36,7 @@ from briefkit.config.params import (
 )
 from briefkit.core.errors import CampaignError
 from briefkit.core.validation import SshUrl, check, check_name
-from briefkit.hosts import Host, LocalHost, SshHost
+from briefkit.hosts import Host, LocalHost
 from briefkit.raw import records
 from briefkit.tools.base import Point, Workload
 
@@ -142,6 +142,8 @@ def connect(spec: Any, where: str = "host") -> Host:
         return LocalHost()
     options = dict(spec) if isinstance(spec, Mapping) else {"ssh": spec}
     url = SshUrl.parse(options.pop("ssh"))
+    from briefkit.hosts.ssh import SshHost  # asyncssh loads only for a host over SSH
+
     return SshHost(url.hostname, url.port, url.user, client_keys=options.get("client_keys"),
                    known_hosts=options.get("known_hosts"), sudo=options.get("sudo", False))
 

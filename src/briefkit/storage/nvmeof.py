@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 from pydantic import AfterValidator, Field
 
 from briefkit.core.validation import AbsPath, Bool, Model, Port, SshUrl
-from briefkit.hosts import SshHost
 from briefkit.storage.base import (
     FILESYSTEMS,
     MkfsOptions,
@@ -292,6 +291,8 @@ class NvmeofConfig(StorageConfig):
         if spec.get("host", "local") == "local":
             return host
         url = SshUrl.parse(spec["host"], f"{self.where}.target.host")
+        from briefkit.hosts.ssh import SshHost  # asyncssh loads only for a host over SSH
+
         return SshHost(url.hostname, url.port, url.user, client_keys=spec.get("client_keys"), known_hosts=spec.get("known_hosts"),
                        sudo=spec.get("sudo", False))
 
