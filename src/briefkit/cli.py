@@ -27,6 +27,7 @@ import argparse
 import os
 import signal
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -64,9 +65,17 @@ def _execute(args) -> int:
                   "show": meta["show"], **meta["parameters"]}
     paths["executed"].parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    papermill.execute_notebook(str(paths["notebook"]), str(paths["executed"]), parameters=parameters,
-                               cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
-                               kernel_name="python3")
+    with tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log:
+        try:
+            papermill.execute_notebook(str(paths["notebook"]), str(paths["executed"]), parameters=parameters,
+                                       cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
+                                       kernel_name="python3",
+                                       kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log))
+        except (papermill.PapermillExecutionError, KeyboardInterrupt):
+            raise       # a cell's error is papermill's message; an interrupt is the user's
+        except BaseException:
+            print(notebooks.kernel_log_tail(kernel_log), file=sys.stderr)   # a kernel that died says why
+            raise
     notebooks.scrub(paths["executed"], base)
     print(f"{paths['executed'].relative_to(base)}: executed in {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 0

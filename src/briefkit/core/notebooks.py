@@ -92,3 +92,27 @@ def defer_iri_parsers() -> None:
     stand_in.is_valid_syntax = is_valid_syntax
     stand_in.__getattr__ = other
     sys.modules[IRI_MODULE] = stand_in
+
+
+def quiet_kernel_manager(stderr):
+    """A kernel manager (for papermill's ``kernel_manager_class``) whose kernel writes its own log to
+    ``stderr`` (a file), not to the command's output: the kernel warns on every start that it talks
+    over TCP without encryption (to this machine only), and on Ctrl-C, which it gets too, it prints a
+    ZMQError traceback as papermill closes its sockets. ``kernel_log_tail`` shows the log when the
+    kernel itself failed."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            kw.setdefault("stderr", stderr)
+            return await super().start_kernel(**kw)
+
+    return QuietKernelManager
+
+
+def kernel_log_tail(log, lines: int = 20) -> str:
+    """The last ``lines`` lines of a kernel's log file (``quiet_kernel_manager``), said as such; "" if empty."""
+    log.flush()
+    log.seek(0)
+    found = [line.rstrip() for line in log.read().splitlines() if line.strip()]
+    return "the notebook kernel's log (its last lines):\n" + "\n".join(found[-lines:]) if found else ""

@@ -218,7 +218,7 @@ def _run_record(camp: Campaign, host: str | None, base: Path, say: Callable[[str
         # root None: the kernel finds the checkout from its working folder (base), so that the record
         # holds no absolute path of this checkout
         papermill.execute_notebook(str(notebook), str(out), cwd=str(base), log_output=True, progress_bar=False,
-                                   kernel_name="python3", kernel_manager_class=_kernel_manager(kernel_log),
+                                   kernel_name="python3", kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log),
                                    parameters={"brief": slug, "campaign": name, "host": host, "root": None})
     except papermill.PapermillExecutionError as exc:
         raise CampaignError(f"{slug}/{name}: the measurement failed ({exc.ename}: {_first_line(exc.evalue)}); "
@@ -227,7 +227,9 @@ def _run_record(camp: Campaign, host: str | None, base: Path, say: Callable[[str
     except KeyboardInterrupt:
         raise           # the kernel's complaints about its sockets closing under Ctrl-C are not worth showing
     except BaseException:
-        _show_kernel_log(kernel_log, say)     # a kernel that died says why on its stderr
+        tail = notebooks.kernel_log_tail(kernel_log)   # a kernel that died says why on its stderr
+        if tail:
+            say(tail)
         raise
     finally:
         kernel_log.close()
@@ -236,28 +238,6 @@ def _run_record(camp: Campaign, host: str | None, base: Path, say: Callable[[str
         if out.exists():
             _scrub(out, base, say)
     return out
-
-
-def _kernel_manager(stderr):
-    """A kernel manager whose kernel writes its own log (stderr) to ``stderr``, not to the stage's
-    output: on Ctrl-C the kernel, which gets the signal too and stops the run, otherwise prints a
-    ZMQError traceback as papermill closes its sockets."""
-    from jupyter_client.manager import AsyncKernelManager
-
-    class QuietKernelManager(AsyncKernelManager):
-        async def start_kernel(self, **kw):
-            kw.setdefault("stderr", stderr)
-            return await super().start_kernel(**kw)
-
-    return QuietKernelManager
-
-
-def _show_kernel_log(kernel_log, say: Callable[[str], None]) -> None:
-    kernel_log.flush()
-    kernel_log.seek(0)
-    lines = [line.rstrip() for line in kernel_log.read().splitlines() if line.strip()]
-    if lines:
-        say("the notebook kernel's log (its last lines):\n" + "\n".join(lines[-20:]))
 
 
 def _scrub(out: Path, base: Path, say: Callable[[str], None]) -> None:
