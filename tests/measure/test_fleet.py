@@ -102,13 +102,13 @@ def test_fleet_points_run_concurrently_and_samples_keep_their_host(root, sshd_fa
     servers = [sshd_factory(), sshd_factory()]
     declare(root, servers)
     lines: list[str] = []
-    per_thread_heaps, shared = pyarrow.mimalloc_memory_pool(), pyarrow.system_memory_pool()
-    per_thread_before, shared_before = per_thread_heaps.num_allocations(), shared.num_allocations()
+    per_thread_heaps = pyarrow.mimalloc_memory_pool()
+    per_thread_before = per_thread_heaps.num_allocations()
     summary = campaign.run(BRIEF, "fleet", progress=lines.append)
     assert (summary.total, summary.done, summary.ran) == (4, 4, 4)
-    # the hosts' threads built their sample tables (Arrow text columns) with the shared system
-    # allocator: mimalloc keeps a heap per thread, about 1.6 MiB resident per host
-    assert shared.num_allocations() > shared_before
+    # mimalloc, Arrow's default allocator, keeps a heap per thread: about 1.6 MiB resident per host. With a
+    # fixed count of repetitions the hosts' threads read no sample table at all (nothing judges the
+    # points), so no thread grows a heap of its own
     assert per_thread_heaps.num_allocations() == per_thread_before
     spans = [windows(root, s) for s in servers]
     assert [len(s) for s in spans] == [2, 2]
