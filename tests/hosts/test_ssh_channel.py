@@ -277,3 +277,37 @@ def test_write_text_of_a_large_text_or_to_a_missing_folder_goes_by_sftp(host, tm
     assert (tmp_path / "large").read_text() == large
     with pytest.raises(FileNotFoundError, match="missing"):
         host.write_text(str(tmp_path / "missing" / "f"), "text")
+
+
+@pytest.mark.parametrize("case, code", [("plain files", 0), ("empty", 0), ("a subfolder", 75), ("a link", 75),
+                                        ("over the limit", 75), ("no GNU find", 75), ("missing", 66)])
+def test_the_folder_script_streams_only_a_folder_of_plain_files(tmp_path, case, code):
+    """The script fetch_new sends, run here by sh: exit 75 hands the folder to the SFTP listing."""
+    import subprocess
+
+    from briefkit.hosts import ssh
+
+    folder = tmp_path / "folder"
+    if case != "missing":
+        folder.mkdir()
+    if case not in ("empty", "missing"):
+        (folder / "fio.json").write_text("{}\n" * 100)
+    if case == "a subfolder":
+        (folder / "sub").mkdir()
+    if case == "a link":
+        (folder / "link").symlink_to(folder / "fio.json")
+    env = dict(os.environ)
+    if case == "no GNU find":       # a find that knows no -printf (busybox's, say)
+        fake = tmp_path / "bin"
+        fake.mkdir()
+        (fake / "find").write_text("#!/bin/sh\necho 'find: unrecognized: -printf' >&2\nexit 1\n")
+        (fake / "find").chmod(0o755)
+        env["PATH"] = f"{fake}:{env['PATH']}"
+    limit = "100" if case == "over the limit" else str(ssh.TAR_LIMIT)
+    done = subprocess.run(["sh", "-c", ssh._TAR_FOLDER, "briefkit-fetch", str(folder), limit], env=env,
+                          capture_output=True)
+    assert done.returncode == code, done.stderr
+    if code == 0:
+        with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+            assert sorted(m.name for m in archive.getmembers() if m.isfile()) == \
+                (["./fio.json"] if case == "plain files" else [])

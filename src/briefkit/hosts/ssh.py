@@ -97,12 +97,13 @@ BACKOFF = (0.1, 2.0, 5.0)
 
 # $1 = folder, $2 = byte limit. A folder of regular files only, $2 bytes at most in all: its tar
 # stream (``./name`` entries). No such folder: exit 66; not readable: 77; a sub-folder, a link, a device or
-# more bytes: exit 75, and the caller lists the folder over SFTP instead. Needs GNU find (-printf).
+# more bytes, or a find without GNU's -printf: exit 75, and the caller lists the folder over SFTP instead.
 _TAR_FOLDER = r'''
 [ -d "$1" ] || exit 66
 cd -- "$1" 2>/dev/null || exit 77
-find . -mindepth 1 -maxdepth 1 -printf '%y %s\n' |
-  awk -v limit="$2" '$1 != "f" {odd = 1} {n += $2} END {exit (odd || n > limit) ? 75 : 0}' || exit 75
+found=$(find . -mindepth 1 -maxdepth 1 -printf '%y %s\n' 2>/dev/null) || exit 75
+printf '%s\n' "$found" |
+  awk -v limit="$2" 'NF && $1 != "f" {odd = 1} {n += $2} END {exit (odd || n > limit) ? 75 : 0}' || exit 75
 exec tar -cf - .
 '''
 _NO_FOLDER, _NOT_PLAIN, _NOT_READABLE = 66, 75, 77
