@@ -43,4 +43,3 @@ def test_the_cli_defers_them():
             "import nbformat; print('rfc3987_syntax.syntax_helpers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False"
-

@@ -772,7 +772,9 @@ class SshHost(Host):
 
     def write_text(self, path: str, text: str) -> None:
         # A small text (a job file) as one command's argument: one round trip, where SFTP's open, write
-        # and close take three. Anything else, or a failed write, by SFTP, which says why it fails.
+        # and close take three. Anything else, or a failed write, by SFTP, which says why it fails. The
+        # argument shows in the target's process list while it is written: never a secret (briefkit
+        # writes job files, records and SQL this way; nothing it holds a password for).
         if len(text.encode("utf-8")) <= SMALL_TEXT and "\0" not in text:
             argv = ["sh", "-c", 'printf %s "$2" > "$1"', "briefkit-write", path, text]
             if self._raw_run(argv).returncode == 0:
