@@ -86,3 +86,22 @@ def test_the_committed_lock_holds_only_declared_stages():
     YAML) on every `dvc repro` and `dvc status`: a stale entry costs every run time."""
     lock = yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))
     assert sorted(set(lock["stages"]) - dvclock.declared_stages(ROOT)) == []
+
+
+@pytest.mark.slow
+def test_a_fresh_clone_finds_every_stage_dependency_as_the_lock_recorded_it(tmp_path):
+    """A change to a stage's source committed without `dvc repro` leaves the lock behind: `make reproduce` on
+    a fresh clone would then re-run those stages and rewrite dvc.lock, a tracked file."""
+    import json
+
+    from tests.checkouts import BIN, run
+
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(ROOT), str(clone)], cwd=ROOT)
+    status = json.loads(run([str(BIN / "dvc"), "status", "--json"], cwd=clone).stdout or "{}")
+    # an upstream stage's output (data/processed, reports) is not in git: "deleted" in a fresh clone
+    changed = {stage: {path: how for path, how in change["changed deps"].items() if how != "deleted"}
+               for stage, changes in status.items() for change in changes
+               if isinstance(change, dict) and "changed deps" in change}
+    changed = {stage: paths for stage, paths in changed.items() if paths}
+    assert len(status) >= 10 and changed == {}, f"commit dvc.lock after `dvc repro`: {changed}"
