@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -24,6 +25,12 @@ from briefkit.hosts import LocalHost
 from briefkit.hosts.sshd import SSHD, LoopbackSshd
 
 defer_iri_parsers()      # the tests that run papermill or read notebooks import nbformat: 2 s less per worker
+
+# Several tests press Ctrl-C: they send SIGINT to a `briefkit measure` or `dvc repro` they started. A shell
+# without job control starts `cmd &` with SIGINT ignored, and children inherit that, so those tests would
+# see the signal ignored (as nohup asks). The suite acts as a terminal does: SIGINT reaches its children.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -23,6 +23,10 @@ def setup() -> None:
     plt.rcParams.update({
         "svg.hashsalt": "briefkit", "svg.fonttype": "path", "figure.dpi": 100,
         "axes.spines.top": False, "axes.spines.right": False, "figure.autolayout": True,
+        # A title at a fixed height: matplotlib otherwise lifts each title above whatever sits on top of its
+        # axes, measuring every tick label of the figure's axes on every draw (a third of a small-multiples
+        # figure's time). Nothing sits there: the top spine and ticks are off.
+        "axes.titley": 1.0,
     })
     try:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
