@@ -96,6 +96,22 @@ def test_time_without_elapsed_is_the_benchmarks_own_seconds(table):
             assert bare.loc[(config, test, "time"), "value"] == pytest.approx(printed, abs=1e-3, rel=2e-3)
 
 
+def test_a_number_missing_from_the_samples_is_left_out_never_counted(table):
+    """A value that is NaN counts as no number: an elapsed with no number in any repetition falls back to
+    operations / ops/s, and a metric missing in one repetition is the other repetition's alone."""
+    holed = table.copy()
+    holed.loc[(holed["config"] == "disk") & (holed["workload"] == "T4") & (holed["metric"] == "elapsed"), "value"] = float("nan")
+    ops = (holed["config"] == "disk") & (holed["workload"] == "T3") & (holed["metric"] == "ops")
+    holed.loc[ops & (holed["rep"] == 1), "value"] = float("nan")
+    got = suite.values(holed).set_index(["config", "test", "metric"])
+    bare = suite.values(table[table["metric"] != "elapsed"]).set_index(["config", "test", "metric"])
+    assert got.loc[("disk", "T4", "time"), "value"] == bare.loc[("disk", "T4", "time"), "value"]
+    kept = table[ops & (table["rep"] == 2)]["value"]
+    assert got.loc[("disk", "T3", "ops"), "reps"] == 1 and len(kept) == 1
+    assert got.loc[("disk", "T3", "ops"), "value"] == kept.iloc[0]
+    assert got.loc[("tmpfs", "T3", "ops"), "reps"] == 2
+
+
 def test_performance_table_is_laid_out_as_the_briefs_tables(table):
     perf = suite.performance_table(table, "tmpfs")
     assert list(perf.columns) == ["Test", "Time", "ops/s", "MB/s", "µs/op", "Reps"]
