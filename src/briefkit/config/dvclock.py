@@ -12,10 +12,9 @@ from pathlib import Path
 
 import yaml
 
+from briefkit.config.yamlload import SAFE_LOADER
 from briefkit.core.errors import ParamsError
 
-#: libyaml's loader when PyYAML has it: dvc.lock is read before every command, and this is 10 times faster
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 REPAIR = "repair: git checkout dvc.lock   (then `dvc repro` re-runs only what changed since the commit)"
 
 
@@ -47,7 +46,7 @@ def _stages(data: bytes, where: str) -> dict:
         raise DvcLockError(f"{where}: cut short (its last line is unfinished); DVC was probably interrupted while "
                            f"writing it\n{REPAIR}")
     try:
-        lock = yaml.load(data, Loader=_LOADER)
+        lock = yaml.load(data, Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" (line {mark.line + 1})" if mark else ""
@@ -80,7 +79,7 @@ def _committed(base: Path) -> dict | None:
 def declared_stages(base: Path) -> set[str]:
     """The stage names dvc.yaml's foreach expands to: measure@KEY for each key of params.yaml's
     measure:, dataset@, notebook@ and render@BRIEF for each brief."""
-    params = yaml.load((base / "params.yaml").read_text(encoding="utf-8"), Loader=_LOADER) or {}
+    params = yaml.load((base / "params.yaml").read_text(encoding="utf-8"), Loader=SAFE_LOADER) or {}
     briefs = params.get("briefs") or {}
     names = {f"measure@{key}" for key in params.get("measure") or {}}
     return names | {f"{stage}@{brief}" for stage in ("dataset", "notebook", "render") for brief in briefs}
