@@ -55,6 +55,16 @@ def test_duplicate_keys_name_file_line_and_key(tmp_path):
         yamlload.loads("{k: 1,\n k: 2}", "x.yaml")
 
 
+def test_yaml_is_parsed_by_libyaml_with_the_duplicate_key_check():
+    """PyYAML's wheels carry libyaml; without it the loader would fall back to pure Python (8x slower) without
+    a word. The duplicate-key check holds on the C parser too (the test above)."""
+    import yaml
+
+    assert yamlload.SAFE_LOADER is yaml.CSafeLoader
+    text = (paths.ROOT / "params.yaml").read_text(encoding="utf-8")
+    assert yamlload.loads(text) == yaml.load(text, Loader=yaml.SafeLoader)  # noqa: S506 (the safe loader)
+
+
 @pytest.mark.parametrize("name", ["../x", ".hidden", "a/b", "-rf", "A", "a b", "a..b", "", "x" * 65, "a;b"])
 def test_bad_names(name):
     with pytest.raises(ValueError, match="must match"):
