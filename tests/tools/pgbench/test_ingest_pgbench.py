@@ -154,8 +154,10 @@ def test_nearest_rank_definition():
     rng = np.random.default_rng(3)
     for n in (1, 2, 7, 1000, 1001, 2345):
         values = np.sort(rng.exponential(5.0, n))
+        shuffled = rng.permutation(values)
         for p in ("50", "90", "99", "99.9", "100"):
             assert pgbench_txlog.nearest_rank(values, p) == nearest_rank(values, p)
+            assert pgbench_txlog.nearest_ranks(shuffled, [p, "1"]) == [nearest_rank(values, p), nearest_rank(values, "1")]
     # 99.9 % of 1000 values is rank 999 exactly (a float product would give 999.0000000000001 -> 1000)
     assert pgbench_txlog.nearest_rank(np.arange(1, 1001), "99.9") == 999
 
