@@ -138,6 +138,7 @@ def root(tmp_path, monkeypatch):
 _SHARED_SCOPES = {"module", "class", "package"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the marks into the node ids
 def pytest_collection_modifyitems(config, items):
     """For pytest-xdist's ``--dist loadgroup`` (make test): the tests that share a module-scoped
     fixture run on one worker, in file order (some build on what the earlier ones left, e.g. a
