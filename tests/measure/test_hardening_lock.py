@@ -17,7 +17,7 @@ import yaml
 
 from briefkit.raw.manifest import Manifest
 
-pytestmark = pytest.mark.slow   # real briefkit processes of seconds-long campaigns, each test 30-60 s
+pytestmark = pytest.mark.slow   # real briefkit processes of seconds-long campaigns, each test 15-40 s
 
 BRIEF = "lock-test"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
@@ -76,8 +76,9 @@ def while_first_runs(first_root: Path, second_root: Path, *runs: list[str]) -> t
 
 def second_run_refused(first_root: Path, second_root: Path, where: str) -> None:
     """The first run's points must outlast the second process's start-up, which takes several seconds on
-    a loaded machine: the checkouts given here run 4 points of 8 s. "At once" means refused while the
-    first still runs, which is asserted; no wall-time limit (flaky on a shared machine)."""
+    a loaded machine: the checkouts given here run 4 points of 4 s, so the first run goes on for 12 s or
+    more after its first point starts. "At once" means refused while the first still runs, which is
+    asserted; no wall-time limit (flaky on a shared machine)."""
     first, err, (second,) = while_first_runs(first_root, second_root, ["--campaign", "c"])
     assert first.returncode == 0, err
     assert second.returncode == 2, (second.stdout, second.stderr)
@@ -97,7 +98,7 @@ def second_run_refused(first_root: Path, second_root: Path, where: str) -> None:
 
 
 def test_second_local_run_is_refused_naming_the_holder(tmp_path):
-    root = checkout(tmp_path / "co", "local", tmp_path / "work", runtime_s=8)
+    root = checkout(tmp_path / "co", "local", tmp_path / "work", runtime_s=4)
     second_run_refused(root, root, str(root / "data/raw" / BRIEF / "c" / ".lock"))
     # released at the end: the next run starts (nothing to do) and leaves no lock behind
     again = subprocess.run([BRIEFKIT, "measure", BRIEF, "--campaign", "c"], capture_output=True, text=True,
@@ -110,13 +111,13 @@ def test_second_local_run_is_refused_naming_the_holder(tmp_path):
 def test_second_controller_is_refused_by_the_lock_on_the_target(tmp_path, sshd):
     # two checkouts (two controllers' raw folders) measuring into one workdir of one target over SSH
     work = tmp_path / "work"
-    first = checkout(tmp_path / "one", ssh_host(sshd), work, runtime_s=8)
-    second = checkout(tmp_path / "two", ssh_host(sshd), work, runtime_s=8)
+    first = checkout(tmp_path / "one", ssh_host(sshd), work, runtime_s=4)
+    second = checkout(tmp_path / "two", ssh_host(sshd), work, runtime_s=4)
     second_run_refused(first, second, f"{work}/runs/{BRIEF}/c/.lock")
 
 
 def test_second_ssh_run_of_one_checkout_is_refused(tmp_path, sshd):
-    root = checkout(tmp_path / "co", ssh_host(sshd), tmp_path / "work", runtime_s=8)
+    root = checkout(tmp_path / "co", ssh_host(sshd), tmp_path / "work", runtime_s=4)
     second_run_refused(root, root, ".lock")
 
 
@@ -140,7 +141,7 @@ def test_a_second_campaign_in_the_same_workdir_is_refused_naming_the_first(tmp_p
     """Two campaigns of one checkout, one host and one workdir: while ``c`` runs, ``d`` is refused at
     once, its message naming ``c``; nothing of ``d`` is recorded, and once ``c`` is done ``d`` runs."""
     work = tmp_path / "work"
-    root = checkout(tmp_path / "co", "local", work, runtime_s=10)    # still running when the second starts
+    root = checkout(tmp_path / "co", "local", work, runtime_s=5)    # still running when the second starts
     params = yaml.safe_load((root / "params.yaml").read_text())
     campaigns = params["briefs"][BRIEF]["campaigns"]
     campaigns["d"] = {**campaigns["c"], "matrix": {**campaigns["c"]["matrix"], "numjobs": [1]},
@@ -167,7 +168,7 @@ def test_a_campaign_in_another_workdir_of_the_same_host_is_refused_naming_the_fi
     second is refused through the host's registry of running campaigns, its message naming the first,
     its workdir and its pid; ``--dry-run`` says so too. The entries are gone once the runs end, and
     entries left by a dead run, or by a live process whose run has ended, are ignored and cleaned."""
-    first_root = checkout(tmp_path / "one", "local", tmp_path / "work-one", runtime_s=8)
+    first_root = checkout(tmp_path / "one", "local", tmp_path / "work-one", runtime_s=4)
     second_root = checkout(tmp_path / "two", ssh_host(sshd), tmp_path / "work-two", runtime_s=1)
     first, err, (second, dry) = while_first_runs(first_root, second_root, ["--campaign", "c"],
                                                  ["--campaign", "c", "--dry-run"])
