@@ -242,7 +242,10 @@ class _Channel:
                 pass  # the channel's end is reported by whoever reads its stdout
         drained = asyncio.ensure_future(drain())
         marker = secrets.token_hex(16).encode()
-        process.stdin.write(marker + b"\n")
+        try:
+            process.stdin.write(marker + b"\n")
+        except (BrokenPipeError, asyncssh.Error, OSError):
+            pass  # the login ended already (a broken ~/.bashrc; or the link dropped): stdout's end says which
         ready = marker + b" ready "
         try:
             async with asyncio.timeout(CHANNEL_START_TIMEOUT):
