@@ -66,12 +66,13 @@ lint:
 
 # pytest in parallel (pytest-xdist): TEST_WORKERS processes; a test goes to whichever worker is free,
 # except that the tests sharing a module-scoped fixture stay together on one worker, in file order
-# (tests/conftest.py marks them). Most real-tool tests wait on fio, sshd or PostgreSQL rather than
-# compute, yet the tests that interrupt a tool at a chosen moment wait with deadlines, which a load far
-# above the core count stretches: one worker per core (`make test TEST_WORKERS=4` on a quiet machine).
+# (tests/conftest.py marks them). Two workers per core: with one per core the 2-core machine sat idle 45 %
+# of the run, since the real-tool tests mostly wait on fio, sshd or PostgreSQL (15 min 6 s with 2 workers,
+# 11 min 16 s with 4, CPU used 55 % -> 70 %); the tests that interrupt a tool at a chosen moment passed
+# at a load of 5. `make test TEST_WORKERS=2` on a machine busy with other work.
 # Fixtures are per worker: ports come from the kernel (free_port), folders from tmp_path, so workers never
 # meet. nbval is not loaded here (slow to import; only test-notebooks uses it).
-TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_WORKERS ?= $(shell echo $$((2 * $$(nproc 2>/dev/null || echo 1))))
 PYTEST_PARALLEL := pytest -n $(TEST_WORKERS) --dist loadgroup -p no:nbval
 
 test-unit:
