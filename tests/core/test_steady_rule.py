@@ -277,7 +277,7 @@ def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
 
 @pytest.mark.slow
 def test_adaptive_repetitions_with_a_baseline_target_the_ratio_of_means(root):
-    from tests.core.test_ratio_intervals import fieller_by_roots
+    from tests.core.test_ratio_intervals import denominator_clear_of_zero, fieller_by_roots
     spec = {"min": 2, "max": 4, "half_width": "10%", "baseline": "base"}
     # two configurations of the same rate-limited null I/O: their ratio is known well after 2 repetitions
     declare(root, "ratio", repetitions=spec, runtime_s=2, options={"rate_iops": 5000}, configs=("base", "other"))
@@ -306,7 +306,14 @@ def test_adaptive_repetitions_with_a_baseline_target_the_ratio_of_means(root):
 
     stops = {e["config"]: e for e in Manifest(raw / "noisy" / "manifest.jsonl").events() if e["event"] == "repetitions"}
     assert stops["other"]["stopped"] == "max" and stops["other"]["n"] == 3 and stops["other"]["ratio_to"] == "base"
-    assert stops["other"]["half_width_pct"] > 0.0001
+    if stops["other"]["half_width_pct"] is None:
+        # no interval at all: on a loaded machine the baseline's repetitions can spread so far that its mean
+        # is not clear of zero by Student's t, and Fieller's interval is then unbounded
+        table = recorded.read(raw / "noisy").samples()
+        a, b = (table.query(f"metric == 'total_bw' and config == '{c}'")["value"].to_numpy(float) for c in ("other", "base"))
+        assert not denominator_clear_of_zero(a, b), (a, b)
+    else:
+        assert stops["other"]["half_width_pct"] > 0.0001
 
 
 @pytest.mark.parametrize("configs, message", [
