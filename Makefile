@@ -68,7 +68,7 @@ lint:
 # except that the tests sharing a module-scoped fixture stay together on one worker, in file order
 # (tests/conftest.py marks them). Two workers per core: with one per core the 2-core machine sat idle 45 %
 # of the run, since the real-tool tests mostly wait on fio, sshd or PostgreSQL (15 min 6 s with 2 workers,
-# 11 min 16 s with 4, CPU used 55 % -> 70 %); the tests that interrupt a tool at a chosen moment passed
+# 11 min 52 s with 4, CPU used 55 % -> 70 %); the tests that interrupt a tool at a chosen moment passed
 # at a load of 5. `make test TEST_WORKERS=2` on a machine busy with other work.
 # Fixtures are per worker: ports come from the kernel (free_port), folders from tmp_path, so workers never
 # meet. nbval is not loaded here (slow to import; only test-notebooks uses it).

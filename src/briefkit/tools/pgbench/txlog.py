@@ -265,7 +265,9 @@ def _arrow_fields(data: bytes, width: int) -> pd.DataFrame | None:
         return None
     if any(column.null_count for column in table.columns):  # an empty field: pandas' reader refuses it too
         return None
-    return pd.DataFrame({column: table.column(column).to_numpy() for column in range(width)}, copy=False)
+    # copies of exactly the rows' size: Arrow's own buffers are allocated with room to grow, and a column
+    # kept as a view (txn_no) would hold that room until the whole log is read
+    return pd.DataFrame({column: table.column(column).to_numpy().copy() for column in range(width)}, copy=False)
 
 
 def _known_scripts(script: np.ndarray, scripts: Mapping[int, str]) -> bool:
