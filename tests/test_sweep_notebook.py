@@ -12,6 +12,7 @@ import pandas as pd
 import papermill
 import pytest
 
+from briefkit.core import notebooks
 from tests import paths
 
 ROOT = paths.ROOT
@@ -68,9 +69,17 @@ def _cut(reference: Path, brief: str, case: str, scratch: Path) -> Path:
     return work.parent
 
 
+def _kernel(log) -> dict:
+    """A kernel on Unix sockets, as briefkit starts it (``quiet_kernel_manager``): TCP kernels of parallel
+    workers can take each other's ports."""
+    return {"kernel_name": "python3", "kernel_manager_class": notebooks.quiet_kernel_manager(log)}
+
+
 def _run(notebook: str, brief: str, processed: Path, out: Path) -> str:
-    papermill.execute_notebook(str(ROOT / "notebooks" / f"{notebook}.ipynb"), str(out), cwd=str(ROOT / "notebooks"),
-                               parameters={"brief": brief, "processed_dir": str(processed)}, progress_bar=False)
+    with open(out.with_suffix(".kernel.log"), "w+") as log:
+        papermill.execute_notebook(str(ROOT / "notebooks" / f"{notebook}.ipynb"), str(out), cwd=str(ROOT / "notebooks"),
+                                   parameters={"brief": brief, "processed_dir": str(processed)}, progress_bar=False,
+                                   **_kernel(log))
     nb = json.loads(out.read_text())
     texts = []
     for cell in nb["cells"]:
@@ -99,8 +108,9 @@ def test_notebook_renders(reference, tmp_path, brief, case):
 
 def test_show_picks_campaigns_and_unknown_names_are_refused(reference, tmp_path):
     processed = reference / "data" / "processed"
-    with pytest.raises(papermill.PapermillExecutionError, match="no measured campaign 'mine'"):
+    with pytest.raises(papermill.PapermillExecutionError, match="no measured campaign 'mine'"), \
+            open(tmp_path / "kernel.log", "w+") as log:
         papermill.execute_notebook(str(ROOT / "notebooks" / "fio_mix.ipynb"), str(tmp_path / "o.ipynb"),
-                                   cwd=str(ROOT / "notebooks"), progress_bar=False,
+                                   cwd=str(ROOT / "notebooks"), progress_bar=False, **_kernel(log),
                                    parameters={"brief": "fio-6600ion", "processed_dir": str(processed),
                                                "show": ["mine", "local"]})

@@ -21,7 +21,7 @@ import yaml
 
 from briefkit import cli
 from briefkit import tools as workloads
-from briefkit.core import ramp
+from briefkit.core import notebooks, ramp
 from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
@@ -88,10 +88,12 @@ def brief_text(project, **parameters) -> str:
     """The oltp-9300 notebook executed on this campaign (as `dvc repro` does: `briefkit dataset`, then
     the notebook on data/processed): its Markdown and HTML outputs as one text."""
     dataset.build(BRIEF, project.root)
-    done = papermill.execute_notebook(
-        str(NOTEBOOK), str(project.root / "executed.ipynb"), cwd=str(NOTEBOOK.parent), progress_bar=False,
-        kernel_name="python3", parameters={"brief": BRIEF, "processed_dir": str(project.root / "data/processed"),
-                                           "published_dir": str(CHECKOUT / "data/published/oltp-9300"), **parameters})
+    with open(project.root / "kernel.log", "w+") as log:   # a kernel on Unix sockets, as briefkit starts it
+        done = papermill.execute_notebook(
+            str(NOTEBOOK), str(project.root / "executed.ipynb"), cwd=str(NOTEBOOK.parent), progress_bar=False,
+            kernel_name="python3", kernel_manager_class=notebooks.quiet_kernel_manager(log),
+            parameters={"brief": BRIEF, "processed_dir": str(project.root / "data/processed"),
+                        "published_dir": str(CHECKOUT / "data/published/oltp-9300"), **parameters})
     return "\n".join("".join(output.get("data", {}).get(kind, "")) for cell in done["cells"]
                      for output in cell.get("outputs", []) for kind in ("text/markdown", "text/html"))
 

@@ -96,18 +96,38 @@ def defer_iri_parsers() -> None:
 
 def quiet_kernel_manager(stderr):
     """A kernel manager (for papermill's ``kernel_manager_class``) whose kernel writes its own log to
-    ``stderr`` (a file), not to the command's output: the kernel warns on every start that it talks
-    over TCP without encryption (to this machine only), and on Ctrl-C, which it gets too, it prints a
+    ``stderr`` (a file), not to the command's output: on Ctrl-C, which the kernel gets too, it prints a
     ZMQError traceback as papermill closes its sockets. ``kernel_log_tail`` shows the log when the
-    kernel itself failed."""
+    kernel itself failed.
+
+    The kernel talks over Unix sockets in a private folder, not TCP: a TCP kernel is given ports that
+    were free a moment before it binds them, and kernels started at the same moment (the test suite's
+    workers, stages run side by side) could take each other's, the client then waiting 60 s for an
+    answer that goes to another kernel. TCP only where the folder's path is too long for a socket."""
+    import shutil
+    import tempfile
+    import weakref
+
     from jupyter_client.manager import AsyncKernelManager
 
     class QuietKernelManager(AsyncKernelManager):
+        def __init__(self, **kw):
+            folder = tempfile.mkdtemp(prefix="briefkit-kernel-")
+            if len(folder) <= _SOCKET_FOLDER_MAX:
+                kw.setdefault("transport", "ipc")
+                kw.setdefault("connection_file", os.path.join(folder, "kernel.json"))  # sockets: kernel-ipc-N
+            super().__init__(**kw)
+            weakref.finalize(self, shutil.rmtree, folder, True)
+
         async def start_kernel(self, **kw):
             kw.setdefault("stderr", stderr)
             return await super().start_kernel(**kw)
 
     return QuietKernelManager
+
+
+#: a Unix socket's path holds at most 107 bytes; the sockets are <folder>/kernel-ipc-<n>
+_SOCKET_FOLDER_MAX = 90
 
 
 def kernel_log_tail(log, lines: int = 20) -> str:
