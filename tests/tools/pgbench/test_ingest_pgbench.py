@@ -165,6 +165,8 @@ def test_nearest_rank_definition():
 @pytest.mark.parametrize("text, expected", [
     ("0 1 2345 0 1795284353\n", "5 fields"),
     ("0 1 12x 0 1795284353 209254\n", "time '12x'"),
+    ("0 1 0x1f 0 1795284353 209254\n", "time '0x1f'"),        # Arrow's reader would take it for 31
+    ("0 1 123 0 1795284353 209254 7 1 9\n", "9 fields"),
     ("0 1 123 9 1795284353 209254\n", "script_no 9"),
     ("0 1 123 0 1795284353 2000000\n", "time_us 2000000"),
     ("0 one 123 0 1795284353 1\n", "transaction_no 'one'"),
