@@ -16,15 +16,15 @@ tests/fixtures to about ``--logs-mb`` MB each (one long db_bench run whose perio
 fills the file; a pgbench per-transaction log of one client, renumbered), to show the parsers
 stream.
 
-Each measurement runs in a fresh interpreter: the time of the parse call alone (imports done
-before, and one small real file of the tool parsed first, so interpreter start-up, imports and
-the libraries' lazily loaded parts are not counted) and the peak resident memory the
-call adds (the resident size sampled every 0.5 ms during the call, its maximum minus the resident
-size just before it), median of ``--repeat`` runs. Prints MB/s of input by wall time and by the
-CPU time of the parsing process (which a loaded machine disturbs less), the memory as a multiple of
-the input size, and the 1-minute load average before and after each parser's runs: on a shared
-machine, quote the figures with it. pgbench-aggregate: the public pre-15 aggregated log of
-tests/fixtures (the PostgreSQL documentation's example), its intervals repeated to ``--logs-mb``.
+Each measurement runs in a fresh interpreter: the time of the parse call alone (imports done before, and
+one small real file of the tool parsed first, so interpreter start-up, imports and the libraries' lazily
+loaded parts are not counted) and the peak resident memory the call adds (the kernel's high-water mark
+of the resident size, set back just before the call, minus the resident size then: exact, and nothing
+runs beside the parser), median of ``--repeat`` runs. Prints MB/s of input by wall time and by the CPU
+time of the parsing process (which a loaded machine disturbs less), the memory as a multiple of the
+input size, and the 1-minute load average before and after each parser's runs: on a shared machine,
+quote the figures with it. pgbench-aggregate: the public pre-15 aggregated log of tests/fixtures (the
+PostgreSQL documentation's example), its intervals repeated to ``--logs-mb``.
 
 Measured on the 2-core development machine while other jobs loaded it (1-minute load 7 to 15: the
 CPU figures are the ones to compare), ``--logs-mb 200 --repeat 5``, before and after the changes
@@ -51,11 +51,18 @@ per-client order by a 16-bit radix sort: 109 MB/s of CPU (79 with pandas' reader
 changes; the code before them, on 50 MB at a load of 1 to 4: 66-71), memory 2.5 -> 3.0 x input; its
 aggregated log 115 MB/s; db_bench 191 MB/s; fio 800 jobs (26 MB) 139 MB/s, its clones summed 66 MB/s,
 1.4 x input.
+
+Then the memory is taken from the kernel's high-water mark instead of a thread sampling it every 0.5 ms,
+which had cost the parse a fifth of its CPU through the GIL (fio clones, quiet machine, median of 7:
+0.361 s with the sampler, 0.268 s without, the code unchanged otherwise). With fio's clones summed in
+its 1856 buckets instead of by a sort, and their bins read by one pread each, at a load of 0.3, median
+of 9: fio 800 jobs 188 MB/s, 1.5 x input; clones summed 103 MB/s (98 before those two changes), 1.5 x.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -86,32 +93,27 @@ from briefkit import tools
 module = tools.parser(tool)
 import pandas, numpy  # noqa: F401  (imports are start-up, not ingest)
 module.parse(warm)  # a small real file first: the libraries' lazily loaded parts are start-up too
-import gc, os, threading
+import gc, re
 gc.collect()
-page = os.sysconf("SC_PAGE_SIZE")
 
-def resident():
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * page
+def status(field):  # kB in /proc/self/status
+    with open("/proc/self/status") as stream:
+        return int(re.search(rf"^{field}:\s+(\d+) kB", stream.read(), re.M).group(1)) * 1024
 
-before = resident()
-peak = [before]
-done = threading.Event()
-
-def watch():  # the peak resident size during the call, sampled every half millisecond
-    while not done.is_set():
-        peak[0] = max(peak[0], resident())
-        time.sleep(0.0005)
-
-watcher = threading.Thread(target=watch, daemon=True)
-watcher.start()
+# The peak resident size of the call, exactly and with nothing running beside it: the kernel's
+# high-water mark, set back to the current size first ("5" in clear_refs, Linux 4.0 and later).
+# (A sampling thread here used to take a fifth of the CPU time it measured, through the GIL.)
+try:
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+    before = status("VmRSS")
+except OSError:
+    before = None
 start, cpu = time.perf_counter(), time.process_time()
 table = module.parse(path)
 elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-done.set()
-watcher.join()
-after = max(peak[0], resident())
-print(elapsed, cpu, max(after - before, 0), len(table))
+after = status("VmHWM") if before is not None else None
+print(elapsed, cpu, "nan" if before is None else max(after - before, 0), len(table))
 """
 
 
@@ -238,13 +240,19 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
+def memory(extra: float, size: int) -> str:
+    if math.isnan(extra):
+        return "peak memory not measured (/proc/self/clear_refs cannot be written here)"
+    return f"peak memory +{extra / 1e6:7.1f} MB = {extra / size:4.2f} x input"
+
+
 def report(tool: str, path: Path, repeat: int) -> None:
     size = path.stat().st_size
     load_before = load_average()
     seconds, cpu, extra, rows = measure(tool, path, repeat)
     print(f"{tool:17} {path.name:30} {size / 1e6:7.1f} MB {rows:8d} samples  {seconds:7.3f} s "
           f"{size / 1e6 / seconds:7.1f} MB/s (CPU {size / 1e6 / cpu:7.1f} MB/s)  "
-          f"peak memory +{extra / 1e6:7.1f} MB = {extra / size:4.2f} x input  "
+          f"{memory(extra, size)}  "
           f"load {load_before:.1f} -> {load_average():.1f}", flush=True)
 
 

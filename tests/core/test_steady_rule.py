@@ -213,7 +213,8 @@ def test_fio_ends_a_steady_point_early_and_flags_an_unsteady_one(root):
     (record, camp), = points(root, "unsteady")
     table = camp.samples()
     assert one(table, "steady_state") == 0.0
-    assert one(table, "steady_state_time") == pytest.approx(4.0, abs=0.1)
+    # its whole runtime, not ended early (fio overruns a little on a busy machine: 4.23 s seen at a load of 4)
+    assert 3.9 <= one(table, "steady_state_time") < 5.0
     assert record["notes"]["steady_state"]["attained"] is False
     assert abs(one(table, "steady_state_criterion")) >= one(table, "steady_state_limit")
 

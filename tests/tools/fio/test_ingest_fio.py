@@ -356,6 +356,34 @@ def test_merged_percentiles_across_two_repetitions():
         assert min(own) <= got <= max(own)
 
 
+def _summed_by_dict(parts):
+    summed: dict[int, int] = {}
+    for values, counts in parts:
+        for v, c in zip(values.tolist(), counts.tolist()):
+            summed[v] = summed.get(v, 0) + c
+    keys = sorted(summed)
+    return keys, [summed[k] for k in keys]
+
+
+@pytest.mark.parametrize("layout", ["fio buckets", "other keys"])
+def test_merge_arrays_sums_bucket_by_bucket(layout):
+    """The sum in fio's bucket space (fio 3.x keys) and the sort for any other keys both equal a plain
+    dictionary sum; a key present with a count of 0 stays."""
+    parts = [fio_bins.bin_arrays(raw(f.name)["jobs"][0]["read"]["clat_ns"]["bins"])
+             for f in (FIXTURES / "rep1.jsonplus.json", FIXTURES / "rep2.jsonplus.json")]
+    assert all(np.isin(v, fio_bins.BUCKET_VALUES).all() for v, _ in parts)   # real keys are fio buckets
+    zero = fio_bins.BUCKET_VALUES[5] if layout == "fio buckets" else 7_777_777_777
+    assert (zero in fio_bins.BUCKET_VALUES) == (layout == "fio buckets")
+    parts.append((np.array([zero, parts[0][0][0]]), np.array([0, 3])))   # a zero count; a repeated key
+    if layout == "other keys":
+        parts = [(v * 10 + 3, c) for v, c in parts]   # no value is a bucket's any more
+        assert not np.isin(parts[0][0], fio_bins.BUCKET_VALUES).any()
+    values, counts = fio_bins.merge_arrays(parts)
+    keys, sums = _summed_by_dict(parts)
+    assert values.tolist() == keys and counts.tolist() == sums
+    assert (zero if layout == "fio buckets" else zero * 10 + 3) in keys
+
+
 def test_histograms_skip_plain_json_and_idle_directions():
     assert fio.histograms(FIXTURES / "perjob.json") == {}
     keys = set(fio.histograms(FIXTURES / "two_groups.jsonplus.json"))

@@ -65,12 +65,26 @@ def _key_values(keys) -> np.ndarray:
         return np.fromiter(map(_KEYS.__getitem__, keys), dtype=np.int64, count=len(keys))
 
 
+#: every bucket's value (ns) in bucket order, strictly increasing: a bin's key -> its bucket by search
+BUCKET_VALUES = plat_idx_to_val(np.arange(PLAT_NR))
+
+
 def merge_arrays(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Sum (values, counts) histograms bucket by bucket, exactly (int64); values sorted."""
+    """Sum (values, counts) histograms bucket by bucket, exactly (int64); values sorted. A value that
+    was in any part stays, even with a sum of 0."""
     if len(parts) == 1:
         return parts[0]
     values = np.concatenate([v for v, _ in parts])
     counts = np.concatenate([c for _, c in parts])
+    # fio 3.x keys: summed in place in fio's 1856 buckets (a quarter of the time of a sort)
+    bucket = np.minimum(np.searchsorted(BUCKET_VALUES, values), PLAT_NR - 1)
+    if (BUCKET_VALUES[bucket] == values).all():
+        summed = np.zeros(PLAT_NR, dtype=np.int64)
+        np.add.at(summed, bucket, counts)
+        present = np.zeros(PLAT_NR, dtype=bool)
+        present[bucket] = True
+        return BUCKET_VALUES[present], summed[present]
+    # any other keys (another histogram layout): the same sum by sorting
     unique, inverse = np.unique(values, return_inverse=True)
     summed = np.zeros(len(unique), dtype=np.int64)
     np.add.at(summed, inverse, counts)
