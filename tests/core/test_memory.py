@@ -11,6 +11,7 @@ import pytest
 # freed, which leaves holes malloc keeps; the resident size before and after ``release``.
 CHILD = r"""
 import re, numpy as np
+from briefkit.core import memory
 def rss():
     return int(re.search(r"^VmRSS:\s+(\d+)", open("/proc/self/status").read(), re.M).group(1)) * 1024
 warm = np.ones(2 << 20, dtype=np.uint8); del warm     # a freed mmap block raises glibc's threshold
