@@ -81,8 +81,7 @@ def _drawn_once(fig) -> tuple[str, str]:
         box.remove()
         if engine is not None:
             fig.set_layout_engine(engine)
-    pad = mpl.rcParams["savefig.pad_inches"]
-    inches = box.inches.padded(pad if isinstance(pad, (int, float)) else 0.1)
+    inches = box.inches.padded(mpl.rcParams["savefig.pad_inches"])   # as savefig pads the tight box
     height = fig.get_size_inches()[1]
     # SVG user units are points, y pointing down from the figure's top
     x, y, width, tall = (v * 72 for v in (inches.x0, height - inches.y1, inches.width, inches.height))
