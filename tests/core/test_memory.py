@@ -25,4 +25,3 @@ before = rss(); memory.release(); print(before - rss())
 def test_release_gives_freed_heap_back():
     freed = int(subprocess.run([sys.executable, "-c", CHILD], check=True, capture_output=True, text=True).stdout)
     assert freed > 50 * (2 << 20) // 2   # most of the 50 freed blocks (100 MB)
-

@@ -15,7 +15,7 @@ from briefkit.briefs.shared import plots  # noqa: E402
 from briefkit.report import svg as figures  # noqa: E402
 
 
-def small_multiples(legend_outside: bool):
+def small_multiples(legend: str):
     """Two panels with labels, a title and a legend, as the briefs draw them (figure.autolayout on)."""
     plots.setup()
     fig, axes = plt.subplots(1, 2, figsize=(6, 2.5))
@@ -25,8 +25,12 @@ def small_multiples(legend_outside: bool):
         ax.set_xlabel("numjobs")
         ax.set_ylabel("MB/s")
         ax.set_title(f"panel {i}")
-    if legend_outside:   # beyond the figure's edge: the tight box grows to hold it
+    # beyond the figure's right or bottom edge: the tight box grows to hold it (below: the frame's
+    # vertical origin is checked too, SVG's y pointing down)
+    if legend == "right":
         fig.legend(loc="upper left", bbox_to_anchor=(0.98, 0.9))
+    elif legend == "below":
+        fig.legend(loc="upper center", bbox_to_anchor=(0.5, -0.05), ncols=2)
     return fig
 
 
@@ -37,21 +41,20 @@ def tight_size(fig) -> tuple[float, float]:
     return float(width), float(height)
 
 
-@pytest.mark.parametrize("legend_outside", [False, True])
-def test_one_draw_frames_the_figure_as_a_tight_savefig_does(legend_outside):
-    fig = small_multiples(legend_outside)
+@pytest.mark.parametrize("legend", ["inside", "right", "below"])
+def test_one_draw_frames_the_figure_as_a_tight_savefig_does(legend):
+    fig = small_multiples(legend)
     engine = fig.get_layout_engine()
     artists = list(fig.artists)
     root = ET.fromstring(figures.svg(fig, "two panels of throughput against numjobs", "f1"))
     x, y, width, height = (float(v) for v in root.get("viewBox").split())
     assert fig.get_layout_engine() is engine and fig.artists == artists   # the figure is left as it was
-    expected = tight_size(small_multiples(legend_outside))
+    expected = tight_size(small_multiples(legend))
     # the same frame within a point (text measured by another renderer for the layout)
     assert width == pytest.approx(expected[0], abs=1.0) and height == pytest.approx(expected[1], abs=1.0)
-    full_width = fig.get_size_inches()[0] * 72
-    if legend_outside:
-        assert x + width > full_width + 10   # the legend beyond the edge is inside the frame
-    else:
-        assert x >= 0 and x + width <= full_width
+    full_width, full_height = fig.get_size_inches() * 72
+    assert (x + width > full_width + 10) == (legend == "right")     # the legend beyond the edge is framed
+    assert (y + height > full_height + 10) == (legend == "below")
+    assert x >= -1 and y >= -1   # nothing drawn left of or above the figure: the frame starts inside it
     assert root.get("role") == "img" and root.get("width") is None
     plt.close("all")
