@@ -143,8 +143,13 @@ def test_log_figures_match_the_database_and_pgbench(cluster, run):
     assert value(table, "txn_lat_mean") == pytest.approx(summary.latency_avg_ms, abs=0.0005)
     assert value(table, "tpm") / 60 == pytest.approx(summary.tps, rel=0.03)
     assert minutes * 60 == pytest.approx(DURATION_S, rel=0.05)
+    # pgbench's per-script counts can miss a transaction that its total and its log both have (seen under
+    # load: scripts summing to 1,097 of a total of 1,098, the log holding 1,098 lines): each script's
+    # logged count may exceed its summary count by that gap, and by nothing more
+    gap = summary.transactions - sum(script.transactions for script in summary.scripts)
+    assert 0 <= gap <= 1
     for number, script in enumerate(summary.scripts):
-        assert value(table, "txn_count", script_names()[number]) == script.transactions
+        assert script.transactions <= value(table, "txn_count", script_names()[number]) <= script.transactions + gap
     assert value(table, "txn_lat_p99.9") >= value(table, "txn_lat_p99") >= value(table, "txn_lat_p50") > 0
 
 
