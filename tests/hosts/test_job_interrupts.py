@@ -77,6 +77,28 @@ def test_start_and_wait_stops_the_job_when_the_interrupt_lands_between_the_two(h
     assert (tmp_path / "j.stopped").read_text().strip() == "TERM"
 
 
+def test_a_term_that_ends_the_wrapper_before_its_trap_is_recorded_as_term(tmp_path):
+    """The window the test above can hit on a loaded machine: the TERM reaches the job's wrapper after it
+    said it started and before it set its trap, so the wrapper itself ends, before the command, with no
+    exit code recorded. Made certain here with a wrapper that never sets a trap. The stop records what
+    ended it (TERM, 143), not a KILL it never sent to a live process."""
+    from briefkit.hosts.job import _STOP
+
+    prefix = tmp_path / "j"
+    wrapper = 'exec 9>"$1.lock"; flock -x 9; echo $$ >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; exec sleep 60'
+    subprocess.run(["sh", "-c", 'setsid sh -c "$1" briefkit-job "$2" </dev/null >/dev/null 2>&1 &', "launch",
+                    wrapper, str(prefix)], check=True)
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "j.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    pgid = int((tmp_path / "j.pid").read_text())
+    stop = subprocess.run(["sh", "-c", _STOP, "briefkit-stop", str(prefix), "5"], capture_output=True, text=True)
+    assert stop.stdout.strip() == "143", stop
+    assert (tmp_path / "j.stopped").read_text().strip() == "TERM"
+    assert (tmp_path / "j.rc").read_text().strip() == str(128 + signal.SIGTERM)
+    assert live(pgid) == []
+
+
 def test_start_and_wait_stops_a_job_whose_start_is_interrupted(host, tmp_path):
     argv = ["sh", "-c", 'kill -TERM "$1"; exec sleep 60', "briefkit-test", str(os.getpid())]
     with sigterm_interrupts(), pytest.raises(KeyboardInterrupt):

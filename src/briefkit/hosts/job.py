@@ -89,16 +89,22 @@ echo "$pid"; pwd -P
 '''
 
 # $1 = workdir/name, $2 = grace seconds. TERM to the process group, KILL after the grace period;
-# records 137 if even the wrapper had to be killed. Prints the exit code.
+# records 137 if even the wrapper had to be killed. A TERM that lands before the wrapper has set its trap
+# (just after it said it started) ends the wrapper itself, before the command runs: the lock is free at
+# once and no code recorded, so 143 (TERM) is recorded, not a KILL that was never needed (a wrapper gone
+# before the TERM was sent is a lost job, as before). Prints the exit code.
 # After the wrapper has ended, what is left of the job's process group (a child the job forked, such as
 # a fio server's worker, that outlived it) is killed too, and the stop returns once the group is gone
 # (at most 5 s more): a stopped job leaves no process behind.
 _STOP = r'''
 if [ -e "$1.rc" ]; then cat "$1.rc"; exit 0; fi
 p=$(cat "$1.pid") || exit 4
+running=; kill -0 "$p" 2>/dev/null && running=1
 echo TERM >"$1.stopped"
 kill -s TERM -- "-$p" 2>/dev/null
-flock -s -w "$2" "$1.lock" true
+if flock -s -w "$2" "$1.lock" true && [ -n "$running" ] && [ ! -e "$1.rc" ]; then
+  echo 143 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"
+fi
 if [ ! -e "$1.rc" ]; then
   echo KILL >"$1.stopped"
   kill -s KILL -- "-$p" 2>/dev/null
