@@ -347,3 +347,9 @@ def test_with_columns_replaces_in_place_and_adds_after_like_assignment():
     pd.testing.assert_frame_equal(table, before)     # the input is left as it was
     with pytest.raises(ValueError, match="columns named twice"):
         samples.with_columns(pd.DataFrame([[1, 2]], columns=["a", "a"]), {"b": 1})
+    # with an order: the same as selecting those columns afterwards, dtypes and duplicated index included
+    order = ["p_bs_bytes", "metric", "rep", "value"]
+    pd.testing.assert_frame_equal(samples.with_columns(table, {"rep": 3, "p_bs_bytes": pd.array([4096, 4096], dtype="Int64")},
+                                                       order=order), assigned[order])
+    with pytest.raises(KeyError, match="no column .'power'"):
+        samples.with_columns(table, {"rep": 3}, order=["metric", "power"])

@@ -144,3 +144,26 @@ def test_folders_lists_campaigns_with_a_record_only(tmp_path):
     (tmp_path / "b" / "scratch").mkdir()
     assert [p.name for p in raw_campaign.folders(tmp_path / "b")] == ["local"]
     assert raw_campaign.folders(tmp_path / "missing") == []
+
+
+def test_a_points_series_takes_its_keys_from_the_tools_samples_not_the_power_rows():
+    """series.parquet joins samples.parquet on workload, load_kind and load: they come from the point's
+    first sample of its tool. A power row (here put first, with other values) is not the tool's."""
+    import pandas as pd
+
+    from briefkit.raw import points
+
+    camp = raw_campaign.read(FIO)
+    point, entry = camp.measured_points()[0]
+    samples = points.point_samples(camp.raw_dir, camp.brief, camp.name, camp.workload, camp.settings, point, entry)
+    power = samples.iloc[:1].assign(tool="power", workload=None, load_kind="watts", load=-1)
+    series_of = lambda table: points.point_series(camp.raw_dir, camp.brief, camp.name, camp.workload,  # noqa: E731
+                                                  camp.settings, point, entry, table)
+    plain, with_power = series_of(samples), series_of(pd.concat([power, samples], ignore_index=True))
+    assert len(plain) >= 10 and plain["workload"].notna().all()
+    first = samples.iloc[0]
+    assert set(plain["load_kind"]) == {first["load_kind"]} and set(plain["load"]) == {first["load"]}
+    pd.testing.assert_frame_equal(with_power, plain)
+    only_power = series_of(power)   # no sample of the tool: the workload's load axis and the point's value
+    assert set(only_power["load_kind"]) == {camp.workload.load_axis}
+    assert set(only_power["load"]) == {point.values.get(camp.workload.load_axis)}

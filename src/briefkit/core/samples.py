@@ -111,14 +111,20 @@ def parameter_arrays(rows: int, values: Mapping[str, Any], dtypes: Mapping[str, 
     return added
 
 
-def with_columns(table: pd.DataFrame, columns: Mapping[str, Any]) -> pd.DataFrame:
+def with_columns(table: pd.DataFrame, columns: Mapping[str, Any], order: list[str] | None = None) -> pd.DataFrame:
     """A new table: ``table``'s columns, those named in ``columns`` replaced in place, the others added
-    after them in order (a scalar fills every row, as ``table[name] = value`` would). One DataFrame made
-    at once: column by column assignment cost more than the rest of a point's samples."""
+    after them in order (a scalar fills every row, as ``table[name] = value`` would); with ``order``,
+    only the columns it names, in its order (as ``[order]`` afterwards, without a second copy). One
+    DataFrame made at once: column by column assignment cost more than the rest of a point's samples."""
     if table.columns.has_duplicates:
         raise ValueError(f"columns named twice: {sorted(set(table.columns[table.columns.duplicated()]))}")
     merged: dict[str, Any] = {name: table[name].array for name in table.columns}   # by position, not index
     merged.update(columns)
+    if order is not None:
+        missing = [name for name in order if name not in merged]
+        if missing:
+            raise KeyError(f"no column {missing} in the table or the added columns")
+        merged = {name: merged[name] for name in order}
     return pd.DataFrame(merged, index=table.index)
 
 

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from briefkit import power, tools
@@ -113,17 +114,19 @@ def point_series(raw_dir: Path, brief: str, campaign: str, workload: Workload, s
                                    columns=[*tidy_series.COLUMNS, "workload"] if "workload" in table else tidy_series.COLUMNS)
     if not len(table):
         return tidy_series.empty_table()
-    own = point_samples_table[point_samples_table["tool"] != "power"] if "tool" in point_samples_table else point_samples_table
-    labels = own["workload"].dropna()
-    label = "all" if "all" in set(labels) else (labels.iloc[0] if len(labels) else None)
-    first = own.iloc[0] if len(own) else None
+    # the point's own samples (not its power rows): three columns read, the table itself is not filtered
+    own = (point_samples_table["tool"].to_numpy(dtype=object) != "power") if "tool" in point_samples_table \
+        else np.ones(len(point_samples_table), dtype=bool)
+    labels = [w for w in point_samples_table["workload"].to_numpy(dtype=object)[own] if not pd.isna(w)]
+    label = "all" if "all" in labels else (labels[0] if labels else None)
+    first = int(np.argmax(own)) if own.any() else None
     keys = {"workload": table["workload"].fillna(label) if "workload" in table else label,
             "brief": brief, "campaign": campaign, "config": point.config, "rep": point.rep,
-            "load_kind": first["load_kind"] if first is not None else workload.load_axis,
-            "load": first["load"] if first is not None else point.values.get(workload.load_axis),
+            "load_kind": point_samples_table["load_kind"].iat[first] if first is not None else workload.load_axis,
+            "load": point_samples_table["load"].iat[first] if first is not None else point.values.get(workload.load_axis),
             "host": record["host"]}
     params = parameters(len(table), workload, settings, point)
-    return tidy.with_columns(table, {**keys, **params})[[*tidy_series.TABLE_COLUMNS, *params]]
+    return tidy.with_columns(table, {**keys, **params}, order=[*tidy_series.TABLE_COLUMNS, *params])
 
 
 def power_series(path: Path, start_epoch: float) -> pd.DataFrame:
