@@ -115,7 +115,7 @@ def point_series(raw_dir: Path, brief: str, campaign: str, workload: Workload, s
     if not len(table):
         return tidy_series.empty_table()
     # the point's own samples (not its power rows): three columns read, the table itself is not filtered
-    own = (point_samples_table["tool"].to_numpy(dtype=object) != "power") if "tool" in point_samples_table \
+    own = point_samples_table["tool"].ne("power").to_numpy(dtype=bool, na_value=True) if "tool" in point_samples_table \
         else np.ones(len(point_samples_table), dtype=bool)
     labels = [w for w in point_samples_table["workload"].to_numpy(dtype=object)[own] if not pd.isna(w)]
     label = "all" if "all" in labels else (labels[0] if labels else None)
