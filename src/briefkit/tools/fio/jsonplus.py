@@ -1025,6 +1025,13 @@ def describe(path, *, per_job: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def runtime_ms(path) -> int | None:
+    """The longest measured runtime (ms) of a file's reporting units and directions: the time fio
+    divides the bytes by, on the clock its logs use (after the ramp). None when no unit did I/O."""
+    found = [direction.runtime_ms for unit in _units(path) for direction in unit.directions.values()]
+    return max(found) if found and max(found) > 0 else None
+
+
 # ------------------------------------------------------------------ histograms and merging
 
 

@@ -15,12 +15,19 @@ completion-latency counts of fio's 1856 buckets for the I/Os completed in that w
 difference of its cumulative histogram). Bucket ``i`` stands for ``plat_idx_to_val(i)`` ns, fio's
 bucket midpoint, the same values the json+ bins are keyed by.
 
-Jobs are put together window by window: a window is ``round(time / interval)``, and only windows
-every job logged are kept (the last one of a job is often missing), and the line fio adds at exit
-for the partial window in which it stopped is left out. Bandwidth and IOPS are summed
-over jobs; mean latencies are weighted by the job's I/O count in the window (from the IOPS log of the
-same window where there is one, else equally); histogram bins are summed, and the window's
-percentiles read from them as fio reads json+ bins (briefkit.tools.fio.bins.percentiles_from_bins).
+Jobs are put together window by window: a window is ``round(time / interval)``. The windows kept are
+those from the latest first window of the jobs to the earliest last one (a job's last window is often
+missing), and the line fio adds at exit for the partial window in which it stopped is left out.
+Given fio's measured runtime (``runtime_ms``), the span runs on to its last whole window: a run whose
+I/O stopped before its end (every job stalled) has logged nothing for those windows.
+Inside that span, a job with no line for a direction in a window completed no I/O of it: fio writes
+no line for an interval without I/O. Bandwidth and IOPS are summed over jobs, such a job counting 0,
+and a window in which no job completed any I/O of a direction the logs hold is a 0 of it: a stall is
+shown, not skipped, so the series' mean stays fio's bytes over runtime. Mean latencies are weighted by
+the job's I/O count in the window (from the IOPS log of the same window where there is one, else
+equally) over the jobs that logged the window; a window without any has no latency (a gap).
+Histogram bins are summed over the jobs that logged the window, and the window's percentiles read
+from them as fio reads json+ bins (briefkit.tools.fio.bins.percentiles_from_bins).
 
 Versions checked: fio 3.33 (the fio the tests run; the logs of tests/fixtures come from it).
 """
@@ -197,21 +204,25 @@ def _group(keys: np.ndarray, values: np.ndarray, how: str) -> tuple[np.ndarray, 
 
 
 def _combined(parts: list[tuple[np.ndarray, np.ndarray]], summed: bool,
-              weights: list[tuple[np.ndarray, np.ndarray]] | None) -> tuple[np.ndarray, np.ndarray]:
-    """Jobs' (key, value) put together: each job's mean per key, kept where every job has the window;
-    then summed over jobs, or their mean weighted by ``weights`` (each job's I/O count per key; a key
-    without one weighs 0, and a key whose weights are all 0 takes the plain mean)."""
+              weights: list[tuple[np.ndarray, np.ndarray]] | None,
+              end: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Jobs' (key, value) put together over the windows every job's span covers (``_span``, on to
+    window ``end`` when given and later): each
+    job's mean per key, then summed over jobs with every window of the span given for each direction
+    the jobs logged (0 where none did), or their mean weighted by ``weights`` (each job's I/O count per
+    key; a key without one weighs 0, and a key whose weights are all 0 takes the plain mean)."""
     per_job = [_group(keys, values, "mean") for keys, values in parts]
-    common = per_job[0][0] // _KEY
-    for keys, _ in per_job[1:]:
-        common = np.intersect1d(common, keys // _KEY)
+    first, last = _span([keys // _KEY for keys, _ in per_job])
+    last = max(last, end) if end is not None else last
     keys = np.concatenate([k for k, _ in per_job])
     values = np.concatenate([v for _, v in per_job])
     weight = np.concatenate([_lookup(k, weights[job]) for job, (k, _) in enumerate(per_job)]) if weights else None
-    kept = np.isin(keys // _KEY, common)
+    kept = (keys // _KEY >= first) & (keys // _KEY <= last)
     keys, values = keys[kept], values[kept]
     if summed:
-        return _group(keys, values, "sum")
+        # fio logs nothing for an interval without I/O: the windows no job logged are zeros
+        every = (np.arange(first, last + 1)[:, None] * _KEY + np.unique(keys % _KEY)).ravel()
+        return every, _lookup(every, _group(keys, values, "sum"))
     distinct, mean = _group(keys, values, "mean")
     if weight is None:
         return distinct, mean
@@ -219,6 +230,12 @@ def _combined(parts: list[tuple[np.ndarray, np.ndarray]], summed: bool,
     _, weighted = _group(keys, values * weight[kept], "sum")
     with np.errstate(invalid="ignore", divide="ignore"):
         return distinct, np.where(total > 0, weighted / total, mean)
+
+
+def _span(windows: list[np.ndarray]) -> tuple[int, int]:
+    """The windows every job ran through: from the latest first window of the jobs to the earliest
+    last one (``first > last`` when the jobs did not run together)."""
+    return max(int(w.min()) for w in windows), min(int(w.max()) for w in windows)
 
 
 def _lookup(keys: np.ndarray, table: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -230,10 +247,12 @@ def _lookup(keys: np.ndarray, table: tuple[np.ndarray, np.ndarray]) -> np.ndarra
 
 
 def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0.0, log_avg_msec: float | None = None,
-           log_hist_msec: float | None = None, max_values: bool = False) -> pd.DataFrame:
+           log_hist_msec: float | None = None, max_values: bool = False,
+           runtime_ms: float | None = None) -> pd.DataFrame:
     """Series rows (``t_s, metric, value, unit``) of the fio logs in ``folder`` (see the module
     docstring). ``offset_s`` is added to fio's times (the ramp: fio's clock starts after it);
-    ``log_avg_msec`` / ``log_hist_msec`` are the windows, inferred from the lines when not given.
+    ``log_avg_msec`` / ``log_hist_msec`` are the windows, inferred from the lines when not given;
+    ``runtime_ms`` is fio's measured runtime (``jsonplus.runtime_ms``), which ends the span.
     Metrics: ``{read,write,trim}_bw`` and ``_iops`` (summed over jobs) and ``total_bw``/``total_iops``
     (over directions), ``{dir}_lat_mean`` and ``{dir}_clat_mean`` (``_max`` with ``max_values``, when
     fio logged each window's maximum: then no bandwidth or IOPS rows), and per histogram window
@@ -252,7 +271,7 @@ def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0
             if not parts or (summed and max_values):
                 continue
             weights = iops_weights if not summed and iops_weights and len(iops_weights) == len(parts) else None
-            keys, values = _combined(parts, summed, weights)
+            keys, values = _combined(parts, summed, weights, end=int(runtime_ms // step) if runtime_ms else None)
             window, direction = keys // _KEY, keys % _KEY
             statistic = "" if summed else ("_max" if max_values else "_mean")
             for each in np.unique(direction):
@@ -275,16 +294,16 @@ def _hist_series(out: tidy_series.Builder, hist: list[tuple[pd.DataFrame, np.nda
         return
     values = plat_idx_to_val(np.arange(PLAT_NR))
     merged: dict[tuple[int, int], np.ndarray] = {}
-    seen: dict[int, set[int]] = {}
-    for job, (head, bins) in enumerate(hist):
-        windows = np.rint(head["time_ms"].to_numpy() / step).astype(np.int64)
+    jobs_windows = [np.rint(head["time_ms"].to_numpy() / step).astype(np.int64) for head, _ in hist]
+    # a job without a line ran through no window
+    first, last = _span(jobs_windows) if all(len(w) for w in jobs_windows) else (0, -1)
+    for (head, bins), windows in zip(hist, jobs_windows):
         for row, (window, direction) in enumerate(zip(windows, head["direction"].to_numpy())):
             key = (int(window), int(direction))
             merged[key] = merged.get(key, 0) + bins[row]
-            seen.setdefault(int(window), set()).add(job)
     t_s, names, found_ns = [], [], []
     for (window, direction), counts in sorted(merged.items()):
-        if len(seen[window]) != len(hist) or not counts.sum():
+        if not first <= window <= last or not counts.sum():
             continue
         nonzero = counts.nonzero()[0]
         found = percentiles_from_bins(dict(zip(values[nonzero].tolist(), counts[nonzero].tolist())), HIST_PERCENTILES)

@@ -307,10 +307,13 @@ class FioWorkload(Workload):
 
     def series(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
         """fio's bandwidth, IOPS, latency and histogram logs of the point (briefkit.tools.fio.logs);
-        fio's clock starts after the ramp, so the ramp is added. Points measured before fio wrote
-        logs have none: an empty table."""
+        fio's clock starts after the ramp, so the ramp is added, and fio's measured runtime ends the
+        series (a stall at the end shows as zeros). Points measured before fio wrote logs have none:
+        an empty table."""
         options = settings.get("options") or {}
+        output = Path(point_dir) / OUTPUT_FILE
         return fio_logs.series(point_dir, prefix=LOG_PREFIX, offset_s=self.ramp_seconds(point, settings),
+                               runtime_ms=fio_output.runtime_ms(output) if output.exists() else None,
                                log_avg_msec=float(options.get("log_avg_msec") or LOG_AVG_MSEC),
                                log_hist_msec=float(options["log_hist_msec"]) if options.get("log_hist_msec") else None,
                                max_values=bool(options.get("log_max_value")))
