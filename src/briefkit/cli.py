@@ -221,13 +221,23 @@ def _import(args) -> int:
 
 def _ingest_series(module, args) -> int:
     """``briefkit ingest TOOL --series FILE...``: readings over time (t_s, metric, value, unit, source) as CSV."""
+    import inspect
+
     from briefkit.core import series
     from briefkit.core.errors import BriefkitError
 
+    options = {}
+    if args.interval_s is not None:
+        if "interval_s" not in inspect.signature(module.series).parameters:
+            raise SystemExit(f"briefkit: error: --interval-s does not apply to {args.tool} series "
+                             "(its readings carry their times)")
+        if not args.interval_s > 0:
+            raise SystemExit(f"briefkit: error: --interval-s must be a positive number of seconds, not {args.interval_s}")
+        options["interval_s"] = args.interval_s
     tables, empty = [], []
     for path in args.files:
         try:
-            table = module.series(Path(path), **({"interval_s": args.interval_s} if args.interval_s else {}))
+            table = module.series(Path(path), **options)
         except BriefkitError as exc:
             print(f"briefkit: error: {exc}", file=sys.stderr)
             empty.append(path)
@@ -644,8 +654,9 @@ def parser() -> argparse.ArgumentParser:
                                  "logs (a folder or one of its logs), db_bench --report_file CSV, pgbench "
                                  "--progress output or --aggregate-interval log, HammerDB counter log")
     ingest_cmd.add_argument("--interval-s", type=float, metavar="S",
-                            help="with --series: the interval of readings that carry no time (HammerDB counter "
-                                 "log without time stamps; pgbench aggregate log of one line)")
+                            help="with --series: the interval of the readings: fio's log_avg_msec in seconds "
+                                 "(inferred from the logs when not given), a HammerDB counter log without time "
+                                 "stamps, a pgbench aggregate log of one line")
     imports = _command(sub, "import", _import)
     imports.add_argument("brief", help="the brief's slug (briefkit list)")
     imports.add_argument("campaign", help="a new campaign name (lower-case letters, digits, '.', '_', '-')")

@@ -161,6 +161,10 @@ def test_a_real_fio_run_that_stalls_keeps_its_idle_windows(tmp_path):
                     f"--output={tmp_path / 'fio.json'}"], check=True, capture_output=True, timeout=60)
     runtime_ms = fio_parse.runtime_ms(tmp_path / "fio.json")
     found = fio_logs.series(tmp_path, log_avg_msec=100, runtime_ms=runtime_ms)
+    # the interval read from the lines, most of whose steps span several windows, is the one fio used (to
+    # within fio's own lateness, which grows by a few ms over the run)
+    logged = [fio_logs.read_log(path) for path in sorted(tmp_path.glob("fio_bw.*.log"))]
+    assert fio_logs.interval_ms(logged) == pytest.approx(100, rel=0.02)
     samples = fio_parse.parse(tmp_path / "fio.json")
     by_metric = dict(zip(samples["metric"], samples["value"]))
     for direction in ("read", "write"):
@@ -364,6 +368,34 @@ def test_ingest_series_writes_readings_as_csv(capsys, tmp_path):
     bad = _corrupt(FIO_LOGS / "fio_bw.1.log", tmp_path / "fio_bw.1.log", 2, "x")
     assert cli.main(["ingest", "fio", "--series", str(bad)]) == 1
     assert f"{bad}:2:" in capsys.readouterr().err
+
+
+def test_ingest_series_takes_fios_interval_and_refuses_it_where_readings_carry_their_times(capsys):
+    from briefkit import cli
+    assert cli.main(["ingest", "fio", "--series", str(FIO_LOGS), "--interval-s", "0.2"]) == 0
+    given = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    # the fixture's logs are 200 ms windows (its regenerate.sh): the same as the inferred interval
+    assert np.allclose(given["value"], fio_logs.series(FIO_LOGS)["value"])
+    assert cli.main(["ingest", "fio", "--series", str(FIO_LOGS), "--interval-s", "0.4"]) == 0
+    coarser = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert coarser["t_s"].nunique() < given["t_s"].nunique()
+    with pytest.raises(SystemExit, match="--interval-s does not apply to dbbench series"):
+        cli.main(["ingest", "dbbench", "--series", str(FIXTURES / "dbbench"), "--interval-s", "1"])
+    with pytest.raises(SystemExit, match="--interval-s must be a positive number"):
+        cli.main(["ingest", "fio", "--series", str(FIO_LOGS), "--interval-s", "0"])
+
+
+def test_a_log_of_every_io_is_refused_naming_the_file(tmp_path):
+    """fio without log_avg_msec writes a line per I/O (its own rate and latency): read as windows, their
+    sums and means are wrong, so they are refused with what to do instead."""
+    assert shutil.which("fio"), "fio is not installed"
+    subprocess.run(["fio", "--name=every", f"--filename={tmp_path / 'data'}", "--size=4MiB", "--rw=randread",
+                    "--bs=4k", "--ioengine=psync", "--time_based", "--runtime=1", "--rate_iops=2000",
+                    f"--write_bw_log={tmp_path / 'fio'}", f"--write_lat_log={tmp_path / 'fio'}",
+                    "--output-format=json", f"--output={tmp_path / 'fio.json'}"],
+                   check=True, capture_output=True, timeout=60)
+    with pytest.raises(ParseError, match=r"fio_bw\.1\.log: two read lines at \d+ ms: a log of every I/O"):
+        fio_logs.series(tmp_path)
 
 
 def test_figures_wait_for_their_block():

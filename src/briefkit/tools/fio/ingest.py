@@ -18,11 +18,14 @@ if TYPE_CHECKING:
 __all__ = ["parse", "samples_by_column", "series"]
 
 
-def series(path, **options) -> pd.DataFrame:
+def series(path, interval_s: float | None = None, **options) -> pd.DataFrame:
     """Series rows of fio's per-interval logs: ``path`` is a folder, or one log of it whose prefix
-    chooses the logs read together (every job's and kind's)."""
+    chooses the logs read together (every job's and kind's). ``interval_s``: fio's ``log_avg_msec`` in
+    seconds (``--interval-s``; inferred from the lines when not given)."""
     from briefkit.tools.fio import logs  # pandas: only for --series
 
+    if interval_s is not None:
+        options["log_avg_msec"] = interval_s * 1000.0
     path = Path(path)
     if path.is_dir():
         return logs.series(path, **options)

@@ -16,14 +16,17 @@ difference of its cumulative histogram). Bucket ``i`` stands for ``plat_idx_to_v
 bucket midpoint, the same values the json+ bins are keyed by.
 
 Jobs are put together window by window: a window is ``round(time / interval)``. The windows kept are
-those from the latest first window of the jobs to the earliest last one (a job's last window is often
-missing), and the line fio adds at exit for the partial window in which it stopped is left out.
+those from the latest first window of the jobs to the earliest last one (a job that ended first has
+no line for the windows after its end), and the line fio adds at exit for the partial window in
+which it stopped is left out.
 Given fio's measured runtime (``runtime_ms``), the span runs on to its last whole window: a run whose
 I/O stopped before its end (every job stalled) has logged nothing for those windows.
 Inside that span, a job with no line for a direction in a window completed no I/O of it: fio writes
 no line for an interval without I/O. Bandwidth and IOPS are summed over jobs, such a job counting 0,
 and a window in which no job completed any I/O of a direction the logs hold is a 0 of it: a stall is
-shown, not skipped, so the series' mean stays fio's bytes over runtime. Mean latencies are weighted by
+shown, not skipped, so the series' mean stays fio's bytes over runtime. (fio's own sampling thread,
+held up for more than half a window on a loaded machine, also leaves a window without a line: it is
+shown as 0 too, and the next line's rate covers both windows.) Mean latencies are weighted by
 the job's I/O count in the window (from the IOPS log of the same window where there is one, else
 equally) over the jobs that logged the window; a window without any has no latency (a gap).
 Histogram bins are summed over the jobs that logged the window, and the window's percentiles read
@@ -162,8 +165,12 @@ _TIME, _VALUE, _DIRECTION = (LOG_COLUMNS.index(name) for name in ("time_ms", "va
 
 
 def interval_ms(tables: Sequence[pd.DataFrame | np.ndarray]) -> float | None:
-    """The logging interval: the median step between one job's lines of one direction (each table a
-    log as ``read_log`` gives it, or as its array of ``_log_rows``)."""
+    """The logging interval, in whole ms as fio's options give it, from the steps between one job's
+    lines of one direction (each table a log as ``read_log`` gives it, or as its array of
+    ``_log_rows``). A window without I/O leaves no line, so a step may span several windows: the lower
+    quartile of the steps is a first guess, each step is divided by the number of guesses it spans,
+    and the median of those is rounded to a ms (an interval off by a fraction of a ms would move the
+    windows of a long run). A direction's last step, to fio's flush at exit, is left out."""
     steps = []
     for table in tables:
         if isinstance(table, np.ndarray):
@@ -171,10 +178,15 @@ def interval_ms(tables: Sequence[pd.DataFrame | np.ndarray]) -> float | None:
         else:
             time_ms, direction = table["time_ms"].to_numpy(), table["direction"].to_numpy()
         for each in np.unique(direction):
-            steps.append(np.diff(time_ms[direction == each]))
+            between = np.diff(time_ms[direction == each])
+            steps.append(between[:-1] if len(between) > 1 else between)
     steps = np.concatenate(steps) if steps else np.array([])
-    steps = steps[steps > 0]
-    return float(np.median(steps)) if len(steps) else None
+    steps = steps[steps > 0].astype(float)
+    if not len(steps):
+        return None
+    guess = float(np.quantile(steps, 0.25, method="lower"))
+    spans = np.maximum(np.rint(steps / guess), 1.0)
+    return float(max(1.0, np.rint(np.median(steps / spans))))
 
 
 #: a (window, direction) pair as one sortable integer: window * _KEY + direction
@@ -246,6 +258,20 @@ def _lookup(keys: np.ndarray, table: tuple[np.ndarray, np.ndarray]) -> np.ndarra
     return np.where(found, values[at] if len(known) else 0.0, 0.0)
 
 
+def _check_windowed(path: Path, rows: np.ndarray) -> None:
+    """A log of every I/O (fio without ``log_avg_msec``: a line per I/O, its own rate or latency) is
+    refused: its lines are not windows, and summing or averaging them as windows gives wrong figures.
+    It shows as two lines of one direction at the same millisecond (a windowed log writes one a window;
+    a direction's last line may be fio's flush at exit, so it is not counted)."""
+    for each in np.unique(rows[:, _DIRECTION]):
+        times = rows[rows[:, _DIRECTION] == each, _TIME][:-1]
+        repeated = np.flatnonzero(np.diff(times) == 0)
+        if len(repeated):
+            raise ParseError(path, f"two {DIRECTIONS[int(each)]} lines at {int(times[repeated[0]])} ms: a log of "
+                             "every I/O (fio ran without log_avg_msec), not of windows; briefkit reads windowed "
+                             "logs: run fio with log_avg_msec=<ms> (the workloads' default is 1000)")
+
+
 def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0.0, log_avg_msec: float | None = None,
            log_hist_msec: float | None = None, max_values: bool = False,
            runtime_ms: float | None = None) -> pd.DataFrame:
@@ -261,7 +287,13 @@ def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0
     files = log_files(folder, prefix)
     tables: dict[str, list[np.ndarray]] = {kind: [_log_rows(path) for _, path in files.get(kind, [])]
                                            for kind in KINDS}
-    step = log_avg_msec or interval_ms([t for kind in KINDS for t in tables[kind]])
+    for kind in KINDS:
+        for (_, path), rows in zip(files.get(kind, []), tables[kind]):
+            _check_windowed(path, rows)
+    # fio's sampling thread writes the bandwidth and IOPS lines on the window's edge; latency lines are
+    # written by the I/O that completes after it, late in a run with pauses: the interval from the former
+    timed = [t for kind in ("bw", "iops") for t in tables[kind] if len(t)] or [t for kind in KINDS for t in tables[kind]]
+    step = log_avg_msec or interval_ms(timed)
     out = tidy_series.Builder()
     if step:
         windowed = {kind: [_windowed(t, step) for t in tables[kind] if len(t)] for kind in KINDS}
