@@ -148,6 +148,30 @@ def test_a_window_a_job_did_not_log_counts_as_no_io_not_as_a_window_less(tmp_pat
     assert (to_the_end["metric"] == "read_clat_mean").sum() == len(latency) + 1
 
 
+def test_a_histogram_window_a_job_did_not_log_takes_the_other_jobs_bins(tmp_path):
+    """Histogram logs put together as the others: a window one job has no line for (it completed no I/O)
+    is read from the bins of the jobs that logged it, not dropped; windows past a job's end are."""
+    def write(path, lines):
+        rows = []
+        for t, bucket in lines:
+            bins = np.zeros(fio_bins.PLAT_NR, dtype=np.int64)
+            bins[bucket] = 10
+            rows.append(f"{t}, 0, 4096, " + ", ".join(map(str, bins)) + "\n")
+        path.write_text("".join(rows))
+
+    write(tmp_path / "fio_clat_hist.1.log", [(500, 600), (1000, 600), (1500, 600), (2000, 600)])
+    write(tmp_path / "fio_clat_hist.2.log", [(500, 900), (1500, 900)])    # no I/O in window 2; ended after 3
+    found = fio_logs.series(tmp_path, log_hist_msec=500)
+    median = found[found["metric"] == "read_clat_p50"].set_index("t_s")["value"]
+    assert median.index.tolist() == pytest.approx([0.5, 1.0, 1.5])
+    assert set(found["unit"]) == {"us"}
+    bucket = fio_bins.plat_idx_to_val(np.array([600, 900])) / 1000.0      # ns -> us
+    # windows 1 and 3: 10 I/Os in each job's bucket, the median in the lower; window 2: job 1's alone
+    assert median.tolist() == pytest.approx([bucket[0], bucket[0], bucket[0]])
+    high = found[found["metric"] == "read_clat_p99"].set_index("t_s")["value"]
+    assert high.tolist() == pytest.approx([bucket[1], bucket[0], bucket[1]])
+
+
 def test_a_real_fio_run_that_stalls_keeps_its_idle_windows(tmp_path):
     """A real fio run that idles 300 ms after each burst (``thinktime``): fio logs nothing for the idle
     windows, and the series shows them as zeros, so the series holds every window of its span and
