@@ -50,7 +50,9 @@ def fieller_by_roots(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> 
     t = t_quantile(a, b, confidence)
 
     def excess(r):
-        return abs(a.mean() - r * b.mean()) / np.sqrt(va + r * r * vb) - t
+        # a numerator without spread (va = 0) makes the pivot +inf at r = 0: past t, as it is
+        with np.errstate(divide="ignore"):
+            return abs(a.mean() - r * b.mean()) / np.sqrt(va + r * r * vb) - t
     step = max(abs(r_hat), 1e-9)
     low_end, high_end = r_hat - step, r_hat + step
     while excess(low_end) < 0:
