@@ -98,8 +98,8 @@ NB_REF ?= $(CURDIR)/.nbval-reference
 define reference_data
 	rm -rf $(NB_REF) && mkdir -p $(NB_REF)
 	git archive HEAD data notebooks params.yaml | tar -x -C $(NB_REF)
-	for b in $$(BRIEFKIT_ROOT=$(NB_REF) briefkit list | cut -f1); do \
-	  BRIEFKIT_ROOT=$(NB_REF) briefkit dataset --quiet $$b || exit 1; done
+	# one process per brief, as many at once as there are cores (each build is single-threaded)
+	BRIEFKIT_ROOT=$(NB_REF) briefkit list | cut -f1 | BRIEFKIT_ROOT=$(NB_REF) xargs -P $$(nproc) -n 1 briefkit dataset --quiet
 endef
 
 # The notebooks nbval checks, named one by one (never a glob): a scratch notebook an analyst saves in
