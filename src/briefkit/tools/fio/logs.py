@@ -218,11 +218,11 @@ def _group(keys: np.ndarray, values: np.ndarray, how: str) -> tuple[np.ndarray, 
 def _combined(parts: list[tuple[np.ndarray, np.ndarray]], summed: bool,
               weights: list[tuple[np.ndarray, np.ndarray]] | None,
               end: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Jobs' (key, value) put together over the windows every job's span covers (``_span``, on to
-    window ``end`` when given and later): each
-    job's mean per key, then summed over jobs with every window of the span given for each direction
-    the jobs logged (0 where none did), or their mean weighted by ``weights`` (each job's I/O count per
-    key; a key without one weighs 0, and a key whose weights are all 0 takes the plain mean)."""
+    """Jobs' (key, value) put together over the windows every job's span covers (``_span``; on to
+    window ``end`` when that is later): each job's mean per key, then summed over jobs with every
+    window of the span given for each direction the jobs logged (0 where none did), or their mean
+    weighted by ``weights`` (each job's I/O count per key; a key without one weighs 0, and a key whose
+    weights are all 0 takes the plain mean)."""
     per_job = [_group(keys, values, "mean") for keys, values in parts]
     first, last = _span([keys // _KEY for keys, _ in per_job])
     last = max(last, end) if end is not None else last
