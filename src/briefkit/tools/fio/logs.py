@@ -18,17 +18,19 @@ bucket midpoint, the same values the json+ bins are keyed by.
 Jobs are put together window by window: a window is ``round(time / interval)``. The windows kept are
 those from the latest first window of the jobs to the earliest last one (a job that ended first has
 no line for the windows after its end), and the line fio adds at exit for the partial window in
-which it stopped is left out.
-Given fio's measured runtime (``runtime_ms``), the span runs on to its last whole window: a run whose
-I/O stopped before its end (every job stalled) has logged nothing for those windows.
-Inside that span, a job with no line for a direction in a window completed no I/O of it: fio writes
-no line for an interval without I/O. Bandwidth and IOPS are summed over jobs, such a job counting 0,
-and a window in which no job completed any I/O of a direction the logs hold is a 0 of it: a stall is
-shown, not skipped, so the series' mean stays fio's bytes over runtime. (fio's own sampling thread,
-held up for more than half a window on a loaded machine, also leaves a window without a line: it is
-shown as 0 too, and the next line's rate covers both windows.) Mean latencies are weighted by
-the job's I/O count in the window (from the IOPS log of the same window where there is one, else
-equally) over the jobs that logged the window; a window without any has no latency (a gap).
+which it stopped is left out. fio's sampling thread writes a job's bandwidth and IOPS lines every
+interval, on a grid, and writes no line for an interval in which the job completed no I/O. So a
+window without a line between two lines whose distance is a whole number of intervals (within a
+tenth of one) is a window without I/O: bandwidth and IOPS are summed over jobs with such a job
+counting 0, and a window in which no job completed any I/O of a direction the logs hold is a 0 of it.
+A stall is shown, not skipped, and the series' mean stays fio's bytes over runtime. Between lines off
+that grid, the sampling thread was late (a loaded machine), and the next line's rate covers the whole
+time since its last sample: those windows are left out, for every job. Given fio's measured runtime
+(``runtime_ms``), the span runs on to its last whole window when at least two windows passed after the
+last line (every job stalled to the end; the thread samples once a window, so a single window without
+a line at the end is its last sample not taken). Mean latencies are weighted by the job's I/O count in
+the window (from the IOPS log of the same window where there is one, else equally) over the jobs that
+logged the window; a window without any has no latency (a gap).
 Histogram bins are summed over the jobs that logged the window, and the window's percentiles read
 from them as fio reads json+ bins (briefkit.tools.fio.bins.percentiles_from_bins).
 
@@ -56,8 +58,10 @@ KINDS = {"bw": ("bw", "KiB/s", True), "iops": ("iops", "IO/s", True), "lat": ("l
 HIST_PERCENTILES = (50.0, 99.0, 99.9)
 LOG_COLUMNS = ["time_ms", "value", "direction", "bs", "offset", "prio"]
 
-#: 4 to 6 comma-separated integers, blanks around each allowed
-_LINE = re.compile(r"\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*(?:,\s*(-?\d+)\s*)?(?:,\s*(-?\d+)\s*)?",
+#: 4 to 6 comma-separated integers, blanks around each allowed; the last may be hexadecimal (fio writes
+#: the priority as 0x%04x with log_prio=1)
+_LINE = re.compile(r"\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*(?:,\s*(-?\d+|0x[0-9a-fA-F]+)\s*)?"
+                   r"(?:,\s*(-?\d+|0x[0-9a-fA-F]+)\s*)?",
                    re.ASCII)
 _NAME = re.compile(r"^(?P<prefix>.+?)_(?P<kind>bw|iops|lat|clat|slat|clat_hist|lat_hist)(?:\.(?P<job>\d+))?\.log$")
 
@@ -82,8 +86,10 @@ def log_files(folder: Path, prefix: str | None = None) -> dict[str, list[tuple[i
 
 def read_log(path: str | Path) -> pd.DataFrame:
     """One bandwidth, IOPS or latency log as ``time_ms, value, direction, bs, offset, prio`` (integers;
-    offset and prio -1 where the line has none). A line that is not 4 to 6 integers, a direction other
-    than 0/1/2 or time going back is an error naming the file and line."""
+    offset and prio -1 where the line has none; a priority fio wrote in hexadecimal, with log_prio=1, read
+    as its number). A fifth field is given as ``offset``: fio 3.18 and later write the priority there
+    when log_offset is off, older fio the offset; the series read neither. A line that is not 4 to 6
+    integers, a direction other than 0/1/2 or time going back is an error naming the file and line."""
     return pd.DataFrame(_log_rows(path), columns=LOG_COLUMNS)
 
 
@@ -101,7 +107,7 @@ def _log_rows(path: str | Path) -> np.ndarray:
             if match is None:
                 raise ParseError(path, "expected a fio log line 'time, value, direction, block size[, offset"
                                  f"[, priority]]' of integers, got {text.strip()[:80]!r}", line=number)
-            values = [-1 if f is None else int(f) for f in match.groups()]
+            values = [-1 if f is None else int(f, 16) if f.startswith("0x") else int(f) for f in match.groups()]
             if values[0] < 0 or values[1] < 0:
                 raise ParseError(path, f"negative time or value in {text.strip()!r}", line=number)
             if values[2] not in DIRECTIONS:
@@ -167,10 +173,11 @@ _TIME, _VALUE, _DIRECTION = (LOG_COLUMNS.index(name) for name in ("time_ms", "va
 def interval_ms(tables: Sequence[pd.DataFrame | np.ndarray]) -> float | None:
     """The logging interval, in whole ms as fio's options give it, from the steps between one job's
     lines of one direction (each table a log as ``read_log`` gives it, or as its array of
-    ``_log_rows``). A window without I/O leaves no line, so a step may span several windows: the lower
-    quartile of the steps is a first guess, each step is divided by the number of guesses it spans,
-    and the median of those is rounded to a ms (an interval off by a fraction of a ms would move the
-    windows of a long run). A direction's last step, to fio's flush at exit, is left out."""
+    ``_log_rows``). A window without I/O leaves no line, so a step may span several windows: the
+    interval is the longest step of which at least 90 % of the steps are a whole multiple (within a
+    tenth), refined to the median of each step over its multiple and rounded to a ms (an interval off
+    by a fraction of a ms would move the windows of a long run). A direction's last step, to fio's
+    flush at exit, is left out."""
     steps = []
     for table in tables:
         if isinstance(table, np.ndarray):
@@ -184,9 +191,12 @@ def interval_ms(tables: Sequence[pd.DataFrame | np.ndarray]) -> float | None:
     steps = steps[steps > 0].astype(float)
     if not len(steps):
         return None
-    guess = float(np.quantile(steps, 0.25, method="lower"))
-    spans = np.maximum(np.rint(steps / guess), 1.0)
-    return float(max(1.0, np.rint(np.median(steps / spans))))
+    for candidate in np.unique(steps)[::-1]:
+        multiple = np.rint(steps / candidate)
+        fits = (multiple >= 1) & (np.abs(steps - multiple * candidate) <= candidate / 10)
+        if fits.mean() >= 0.9:
+            return float(max(1.0, np.rint(np.median(steps[fits] / multiple[fits]))))
+    return float(np.median(steps))
 
 
 #: a (window, direction) pair as one sortable integer: window * _KEY + direction
@@ -207,6 +217,18 @@ def _windowed(lines: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:
     return window[keep] * _KEY + direction[keep], lines[:, _VALUE].astype(float)[keep]
 
 
+def _unexplained(lines: np.ndarray, step: float) -> np.ndarray:
+    """The windows of one job's bandwidth or IOPS log (``_log_rows``) that lie between two lines off
+    fio's grid: their distance is not a whole number of intervals (within a tenth of one), so the
+    sampling thread was late and the next line's rate covers those windows too (module docstring)."""
+    times = np.unique(lines[:, _TIME]).astype(float)
+    window = np.rint(times / step).astype(np.int64)
+    span, gap = np.diff(window), np.diff(times)
+    late = np.flatnonzero((span >= 2) & (np.abs(gap - span * step) > step / 10))
+    return np.concatenate([np.arange(window[i] + 1, window[i + 1]) for i in late]) if len(late) \
+        else np.array([], dtype=np.int64)
+
+
 def _group(keys: np.ndarray, values: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
     """The sorted distinct keys and the sum or mean of their values. numpy, not pandas' groupby: a
     campaign has hundreds of points with a few small logs each, where pandas' per-call cost dominated."""
@@ -217,15 +239,16 @@ def _group(keys: np.ndarray, values: np.ndarray, how: str) -> tuple[np.ndarray, 
 
 def _combined(parts: list[tuple[np.ndarray, np.ndarray]], summed: bool,
               weights: list[tuple[np.ndarray, np.ndarray]] | None,
-              end: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+              end: int | None = None, unexplained: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Jobs' (key, value) put together over the windows every job's span covers (``_span``; on to
-    window ``end`` when that is later): each job's mean per key, then summed over jobs with every
-    window of the span given for each direction the jobs logged (0 where none did), or their mean
-    weighted by ``weights`` (each job's I/O count per key; a key without one weighs 0, and a key whose
-    weights are all 0 takes the plain mean)."""
+    window ``end`` when it is at least two windows after the last line): each job's mean per key, then
+    summed over jobs with every window of the span but the ``unexplained`` ones given for each direction
+    the jobs logged (0 where none did), or their mean weighted by ``weights`` (each job's I/O count per
+    key; a key without one weighs 0, and a key whose weights are all 0 takes the plain mean)."""
     per_job = [_group(keys, values, "mean") for keys, values in parts]
     first, last = _span([keys // _KEY for keys, _ in per_job])
-    last = max(last, end) if end is not None else last
+    if end is not None and end - max(int(keys.max()) // _KEY for keys, _ in per_job) >= 2:
+        last = max(last, end)
     keys = np.concatenate([k for k, _ in per_job])
     values = np.concatenate([v for _, v in per_job])
     weight = np.concatenate([_lookup(k, weights[job]) for job, (k, _) in enumerate(per_job)]) if weights else None
@@ -233,7 +256,10 @@ def _combined(parts: list[tuple[np.ndarray, np.ndarray]], summed: bool,
     keys, values = keys[kept], values[kept]
     if summed:
         # fio logs nothing for an interval without I/O: the windows no job logged are zeros
-        every = (np.arange(first, last + 1)[:, None] * _KEY + np.unique(keys % _KEY)).ravel()
+        windows = np.arange(first, last + 1)
+        if unexplained is not None and len(unexplained):
+            windows = np.setdiff1d(windows, unexplained)
+        every = (windows[:, None] * _KEY + np.unique(keys % _KEY)).ravel()
         return every, _lookup(every, _group(keys, values, "sum"))
     distinct, mean = _group(keys, values, "mean")
     if weight is None:
@@ -303,7 +329,10 @@ def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0
             if not parts or (summed and max_values):
                 continue
             weights = iops_weights if not summed and iops_weights and len(iops_weights) == len(parts) else None
-            keys, values = _combined(parts, summed, weights, end=int(runtime_ms // step) if runtime_ms else None)
+            unexplained = np.unique(np.concatenate([_unexplained(t, step) for t in tables[kind] if len(t)])) \
+                if summed else None
+            keys, values = _combined(parts, summed, weights, end=int(runtime_ms // step) if runtime_ms else None,
+                                     unexplained=unexplained)
             window, direction = keys // _KEY, keys % _KEY
             statistic = "" if summed else ("_max" if max_values else "_mean")
             for each in np.unique(direction):
