@@ -39,12 +39,13 @@ def write_mbr(image: Path, start: int = 2048, sectors: int = 8192) -> None:
         f.write(b"\x55\xaa")
 
 
-def scrub(root: Path, devices: list[str]) -> None:
-    """Undo whatever a test left under ``root`` or on ``devices``, even after a failure: mounts
-    (deepest first), swap, partitions, loop devices whose image lives under ``root``."""
+def scrub(root: Path) -> None:
+    """Undo whatever a test left under ``root``, even after a failure: mounts (deepest first), swap,
+    partitions, loop devices whose image lives under ``root``."""
     listing = json.loads(sh("losetup", "-J", "-l").stdout or '{"loopdevices": []}')
-    ours = set(devices) | {d["name"] for d in listing.get("loopdevices", [])
-                           if (d.get("back-file") or "").startswith(str(root))}
+    # a device the test made counts only while its image is still ours: once detached, another worker's
+    # test may have been given the same name
+    ours = {d["name"] for d in listing.get("loopdevices", []) if (d.get("back-file") or "").startswith(str(root))}
     mounts = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         fields = line.split(" - ")[0].split()
@@ -80,7 +81,7 @@ def loopdev(tmp_path):
     try:
         yield make
     finally:
-        scrub(tmp_path, made)
+        scrub(tmp_path)
 
 
 def test_blank_device_passes_without_consent(local_host, loopdev):

@@ -281,8 +281,8 @@ def drive(tmp_path):
     try:
         yield dev
     finally:
+        # scrub detaches it through its image; never again by name: another worker may have the device by then
         scrub(tmp_path)
-        sh("losetup", "-d", dev, check=False)
 
 
 @root_only
