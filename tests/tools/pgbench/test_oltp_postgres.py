@@ -142,7 +142,10 @@ def test_log_figures_match_the_database_and_pgbench(cluster, run):
     assert value(table, "txn_count") == summary.transactions
     assert value(table, "txn_lat_mean") == pytest.approx(summary.latency_avg_ms, abs=0.0005)
     assert value(table, "tpm") / 60 == pytest.approx(summary.tps, rel=0.03)
-    assert minutes * 60 == pytest.approx(DURATION_S, rel=0.05)
+    # the log's span is the time pgbench measured; -T ends the run once its time is up, after the
+    # transactions in flight (seen on a loaded machine with slow fsyncs: 5.02 s of a 4 s run)
+    assert minutes * 60 == pytest.approx(summary.transactions / summary.tps, rel=0.05)
+    assert minutes * 60 >= DURATION_S * 0.95
     # pgbench's per-script counts can miss a transaction that its total and its log both have (seen under
     # load: scripts summing to 1,097 of a total of 1,098, the log holding 1,098 lines): each script's
     # logged count may exceed its summary count by that gap, and by nothing more
