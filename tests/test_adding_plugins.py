@@ -233,9 +233,11 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree,
     # adaptive repetitions judge the metric the workload declares as its headline (the group's event
     # names it; without a headline it would name none)
     adaptive = {"min": 2, "max": 2, "half_width": "100%"}
+    # 4096 blocks (256 MiB): each point lasts about 0.2 s, twenty polls; with 64 blocks a point lasted
+    # 16-20 ms and held one poll or two, and a point with one is rightly "not measured" (a flaky test)
     campaign = {"workload": "toy", "host": "local", "workdir": str(project / "host"), "repetitions": adaptive,
                 "configs": {"here": {"kind": "toydir", "path": str(project / "disk")}},
-                "labels": {"here": "a toy directory"}, "matrix": {"count": [64]}, "settings": {},
+                "labels": {"here": "a toy directory"}, "matrix": {"count": [4096]}, "settings": {},
                 "power": {"kind": "toyfile", "path": str(project / "power1_input"), "interval_s": 0.01}}
     (project / "params.yaml").write_text(yaml.safe_dump(
         {"briefs": {"demo": {"notebook": "nb", "campaigns": {"local": campaign}}}}))
@@ -244,7 +246,7 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree,
     raw = project / "data" / "raw" / "demo" / "local"
     events = [json.loads(line) for line in (raw / "manifest.jsonl").read_text().splitlines()]
     done = [e for e in events if e["event"] == "done"]
-    assert [e["point"] for e in done] == ["here/count=64/rep1", "here/count=64/rep2"]
+    assert [e["point"] for e in done] == ["here/count=4096/rep1", "here/count=4096/rep2"]
     stop = [e for e in events if e["event"] == "repetitions"]
     assert [(e["metric"], e["n"]) for e in stop] == [("write_bw", 2)] and stop[0]["mean"] > 0
     # what the workload declared reached the executor: its program's version in inventory.json, and
@@ -261,7 +263,7 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree,
     rows = json.loads(samples.stdout)
     bandwidth = [r for r in rows if r["metric"] == "write_bw"]
     assert len(bandwidth) == 2 and {r["tool"] for r in bandwidth} == {"toy"}
-    assert all(r["value"] > 0 and r["p_count"] == 64 and r["config"] == "here" for r in bandwidth)
+    assert all(r["value"] > 0 and r["p_count"] == 4096 and r["config"] == "here" for r in bandwidth)
     # the toy power source was polled while each point ran: its watts are the window's mean
     assert [r["value"] for r in rows if r["metric"] == "watts"] == [42.0, 42.0]
 

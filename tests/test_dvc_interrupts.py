@@ -29,7 +29,9 @@ def spec(workdir: Path) -> dict:
     return {"workload": "fio", "host": "local", "workdir": str(workdir), "repetitions": 1,
             "configs": {"d": {"kind": "dir", "path": str(workdir / "disk")}}, "labels": {"d": "a folder of the test"},
             "matrix": {"rw": ["70/30"], "bs": ["256KiB"], "numjobs": [1, 2], "iodepth": [4]},
-            "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": 1, "size": "16MiB"}}
+            # throttled: what is tested is DVC's and the executor's bookkeeping, not speed
+            "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": 1, "size": "16MiB",
+                         "options": {"rate_iops": 200}}}
 
 
 def manifest(raw: Path) -> list[dict]:

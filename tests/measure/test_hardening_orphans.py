@@ -38,8 +38,10 @@ def test_resume_at_once_after_kill_during_a_db_bench_point(tmp_path, sshd, over_
     spec = {"workload": "dbbench", "host": host, "workdir": str(tmp_path / "host"), "repetitions": 1,
             "configs": {"disk": {"kind": "dir", "path": str(tmp_path / "disk")}},
             "matrix": {"benchmark": ["readrandom"], "threads": [1, 2]},
-            # long enough that the restarted harness (slower to start on a loaded machine) finds it running
-            "settings": {"num": 5000, "duration_s": 15}}
+            # long enough that the restarted harness (slower to start on a loaded machine) finds it running;
+            # throttled, since the test is about processes, not speed: unthrottled readers kept both cores
+            # busy for the whole test (50 CPU-s), slowing the tests beside it
+            "settings": {"num": 5000, "duration_s": 15, "extra_flags": {"benchmark_read_rate_limit": 10000}}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(
         {"briefs": {"demo": {"notebook": "nb", "campaigns": {"c": spec}}}}))
     env = {**os.environ, "BRIEFKIT_ROOT": str(tmp_path)}

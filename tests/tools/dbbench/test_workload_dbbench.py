@@ -124,6 +124,10 @@ def test_flash_tests_in_suite_order_within_each_repetition():
     ({}, {"extra_flags": {"db": "/etc"}}, "settings.extra_flags.db: 'db' is not a db_bench flag"),
     ({}, {"extra_flags": {"compression_type": "zstd --db=/x"}}, "settings.extra_flags.compression_type: "),
     ({}, {"extra_flags": {"max_background_jobs": True}}, "settings.extra_flags.max_background_jobs: True"),
+    # below 2560 reads/s db_bench 7.8.3 stops on an assertion in its rate limiter
+    ({}, {"extra_flags": {"benchmark_read_rate_limit": 2559}},
+     "settings.extra_flags.benchmark_read_rate_limit: 2559 is not a value of benchmark_read_rate_limit: "
+     "reads per second in all, a whole number of 2560 or more"),
     ({}, {"binary": "-x"}, "settings.binary"),
     ({}, {"threads": 4}, "settings.threads: unknown key"),
     ({"benchmark": []}, {}, "matrix.benchmark: "),
@@ -330,6 +334,25 @@ def test_sweep_runs_locally(local_host, tmp_path):
     assert (Path(storage.path) / "rocksdb" / "CURRENT").exists()
     workload.finish(local_host, storage, settings, state)
     assert not (Path(storage.path) / "rocksdb").exists() and (tmp_path / "points" / "readrandom").exists()
+
+
+def test_a_read_rate_limit_holds_the_readers_to_that_rate(local_host, tmp_path):
+    """``extra_flags: {benchmark_read_rate_limit: N}``: N reads per second in all, whatever the threads,
+    for readrandom and readwhilewriting's readers (latency at a chosen load)."""
+    limit = 5000
+    workload, matrix, settings = small_sweep(["readrandom", "readwhilewriting"], duration_s=2,
+                                             extra_flags={"benchmark_read_rate_limit": limit})
+    storage = storage_at(tmp_path / "store")
+    state = workload.prepare(local_host, storage, settings, str(tmp_path / "prep"), lambda _: None)
+    for point in workload.plan(["disk"], matrix, 1):
+        folder = tmp_path / "points" / point.values["benchmark"]
+        run = run_point(workload, local_host, storage, settings, state, point, str(folder))
+        assert f"--benchmark_read_rate_limit={limit}" in shlex.split(run.notes["commands"]["dbbench"])
+        table = point_samples(folder)
+        reads = one(table, "read_ops") if point.values["benchmark"] == "readwhilewriting" else one(table, "ops")
+        # the limiter hands out 256 reads at a time, so a 2 s point may end up to 256 reads either side
+        assert limit * 0.8 <= reads <= limit * 1.1, (point.id, reads)
+    workload.finish(local_host, storage, settings, state)
 
 
 def test_a_point_without_its_database_and_a_failing_db_bench(local_host, tmp_path):

@@ -4,7 +4,9 @@
 
 Everything that reaches db_bench's command line is an allow-list: benchmarks (``POINT_BENCHMARKS``,
 ``LOAD_BENCHMARKS``, the flash tests T1-T5), the program (briefkit.core.validation.check_program) and
-``extra_flags``, whose names must be in ``EXTRA_FLAGS`` (flag -> the pattern of its value). Flags
+``extra_flags``, whose names must be in ``EXTRA_FLAGS`` (flag -> the pattern of its value): RocksDB
+tuning, and ``benchmark_read_rate_limit`` (reads per second in all, so that a point measures latency
+at a chosen load; readrandom and readwhilewriting's readers obey it, readrandomwriterandom does not). Flags
 that name files or folders (``db``, ``wal_dir``, ``report_file``, ``*_trace_file``, ``options_file``),
 choose what runs (``benchmarks``, ``use_existing_db``, ``threads``, ``num``, ``duration``) or that
 the builders set themselves are not on it.
@@ -24,7 +26,10 @@ _INT = r"[0-9]{1,15}"
 _NEG_INT = r"-?[0-9]{1,15}"
 _BOOL = r"[01]|true|false"
 _RATIO = r"[0-9]{1,3}(\.[0-9]{1,6})?"
-#: db_bench flags a campaign may add with ``extra_flags`` (RocksDB tuning only), each with the
+#: 2560 or more: db_bench takes 256 reads at a time from a limiter refilled every 100 ms, and a smaller
+#: rate stops db_bench 7.8.3 with a failed assertion in its rate limiter (measured: 2559 fails, 2560 runs)
+_READ_RATE = r"25[6-9][0-9]|2[6-9][0-9]{2}|[3-9][0-9]{3}|[1-9][0-9]{4,12}"
+#: db_bench flags a campaign may add with ``extra_flags`` (RocksDB tuning, the read rate limit), each with the
 #: pattern of its value (booleans: 1/0 or true/false)
 EXTRA_FLAGS: dict[str, str] = {
     "max_background_jobs": _INT, "max_background_compactions": _NEG_INT, "max_background_flushes": _NEG_INT,
@@ -48,16 +53,25 @@ EXTRA_FLAGS: dict[str, str] = {
     "use_existing_keys": _BOOL, "key_id_range": _INT, "keys_per_prefix": _INT, "prefix_size": _INT,
     "histogram_accumulate": _BOOL, "stats_interval_seconds": _INT, "stats_per_interval": _BOOL,
     "merge_operator": r"put|uint64add|stringappend|stringappendtest|max|bytesxor|sortlist",
+    "benchmark_read_rate_limit": _READ_RATE,
 }
+#: what a value must be, said in words where the pattern is hard to read
+_VALUE_MEANING = {"benchmark_read_rate_limit": "reads per second in all, a whole number of 2560 or more "
+                                               "(db_bench 7.8.3 stops on an assertion in its rate limiter below)"}
 
 
 def check_flag(name: str, value: Any) -> str:
     """``--name=value`` as db_bench gets it; ValueError unless the flag and its value are allowed."""
     # YAML's true/false stay words (only boolean flags accept them); numbers are written as printed
-    text = allowed_text(EXTRA_FLAGS, name, value, refusal=(
-        f"{name!r} is not a db_bench flag a campaign may set (allowed: RocksDB tuning flags of "
-        "briefkit.tools.dbbench.settings.EXTRA_FLAGS; flags that name files, choose the benchmark "
-        "or are set by the workload are not)"))
+    try:
+        text = allowed_text(EXTRA_FLAGS, name, value, refusal=(
+            f"{name!r} is not a db_bench flag a campaign may set (allowed: RocksDB tuning flags and the read rate "
+            "limit of briefkit.tools.dbbench.settings.EXTRA_FLAGS; flags that name files, choose the benchmark "
+            "or are set by the workload are not)"))
+    except ValueError:
+        if name in _VALUE_MEANING:
+            raise ValueError(f"{value!r} is not a value of {name}: {_VALUE_MEANING[name]}") from None
+        raise
     return f"--{name}={text}"
 
 
