@@ -30,7 +30,9 @@ def checkout(folder: Path, host, workdir: Path, runtime_s: int = 2) -> Path:
     spec = {"workload": "fio", "host": host, "workdir": str(workdir), "repetitions": 1,
             "configs": {"disk": {"kind": "dir", "path": str(workdir / "disk")}},
             "matrix": {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": [1, 2, 3, 4], "iodepth": [4]},
-            "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": runtime_s, "size": "8MiB"}}
+            # throttled: the tests are about locks, and each point must only last, not load the machine
+            "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": runtime_s, "size": "8MiB",
+                         "options": {"rate_iops": 500}}}
     params = {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"c": spec}}}}
     (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return folder

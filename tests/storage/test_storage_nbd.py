@@ -220,10 +220,11 @@ def campaign(workload: str, work: Path, host) -> dict:
     if workload == "fio":
         return {"workload": "fio", "host": host, "workdir": str(work), "repetitions": 1, "configs": config,
                 "matrix": {"rw": ["randread"], "bs": ["4KiB"], "numjobs": [1, 2], "iodepth": [1]},
-                "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": 3, "size": "8MiB"}}
+                "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": 3, "size": "8MiB",
+                             "options": {"rate_iops": 500}}}   # throttled: the test is about resuming, not speed
     return {"workload": "dbbench", "host": host, "workdir": str(work), "repetitions": 1, "configs": config,
             "matrix": {"benchmark": ["readrandom"], "threads": [1, 2]},
-            "settings": {"num": 2000, "duration_s": 3}}
+            "settings": {"num": 2000, "duration_s": 3, "extra_flags": {"benchmark_read_rate_limit": 10000}}}
 
 
 def measure(root: Path) -> subprocess.Popen:
