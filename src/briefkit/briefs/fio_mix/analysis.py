@@ -295,8 +295,19 @@ def multiple(summary_table: pd.DataFrame, mix: Mix, metric: str, load: float,
              configs: Sequence[str], scale: float = 1.0, operand_decimals: int = 0) -> Multiple | None:
     """The lead of the better of the first two ``configs`` at ``load`` (values times ``scale``,
     e.g. 1e-3 for µs -> ms); None where either has no value."""
+    return multiple_at(lead_parts(summary_table, mix, metric, configs), mix, metric, load, configs, scale,
+                       operand_decimals)
+
+
+def lead_parts(summary_table: pd.DataFrame, mix: Mix, metric: str, configs: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """The summary columns ``multiple_at`` reads, for one mix and metric: pivoted once for all its loads."""
+    return wides(summary_table, mix, metric, configs, ("mean", "ci_low", "ci_high", "std", "n"))
+
+
+def multiple_at(parts: dict[str, pd.DataFrame], mix: Mix, metric: str, load: float, configs: Sequence[str],
+                scale: float = 1.0, operand_decimals: int = 0) -> Multiple | None:
+    """``multiple`` from the mix's ``lead_parts``."""
     first, second = configs[0], configs[1]
-    parts = wides(summary_table, mix, metric, configs, ("mean", "ci_low", "ci_high", "std", "n"))
     means = parts["mean"]
     if load not in means.index or first not in means or second not in means:
         return None
@@ -457,9 +468,10 @@ def multiples_table(summary_table: pd.DataFrame, read: int, configs: Sequence[st
             continue
         for metric, name, scale, decimals in MULTIPLE_ROWS:
             row = {"Block size": mix.size, "Metric": name}
+            parts = lead_parts(summary_table, mix, metric, configs)
             for word, load in (("Low", ends[0]), ("High", ends[1])):
                 column = f"{word} concurrency ({LOAD_KIND} {load:g})"
-                m = multiple(summary_table, mix, metric, load, configs, scale, decimals)
+                m = multiple_at(parts, mix, metric, load, configs, scale, decimals)
                 if m is None:
                     have = (summary_table["metric"] == metric).any()
                     row[column] = "n/a" if have else "not measured"
@@ -793,9 +805,9 @@ def findings(summary_table: pd.DataFrame, configs: Sequence[str]) -> list[str]:
         return [f"Only one configuration was measured ({', '.join(configs)}): no comparison."]
     leads = []
     for mix in mixes(summary_table):
-        means = wide(summary_table, mix, "total_bw", configs)
-        for load in means.index:
-            m = multiple(summary_table, mix, "total_bw", load, configs)
+        parts = lead_parts(summary_table, mix, "total_bw", configs)
+        for load in parts["mean"].index:
+            m = multiple_at(parts, mix, "total_bw", load, configs)
             if m is not None:
                 leads.append(m)
     if not leads:
