@@ -128,6 +128,8 @@ def test_flash_tests_in_suite_order_within_each_repetition():
     ({}, {"extra_flags": {"benchmark_read_rate_limit": 2559}},
      "settings.extra_flags.benchmark_read_rate_limit: 2559 is not a value of benchmark_read_rate_limit: "
      "reads per second in all, a whole number of 2560 or more"),
+    ({"benchmark": ["readrandom", "readrandomwriterandom"]}, {"extra_flags": {"benchmark_read_rate_limit": 5000}},
+     "settings: benchmark_read_rate_limit does not throttle readrandomwriterandom"),
     ({}, {"binary": "-x"}, "settings.binary"),
     ({}, {"threads": 4}, "settings.threads: unknown key"),
     ({"benchmark": []}, {}, "matrix.benchmark: "),

@@ -6,7 +6,8 @@ Everything that reaches db_bench's command line is an allow-list: benchmarks (``
 ``LOAD_BENCHMARKS``, the flash tests T1-T5), the program (briefkit.core.validation.check_program) and
 ``extra_flags``, whose names must be in ``EXTRA_FLAGS`` (flag -> the pattern of its value): RocksDB
 tuning, and ``benchmark_read_rate_limit`` (reads per second in all, so that a point measures latency
-at a chosen load; readrandom and readwhilewriting's readers obey it, readrandomwriterandom does not). Flags
+at a chosen load; readrandom and readwhilewriting's readers obey it, and a campaign that would run
+readrandomwriterandom with it is refused, since db_bench ignores it there). Flags
 that name files or folders (``db``, ``wal_dir``, ``report_file``, ``*_trace_file``, ``options_file``),
 choose what runs (``benchmarks``, ``use_existing_db``, ``threads``, ``num``, ``duration``) or that
 the builders set themselves are not on it.
