@@ -8,15 +8,18 @@ stage at a time) and in the other with `make briefs` (what `make reproduce` runs
 campaigns, then one `dvc repro render@BRIEF` per brief, --jobs at once), the order alternating from pair
 to pair. Both use this checkout's environment, whose bytecode is already compiled: a fresh environment
 adds the first imports' compilation (README). Taken: wall seconds and the CPU seconds of the command and
-its children. Checked: both clones end with the same dvc.lock and executed notebooks byte for byte, and
-`dvc status` finds nothing to do. Printed: per pair, then the medians, their ratio and the 1-minute load
-average before and after (on a shared machine, quote the figures with it).
+its children. Checked: both clones end with the same dvc.lock and executed notebooks byte for byte,
+`dvc status` finds nothing to do and `git status` nothing changed. Printed: per pair, then the
+medians, their ratio and the 1-minute load average before and after (on a shared machine, quote the
+figures with it).
 """
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,21 +67,30 @@ def main() -> None:
     for pair in range(args.pairs):
         order = list(ways) if pair % 2 == 0 else list(reversed(ways))
         results = {}
-        with tempfile.TemporaryDirectory(prefix="briefkit-reproduce-") as tmp:
-            for way in order:
-                clone = Path(tmp) / way.replace(" ", "-")
-                subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-                wall, cpu = timed(ways[way], clone)
-                figures[way].append((wall, cpu))
-                status = subprocess.run([str(BIN / "dvc"), "status", "-q"], cwd=clone, env=env())
-                if status.returncode != 0:
-                    sys.exit(f"{way}: `dvc status` in {clone} finds stages left to run")
-                results[way] = outcome(clone)
-                print(f"pair {pair + 1} {way:<12} {wall:6.1f} s wall {cpu:6.1f} s CPU", flush=True)
-            first, second = results.values()
-            differ = sorted(k for k in first.keys() | second.keys() if first.get(k) != second.get(k))
-            if differ:
-                sys.exit(f"pair {pair + 1}: the two ways wrote different {', '.join(differ)}")
+        tmp = Path(tempfile.mkdtemp(prefix="briefkit-reproduce-"))   # kept when the two ways disagree
+        for way in order:
+            clone = tmp / way.replace(" ", "-")
+            subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+            wall, cpu = timed(ways[way], clone)
+            figures[way].append((wall, cpu))
+            status = subprocess.run([str(BIN / "dvc"), "status", "-q"], cwd=clone, env=env())
+            if status.returncode != 0:
+                sys.exit(f"{way}: `dvc status` in {clone} finds stages left to run")
+            changed = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True).stdout
+            if changed.strip():
+                diff = subprocess.run(["git", "diff"], cwd=clone, capture_output=True, text=True).stdout
+                sys.exit(f"{way} left committed files changed in {clone}:\n{changed}{diff[:6000]}")
+            results[way] = outcome(clone)
+            print(f"pair {pair + 1} {way:<12} {wall:6.1f} s wall {cpu:6.1f} s CPU", flush=True)
+        (way_a, first), (way_b, second) = results.items()
+        differ = sorted(k for k in first.keys() | second.keys() if first.get(k) != second.get(k))
+        if differ:
+            lines = difflib.unified_diff(first.get(differ[0], b"").decode(errors="replace").splitlines(),
+                                         second.get(differ[0], b"").decode(errors="replace").splitlines(),
+                                         f"{way_a}/{differ[0]}", f"{way_b}/{differ[0]}", lineterm="", n=8)
+            sys.exit(f"pair {pair + 1}: the two ways wrote different {', '.join(differ)} (both clones kept in {tmp}):\n"
+                     + "\n".join(list(lines)[:80]))
+        shutil.rmtree(tmp)
     print(f"\nmedian of {args.pairs} pairs ({args.jobs} briefs at once); load average {load_before:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after; dvc.lock and notebooks byte-identical in every pair")
     medians = {way: (statistics.median(w for w, _ in f), statistics.median(c for _, c in f)) for way, f in figures.items()}
