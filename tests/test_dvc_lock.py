@@ -1,9 +1,12 @@
 """A damaged dvc.lock (what a Ctrl-C during DVC's own write leaves: truncated, unreadable, entries gone) is
-refused by every briefkit command DVC's bookkeeping depends on, with the one-line repair."""
+refused by every briefkit command DVC's bookkeeping depends on, with the one-line repair; a lock that
+another DVC process is writing at that moment is read again, not refused."""
 from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,13 @@ from briefkit.config import dvclock
 from tests import paths
 
 ROOT = paths.ROOT
+
+
+@pytest.fixture(autouse=True)
+def quick_settle(monkeypatch):
+    """A damaged lock is refused once it has stayed unchanged for SETTLE_S: short here, so that each
+    refusal below takes 0.05 s instead of a second (the test of a lock being written sets its own)."""
+    monkeypatch.setattr(dvclock, "SETTLE_S", 0.05)
 
 
 @pytest.fixture
@@ -40,6 +50,27 @@ def test_a_truncated_lock_is_refused_with_its_repair(checkout, fraction):
     (checkout / "dvc.lock").write_bytes(data[: int(len(data) * fraction)])
     with pytest.raises(dvclock.DvcLockError, match="git checkout dvc.lock"):
         dvclock.check(checkout)
+
+
+def test_a_lock_being_written_is_read_again_once_it_is_whole(checkout):
+    """What a stage's command meets when another `dvc repro` (make reproduce runs one per brief) is
+    rewriting dvc.lock: DVC truncates the file, then writes it out. The check reads it cut short, waits
+    for it to stop changing, and reads it whole."""
+    path = checkout / "dvc.lock"
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 3])
+    writer = threading.Timer(0.2, path.write_bytes, args=(whole,))
+    writer.start()
+    t0 = time.monotonic()
+    try:
+        dvclock.check(checkout, settle_s=2.0)
+    finally:
+        writer.join()
+    assert time.monotonic() - t0 >= 2.0, "passed without the pause: the cut-short read was not seen"
+    # and a lock that stays cut short through the pause is damaged
+    path.write_bytes(whole[: len(whole) // 3])
+    with pytest.raises(dvclock.DvcLockError, match="cut short"):
+        dvclock.check(checkout, settle_s=0.3)
 
 
 def test_an_unreadable_lock_names_the_line(checkout):
