@@ -95,7 +95,12 @@ def test_a_fio_campaign_on_my_host_becomes_the_fio_brief(clone, sshd, tmp_path):
         "labels": {"mydisk": "my disk"},
         "matrix": {"rw": ["70/30"], "bs": ["256KiB"], "numjobs": [1, 2], "iodepth": [4]},
         "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": 2, "size": "32MiB"}})
-    text = measure_and_render(clone, "fio-6600ion", "mine")
+    run([BIN / "briefkit", "measure", "fio-6600ion", "--campaign", "mine"], cwd=clone)
+    # The declaration is edited after the run (one render instead of one before and one after: the
+    # db_bench test below reads the brief of an unedited one): the brief says what ran, and that it changed.
+    edit_setting(clone, "fio-6600ion", "mine", "runtime_s", 9)
+    run([BIN / "dvc", "repro", "render@fio-6600ion"], cwd=clone)
+    text = brief_text(clone, "fio-6600ion")
 
     assert "mine" in text and "my disk" in text
     assert host in text, "the brief does not name the host the points ran on"
@@ -104,13 +109,7 @@ def test_a_fio_campaign_on_my_host_becomes_the_fio_brief(clone, sshd, tmp_path):
     shown = row(text, "mine", "Measured window per point")
     first = float(re.match(r"[\d.]+", shown).group(0))
     assert min(windows) - 0.05 <= first <= max(windows) + 0.05, (shown, windows)
-
-    # A declaration edited after the run: the brief still says what ran, and says that it changed.
-    edit_setting(clone, "fio-6600ion", "mine", "runtime_s", 9)
-    run([BIN / "dvc", "repro", "render@fio-6600ion"], cwd=clone)
-    text = brief_text(clone, "fio-6600ion")
     assert "has changed since it was measured" in text
-    assert row(text, "mine", "Measured window per point") == shown
     assert not re.search(r"runtime_s 9\b", text)
 
 
@@ -123,6 +122,7 @@ def test_a_dbbench_campaign_on_my_host_becomes_the_rocksdb_brief(clone, sshd, tm
         "settings": {"num": 5000, "duration_s": 1}})
     text = measure_and_render(clone, "rocksdb-7600", "mine")
     assert "mine" in text and "mydisk" in text and host in text
+    assert "has changed since it was measured" not in text, "an unedited declaration is said to have changed"
     assert len(measured_seconds(clone, "rocksdb-7600", "mine")) == 2
 
 
