@@ -181,6 +181,8 @@ def test_dvc_exp_run_measures_on_the_host_given_on_the_command_line(clone, tmp_p
     declare(clone, "fio-6600ion", "remote", small(tmp_path / "work"))
     run(["git", "add", "-A"], cwd=clone)
     run(["git", "commit", "-qm", "declare the campaign remote"], cwd=clone)
+    # as the README advises for `dvc exp run`: no repack of the whole repository after DVC's stash
+    run(["git", "config", "gc.auto", "50000"], cwd=clone)
     url = f"ssh://{sshd.username}@{sshd.hostname}:{sshd.port}"
     out = run([DVC, "exp", "run", "-n", "on-sshd", "-S", f"briefs.fio-6600ion.campaigns.remote.host={url}",
                "dataset@fio-6600ion"], cwd=clone, HOME=str(home))
