@@ -184,3 +184,17 @@ def test_measure_notebook_validates_the_whole_params_file_as_measure_does(tmp_pa
         assert cli.main(command) == 2, command
         assert "briefs.rocksdb-7600.notebook" in capsys.readouterr().err
     assert not (tmp_path / "data/raw").exists()
+
+
+def test_list_measured_names_the_measuring_stages_and_nothing_when_none_is_declared(tmp_path, monkeypatch, capsys):
+    """What `make reproduce` measures first (`briefkit list --measured | xargs -r dvc repro`): with no
+    campaign under measure:, nothing, so that no `dvc repro` runs (DVC given no stage runs them all)."""
+    params = yaml.safe_load((paths.ROOT / "params.yaml").read_text(encoding="utf-8"))
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(paths.ROOT))
+    assert cli.main(["list", "--measured"]) == 0
+    assert capsys.readouterr().out.split() == [f"measure@{key}" for key in params["measure"]] != []
+    params["measure"] = {}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
+    assert cli.main(["list", "--measured"]) == 0
+    assert capsys.readouterr().out == ""

@@ -488,6 +488,11 @@ def _loopback_sshd(args) -> int:
 def _list(args) -> int:
     from briefkit.config import project
 
+    if args.measured:
+        # names checked by the params model (a-z, 0-9, _ and -): safe as arguments of `dvc repro`
+        for key in project.load_model().measure:
+            print(f"measure@{key}")
+        return 0
     for slug, brief in project.briefs().items():
         print(f"{slug}\tnotebooks/{brief.notebook}.ipynb\t{brief.published or '-'}")
     return 0
@@ -496,8 +501,10 @@ def _list(args) -> int:
 #: per subcommand: one-line help, description, examples (shown by `briefkit COMMAND --help`)
 HELP: dict[str, tuple[str, str, str]] = {
     "list": ("briefs declared in params.yaml",
-             "List the briefs declared in params.yaml: slug, notebook and published data folder.",
-             "briefkit list"),
+             "List the briefs declared in params.yaml: slug, notebook and published data folder. With "
+             "--measured, the DVC stages of the campaigns listed under measure: instead, one per line "
+             "(what `make reproduce` measures first, one at a time).",
+             "briefkit list\nbriefkit list --measured | xargs -r dvc repro"),
     "dataset": ("write data/processed/BRIEF/ from data/raw/BRIEF and data/published/BRIEF",
                 "Read the brief's raw campaigns (data/raw/BRIEF/) and published data, and write the tidy "
                 "tables the notebook reads to data/processed/BRIEF/. The first stage of `dvc repro`.",
@@ -601,7 +608,9 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="briefkit", description=__doc__, epilog=_EPILOG,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _command(sub, "list", _list)
+    listing = _command(sub, "list", _list)
+    listing.add_argument("--measured", action="store_true",
+                         help="the measuring stages (measure@BRIEF--CAMPAIGN) of params.yaml's measure:")
     for name, func in (("dataset", _dataset), ("samples", _dataset), ("execute", _execute), ("render", _render),
                        ("build", _build)):
         cmd = _command(sub, name, func)
