@@ -20,6 +20,7 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 help:
 	@echo "make reproduce   set up, then regenerate every brief into reports/ (dvc repro, briefs in parallel)"
+	@echo "make briefs      what make reproduce runs after the set-up (REPRODUCE_JOBS briefs at once)"
 	@echo "make test        set up, then run the tests (ruff, the layers contract, pytest, nbval)"
 	@echo "make test-fast   the inner loop: pytest without the tests marked slow (no lint, no nbval)"
 	@echo "make lab         JupyterLab on notebooks/ with the project's environment"
@@ -64,7 +65,8 @@ reproduce: setup
 # `dvc repro` runs one stage at a time, but the briefs' chains (dataset -> notebook -> render) share no
 # stage, and DVC releases its repository lock while a stage's command runs: one `dvc repro render@BRIEF`
 # per brief, as many at once as there are cores (--wait-for-lock: each waits for the others' short turns
-# at dvc.lock), gave the same dvc.lock and notebooks byte for byte in 55.5 s instead of 83.9 s on 2 cores
+# at dvc.lock; a stage's own check of dvc.lock reads it again while another process rewrites it, see
+# briefkit.config.dvclock), gave the same dvc.lock and notebooks byte for byte in 55.5 s instead of 83.9 s on 2 cores
 # (benchmarks/reproduce_whole.py, medians of 5 pairs). The campaigns under measure: are measured first,
 # in one `dvc repro`, one at a time: two campaigns on one host at once would disturb each other's
 # figures, and one on this machine would race the notebooks (xargs -r: none declared, none run; a plain
