@@ -18,14 +18,14 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from reproduce_stages import timed  # the same timing (wall, CPU of the command and its children)
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -35,18 +35,6 @@ def env() -> dict[str, str]:
     variables = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
     variables.pop("BRIEFKIT_ROOT", None)
     return variables
-
-
-def timed(argv: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall and CPU seconds (the command and its children); a failure ends the benchmark with its output."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, env=env(), capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(argv)} in {cwd} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def outcome(clone: Path) -> dict[str, bytes]:
