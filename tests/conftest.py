@@ -150,3 +150,20 @@ def pytest_collection_modifyitems(config, items):
             continue
         if any(defs[-1].scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values() if defs):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    _longest_first(items)
+
+
+def _longest_first(items: list) -> None:
+    """The longest work first, each group kept whole and in file order: the groups holding a slow test (a
+    module's chain of end-to-end tests, minutes long), then the other slow tests, then the rest. xdist
+    hands out work in this order, so the long tests start early and the many short ones fill the workers
+    at the end. In file order, the last slow test started after six of the run's nine minutes and one
+    worker ran on alone for the last 26 s."""
+    def group(item) -> str:
+        mark = item.get_closest_marker("xdist_group")
+        return mark.args[0] if mark else item.nodeid
+
+    slow = {group(item) for item in items if item.get_closest_marker("slow")}
+    grouped = {group(item) for item in items if item.get_closest_marker("xdist_group")}
+    # sort is stable: file order within each of the three
+    items.sort(key=lambda item: 0 if group(item) in slow & grouped else 1 if group(item) in slow else 2)
