@@ -8,9 +8,11 @@ import json
 import shutil
 from pathlib import Path
 
+import nbformat
 import pandas as pd
 import papermill
 import pytest
+from jupyter_core.utils import run_sync
 
 from briefkit.core import notebooks
 from tests import paths
@@ -69,17 +71,35 @@ def _cut(reference: Path, brief: str, case: str, scratch: Path) -> Path:
     return work.parent
 
 
-def _kernel(log) -> dict:
-    """A kernel on Unix sockets, as briefkit starts it (``quiet_kernel_manager``): TCP kernels of parallel
-    workers can take each other's ports."""
-    return {"kernel_name": "python3", "kernel_manager_class": notebooks.quiet_kernel_manager(log)}
+@pytest.fixture(scope="session")
+def kernel(tmp_path_factory):
+    """One kernel for this worker's runs of the brief notebooks, on Unix sockets as briefkit starts it
+    (``quiet_kernel_manager``: TCP kernels of parallel workers can take each other's ports). The first
+    run starts it (in notebooks/, as papermill does), the others reuse it: a kernel's start-up and the
+    briefs' imports cost about 3 CPU-s, once per worker instead of once per case. Every run begins
+    with an empty namespace (``fresh``), so no cell can lean on a name an earlier case left."""
+    with open(tmp_path_factory.mktemp("kernel") / "kernel.log", "w+") as log:
+        manager = notebooks.quiet_kernel_manager(log)(kernel_name="python3")
+        yield manager
+        if manager.has_kernel:
+            run_sync(manager.shutdown_kernel)(now=True)
 
 
-def _run(notebook: str, brief: str, processed: Path, out: Path) -> str:
-    with open(out.with_suffix(".kernel.log"), "w+") as log:
-        papermill.execute_notebook(str(ROOT / "notebooks" / f"{notebook}.ipynb"), str(out), cwd=str(ROOT / "notebooks"),
-                                   parameters={"brief": brief, "processed_dir": str(processed)}, progress_bar=False,
-                                   **_kernel(log))
+def fresh(notebook: str) -> nbformat.NotebookNode:
+    """The notebook with a first cell that empties the kernel's namespace (and closes its figures)."""
+    nb = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4)
+    reset = nbformat.v4.new_code_cell("%reset -f\nimport matplotlib.pyplot\nmatplotlib.pyplot.close('all')")
+    nb.cells.insert(0, reset)
+    return nb
+
+
+def execute(notebook: str, out: Path, kernel, **parameters) -> None:
+    papermill.execute_notebook(fresh(notebook), str(out), cwd=str(ROOT / "notebooks"), parameters=parameters,
+                               progress_bar=False, km=kernel)
+
+
+def _run(notebook: str, brief: str, processed: Path, out: Path, kernel) -> str:
+    execute(notebook, out, kernel, brief=brief, processed_dir=str(processed))
     nb = json.loads(out.read_text())
     texts = []
     for cell in nb["cells"]:
@@ -91,9 +111,9 @@ def _run(notebook: str, brief: str, processed: Path, out: Path) -> str:
 
 @pytest.mark.parametrize("case", ["none", "one-rep", "one-config", "failed"])
 @pytest.mark.parametrize("brief", list(BRIEFS))
-def test_notebook_renders(reference, tmp_path, brief, case):
+def test_notebook_renders(reference, tmp_path, brief, case, kernel):
     processed = _cut(reference, brief, case, tmp_path)
-    text = _run(BRIEFS[brief], brief, processed, tmp_path / "out.ipynb")
+    text = _run(BRIEFS[brief], brief, processed, tmp_path / "out.ipynb", kernel)
     if case == "none":
         assert "No campaign of this brief has been measured yet" in text
         assert "host `localhost`" not in text
@@ -106,11 +126,8 @@ def test_notebook_renders(reference, tmp_path, brief, case):
         assert "no confidence interval" in text
 
 
-def test_show_picks_campaigns_and_unknown_names_are_refused(reference, tmp_path):
+def test_show_picks_campaigns_and_unknown_names_are_refused(reference, tmp_path, kernel):
     processed = reference / "data" / "processed"
-    with pytest.raises(papermill.PapermillExecutionError, match="no measured campaign 'mine'"), \
-            open(tmp_path / "kernel.log", "w+") as log:
-        papermill.execute_notebook(str(ROOT / "notebooks" / "fio_mix.ipynb"), str(tmp_path / "o.ipynb"),
-                                   cwd=str(ROOT / "notebooks"), progress_bar=False, **_kernel(log),
-                                   parameters={"brief": "fio-6600ion", "processed_dir": str(processed),
-                                               "show": ["mine", "local"]})
+    with pytest.raises(papermill.PapermillExecutionError, match="no measured campaign 'mine'"):
+        execute("fio_mix", tmp_path / "o.ipynb", kernel, brief="fio-6600ion", processed_dir=str(processed),
+                show=["mine", "local"])
