@@ -465,3 +465,33 @@ def test_a_workdir_the_login_may_not_write_gives_the_two_ways_out(tmp_path):
     assert "Permission denied" in message and f"writing the workdir {workdir} needs root" in message
     assert "run briefkit as root" in message and "`sudo: true`" in message
     assert "or declare a workdir that nobody may write" in message
+
+
+def _unmount_when_free(tmp_path: Path, seconds: int, *outcomes: str) -> tuple[subprocess.CompletedProcess, int]:
+    """UNMOUNT_WHEN_FREE around a stand-in unmount that answers ``outcomes`` in turn ("ok" or an error
+    message, exit 32): the result and how many times it was tried."""
+    from briefkit.storage.base import UNMOUNT_WHEN_FREE
+
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "outcomes").write_text("\n".join(outcomes) + "\n")
+    fake = tmp_path / "fake-umount"
+    fake.write_text('#!/bin/sh\necho x >> "$0.tries"\n'
+                    'line=$(sed -n "$(wc -l < "$0.tries")p" "$(dirname "$0")/outcomes")\n'
+                    '[ "$line" = ok ] && exit 0\necho "umount: $1: $line" >&2; exit 32\n')
+    fake.chmod(0o755)
+    done = subprocess.run(["sh", "-c", UNMOUNT_WHEN_FREE, "briefkit-unmount", str(seconds), str(fake), "/mnt/x"],
+                          capture_output=True, text=True, timeout=30)
+    tries = (tmp_path / "fake-umount.tries").read_text().count("x")
+    return done, tries
+
+
+def test_an_unmount_that_is_busy_a_moment_is_tried_again(tmp_path):
+    done, tries = _unmount_when_free(tmp_path, 5, "target is busy.", "target is busy.", "ok")
+    assert done.returncode == 0 and tries == 3 and done.stderr == ""
+
+
+def test_an_unmount_busy_for_good_or_failing_otherwise_fails_with_its_own_message(tmp_path):
+    done, tries = _unmount_when_free(tmp_path / "busy", 1, *["target is busy."] * 20)
+    assert done.returncode == 32 and tries == 10 and done.stderr == "umount: /mnt/x: target is busy.\n"
+    done, tries = _unmount_when_free(tmp_path / "other", 5, "not mounted.", "ok")
+    assert done.returncode == 32 and tries == 1 and "not mounted" in done.stderr

@@ -214,6 +214,17 @@ rmdir -- "$sdir" 2>/dev/null && rmdir -- "${sdir%/*}" 2>/dev/null
 exit 0
 '''
 
+# $1 = seconds, then an unmount command: tried again every 0.1 s while it fails with "busy", for up to $1 s
+# (a mount the kernel lets go of a moment late); any other failure, or "busy" at the end, is its own.
+UNMOUNT_WHEN_FREE = r'''
+n=$(( $1 * 10 )); shift; i=1
+until out=$("$@" 2>&1); do
+  rc=$?
+  case "$out" in *busy*) if [ $i -lt $n ]; then sleep 0.1; i=$((i+1)); continue; fi ;; esac
+  printf '%s\n' "$out" >&2; exit $rc
+done
+'''
+
 # mount "$@" (the mount point last), then findmnt's JSON for the mount point
 _MOUNT = r'''
 for m do :; done
@@ -344,8 +355,12 @@ class _Ops:
             raise StorageError(f"{self.where}: {what}: mount succeeded but findmnt does not show "
                                f"{mountpoint}") from None
 
-    def unmount(self, mountpoint: str, uid: int) -> None:
+    def unmount(self, mountpoint: str, uid: int, busy_wait_s: int = 0) -> None:
+        """``busy_wait_s``: how long "target is busy" is waited out (0: it fails at once, as a process of
+        the user's in the mount should make it)."""
         argv = ["umount", "--", mountpoint] if uid == 0 else ["fusermount", "-u", "--", mountpoint]
+        if busy_wait_s:
+            argv = ["sh", "-c", UNMOUNT_WHEN_FREE, "briefkit-unmount", str(busy_wait_s), *argv]
         self.run(argv, f"unmounting {mountpoint} (is a process still using it?)")
 
     def blkid(self, device: str) -> dict[str, str]:

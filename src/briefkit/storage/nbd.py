@@ -534,8 +534,11 @@ class NbdConfig(StorageConfig):
         if nbd_device and ops.run(["nbd-client", "-c", nbd_device], f"checking {nbd_device}",
                                   ok=(0, 1, 2)).returncode == 0:
             ops.run(["nbd-client", "-d", nbd_device], f"disconnecting {nbd_device}")
+        # nbdfuse ends when its file is unmounted. Once no loop device lists the file, the kernel may
+        # still hold it a moment (its last reference is dropped later, off the detaching task): a CI run
+        # got "target is busy" right after the wait above had passed.
         for fs in reversed([fs for fs in mounts if fs.get("target") == paths["fuse"]]):
-            ops.unmount(paths["fuse"], uid)     # nbdfuse ends when its file is unmounted
+            ops.unmount(paths["fuse"], uid, busy_wait_s=LOOP_RELEASE_TIMEOUT)
         ops.run(["rmdir", "--", paths["fuse"]], f"removing {paths['fuse']}", ok=(0, 1))
         # then the jobs: nbdfuse before the nbdkit it talks to
         for program in ("nbdfuse", "nbdkit"):
