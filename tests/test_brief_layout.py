@@ -2,8 +2,8 @@
 body before the appendix is at most BODY_PAGES A4 pages, every figure has alt text, pages have a running
 header and numbers, and the HTML's figures show values on hover and toggle series in Chromium.
 
-Every test here builds at least one brief (dataset, notebook, HTML and PDF): all are marked slow, so
-`make test-fast` builds none and `make test` builds each brief once."""
+Every test here builds at least one brief (notebook, HTML and PDF, from the datasets the run shares):
+all are marked slow, so `make test-fast` builds none and `make test` builds each brief once."""
 from __future__ import annotations
 
 import io
@@ -35,13 +35,16 @@ FAST = "fio-6600ion"
 
 
 @pytest.fixture(scope="module")
-def checkout(tmp_path_factory):
-    """What the briefs are built from, measured campaigns included, so the body is the real one."""
+def checkout(tmp_path_factory, reference_data):
+    """What the briefs are built from, measured campaigns included, so the body is the real one: the
+    committed data with its datasets, written once for the whole run by `briefkit dataset` (the
+    ``reference_data`` fixture, which the notebook tests share)."""
+    reference = reference_data(*BRIEFS)
     base = tmp_path_factory.mktemp("layout")
     shutil.copy(ROOT / "params.yaml", base)
     shutil.copytree(ROOT / "notebooks", base / "notebooks")
     shutil.copytree(ROOT / "data/published", base / "data/published")
-    shutil.copytree(ROOT / "data/raw", base / "data/raw")
+    shutil.copytree(reference / "data/processed", base / "data/processed")
     return base
 
 
@@ -49,12 +52,14 @@ _built: dict[str, Path] = {}
 
 
 def build(checkout: Path, brief: str) -> Path:
-    """reports/<brief> (without suffix) in the checkout copy, built once per test session."""
+    """reports/<brief> (without suffix) in the checkout copy, executed and rendered once per test session
+    (its dataset is the reference's)."""
     if brief not in _built:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("BRIEFKIT_ROOT", str(checkout))
             with redirect_stdout(io.StringIO()):
-                assert cli.main(["build", brief, "--quiet"]) == 0
+                assert cli.main(["execute", brief, "--quiet"]) == 0
+                assert cli.main(["render", brief, "--quiet"]) == 0
         _built[brief] = checkout / "reports" / brief
     return _built[brief]
 

@@ -1,22 +1,19 @@
 """Key findings of the briefs on the committed reference campaigns (data/raw, built by the real
-`briefkit dataset` into a temporary checkout): a measured difference is stated as a finding only
+`briefkit dataset` into the run's shared reference checkout): a measured difference is stated as a finding only
 when Welch's t-test of its repetitions says so, with p and n; the published side is labelled untested.
 The expected verdicts are recomputed here with scipy from the repetitions in the processed samples."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 from scipy import stats as scipy_stats
 
 from briefkit.briefs.oltp_ramp.notebook import OltpRamp, step_difference
 from briefkit.briefs.rocksdb_sweep import analysis as sweep
 from briefkit.briefs.rocksdb_sweep.notebook import RocksdbSweep
-from briefkit.dataset import build
 from tests import paths
 
 pytestmark = pytest.mark.slow
@@ -24,21 +21,10 @@ pytestmark = pytest.mark.slow
 ROOT = paths.ROOT
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("findings")
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())["briefs"]
-    chosen = {slug: params[slug] for slug in ("rocksdb-7600", "oltp-9300")}
-    (base / "params.yaml").write_text(yaml.safe_dump({"briefs": chosen}, sort_keys=False))
-    (base / "notebooks").mkdir()
-    for spec in chosen.values():
-        (base / "notebooks" / f"{spec['notebook']}.ipynb").write_text("{}")
-    for slug in chosen:
-        shutil.copytree(ROOT / "data" / "published" / slug, base / "data" / "published" / slug)
-        shutil.copytree(ROOT / "data" / "raw" / slug, base / "data" / "raw" / slug)
-    for slug in chosen:
-        build.build(slug, base)
-    return base
+@pytest.fixture
+def project(reference_data) -> Path:
+    """The committed data with its datasets (read-only, built once for the whole run)."""
+    return reference_data("rocksdb-7600", "oltp-9300")
 
 
 def _text(blocks) -> str:

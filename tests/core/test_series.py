@@ -19,7 +19,6 @@ from briefkit import processed
 from briefkit.briefs.shared import stability
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import ParseError
-from briefkit.dataset import build
 from briefkit.power import LOG_COLUMNS
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw.points import power_series
@@ -265,10 +264,12 @@ def test_real_db_bench_interval_csv_gives_ops_over_time(tmp_path):
 
 
 @pytest.mark.slow
-def test_dataset_writes_series_beside_the_samples(tmp_path):
+def test_dataset_writes_series_beside_the_samples(tmp_path, reference_data):
     """The committed rocksdb-7600 campaign (real db_bench output): series.parquet holds each point's
-    interval CSV, and its mean is the point's total_ops sample (both all threads' ops over whole intervals)."""
-    folder = build.build("rocksdb-7600", base=ROOT, out_dir=tmp_path)
+    interval CSV, and its mean is the point's total_ops sample (both all threads' ops over whole intervals).
+    The dataset is the run's shared one (`briefkit dataset` on the committed data), copied: files go below."""
+    folder = tmp_path / "rocksdb-7600"
+    shutil.copytree(reference_data("rocksdb-7600") / "data/processed/rocksdb-7600", folder)
     data = processed.load("rocksdb-7600", tmp_path)
     assert (folder / "series.parquet").is_file() and (folder / "latency_bins.parquet").is_file()
     series = data.series
