@@ -85,9 +85,17 @@ def test_fio_point_writes_logs_that_parse_into_series(tmp_path, local_host):
     assert set(found.loc[found["metric"] == "read_bw", "unit"]) == {"MB/s"}
     # fio's clat mean is per I/O: the windows' means weighted by their I/Os (a plain mean of the windows
     # lets one stalled window of a loaded machine, few I/Os of long latency, outweigh the rest)
-    windows = found.pivot_table(index="t_s", columns="metric", values="value")[["read_clat_mean", "read_iops"]].dropna()
-    per_io = float((windows["read_clat_mean"] * windows["read_iops"]).sum() / windows["read_iops"].sum())
-    assert per_io == pytest.approx(by_metric["read_clat_mean"], rel=0.3)
+    windows = found.pivot_table(index="t_s", columns="metric", values="value")[["read_clat_mean", "read_iops"]]
+    clat_only = windows["read_clat_mean"].notna() & ~(windows["read_iops"] > 0)
+    paired = windows.dropna()
+    if not clat_only.any():
+        per_io = float((paired["read_clat_mean"] * paired["read_iops"]).sum() / paired["read_iops"].sum())
+        assert per_io == pytest.approx(by_metric["read_clat_mean"], rel=0.3)
+    else:
+        # a stall that runs into fio's exit: fio flushes a last clat window (seen: 2 ms, the I/Os stuck in the
+        # stall) for which its IOPS log has no I/Os (0 or no line), so the weighted mean cannot count them.
+        # fio's mean then still lies within the windows' means (a unit slip would not).
+        assert windows["read_clat_mean"].min() <= by_metric["read_clat_mean"] <= windows["read_clat_mean"].max()
     assert {"read_clat_p50", "read_clat_p99", "write_clat_p99.9"} <= set(found["metric"])
     # the histogram logs hold fio's buckets: the same values the json+ bins are keyed by, never more I/Os
     json_bins = fio_parse.histograms(folder / "fio.json")
