@@ -162,6 +162,43 @@ def test_loop_xfs_setup_and_teardown(local_host, workdir):
 
 
 @root_only
+def test_teardown_waits_for_a_loop_device_held_open_and_names_it_when_it_stays(local_host, workdir, monkeypatch):
+    """`losetup -d` of a loop device that a process still has open (udev's probe after an unmount, in a
+    parallel run) only marks it to be detached at its last close: teardown waits for that before the image
+    goes (a full parallel run saw "<image> (deleted)" still listed), and names the holder when it stays."""
+    from briefkit.storage import base
+
+    config = from_spec("xfs-loop", {"kind": "loop_xfs", "size": "320MiB"}, f"{WHERE}.xfs-loop")
+    image = Path(workdir) / "storage" / "xfs-loop" / "image"
+    holder = ("import os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); print('open', flush=True); "
+              "time.sleep(float(sys.argv[2]))")
+
+    def hold(device, seconds):
+        proc = subprocess.Popen(["python3", "-c", holder, device, str(seconds)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "open"
+        return proc
+
+    prepared = config.setup(local_host, workdir)
+    proc = hold(prepared.device, 1.0)
+    config.teardown(local_host, prepared)
+    assert proc.poll() is not None, "teardown did not wait for the holder to close the device"
+    assert not image.exists() and not loops_of(image)
+
+    monkeypatch.setattr(base, "LOOP_RELEASE_TIMEOUT", 1)
+    prepared = config.setup(local_host, workdir)
+    proc = hold(prepared.device, 30)
+    try:
+        with pytest.raises(StorageError, match=rf"{prepared.device} still held .*image 1 s after losetup -d.*fuser -v"):
+            config.teardown(local_host, prepared)
+        assert image.exists(), "the image went while a loop device still held it"
+    finally:
+        proc.kill()
+        proc.wait()
+    config.teardown(local_host, prepared)     # once let go: the rest of the teardown, as a rerun does it
+    assert not image.exists() and not loops_of(image)
+
+
+@root_only
 def test_loop_xfs_setup_again_after_interruption(local_host, workdir):
     config = from_spec("xfs-loop", {"kind": "loop_xfs", "size": "320MiB", "mount_options": "noatime"})
     first = config.setup(local_host, workdir)

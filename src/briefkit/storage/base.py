@@ -225,6 +225,21 @@ until out=$("$@" 2>&1); do
 done
 '''
 
+# $1 = a file, $2 = seconds: waits until no loop device is backed by the file any more. `losetup -d` of a
+# loop device someone still has open (udev probing it after the file system's unmount) only marks it to be
+# detached at its last close: until then the file is held (an nbdfuse mount cannot be unmounted, "target
+# is busy") and the device is listed with the file, "(deleted)" once it is removed. Exit 1 when still held.
+_LOOPS_RELEASED = r'''
+i=0; n=$(( $2 * 10 ))
+while [ $i -lt $n ]; do
+  [ -z "$(losetup -n -O NAME -j "$1" 2>/dev/null)" ] && exit 0
+  sleep 0.1; i=$((i+1))
+done
+exit 1
+'''
+#: how long loop devices may take to let go of their backing file after `losetup -d` (seconds)
+LOOP_RELEASE_TIMEOUT = 10
+
 # mount "$@" (the mount point last), then findmnt's JSON for the mount point
 _MOUNT = r'''
 for m do :; done
@@ -362,6 +377,21 @@ class _Ops:
         if busy_wait_s:
             argv = ["sh", "-c", UNMOUNT_WHEN_FREE, "briefkit-unmount", str(busy_wait_s), *argv]
         self.run(argv, f"unmounting {mountpoint} (is a process still using it?)")
+
+    def detach_loops(self, loops: Sequence[str], backing: str) -> None:
+        """``losetup -d`` of ``loops``, then waits (up to LOOP_RELEASE_TIMEOUT) until none of them holds
+        ``backing`` any more, so that what comes next (removing the image, unmounting the FUSE file)
+        never meets a device that is only marked to be detached."""
+        if not loops:
+            return
+        names = ", ".join(loops)
+        self.run(["losetup", "-d", *loops], f"detaching {names}")
+        released = self.run(["sh", "-c", _LOOPS_RELEASED, "briefkit-loops", backing, str(LOOP_RELEASE_TIMEOUT)],
+                            f"waiting for {names} to let go of {backing}", ok=(0, 1))
+        if released.returncode:
+            raise StorageError(f"{self.where}: {names} still held {backing} {LOOP_RELEASE_TIMEOUT} s after "
+                               f"losetup -d on {self.host.name} (a process has the loop device open: "
+                               f"fuser -v {' '.join(loops)})")
 
     def blkid(self, device: str) -> dict[str, str]:
         res = self.run(["blkid", "-p", "-o", "export", "--", device], f"probing {device}", ok=(0, 2))

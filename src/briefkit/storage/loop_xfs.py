@@ -140,8 +140,8 @@ class LoopXfsConfig(StorageConfig):
         if elsewhere:
             problems.append(f"our image is still mounted elsewhere: {'; '.join(elsewhere)}; left attached")
             return
-        if loops:
-            ops.run(["losetup", "-d", *loops], f"detaching {', '.join(loops)}")
+        # the image is removed next: a device only marked to be detached would keep it, deleted, a moment
+        ops.detach_loops(loops, image)
 
     def _made_files(self, sdir):
         return [posixpath.join(sdir, "image")]

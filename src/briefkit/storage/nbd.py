@@ -42,6 +42,7 @@ from briefkit.core.validation import AbsPath, Bool, Model, Port
 from briefkit.hosts.base import HostError
 from briefkit.storage.base import (
     FILESYSTEMS,
+    LOOP_RELEASE_TIMEOUT,
     PACKAGES,
     MkfsOptions,
     MountOptions,
@@ -92,21 +93,6 @@ echo @@losetup
 losetup -J -l 2>/dev/null
 exit 0
 '''
-
-# $1 = a file, $2 = seconds: waits until no loop device is backed by the file any more. `losetup -d` of a
-# loop device someone still has open (udev probing it after the file system's unmount) only marks it
-# to be detached at its last close, and the file (nbdfuse's) stays busy until then: unmounting nbdfuse
-# at once failed with "target is busy" in a parallel test run. Exit 1 when the file is still held.
-_LOOPS_RELEASED = r'''
-i=0; n=$(( $2 * 10 ))
-while [ $i -lt $n ]; do
-  [ -z "$(losetup -n -O NAME -j "$1" 2>/dev/null)" ] && exit 0
-  sleep 0.1; i=$((i+1))
-done
-exit 1
-'''
-#: how long loop devices may take to let go of nbdfuse's file after `losetup -d` (seconds)
-LOOP_RELEASE_TIMEOUT = 10
 
 # $1 = the first free /dev/nbdN: a device with no connection (no pid in sysfs) and size 0
 _FREE_NBD = r'''
@@ -521,15 +507,8 @@ class NbdConfig(StorageConfig):
         if elsewhere:
             problems.append(f"our NBD device is still mounted elsewhere: {'; '.join(elsewhere)}; left attached")
             return
-        if survey["loops"]:
-            ops.run(["losetup", "-d", *survey["loops"]], f"detaching {', '.join(survey['loops'])}")
-            released = ops.run(["sh", "-c", _LOOPS_RELEASED, "briefkit-nbd", paths["fuse_file"],
-                                str(LOOP_RELEASE_TIMEOUT)], f"waiting for {', '.join(survey['loops'])} to let go "
-                               f"of {paths['fuse_file']}", ok=(0, 1))
-            if released.returncode:     # unmounting nbdfuse now would only fail with "target is busy"
-                raise StorageError(f"{self.where}: {', '.join(survey['loops'])} still held {paths['fuse_file']} "
-                                   f"{LOOP_RELEASE_TIMEOUT} s after losetup -d on {ops.host.name} (a process has "
-                                   f"the loop device open: fuser -v {' '.join(survey['loops'])})")
+        # unmounting nbdfuse while a loop device still holds its file would only fail with "target is busy"
+        ops.detach_loops(survey["loops"], paths["fuse_file"])
         nbd_device = state.get("nbd_device")
         if nbd_device and ops.run(["nbd-client", "-c", nbd_device], f"checking {nbd_device}",
                                   ok=(0, 1, 2)).returncode == 0:
