@@ -79,7 +79,12 @@ briefs:
 	dvc repro
 	@ls -l reports/*.html reports/*.pdf
 
-test: setup lint test-unit test-notebooks
+# The reference datasets are built once, first (make test-notebooks would build them again after the
+# tests, which also use them: BRIEFKIT_TEST_REFERENCE, tests/conftest.py reference_data).
+test: setup lint
+	$(reference_data)
+	BRIEFKIT_TEST_REFERENCE=$(NB_REF) $(PYTEST_PARALLEL) tests
+	$(nbval)
 
 # Style, and the layers contract of pyproject.toml (a module imports only from the layers below it).
 lint:
@@ -128,11 +133,14 @@ NOTEBOOKS := notebooks/fio_mix.ipynb notebooks/rocksdb_sweep.ipynb notebooks/roc
 # One notebook per worker at a time (--dist loadfile: a notebook's cells run in order in one kernel), one
 # worker per core, no more workers than notebooks: 37 s -> 20 s for the five on 2 cores.
 NB_WORKERS = $(shell n=$(words $(NOTEBOOKS)); p=$$(nproc 2>/dev/null || echo 1); echo $$(( n < p ? n : p )))
-test-notebooks:
-	$(reference_data)
+define nbval
 	BRIEFKIT_PROCESSED=$(NB_REF)/data/processed BRIEFKIT_FIGURES=png \
 	  pytest -n $(NB_WORKERS) --dist loadfile -p no:cacheprovider \
 	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg $(NOTEBOOKS)
+endef
+test-notebooks:
+	$(reference_data)
+	$(nbval)
 
 # Refresh the outputs nbval compares, the same pinned way (commit data changes first).
 notebooks: setup

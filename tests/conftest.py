@@ -89,7 +89,17 @@ def reference_data(tmp_path_factory):
     """``reference_data(*briefs)`` -> a checkout of the committed data (``git archive HEAD``: data,
     notebooks, params.yaml) whose data/processed/<brief> folders `briefkit dataset` has written.
     Built once for the whole run and shared by the xdist workers (the first to ask builds, under a
-    lock, the others wait and reuse it): treat it as read-only, copy what a test changes."""
+    lock, the others wait and reuse it): treat it as read-only, copy what a test changes. `make test`
+    builds every brief's before the tests, for nbval too, and names it in BRIEFKIT_TEST_REFERENCE."""
+    given = os.environ.get("BRIEFKIT_TEST_REFERENCE")
+    if given:
+        def prebuilt(*briefs: str) -> Path:
+            missing = [b for b in briefs if not (Path(given) / "data/processed" / b).is_dir()]
+            if missing:
+                pytest.fail(f"BRIEFKIT_TEST_REFERENCE={given}: no dataset of {', '.join(missing)} there "
+                            f"(make test builds every brief's before the tests)", pytrace=False)
+            return Path(given)
+        return prebuilt
     # the workers' temporary roots are siblings: their parent is the run's, shared by all of them
     shared = tmp_path_factory.getbasetemp()
     shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared

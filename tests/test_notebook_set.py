@@ -39,12 +39,14 @@ def test_the_checked_set_is_explicit_and_complete():
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_a_scratch_notebook_is_not_checked(tmp_path):
-    shutil.copy(ROOT / "Makefile", tmp_path)
+    for name in ("Makefile", "requirements.lock", "pyproject.toml"):     # `make -n test` plans the set-up too
+        shutil.copy(ROOT / name, tmp_path)
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "scratch.ipynb").write_text("{}")
-    dry = subprocess.run(["make", "-n", "test-notebooks"], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "--nbval" in dry.stdout and "notebooks/fio_mix.ipynb" in dry.stdout
-    assert "scratch.ipynb" not in dry.stdout
+    for target in ("test-notebooks", "test"):
+        dry = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True, check=True)
+        assert "--nbval" in dry.stdout and "notebooks/fio_mix.ipynb" in dry.stdout, target
+        assert "scratch.ipynb" not in dry.stdout, target
 
 
 @pytest.mark.parametrize("name", ANALYSIS_NOTEBOOKS)
