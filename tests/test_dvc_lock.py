@@ -112,6 +112,23 @@ def test_briefkit_commands_refuse_a_damaged_lock(checkout, monkeypatch, capsys, 
     assert "dvc.lock" in err and "repair: git checkout dvc.lock" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("content", [b"", b'{"read": {}, "wri', b"[]"])
+def test_a_damaged_dvc_rwlock_is_named_with_its_repair_and_kept(checkout, monkeypatch, capsys, content):
+    """What a Ctrl-C in DVC's write of .dvc/tmp/rwlock leaves (treeverse/dvc#7615): the check names it and
+    the repair, and leaves the file to the user (a dvc command it lists may still be running)."""
+    rwlock = checkout / ".dvc/tmp/rwlock"
+    rwlock.parent.mkdir(parents=True)
+    rwlock.write_text('{"read": {}, "write": {"data/raw/x": {"pid": 1, "cmd": "dvc repro"}}}')
+    dvclock.check(checkout)
+    rwlock.write_bytes(content)
+    with pytest.raises(dvclock.DvcLockError, match=r"rwlock: (empty|not a JSON object).*\n.*rm \.dvc/tmp/rwlock"):
+        dvclock.check(checkout)
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(checkout))
+    assert cli.main(["status", "fio-6600ion"]) == 2
+    assert "rm .dvc/tmp/rwlock" in capsys.readouterr().err
+    assert rwlock.read_bytes() == content
+
+
 def test_the_committed_lock_holds_only_declared_stages():
     """DVC keeps the entry of a stage taken out of dvc.yaml, and reads the whole lock (twice, in pure-Python
     YAML) on every `dvc repro` and `dvc status`: a stale entry costs every run time."""

@@ -11,9 +11,15 @@ run side by side (`make reproduce` runs one per brief), a stage's command may st
 process is writing: a reader polling every 20 ms during `make reproduce` saw 37 of 675 reads cut short or
 missing entries. So a lock that reads as damaged is read again once it stops changing, and it is called
 damaged only when it reads damaged and has not changed for SETTLE_S seconds.
+
+DVC's list of what running `dvc` commands read and write, .dvc/tmp/rwlock (JSON), is rewritten in place too,
+and a Ctrl-C can leave it empty (treeverse/dvc#7615; the Ctrl-C test saw it in a `dvc repro`): every `dvc`
+command then fails with "Unable to read RWLock-file". It is checked the same way, with its own repair;
+briefkit never removes it, since a `dvc` command may be running that it lists.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -24,6 +30,9 @@ from briefkit.config.yamlload import SAFE_LOADER
 from briefkit.core.errors import ParamsError
 
 REPAIR = "repair: git checkout dvc.lock   (then `dvc repro` re-runs only what changed since the commit)"
+RWLOCK = Path(".dvc/tmp/rwlock")
+RWLOCK_REPAIR = (f"repair, once no `dvc` command is running: rm {RWLOCK}   (it only lists what running dvc commands "
+                 f"read and write; DVC writes a new one)")
 
 
 class DvcLockError(ParamsError):
@@ -43,16 +52,17 @@ def check(base: Path, settle_s: float | None = None) -> None:
     dvc.lock has for stages the checkout still declares, and stays so for ``settle_s`` (SETTLE_S) seconds.
     No dvc.lock (nothing run yet) is fine."""
     settle_s = SETTLE_S if settle_s is None else settle_s
-    path = base / "dvc.lock"
+    paths = (base / "dvc.lock", base / RWLOCK)
     for read in range(MAX_READS):
-        before = _stamp(path)
+        before = [_stamp(path) for path in paths]
         try:
-            return _check_once(base)
+            _check_once(base)
+            return _check_rwlock(base)
         except DvcLockError:
             if read == MAX_READS - 1:
                 raise
             time.sleep(settle_s)
-            if _stamp(path) == before:
+            if [_stamp(path) for path in paths] == before:
                 raise     # not being written: damaged
 
 
@@ -79,6 +89,22 @@ def _check_once(base: Path) -> None:
         raise DvcLockError(f"{path}: {len(missing)} stage entries of the committed dvc.lock are missing "
                            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); DVC was probably "
                            f"interrupted while writing it\n{REPAIR}")
+
+
+def _check_rwlock(base: Path) -> None:
+    """.dvc/tmp/rwlock, when there is one, is a JSON object (DVC reads it so before every command)."""
+    path = base / RWLOCK
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    try:
+        whole = isinstance(json.loads(data), dict)
+    except ValueError:
+        whole = False
+    if not whole:
+        raise DvcLockError(f"{path}: {'empty' if not data.strip() else 'not a JSON object (cut short?)'}; DVC was "
+                           f"probably interrupted while writing it, and every dvc command fails on it\n{RWLOCK_REPAIR}")
 
 
 def _stages(data: bytes, where: str) -> dict:
