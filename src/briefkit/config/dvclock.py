@@ -49,8 +49,8 @@ MAX_READS = 20
 
 def check(base: Path, settle_s: float | None = None) -> None:
     """Raise DvcLockError when base/dvc.lock is unreadable, truncated, or lacks entries the committed
-    dvc.lock has for stages the checkout still declares, and stays so for ``settle_s`` (SETTLE_S) seconds.
-    No dvc.lock (nothing run yet) is fine."""
+    dvc.lock has for stages the checkout still declares, or when .dvc/tmp/rwlock is not whole JSON, and stays so
+    for ``settle_s`` (SETTLE_S) seconds. No dvc.lock (nothing run yet) or rwlock (no dvc command run yet) is fine."""
     settle_s = SETTLE_S if settle_s is None else settle_s
     paths = (base / "dvc.lock", base / RWLOCK)
     for read in range(MAX_READS):
