@@ -27,6 +27,8 @@ EXACT: dict[str, tuple[str, float]] = {
     "IO/s": ("io_operation/s", 1),
     "ops/s": ("operation/s", 1),
     "txn/s": ("transaction/s", 1),
+    # pgbench's and HammerDB's rates of transactions (tpm, nopm), which the steady-state figures judge per second
+    **{unit: ("1/s", scale) for unit, scale in {"1/s": 1, "1/min": 1 / 60}.items()},
 }
 
 
