@@ -254,11 +254,16 @@ PUBLISHED = paths.ROOT / "data" / "published"
 PUBLISHED_FREE_TEXT = {"title", "subtitle", "unstated_load", "text", "where", "reading", "printed_as"}
 
 
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
 def _published_cases(marker: Path):
     """(kind, file, key path, brief folder, brief.yaml, claims.yaml) for every string field of
     BriefFile and of each claim kind's model, a real claim of that kind changed one key at a time."""
     samples = {}
-    for folder in sorted(PUBLISHED.iterdir()):
+    # each kind's claim from the brief with the fewest printed points: every case loads the whole brief
+    for folder in sorted(PUBLISHED.iterdir(), key=lambda f: (_size(f / "points.csv"), f.name)):
         data = yaml.safe_load((folder / "claims.yaml").read_text()) if (folder / "claims.yaml").exists() else None
         for claim in (data or {}).get("claims") or []:
             samples.setdefault(claim["kind"], (folder, claim))
