@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -415,6 +416,21 @@ def test_missing_root_and_tools_are_named(workdir, tmp_path):
 
 # -- sshfs ----------------------------------------------------------------------------------------
 
+def _wait_exited(pid: int, timeout_s: float = 10.0) -> None:
+    """Until process ``pid`` has exited (gone, or a zombie: its files closed). A SIGKILL takes effect when
+    the process next runs, which on a busy machine is not at once, and its mount answers until then."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} still runs {timeout_s} s after SIGKILL")
+
+
 def _cmdline(proc: Path) -> str:
     try:
         return (proc / "cmdline").read_text()
@@ -446,6 +462,7 @@ def test_sshfs_over_loopback_sshd(sshd, local_host, workdir, tmp_path):
             and f"\0{prepared.path}\0" in _cmdline(p)]
     assert len(pids) == 1
     os.kill(int(pids[0]), 9)
+    _wait_exited(int(pids[0]))
     assert sh("stat", "-f", prepared.path, check=False).returncode != 0
     again = config.setup(local_host, workdir)
     assert (Path(again.path) / "over-the-network").read_text() == "hello"
