@@ -216,9 +216,11 @@ def test_a_real_fio_run_that_stalls_keeps_its_idle_windows(tmp_path):
     the whole run). Windows of 500 ms: fio's sampling thread, late by tens of ms on a loaded machine,
     stays well within a tenth of a window."""
     assert shutil.which("fio"), "fio is not installed"
+    jobs, block, burst_blocks, read_share = 2, 4096, 3000, 0.7
     subprocess.run(["fio", "--name=stall", f"--filename={tmp_path / 'data'}", "--size=4MiB", "--rw=randrw",
-                    "--rwmixread=70", "--bs=4k", "--ioengine=psync", "--time_based", "--runtime=6", "--numjobs=2",
-                    "--rate_iops=4000", "--thinktime=1500ms", "--thinktime_blocks=3000",
+                    f"--rwmixread={read_share * 100:.0f}", f"--bs={block}", "--ioengine=psync", "--time_based",
+                    "--runtime=6", f"--numjobs={jobs}", "--rate_iops=4000", "--thinktime=1500ms",
+                    f"--thinktime_blocks={burst_blocks}",
                     f"--write_bw_log={tmp_path / 'fio'}", f"--write_iops_log={tmp_path / 'fio'}", "--log_avg_msec=500",
                     "--output-format=json", f"--output={tmp_path / 'fio.json'}"], check=True, capture_output=True,
                    timeout=60)
@@ -233,8 +235,15 @@ def test_a_real_fio_run_that_stalls_keeps_its_idle_windows(tmp_path):
         # on to fio's measured end: its last whole window, or one before it when the last line came in the
         # window before that (its last sample not taken), or a later line of fio's flush at exit
         assert runtime_ms // 500 * 0.5 - 0.5 - 1e-9 <= rows["t_s"].max() <= runtime_ms / 1000 + 0.25 + 1e-9
-        # fio's figure is bytes over runtime: only the partial windows at either end are not in the series
-        assert rows["value"].mean() == pytest.approx(by_metric[f"{direction}_bw"], rel=0.15), direction
+        # fio's figure is bytes over runtime: the partial windows at either end are not in the series, and on a
+        # loaded machine fio can end a job before it logs the job's last burst (seen once in a parallel run: a
+        # burst of each job, 24 % of the bytes, in no log line), so the series may fall short of fio's figure by
+        # up to one burst per job; it never exceeds it (as it would if the idle windows were dropped)
+        fio_mb_s = by_metric[f"{direction}_bw"]
+        share = read_share if direction == "read" else 1 - read_share
+        one_burst_each = jobs * burst_blocks * block * share / 1e6 / (runtime_ms / 1000)
+        assert fio_mb_s * 0.85 - one_burst_each <= rows["value"].mean() <= fio_mb_s * 1.15, (
+            direction, rows["value"].mean(), fio_mb_s, one_burst_each)
 
 
 def test_plat_idx_to_val_matches_fio_bucket_values():
