@@ -3,13 +3,15 @@ machine was, for the pytest of `make test` (pytest-xdist, --dist loadgroup).
 
     .venv/bin/python benchmarks/suite_timeline.py [--workers 4] [--rows rows.tsv] [PYTEST_ARGS... (default: tests)]
 
-A small pytest plugin (written to a temporary folder, loaded with -p) records each test's start, end and
-worker, setup and teardown included; a thread samples the machine's busy share (/proc/stat, every
-second). Printed: pytest's wall time, the span from the first test's start to the last test's end, each
-worker's busy time and last end, the tail (from the first worker left with nothing to do to the end), the
-machine's busy share by tenth of the span, and the longest tests with when they started. A suite whose
-cores are busy from start to end gets shorter only with less CPU; one with a long tail, with another order
-(tests/conftest.py hands out the longest work first). ``--rows`` keeps every test's row (TSV).
+A small pytest plugin (written to a temporary folder, loaded with -p) records each test's start, end,
+worker and CPU time (the worker's own and its waited-for children's, os.times), setup and teardown
+included; a thread samples the machine's busy share (/proc/stat, every second). Printed: pytest's wall
+time, the span from the first test's start to the last test's end, each worker's busy time and last end,
+the tail (from the first worker left with nothing to do to the end), the machine's busy share by tenth of
+the span, the longest tests with when they started, and the test files that used the most CPU. A suite
+whose cores are busy from start to end gets shorter only with less CPU; one with a long tail, with another
+order (tests/conftest.py hands out the longest work first). ``--rows`` keeps every test's row (TSV: worker,
+start, end, CPU-s, node id).
 pytest's wall time beyond the span is its start-up and, on a machine that ran the suite before, pytest
 deleting older runs' temporary folders (it keeps the last three; a full run's clones took 20-30 s).
 """
@@ -33,16 +35,16 @@ import os, time, pytest
 ROWS = []
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    start = time.time()
+    start, cpu = time.time(), sum(os.times()[:4])
     yield
-    ROWS.append((start, time.time(), item.nodeid))
+    ROWS.append((start, time.time(), sum(os.times()[:4]) - cpu, item.nodeid))
 def pytest_sessionfinish(session):
     if not ROWS:   # xdist's controller runs no test
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(os.path.join(os.environ["TIMELINE_DIR"], worker + ".tsv"), "w") as out:
-        for start, end, nodeid in ROWS:
-            out.write(f"{worker}\\t{start:.3f}\\t{end:.3f}\\t{nodeid}\\n")
+        for start, end, cpu, nodeid in ROWS:
+            out.write(f"{worker}\\t{start:.3f}\\t{end:.3f}\\t{cpu:.2f}\\t{nodeid}\\n")
 '''
 
 
@@ -87,11 +89,11 @@ def main() -> int:
         return 1
     if args.rows:
         args.rows.write_text("".join("\t".join(row) + "\n" for row in rows))
-    report([(w, float(a), float(b), n) for w, a, b, n in rows], samples, wall, done.returncode)
+    report([(w, float(a), float(b), float(c), n) for w, a, b, c, n in rows], samples, wall, done.returncode)
     return done.returncode
 
 
-def report(rows: list[tuple[str, float, float, str]], samples: list, wall: float, status: int) -> None:
+def report(rows: list[tuple[str, float, float, float, str]], samples: list, wall: float, status: int) -> None:
     first, last = min(r[1] for r in rows), max(r[2] for r in rows)
     span = last - first
     print(f"\npytest: {wall:.1f} s wall, exit status {status}; {len(rows)} tests over {span:.1f} s "
@@ -114,9 +116,21 @@ def report(rows: list[tuple[str, float, float, str]], samples: list, wall: float
         else:
             tenths.append("-")
     print("machine busy by tenth of the span: " + ", ".join(tenths))
-    print("longest tests (start, seconds, worker):")
-    for worker, start, end, nodeid in sorted(rows, key=lambda r: r[1] - r[2])[:12]:
-        print(f"  {start - first:6.1f} {end - start:7.1f}  {worker}  {nodeid}")
+    print("longest tests (start, seconds, CPU-s, worker):")
+    for worker, start, end, cpu, nodeid in sorted(rows, key=lambda r: r[1] - r[2])[:12]:
+        print(f"  {start - first:6.1f} {end - start:7.1f} {cpu:6.1f}  {worker}  {nodeid}")
+    # CPU is what a busy machine is short of: the worker's own and that of the children it waited for
+    # (os.times), so a daemon a test leaves to another process's reaping is not counted.
+    by_file: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    for _worker, start, end, cpu, nodeid in rows:
+        entry = by_file[nodeid.split("::")[0]]
+        entry[0] += 1
+        entry[1] += end - start
+        entry[2] += cpu
+    total = sum(r[3] for r in rows)
+    print(f"CPU-s counted in the tests: {total:.0f}; the files that use most (tests, seconds, CPU-s):")
+    for path, (count, seconds, cpu) in sorted(by_file.items(), key=lambda kv: -kv[1][2])[:20]:
+        print(f"  {cpu:7.1f} {seconds:7.1f} {count:5d}  {path}")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,9 @@ def test_a_fio_campaign_on_my_host_becomes_the_fio_brief(clone, sshd, tmp_path):
         "configs": {"mydisk": {"kind": "dir", "path": str(tmp_path / "work" / "disk")}},
         "labels": {"mydisk": "my disk"},
         "matrix": {"rw": ["70/30"], "bs": ["256KiB"], "numjobs": [1, 2], "iodepth": [4]},
-        "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": 2, "size": "32MiB"}})
+        # throttled (50 MB/s): the brief's account of the campaign is tested, not the disk's speed
+        "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": 2, "size": "32MiB",
+                     "options": {"rate_iops": 200}}})
     run([BIN / "briefkit", "measure", "fio-6600ion", "--campaign", "mine"], cwd=clone)
     # The declaration is edited after the run (one render instead of one before and one after: the
     # db_bench test below reads the brief of an unedited one): the brief says what ran, and that it changed.
