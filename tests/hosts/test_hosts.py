@@ -28,6 +28,7 @@ from briefkit.hosts import (
     SshHost,
 )
 from briefkit.hosts.sshd import LoopbackSshd, free_port
+from tests import procs
 
 AWKWARD = [
     "two words", "it's", '"double"', "$(touch PWNED1)", "`touch PWNED2`", "; touch PWNED3", "&& touch PWNED4",
@@ -47,18 +48,7 @@ def marker() -> str:
 
 def live_with(arg: str, program: str | None = None) -> list[int]:
     """Pids of live (non-zombie) processes with ``arg`` among their argv (and argv[0] == program)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if arg.encode() in argv and state != "Z" and (program is None or argv[0] == program.encode()):
-            pids.append(int(entry.name))
-    return pids
+    return [p.pid for p in procs.live() if arg in p.argv and (program is None or p.argv[0] == program)]
 
 
 def wait_for(predicate, timeout: float = 10.0) -> None:

@@ -29,6 +29,7 @@ from briefkit.raw import recorded as raw_campaign
 from briefkit.tools.fio.bins import DEFAULT_PERCENTILES
 from briefkit.tools.fio.jsonplus import ALL_CLIENTS, documents
 from briefkit.tools.fio.server_mode import Server, client_command, server_command
+from tests import procs
 
 BRIEF = "clients-test"
 
@@ -78,15 +79,7 @@ def servers_left(first_port: int, count: int, within_s: float = 30) -> list[int]
 def servers_running(first_port: int, count: int) -> list[int]:
     """The campaign's ports that a fio server process on this machine was started for."""
     wanted = {f"--server=ip:127.0.0.1,{p}": p for p in range(first_port, first_port + count)}
-    found = set()
-    for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().decode().split("\0")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if argv and Path(argv[0]).name == "fio":
-            found |= {wanted[a] for a in argv if a in wanted}
-    return sorted(found)
+    return sorted({wanted[a] for p in procs.live() if p.program == "fio" for a in p.argv if a in wanted})
 
 
 def percentiles_from_bins(bins: dict[str, int], n: int) -> dict[float, int]:
@@ -279,15 +272,7 @@ def test_an_interrupted_run_resumes_and_prepares_again_in_a_new_attempt(root, ss
 
 def server_pids(port: int) -> list[int]:
     """The fio server processes on this machine started for ``port``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().decode().split("\0")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if argv and Path(argv[0]).name == "fio" and f"--server=ip:127.0.0.1,{port}" in argv:
-            found.append(int(proc.name))
-    return found
+    return [p.pid for p in procs.live() if p.program == "fio" and f"--server=ip:127.0.0.1,{port}" in p.argv]
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw.manifest import Manifest
+from tests import procs
 
 BRIEF = "fleet-test"
 
@@ -254,17 +255,8 @@ def starts(folder: Path) -> tuple[int, int]:
 
 def fio_processes(workdir: Path) -> list[str]:
     """fio processes (not zombies) working in ``workdir`` on this machine, where both sshd hosts run."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
-            cwd = os.readlink(proc / "cwd")
-        except (OSError, IndexError):
-            continue
-        if os.path.basename(argv[0]) == b"fio" and state != "Z" and cwd.startswith(str(workdir)):
-            found.append(f"{proc.name}: {b' '.join(argv).decode(errors='replace')}")
-    return found
+    return [f"{p.pid}: {' '.join(p.argv)}" for p in procs.live()
+            if p.program == "fio" and p.cwd().startswith(str(workdir))]
 
 
 @pytest.mark.slow

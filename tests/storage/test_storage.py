@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from briefkit import storage
 from briefkit.hosts import LocalHost
 from briefkit.storage import Prepared, StorageError, from_spec
 from briefkit.storage.safety import UnsafeTargetError, check_prepared
+from tests import procs
 
 WHERE = "briefs.b.campaigns.c.configs"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices and mounts need root")
@@ -416,28 +416,6 @@ def test_missing_root_and_tools_are_named(workdir, tmp_path):
 
 # -- sshfs ----------------------------------------------------------------------------------------
 
-def _wait_exited(pid: int, timeout_s: float = 10.0) -> None:
-    """Until process ``pid`` has exited (gone, or a zombie: its files closed). A SIGKILL takes effect when
-    the process next runs, which on a busy machine is not at once, and its mount answers until then."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return
-        if state in ("Z", "X"):
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"process {pid} still runs {timeout_s} s after SIGKILL")
-
-
-def _cmdline(proc: Path) -> str:
-    try:
-        return (proc / "cmdline").read_text()
-    except OSError:
-        return ""
-
-
 def sshfs_spec(sshd, source) -> dict:
     return {"kind": "sshfs", "source": str(source), "port": sshd.port, "identity": str(sshd.client_key),
             "known_hosts": str(sshd.known_hosts), "user": sshd.username}
@@ -458,11 +436,10 @@ def test_sshfs_over_loopback_sshd(sshd, local_host, workdir, tmp_path):
     assert config.setup(local_host, workdir) == prepared        # mounted already: reused
 
     # the sshfs process died (its ssh session ended): the mount answers ENOTCONN and is made again
-    pids = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).startswith("sshfs\0")
-            and f"\0{prepared.path}\0" in _cmdline(p)]
+    pids = [p.pid for p in procs.live() if p.argv[:1] == ("sshfs",) and prepared.path in p.argv[1:]]
     assert len(pids) == 1
-    os.kill(int(pids[0]), 9)
-    _wait_exited(int(pids[0]))
+    os.kill(pids[0], 9)
+    procs.wait_exited(pids[0])     # a SIGKILL takes effect when the process next runs; its mount answers until then
     assert sh("stat", "-f", prepared.path, check=False).returncode != 0
     again = config.setup(local_host, workdir)
     assert (Path(again.path) / "over-the-network").read_text() == "hello"
