@@ -58,7 +58,8 @@ from pathlib import Path
 from briefkit.core import samples
 from briefkit.core.errors import ParseError
 
-_REPORT = re.compile(r"^(\\d+) bytes .* copied, ([0-9.]+) s", re.M)
+# dd prints the seconds with printf's %g: "2.6439e-05 s" for a copy under 0.1 ms
+_REPORT = re.compile(r"^(\\d+) bytes .* copied, ([0-9.]+(?:e[-+][0-9]+)?) s", re.M)
 
 
 def parse(path, **provenance):

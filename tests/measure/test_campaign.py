@@ -24,7 +24,8 @@ from briefkit.measure import campaign
 from briefkit.raw.manifest import Manifest
 from briefkit.tools.base import Program, Workload
 
-DD_RATE = re.compile(r"^(\d+) bytes .* copied, ([0-9.]+) s", re.M)
+# dd prints the seconds with printf's %g: "2.6439e-05 s" for a copy under 0.1 ms
+DD_RATE = re.compile(r"^(\d+) bytes .* copied, ([0-9.]+(?:e[-+][0-9]+)?) s", re.M)
 
 
 class DdWorkload(Workload):
