@@ -3,9 +3,11 @@ different paths (or one checkout on two days) write the same bytes and DVC's has
 
 papermill records the absolute paths of the input and output notebooks, the start, end and duration
 of the run and of every cell, and gives its injected parameters cell a random id; nbclient adds each
-cell's execution timestamps. None of that is content: ``scrub`` removes the times, makes the paths
-relative to the checkout and gives the injected cell a fixed id. What the cells print is left alone
-(a measurement record's progress lines keep their clock times: they are the record).
+cell's execution timestamps; the kernel records its Python's patch release (3.11.2 on Debian 12, 3.11.7
+on another build). None of that is content: ``scrub`` removes the times, makes the paths relative to the
+checkout, gives the injected cell a fixed id and keeps the Python version as far as requirements.lock
+pins it (3.11). What the cells print is left alone (a measurement record's progress lines keep their
+clock times: they are the record).
 
 ``defer_iri_parsers`` makes nbformat (papermill, nbconvert, nbval) about 2 s faster to import.
 """
@@ -24,7 +26,8 @@ INJECTED_TAG = "injected-parameters"
 
 
 def scrub(path: Path, base: Path) -> None:
-    """Rewrite the executed notebook ``path`` without times, absolute paths or random ids."""
+    """Rewrite the executed notebook ``path`` without times, absolute paths, random ids or the Python
+    patch release."""
     import nbformat  # about a second to import: only the commands that execute notebooks pay it
 
     node = nbformat.read(path, as_version=4)
@@ -40,6 +43,9 @@ def scrub(path: Path, base: Path) -> None:
             cell.metadata.get("papermill", {}).pop(key, None)
         if INJECTED_TAG in cell.metadata.get("tags", []):
             cell["id"] = INJECTED_TAG
+    language = node.metadata.get("language_info", {})
+    if isinstance(language.get("version"), str):
+        language["version"] = ".".join(language["version"].split(".")[:2])
     nbformat.write(node, path)
 
 
