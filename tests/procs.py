@@ -36,6 +36,11 @@ def state(pid: int) -> str | None:
         return None
 
 
+def exited(pid: int) -> bool:
+    """Gone, or a zombie (exited, not yet reaped: its files are closed)."""
+    return state(pid) in (None, "Z", "X")
+
+
 def live() -> Iterator[Process]:
     """Every process that has not exited: zombies (exited, not yet reaped) and processes that exit while
     /proc is read are left out."""
@@ -46,7 +51,7 @@ def live() -> Iterator[Process]:
             raw = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if state(int(entry.name)) in (None, "Z", "X"):
+        if exited(int(entry.name)):
             continue
         argv = raw.decode(errors="replace").split("\0")
         yield Process(int(entry.name), tuple(argv[:-1] if raw.endswith(b"\0") else argv))
@@ -56,7 +61,7 @@ def wait_exited(pid: int, timeout_s: float = 10.0) -> None:
     """Until process ``pid`` has exited (gone, or a zombie: its files closed). A SIGKILL takes effect when
     the process next runs, which on a busy machine is not at once."""
     deadline = time.monotonic() + timeout_s
-    while state(pid) not in (None, "Z", "X"):
+    while not exited(pid):
         if time.monotonic() > deadline:
             raise AssertionError(f"process {pid} still runs {timeout_s} s after it was killed")
         time.sleep(0.01)
