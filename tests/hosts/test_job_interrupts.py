@@ -92,11 +92,26 @@ def test_a_term_that_ends_the_wrapper_before_its_trap_is_recorded_as_term(tmp_pa
     while not (tmp_path / "j.pid").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     pgid = int((tmp_path / "j.pid").read_text())
-    stop = subprocess.run(["sh", "-c", _STOP, "briefkit-stop", str(prefix), "5"], capture_output=True, text=True)
+    stop = subprocess.run(["sh", "-c", _STOP, "briefkit-stop", str(prefix), "10"], capture_output=True, text=True)
     assert stop.stdout.strip() == "143", stop
     assert (tmp_path / "j.stopped").read_text().strip() == "TERM"
     assert (tmp_path / "j.rc").read_text().strip() == str(128 + signal.SIGTERM)
     assert live(pgid) == []
+
+
+def test_a_term_that_reaches_no_command_is_sent_again_before_the_kill(local_host, tmp_path):
+    """The other window of a stop just after a start (seen once under load, as a KILL where a TERM was
+    due): the wrapper has set its trap and its command does not exist yet, so the first TERM ends
+    nothing. Made certain here with a command that ignores TERM for its first second and then becomes
+    `sleep 30`: the TERM sent again within the grace period ends it, and TERM is what is recorded."""
+    argv = ["sh", "-c", 'trap "" TERM; : >ready; sleep 1; trap - TERM; exec sleep 30']
+    job = local_host.start(argv, str(tmp_path), "late")
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert job.stop(grace=5) == 128 + signal.SIGTERM
+    assert (tmp_path / "late.stopped").read_text().strip() == "TERM"
+    assert live(job.pid) == []
 
 
 def test_start_and_wait_stops_a_job_whose_start_is_interrupted(host, tmp_path):

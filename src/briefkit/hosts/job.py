@@ -24,6 +24,7 @@ wrapper and the stop helper run as root (``sudo -n --``), like every other comma
 """
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 import sys
@@ -88,8 +89,10 @@ case $pid in ''|*[!0-9]*) cat -- "$name.failed" >&2 2>/dev/null || echo "job $na
 echo "$pid"; pwd -P
 '''
 
-# $1 = workdir/name, $2 = grace seconds. TERM to the process group, KILL after the grace period;
-# records 137 if even the wrapper had to be killed. A TERM that lands before the wrapper has set its trap
+# $1 = workdir/name, $2 = the grace period in half seconds. TERM to the process group, sent again every
+# half second of the grace period, KILL after it; records 137 if even the wrapper had to be killed. Why
+# again: a TERM that lands after the wrapper has set its trap and before its command exists reaches no
+# command, and the job would run on to the KILL. A TERM that lands before the wrapper has set its trap
 # (just after it said it started) ends the wrapper itself, before the command runs: the lock is free at
 # once and no code recorded, so 143 (TERM) is recorded, not a KILL that was never needed (a wrapper gone
 # before the TERM was sent is a lost job, as before). Prints the exit code.
@@ -102,7 +105,13 @@ p=$(cat "$1.pid") || exit 4
 running=; kill -0 "$p" 2>/dev/null && running=1
 echo TERM >"$1.stopped"
 kill -s TERM -- "-$p" 2>/dev/null
-if flock -s -w "$2" "$1.lock" true && [ -n "$running" ] && [ ! -e "$1.rc" ]; then
+ended=; i=1
+while :; do
+  if flock -s -w 0.5 "$1.lock" true; then ended=1; break; fi
+  [ "$i" -ge "$2" ] && break
+  kill -s TERM -- "-$p" 2>/dev/null; i=$((i+1))
+done
+if [ -n "$ended" ] && [ -n "$running" ] && [ ! -e "$1.rc" ]; then
   echo 143 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"
 fi
 if [ ! -e "$1.rc" ]; then
@@ -267,11 +276,13 @@ class Job:
         return self.returncode
 
     def stop(self, grace: float = 5.0, reconnect_timeout: float = RECONNECT_TIMEOUT) -> int:
-        """Send TERM to the job's process group, KILL after ``grace`` seconds; return the exit code."""
+        """Send TERM to the job's process group (again every half second), KILL after ``grace`` seconds;
+        return the exit code."""
         if self.returncode is None:
             self.stopped = True
             with held_interrupts():  # a stop cut in half leaves the job running: an interrupt waits for it
-                res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, f"{grace:.3f}"], grace + 11,
+                halves = str(max(1, math.ceil(grace * 2)))
+                res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, halves], grace + 11,
                                    reconnect_timeout)
                 if res.returncode != 0:
                     raise JobError(f"on {self.host.name}: cannot stop job {self.name}: {res.stderr.strip()}")
