@@ -118,11 +118,15 @@ test-fast: python
 # calls and tables, never generated images (reports/ keep SVG figures).
 # inside the checkout: two checkouts on one machine never share (or delete) each other's reference
 NB_REF ?= $(CURDIR)/.nbval-reference
+# The briefs whose datasets are built: every brief of params.yaml (explore.ipynb can show any of them); a
+# check of fewer notebooks may name fewer, e.g. `make test-notebooks NOTEBOOKS=notebooks/fio_mix.ipynb
+# REFERENCE_BRIEFS=fio-6600ion` (6 of the 11 CPU-s of the five builds are the other briefs').
+REFERENCE_BRIEFS ?= $$(BRIEFKIT_ROOT=$(NB_REF) briefkit list | cut -f1)
 define reference_data
 	rm -rf $(NB_REF) && mkdir -p $(NB_REF)
 	git archive HEAD data notebooks params.yaml | tar -x -C $(NB_REF)
 	# one process per brief, as many at once as there are cores (each build is single-threaded)
-	BRIEFKIT_ROOT=$(NB_REF) briefkit list | cut -f1 | BRIEFKIT_ROOT=$(NB_REF) xargs -P $$(nproc) -n 1 briefkit dataset --quiet
+	printf '%s\n' $(REFERENCE_BRIEFS) | BRIEFKIT_ROOT=$(NB_REF) xargs -P $$(nproc) -n 1 briefkit dataset --quiet
 endef
 
 # The notebooks nbval checks, named one by one (never a glob): a scratch notebook an analyst saves in
