@@ -131,3 +131,16 @@ def test_show_picks_campaigns_and_unknown_names_are_refused(reference, tmp_path,
     with pytest.raises(papermill.PapermillExecutionError, match="no measured campaign 'mine'"):
         execute("fio_mix", tmp_path / "o.ipynb", kernel, brief="fio-6600ion", processed_dir=str(processed),
                 show=["mine", "local"])
+
+
+def test_explore_runs_with_the_readme_parameters(reference, tmp_path, kernel):
+    """The README's example, `papermill explore.ipynb out.ipynb -p brief rocksdb-7600 -p metric ops`, on the
+    reference data: db_bench's ops has no readings over time (its series is total_ops), which the notebook
+    says, and it goes on to the distribution and the comparison."""
+    out = tmp_path / "explore.ipynb"
+    execute("explore", out, kernel, brief="rocksdb-7600", metric="ops",
+            processed_dir=str(reference / "data" / "processed"))
+    text = "\n".join("".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+                     for cell in json.loads(out.read_text())["cells"] for output in cell.get("outputs", []))
+    assert "no 'ops' over time; set series_metric to one of ['total_ops']" in text
+    assert "local and published share" in text       # the comparison cell ran

@@ -49,6 +49,10 @@ def test_figures_and_the_point_looked_at(data):
     loads = samples[(samples["campaign"] == "local") & (samples["workload"] == point["workload"])]["load"]
     assert point["load"] == loads.max()
     assert isinstance(explore.series_figure(series, "total_ops", **point), Figure)
+    # ops is a sample metric without readings over time (its series is total_ops): no figure, not an error
+    assert explore.series_figure(series, "ops", **point) is None
+    with pytest.raises(KeyError, match="no campaign mine .*it has: local"):
+        explore.series_figure(series, "total_ops", **{**point, "campaign": "mine"})
     assert explore.distribution_figure(data, **point) is None     # db_bench keeps no histogram bins
 
 

@@ -135,8 +135,12 @@ def pick(samples: pd.DataFrame, metric: str, *, campaigns=None, config=None, wor
 
 
 def series_figure(series: pd.DataFrame, metric: str, *, campaign: str, config: str, workload: str,
-                  load: float) -> Figure:
-    """One point's ``metric`` over time, one line per repetition (from series.parquet)."""
+                  load: float) -> Figure | None:
+    """One point's ``metric`` over time, one line per repetition (from series.parquet); None when
+    series.parquet holds no ``metric`` at all (a sample metric without readings over time, such as
+    db_bench's ``ops``, whose series is ``total_ops``)."""
+    if not (series["metric"] == metric).any():
+        return None
     rows = select(series[series["metric"] == metric], campaign=campaign, config=config, workload=workload)
     rows = rows[pd.to_numeric(rows["load"]) == float(load)]
     if rows.empty:
