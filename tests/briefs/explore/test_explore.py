@@ -56,6 +56,25 @@ def test_figures_and_the_point_looked_at(data):
     assert explore.distribution_figure(data, **point) is None     # db_bench keeps no histogram bins
 
 
+def test_the_comparison_of_the_notebook(data, reference_data):
+    # by default the first two campaigns, the published numbers last
+    comparison = explore.comparison(data)
+    assert (comparison.a.name, comparison.b.name) == ("local", "published") and comparison.metric == "ops"
+    assert explore.comparison(data, ["local", "local"], metric="read_lat_mean").metric == "read_lat_mean"
+    # a percentile's repetitions cannot be averaged, and the published numbers hold no mean latency: the
+    # brief's default metric is compared instead
+    assert explore.comparison(data, ["local", "published"], metric="read_lat_p99").metric == "ops"
+    assert explore.comparison(data, ["local", "published"], metric="read_lat_mean").metric == "ops"
+    with pytest.raises(ValueError, match="no campaign 'mine' to compare"):
+        explore.comparison(data, ["mine", "local"])
+    # the call the README shows stays strict: a percentile is refused, not replaced
+    with pytest.raises(ValueError, match="a latency percentile cannot be averaged"):
+        explore.compared(data, "local", "published", metric="read_lat_p99")
+    # a brief with one campaign (its published numbers are claims, not points): nothing to compare
+    one = explore.load("oltp-9300", reference_data("oltp-9300") / "data" / "processed")
+    assert explore.comparison(one) is None and explore.comparison_figure(None) is None
+
+
 def test_unknown_names_are_refused_with_what_exists(data):
     samples, _, _ = explore.tables(data)
     with pytest.raises(KeyError, match="no campaign mine .*it has: local, published"):

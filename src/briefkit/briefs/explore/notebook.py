@@ -7,6 +7,7 @@ Everything reads ``data/processed/<brief>/`` (``briefkit.processed``), like the 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -195,10 +196,31 @@ def compared(data: processed.BriefData, a: str, b: str, *, mapping: dict[str, st
     return campaign_compare.compare(data, a, b, mapping=mapping, metric=metric)
 
 
-def comparison_figure(comparison: campaign_compare.Comparison, workload: str | None = None) -> Figure | None:
+def comparison(data: processed.BriefData, compare: Sequence[str] | None = None, *,
+               mapping: dict[str, str] | None = None, metric: str | None = None) -> campaign_compare.Comparison | None:
+    """The notebook's comparison section, which runs for any brief and metric: ``compared`` of the two
+    campaigns ``compare`` names, or by default the brief's first two (the published numbers last); None
+    when the brief has one campaign. ``metric`` is compared when both campaigns have it and it is no latency
+    percentile (whose repetitions cannot be averaged), else the brief's default metric, which the summary
+    names. A campaign name that does not exist is refused."""
+    if compare is None:
+        names = list(dict.fromkeys([*data.campaigns, *data.samples["campaign"].dropna()]))
+        names.sort(key=lambda name: name == "published")    # stable: the measured ones keep their order
+        if len(names) < 2:
+            return None
+        compare = names[:2]
+    a, b = compare
+    if metric is not None and (metrics.is_percentile(metric) or not all(
+            (campaign_compare.side_samples(data, campaign_compare.Side.parse(side))["metric"] == metric).any()
+            for side in (a, b))):
+        metric = None
+    return compared(data, a, b, mapping=mapping, metric=metric)
+
+
+def comparison_figure(comparison: campaign_compare.Comparison | None, workload: str | None = None) -> Figure | None:
     """A and B against load for ``workload`` (default: the first shared one), the ratio with its interval
-    below; None when the campaigns share no point."""
-    workloads = comparison.workloads()
+    below; None when there is no comparison or the campaigns share no point."""
+    workloads = comparison.workloads() if comparison is not None else []
     if not workloads:
         return None
     return _detached(comparison.figure(workload or workloads[0]))
