@@ -49,6 +49,11 @@ def test_figures_and_the_point_looked_at(data):
     loads = samples[(samples["campaign"] == "local") & (samples["workload"] == point["workload"])]["load"]
     assert point["load"] == loads.max()
     assert isinstance(explore.series_figure(series, "total_ops", **point), Figure)
+    # the published numbers have no readings over time: the point looked at is of a measured campaign
+    assert explore.pick(samples, "ops", campaigns=["local", "published"]) == point
+    assert explore.pick(samples, "ops", campaigns=["published"]) == point
+    with pytest.raises(KeyError, match="no campaign mine .*it has: local, published"):
+        explore.pick(samples, "ops", campaigns=["mine"])
     # ops is a sample metric without readings over time (its series is total_ops): no figure, not an error
     assert explore.series_figure(series, "ops", **point) is None
     with pytest.raises(KeyError, match="no campaign mine .*it has: local"):

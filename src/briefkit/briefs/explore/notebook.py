@@ -119,10 +119,15 @@ def metric_figure(samples: pd.DataFrame, metric: str, **selection) -> Figure:
 
 
 def pick(samples: pd.DataFrame, metric: str, *, campaigns=None, config=None, workload=None, load=None) -> dict:
-    """One measured point of ``metric`` to look at closely: the first measured campaign of ``campaigns``,
-    the first configuration and workload, and the workload's highest load, unless given."""
+    """One measured point of ``metric`` to look at closely: the first measured campaign of ``campaigns``
+    (the published numbers have no readings over time: when ``campaigns`` names no measured one, the
+    brief's first measured campaign), the first configuration and workload, and the workload's highest
+    load, unless given. A campaign name the brief does not have is refused."""
+    select(samples, campaign=campaigns)      # refuses an unknown name, saying which there are
+    named = [campaigns] if isinstance(campaigns, str) else campaigns
+    measured_named = [c for c in named if c != "published"] if named is not None else []
     measured = samples[(samples["campaign"] != "published") & (samples["metric"] == metric)]
-    rows = select(measured, campaign=campaigns, config=config, workload=workload)
+    rows = select(measured, campaign=measured_named or None, config=config, workload=workload)
     if rows.empty:
         raise KeyError(f"no measured sample of {metric!r} for campaigns {campaigns}, config {config}, "
                        f"workload {workload}")
