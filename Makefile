@@ -120,7 +120,7 @@ test-fast: python
 NB_REF ?= $(CURDIR)/.nbval-reference
 # The briefs whose datasets are built: every brief of params.yaml (explore.ipynb can show any of them); a
 # check of fewer notebooks may name fewer, e.g. `make test-notebooks NOTEBOOKS=notebooks/fio_mix.ipynb
-# REFERENCE_BRIEFS=fio-6600ion` (6 of the 11 CPU-s of the five builds are the other briefs').
+# REFERENCE_BRIEFS=fio-6600ion` (7 of the 11 CPU-s of the five builds are the other briefs').
 REFERENCE_BRIEFS ?= $$(BRIEFKIT_ROOT=$(NB_REF) briefkit list | cut -f1)
 define reference_data
 	rm -rf $(NB_REF) && mkdir -p $(NB_REF)
