@@ -145,9 +145,10 @@ def series_figure(series: pd.DataFrame, metric: str, *, campaign: str, config: s
     """One point's ``metric`` over time, one line per repetition (from series.parquet); None when
     series.parquet holds no ``metric`` at all (a sample metric without readings over time, such as
     db_bench's ``ops``, whose series is ``total_ops``)."""
-    if not (series["metric"] == metric).any():
+    rows = series[series["metric"] == metric]
+    if rows.empty:
         return None
-    rows = select(series[series["metric"] == metric], campaign=campaign, config=config, workload=workload)
+    rows = select(rows, campaign=campaign, config=config, workload=workload)
     rows = rows[pd.to_numeric(rows["load"]) == float(load)]
     if rows.empty:
         raise KeyError(f"no {metric!r} series for campaign {campaign}, {config}, {workload} at load {load:g} "
