@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -15,7 +16,11 @@ def test_a_live_process_is_found_and_a_zombie_is_not():
     mark = f"{300 + random.random():.6f}"          # this test's own sleep, among the other workers'
     child = subprocess.Popen(["sleep", mark], cwd="/tmp")
     try:
-        found = [p for p in procs.live() if mark in p.argv]
+        # Popen returns as soon as the exec has replaced the child's memory, and the kernel fills in the new
+        # argv a moment later: /proc/PID/cmdline can still be empty then (seen once under load)
+        deadline = time.monotonic() + 10
+        while not (found := [p for p in procs.live() if mark in p.argv]) and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert [(p.pid, p.argv, p.program, p.cwd()) for p in found] == [(child.pid, ("sleep", mark), "sleep", "/tmp")]
         assert procs.state(child.pid) in ("R", "S")
         child.send_signal(signal.SIGKILL)
