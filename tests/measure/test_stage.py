@@ -65,12 +65,15 @@ def events(raw: Path, kind: str) -> list[dict]:
     return [e for e in map(json.loads, lines) if e["event"] == kind]
 
 
-def test_a_fresh_clone_measures_nothing(clone):
+def test_a_fresh_clone_measures_nothing(clone, dvc_site_cache):
     before = tree(clone / "data/raw")
     keys = list(yaml.safe_load((clone / "params.yaml").read_text())["measure"])
     assert len(keys) == 5
+    kept = set(dvc_site_cache.glob("repo/*"))
     status = run([DVC, "status", "measure"], cwd=clone)
     assert "up to date" in status.stdout, status.stdout
+    # DVC's state of the clone went to the suite's folder (tests/conftest.py), not to /var/tmp/dvc for good
+    assert set(dvc_site_cache.glob("repo/*")) - kept
     out = run([DVC, "repro", "measure"], cwd=clone)
     assert "Running stage" not in out.stdout, out.stdout
     assert all(f"Stage 'measure@{key}' didn't change, skipping" in out.stdout for key in keys), out.stdout
