@@ -1,16 +1,20 @@
 """SshHost's command channel against a real sshd: one login shell per connection, whatever the number
 of commands; exit codes, stderr, binary and large output framed exactly; a killed channel or a dropped
 connection replaced without the caller noticing; an interrupt during a command leaves the next one
-clean. The login's ~/.bashrc is a file of this test (sshd's SetEnv HOME=...), which counts the login
-shells and prints noise on stdout and stderr, as careless start-up files do."""
+clean; a channel that ends leaves no folder on the target. The login's ~/.bashrc is a file of this test
+(sshd's SetEnv HOME=...), which counts the login shells and prints noise on stdout and stderr, as careless
+start-up files do."""
 from __future__ import annotations
 
 import io
 import os
 import re
+import shutil
 import signal
 import tarfile
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -30,9 +34,11 @@ def counting_sshd(tmp_path_factory):
     """An sshd whose logins read a .bashrc that appends a line to HOME/logins per login shell."""
     home = tmp_path_factory.mktemp("home")
     (home / ".bashrc").write_text(BASHRC)
-    server = LoopbackSshd(tmp_path_factory.mktemp("sshd-counting"), environment={"HOME": str(home)})
+    # the target's temporary folder, where each channel's helper keeps its command's output
+    tmpdir = tmp_path_factory.mktemp("target-tmp")
+    server = LoopbackSshd(tmp_path_factory.mktemp("sshd-counting"), environment={"HOME": str(home), "TMPDIR": str(tmpdir)})
     server.start()
-    server.home = home
+    server.home, server.tmpdir = home, tmpdir
     try:
         yield server
     finally:
@@ -51,6 +57,19 @@ def host(counting_sshd):
 def logins(sshd) -> int:
     path = sshd.home / "logins"
     return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def channel_folders(sshd) -> set[Path]:
+    """The helpers' folders in the target's TMPDIR (one per live channel)."""
+    return set(sshd.tmpdir.glob(".briefkit-channel.*"))
+
+
+def none_left(sshd, timeout=10.0) -> bool:
+    """Whether the channel folders are gone within ``timeout`` s (a helper ends after its connection)."""
+    deadline = time.monotonic() + timeout
+    while channel_folders(sshd) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not channel_folders(sshd)
 
 
 def test_many_commands_share_one_login_shell(counting_sshd, host):
@@ -100,11 +119,36 @@ def test_a_timeout_kills_the_command_not_the_channel(counting_sshd, host):
 def test_a_killed_channel_is_restarted(counting_sshd, host):
     assert host.run(["echo", "one"]).stdout == "one\n"
     (pid,) = host.channel_pids
+    killed = channel_folders(counting_sshd)
     os.kill(pid, signal.SIGKILL)                        # the target side of the channel dies while idle
     assert host.run(["echo", "two"]).stdout == "two\n"
     assert host.channels_started == 2 and logins(counting_sshd) == 2
     assert host.connections == 1                        # the connection itself was fine
     assert host.channel_pids != [pid]
+    # a SIGKILL runs no trap: the killed helper's folder stays, beside the new channel's
+    after = channel_folders(counting_sshd)
+    assert len(killed) == 1 and killed < after and len(after) == 2
+    shutil.rmtree(*killed)
+
+
+def test_a_channel_that_ends_removes_its_folder_on_the_target(counting_sshd):
+    """Closed by the controller, or its connection dropped: the helper's folder goes with it."""
+    assert none_left(counting_sshd), f"left by an earlier test: {channel_folders(counting_sshd)}"
+    host = counting_sshd.new_host()
+    try:
+        host.run(["true"])
+        assert len(channel_folders(counting_sshd)) == 1
+    finally:
+        host.close()
+    assert none_left(counting_sshd), f"left after close: {channel_folders(counting_sshd)}"
+    host = counting_sshd.new_host()
+    try:
+        host.run(["true"])
+        assert len(channel_folders(counting_sshd)) == 1
+        assert counting_sshd.drop_connections()
+        assert none_left(counting_sshd), f"left after the connection dropped: {channel_folders(counting_sshd)}"
+    finally:
+        host.close()
 
 
 def test_a_dropped_connection_is_reopened(counting_sshd, host):

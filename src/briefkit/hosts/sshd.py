@@ -160,7 +160,9 @@ class LoopbackSshd:
         authorized.chmod(0o644)  # sshd reads it as the login user
 
     def _write_config(self, port: int) -> None:
-        setenv = "".join(f"SetEnv {key}={value}\n" for key, value in self.environment.items())
+        # one SetEnv line for all: sshd takes the first SetEnv line it reads and ignores any later one
+        setenv = "SetEnv " + " ".join(f"{key}={value}" for key, value in self.environment.items()) + "\n" \
+            if self.environment else ""
         self.config.write_text(_CONFIG.format(port=port, address=self.hostname, dir=self.dir) + setenv)
         public = Path(f"{self.host_key}.pub").read_text().split()
         self.known_hosts.write_text(f"{known_hosts_pattern(self.hostname, port)} {public[0]} {public[1]}\n")
