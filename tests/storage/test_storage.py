@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -445,6 +448,65 @@ def test_sshfs_over_loopback_sshd(sshd, local_host, workdir, tmp_path):
     assert (Path(again.path) / "over-the-network").read_text() == "hello"
     config.teardown(local_host, prepared)
     assert findmnt(prepared.path) is None and (source / "over-the-network").exists()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found, todo = [], [pid]
+    while todo:
+        above = todo.pop()
+        below = [child for child, parent in parents.items() if parent == above]
+        found += below
+        todo += below
+    return found
+
+
+@root_only
+def test_a_hung_network_mount_elsewhere_neither_stalls_set_up_nor_is_held_busy(sshd_factory, local_host, workdir,
+                                                                              tmp_path):
+    """Set-up and teardown list the host's mounts; a network file system that does not answer (here an sshfs
+    whose server side is stopped) is listed without being asked for its size. findmnt's SIZE column would
+    statfs every mount: it waited for the hung one, and while it waited on another run's live sshfs, that
+    run's unmount failed "target is busy" (seen once in a parallel test run)."""
+    server = sshd_factory()
+    hung = from_spec("net", sshfs_spec(server, tmp_path / "export"), f"{WHERE}.hung")
+    mounted = hung.setup(local_host, str(tmp_path / "hung"))
+    frozen = descendants(server.process.pid)     # the sshfs session's sshd processes (internal-sftp)
+    assert frozen
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    probe = subprocess.Popen(["stat", "-f", mounted.path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1)
+        assert probe.poll() is None, "a statfs of the stopped sshfs answered: the mount is not hung"
+        # beside it, two configurations are set up and torn down (a tmpfs looks for its own mount point,
+        # the XFS image's teardown lists every mount)
+        done = []
+
+        def beside():
+            for name, spec in (("scratch", {"kind": "tmpfs", "size": "8MiB"}),
+                               ("xfs", {"kind": "loop_xfs", "size": "320MiB"})):
+                config = from_spec(name, spec, f"{WHERE}.{name}")
+                prepared = config.setup(local_host, workdir)
+                config.teardown(local_host, prepared)
+                done.append((name, findmnt(prepared.path)))
+
+        worker = threading.Thread(target=beside, daemon=True)
+        worker.start()
+        worker.join(60)
+        assert done == [("scratch", None), ("xfs", None)], f"waited on the hung sshfs; done: {done}"
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+        probe.wait(timeout=60)
+    hung.teardown(local_host, mounted)
+    assert findmnt(mounted.path) is None
 
 
 def test_sshfs_login_failure_says_what_is_missing(sshd, local_host, workdir, tmp_path):

@@ -336,13 +336,19 @@ class _Ops:
         return "existed" not in lines, (lines[-1] if lines and lines[-1] != "existed" else path)
 
     def mounts_at(self, mountpoint: str) -> list[dict]:
-        """Mounts whose target is exactly ``mountpoint`` (stacked mounts: all of them)."""
-        return [fs for fs in self.mounts() if fs.get("target") == mountpoint]
+        """Mounts whose target is exactly ``mountpoint`` (stacked mounts: all of them), with ``size`` and
+        ``avail`` (findmnt's statfs of the path, which answers for the top one)."""
+        found = self._findmnt(["-o", "TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL", "--mountpoint", mountpoint])
+        return [fs for fs in found if fs.get("target") == mountpoint]
 
     def mounts(self) -> list[dict]:
-        """Every mount (findmnt's tree, flattened)."""
-        res = self.run(["findmnt", "-J", "-b", "-o", "TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL"],
-                       "listing mounts", ok=(0, 1))
+        """Every mount (findmnt's tree, flattened), without sizes: for SIZE or AVAIL findmnt calls statfs on
+        every mount of the host, which waits on a hung network file system, and while it waits on another
+        run's sshfs mount that mount cannot be unmounted ("target is busy")."""
+        return self._findmnt(["-o", "TARGET,SOURCE,FSTYPE,OPTIONS"])
+
+    def _findmnt(self, options: list[str]) -> list[dict]:
+        res = self.run(["findmnt", "-J", "-b", *options], "listing mounts", ok=(0, 1))
         try:
             filesystems = json.loads(res.stdout).get("filesystems", []) if res.stdout.strip() else []
         except ValueError:
