@@ -55,13 +55,10 @@ def dvc_site_cache(tmp_path_factory):
     temporary folder (pytest keeps the last three runs' folders). DVC keeps it in
     /var/tmp/dvc/repo/<hash of the checkout's path> and never removes it: every temporary clone the suite
     made left a folder there (5.6 MB median), 240 of them and 1.6 GB after two days of test runs."""
-    before = os.environ.get("DVC_SITE_CACHE_DIR")
-    os.environ["DVC_SITE_CACHE_DIR"] = str(tmp_path_factory.mktemp("dvc-site-cache"))
-    yield Path(os.environ["DVC_SITE_CACHE_DIR"])
-    if before is None:
-        os.environ.pop("DVC_SITE_CACHE_DIR", None)
-    else:
-        os.environ["DVC_SITE_CACHE_DIR"] = before
+    folder = tmp_path_factory.mktemp("dvc-site-cache")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("DVC_SITE_CACHE_DIR", str(folder))
+        yield folder
 
 
 @pytest.fixture(scope="session")
