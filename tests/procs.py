@@ -65,3 +65,22 @@ def wait_exited(pid: int, timeout_s: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"process {pid} still runs {timeout_s} s after it was killed")
         time.sleep(0.01)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid``: its children, theirs, and so on."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:   # the parent is the second field after the command name (in parentheses, see ``state``)
+            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    found, todo = [], [pid]
+    while todo:
+        above = todo.pop()
+        below = [child for child, parent in parents.items() if parent == above]
+        found += below
+        todo += below
+    return found

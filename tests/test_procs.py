@@ -2,6 +2,7 @@
 leaves a zombie out, and waits for a killed process to exit."""
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -41,3 +42,18 @@ def test_waiting_for_a_process_that_runs_on_fails_naming_it():
     finally:
         child.kill()
         child.wait()
+
+
+def test_descendants_are_children_and_their_children():
+    shell = subprocess.Popen(["sh", "-c", "sleep 300 & sleep 300 & wait"])
+    try:
+        deadline = time.monotonic() + 10
+        while len(procs.descendants(shell.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        below = procs.descendants(shell.pid)
+        assert len(below) == 2 and {procs.state(p) for p in below} <= {"R", "S"}
+        # from this process: the shell, and below it the two sleeps (grandchildren)
+        assert {shell.pid, *below} <= set(procs.descendants(os.getpid()))
+    finally:
+        shell.kill()
+        shell.wait()

@@ -450,23 +450,6 @@ def test_sshfs_over_loopback_sshd(sshd, local_host, workdir, tmp_path):
     assert findmnt(prepared.path) is None and (source / "over-the-network").exists()
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (from /proc)."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    found, todo = [], [pid]
-    while todo:
-        above = todo.pop()
-        below = [child for child, parent in parents.items() if parent == above]
-        found += below
-        todo += below
-    return found
-
-
 @root_only
 def test_a_hung_network_mount_elsewhere_neither_stalls_set_up_nor_is_held_busy(sshd_factory, local_host, workdir,
                                                                               tmp_path):
@@ -477,7 +460,7 @@ def test_a_hung_network_mount_elsewhere_neither_stalls_set_up_nor_is_held_busy(s
     server = sshd_factory()
     hung = from_spec("net", sshfs_spec(server, tmp_path / "export"), f"{WHERE}.hung")
     mounted = hung.setup(local_host, str(tmp_path / "hung"))
-    frozen = descendants(server.process.pid)     # the sshfs session's sshd processes (internal-sftp)
+    frozen = procs.descendants(server.process.pid)     # the sshfs session's sshd processes (internal-sftp)
     assert frozen
     for pid in frozen:
         os.kill(pid, signal.SIGSTOP)
