@@ -28,6 +28,7 @@ from briefkit.tools import get
 from briefkit.tools.base import Point, PointRun
 from briefkit.tools.fio import jsonplus as fio_output
 from tests import paths
+from tests.fio_rates import IDLE_IOPS
 
 FIXTURES = paths.FIXTURES / "fio_steady"
 BRIEF = "steady-test"
@@ -192,12 +193,12 @@ def seconds(record: dict) -> float:
 @pytest.mark.slow
 def test_fio_ends_a_steady_point_early_and_flags_an_unsteady_one(root):
     # rate-limited null I/O is as steady as a device gets: the deviation rule holds at the first window
-    declare(root, "steady", runtime_s=20, options={"rate_iops": 20000},
+    declare(root, "steady", runtime_s=20, options={"rate_iops": IDLE_IOPS},
             steady_state={"metric": "iops", "criterion": "deviation", "limit": "5%", "window_s": 2})
     # a slope limit no real series meets: the point runs its whole runtime and is flagged
     declare(root, "unsteady", runtime_s=4,
             steady_state={"metric": "iops", "criterion": "slope", "limit": "0.000001%", "window_s": 2})
-    declare(root, "plain", runtime_s=1)
+    declare(root, "plain", runtime_s=1, options={"rate_iops": IDLE_IOPS})
     for name in ("steady", "unsteady", "plain"):
         campaign.run(BRIEF, name, progress=lambda _: None)
     (record, camp), = points(root, "steady")
@@ -235,7 +236,7 @@ def half_width_pct(values) -> float:
 def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
     adaptive = {"min": 2, "max": 5, "half_width": "10%"}
     # rate-limited null I/O: repetitions agree within a fraction of a percent, even on a busy machine
-    declare(root, "target", repetitions=adaptive, runtime_s=2, options={"rate_iops": 5000})
+    declare(root, "target", repetitions=adaptive, runtime_s=2, options={"rate_iops": IDLE_IOPS})
     # unthrottled null I/O varies by percents from run to run: a 0.0001 % interval is never reached
     declare(root, "noisy", repetitions={"min": 2, "max": 3, "half_width": "0.0001%"})
     for name in ("target", "noisy"):
@@ -268,7 +269,7 @@ def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
     assert not [e for e in events if e["event"] == "skipped"]
 
     # a resumed campaign (its maximum raised: growth) decides again from the finished repetitions
-    declare(root, "target", repetitions={**adaptive, "max": 6}, runtime_s=2, options={"rate_iops": 5000})
+    declare(root, "target", repetitions={**adaptive, "max": 6}, runtime_s=2, options={"rate_iops": IDLE_IOPS})
     summary = campaign.run(BRIEF, "target", progress=lambda _: None)
     assert summary.ran == 0 and summary.skipped == 1
     events = Manifest(raw / "target" / "manifest.jsonl").events()
@@ -280,7 +281,9 @@ def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
 def test_adaptive_repetitions_with_a_baseline_target_the_ratio_of_means(root):
     from tests.core.test_ratio_intervals import denominator_clear_of_zero, fieller_by_roots
     spec = {"min": 2, "max": 4, "half_width": "10%", "baseline": "base"}
-    # two configurations of the same rate-limited null I/O: their ratio is known well after 2 repetitions
+    # two configurations of the same rate-limited null I/O: their ratio is known well after 2 repetitions.
+    # 5000 IO/s, not IDLE_IOPS (tests/fio_rates.py): at 50 IO/s the repetitions are mostly alike, so that no
+    # interval exists, and the branch of the rule under test (Fieller's interval) would seldom be reached
     declare(root, "ratio", repetitions=spec, runtime_s=2, options={"rate_iops": 5000}, configs=("base", "other"))
     # unthrottled null I/O varies by percents: a ratio within 0.0001 % is never reached
     declare(root, "noisy", repetitions={**spec, "max": 3, "half_width": "0.0001%"}, configs=("base", "other"))

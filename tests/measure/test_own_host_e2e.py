@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.checkouts import BIN, ROOT, run
+from tests.fio_rates import IDLE_IOPS
 
 pytestmark = pytest.mark.slow
 
@@ -94,9 +95,9 @@ def test_a_fio_campaign_on_my_host_becomes_the_fio_brief(clone, sshd, tmp_path):
         "configs": {"mydisk": {"kind": "dir", "path": str(tmp_path / "work" / "disk")}},
         "labels": {"mydisk": "my disk"},
         "matrix": {"rw": ["70/30"], "bs": ["256KiB"], "numjobs": [1, 2], "iodepth": [4]},
-        # throttled (50 MB/s): the brief's account of the campaign is tested, not the disk's speed
+        # throttled: the brief's account of the campaign is tested, not the disk's speed
         "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": 2, "size": "32MiB",
-                     "options": {"rate_iops": 200}}})
+                     "options": {"rate_iops": IDLE_IOPS}}})
     run([BIN / "briefkit", "measure", "fio-6600ion", "--campaign", "mine"], cwd=clone)
     # The declaration is edited after the run (one render instead of one before and one after: the
     # db_bench test below reads the brief of an unedited one): the brief says what ran, and that it changed.

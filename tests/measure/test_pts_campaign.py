@@ -19,6 +19,7 @@ from briefkit.measure import campaign, precondition, rounds
 from briefkit.raw import recorded
 from briefkit.raw.manifest import Manifest
 from briefkit.tools.fio.workload import FioWorkload
+from tests.fio_rates import IDLE_IOPS
 
 BRIEF = "pts-test"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
@@ -28,8 +29,9 @@ MiB = 1024 * 1024
 def declare(root: Path, name: str, configs: dict, repetitions=1, settings=None, **method) -> None:
     spec = {"workload": "fio", "host": "local", "workdir": str(root / "host"), "repetitions": repetitions,
             "configs": configs, "matrix": {"rw": ["randwrite"], "bs": [4096], "numjobs": [1], "iodepth": [1]},
+            # null I/O at a rate limit: steady round after round, and a core does not spin (tests/fio_rates.py)
             "settings": {"ioengine": "null", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "8MiB",
-                         "precondition": False, **(settings or {})}, **method}
+                         "precondition": False, "options": {"rate_iops": IDLE_IOPS}, **(settings or {})}, **method}
     path = root / "params.yaml"
     params = yaml.safe_load(path.read_text()) if path.exists() else {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {}}}}
     params["briefs"][BRIEF]["campaigns"][name] = spec
@@ -152,7 +154,6 @@ def round_values(root: Path, name: str) -> list[float]:
 @pytest.mark.slow
 def test_a_steady_device_stops_after_five_rounds(root):
     declare(root, "steady", {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}},
-            settings={"options": {"rate_iops": 2000}},
             steady_state={"rule": "snia-pts", "metric": "iops", "window_rounds": 5, "range": "20%", "slope": "10%",
                           "max_rounds": 25})
     summary = campaign.run(BRIEF, "steady", progress=lambda _: None)
@@ -176,7 +177,8 @@ def test_a_drifting_device_runs_to_the_maximum_and_is_flagged(root, monkeypatch)
     def slowing(self, values, settings, target):
         calls.append(1)
         made = job(self, values, settings, target)
-        return made.model_copy(update={"options": {**made.options, "rate_iops": str(int(4000 * 0.8 ** (len(calls) - 1)))}})
+        rate = int(2 * IDLE_IOPS * 0.8 ** (len(calls) - 1))
+        return made.model_copy(update={"options": {**made.options, "rate_iops": str(rate)}})
     monkeypatch.setattr(FioWorkload, "job", slowing)
     declare(root, "drift", {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}},
             steady_state={"rule": "snia-pts", "metric": "iops", "window_rounds": 5, "max_rounds": 7})
@@ -205,7 +207,7 @@ def test_the_brief_states_preconditioning_and_the_pts_verdict_and_draws_the_roun
     from briefkit.dataset import build
 
     declare(root, "said", {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}},
-            settings={"options": {"rate_iops": 2000}}, precondition={"workload_independent": {"passes": 2}},
+            precondition={"workload_independent": {"passes": 2}},
             steady_state={"rule": "snia-pts", "metric": "iops", "max_rounds": 6})
     campaign.run(BRIEF, "said", progress=lambda _: None)
     build.build(BRIEF, root)

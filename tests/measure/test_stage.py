@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from tests.checkouts import BIN, ROOT, env, run
+from tests.fio_rates import IDLE_IOPS
 
 DVC = str(BIN / "dvc")
 
@@ -45,10 +46,10 @@ def small(workdir: Path, numjobs=(1, 2), runtime_s=1) -> dict:
     return {"workload": "fio", "host": "local", "workdir": str(workdir), "repetitions": 1,
             "configs": {"d": {"kind": "dir", "path": str(workdir / "disk")}}, "labels": {"d": "a folder of the test"},
             "matrix": {"rw": ["70/30"], "bs": ["256KiB"], "numjobs": list(numjobs), "iodepth": [4]},
-            # throttled (50 MB/s): what is tested is DVC's bookkeeping, and unthrottled fio into the page cache
+            # throttled: what is tested is DVC's bookkeeping, and unthrottled fio into the page cache
             # keeps a core busy for the whole point
             "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": runtime_s, "size": "16MiB",
-                         "options": {"rate_iops": 200}}}
+                         "options": {"rate_iops": IDLE_IOPS}}}
 
 
 def declare(clone: Path, brief: str, name: str, spec: dict, measured: bool = True) -> None:
