@@ -30,6 +30,7 @@ from briefkit.tools.fio.bins import DEFAULT_PERCENTILES
 from briefkit.tools.fio.jsonplus import ALL_CLIENTS, documents
 from briefkit.tools.fio.server_mode import Server, client_command, server_command
 from tests import procs
+from tests.fio_rates import IDLE_IOPS
 
 BRIEF = "clients-test"
 
@@ -59,9 +60,9 @@ def declare(root: Path, servers, first_port: int, rw="70/30") -> None:
                    "client_keys": [str(s.client_key)]} for s in servers],
         "workdir": str(root / "target"), "configs": {"ram": {"kind": "tmpfs", "size": "64MiB"}},
         "matrix": {"rw": [rw], "bs": ["64KiB"], "numjobs": [2], "iodepth": [1]},
-        # throttled (32 MB/s a job): unthrottled, the four jobs into tmpfs keep both cores busy for the point
+        # throttled (tests/fio_rates.py): unthrottled, the four jobs into tmpfs keep both cores busy for the point
         "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "8MiB",
-                     "options": {"rate_iops": 500}},
+                     "options": {"rate_iops": IDLE_IOPS}},
     }
     params = {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"cs": spec}}}}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -84,14 +85,16 @@ def servers_running(first_port: int, count: int) -> list[int]:
 
 def percentiles_from_bins(bins: dict[str, int], n: int) -> dict[float, int]:
     """fio's own rule (stat.c, calc_clat_percentiles): the value of the first bin whose running count
-    reaches p % of all samples, compared in C long double as fio does. In double, p / 100 * n rounds to a
-    whole count where long double does not (99.95 % of 2000 is 1999.0 in double, just above it in long
-    double): a throttled run of exactly 2000 I/Os then takes the bin before fio's."""
+    reaches p % of all samples, computed in C long double as fio's -ffast-math build does (p * 0.01L * n).
+    In double, p / 100 * n rounds to a whole count where long double does not (99.95 % of 2000 is 1999.0 in
+    double, just above it in long double: a throttled run of exactly 2000 I/Os then takes the bin before
+    fio's); and a true division by 100 gives 30.0000000000000000017 for 30 % of 100 I/Os, where fio takes
+    the bin that reaches the 30th."""
     ordered = sorted((int(k), v) for k, v in bins.items())
     out = {}
     for p in DEFAULT_PERCENTILES:
         running = 0
-        threshold = np.longdouble(p) / np.longdouble(100.0) * n
+        threshold = np.longdouble(p) * (np.longdouble(1) / np.longdouble(100)) * n
         for value, count in ordered:
             running += count
             if running >= threshold:

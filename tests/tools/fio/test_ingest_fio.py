@@ -392,6 +392,22 @@ def test_histograms_skip_plain_json_and_idle_directions():
     assert set(lat) == {fio.HistKey(None, "randwrite", "write")}
 
 
+def test_a_whole_count_in_fios_arithmetic_takes_the_bucket_that_reaches_it():
+    """fio is built with -ffast-math: its threshold p / 100 * N is p * 0.01L * N, a whole 30 for 30 % of 100
+    I/Os where a true long double division gives 30.0000000000000000017. In hundred_ios.jsonplus.json (100
+    real reads, see README) the 30th or the 60th read is the last of its bucket: fio printed that bucket,
+    and a true division would take the next one."""
+    clat = raw("hundred_ios.jsonplus.json")["jobs"][0]["read"]["clat_ns"]
+    running = np.cumsum([count for _, count in sorted((int(k), v) for k, v in clat["bins"].items())])
+    buckets = sorted(int(k) for k in clat["bins"])
+    boundary = [p for p in (30.0, 60.0) if p in running]
+    assert clat["N"] == 100 and boundary, "the fixture has no bucket ending at the 30th or 60th read"
+    found = fio_bins.percentiles_from_bins(clat["bins"], boundary)
+    assert found == {p: clat["percentile"][f"{p:.6f}"] for p in boundary}
+    divided = {p: buckets[int(np.argmax(running >= np.longdouble(p) / np.longdouble(100) * 100))] for p in boundary}
+    assert all(divided[p] > found[p] for p in boundary), (divided, found)
+
+
 def test_percentile_at_a_bucket_boundary_takes_the_lower_bucket():
     """fio's rule is cumulative >= p/100*N: exactly half the I/Os at 100 ns make p50 = 100."""
     bins = {"100": 50, "200": 50}
