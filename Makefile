@@ -1,9 +1,10 @@
 # The few commands a newcomer needs. `make reproduce` regenerates every brief; `make test` tests.
 # The interpreter the venv is made from: Debian's own python3.11 where the system has it, else python3 on
-# PATH. Debian builds its interpreter with profile-guided optimisation and links it statically; a
+# PATH. Debian builds its interpreter with profile-guided optimisation and links libpython into it; a
 # python3 built by pyenv or from source without --enable-optimizations, and through a shared libpython,
-# ran the same Python code 15-20 % slower on the development machine (benchmarks/interpreter_speed.py),
-# and `make test`, mostly Python, from 8 min 27 s to 7 min 18 s with Debian's. `make PYTHON=...` chooses.
+# took 16-17 % more CPU for briefkit's own Python work on the development machine (imports, a dataset
+# build; 6 % for a notebook check, much of it C: benchmarks/interpreter_speed.py), and a fresh clone's
+# `make test` went from about 8 min 30 s to 7 min 22 s (medians) with Debian's. `make PYTHON=...` chooses.
 DEBIAN_PYTHON := $(wildcard /usr/bin/python3.11)
 PYTHON ?= $(if $(DEBIAN_PYTHON),$(DEBIAN_PYTHON),python3)
 VENV   ?= .venv
