@@ -130,7 +130,11 @@ def test_start_and_wait_returns_the_finished_job(host, tmp_path):
 def test_an_interrupt_during_a_stop_waits_for_it(host, tmp_path):
     """A job that ignores TERM takes the full grace period and a KILL to stop; SIGTERM to this process
     in the middle of that is raised only once the stop is done."""
-    job = host.start(["sh", "-c", 'trap "" TERM; while :; do sleep 0.1; done'], str(tmp_path), "stubborn")
+    job = host.start(["sh", "-c", 'trap "" TERM; : >ready; while :; do sleep 0.1; done'], str(tmp_path), "stubborn")
+    # stopped once its trap is set: a TERM before that ends the shell (143), which is not this test's case
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     timer = threading.Timer(0.4, os.kill, (os.getpid(), signal.SIGTERM))
     try:
         with sigterm_interrupts(), pytest.raises(KeyboardInterrupt):
