@@ -37,7 +37,7 @@ def load_params(base: Path | None = None) -> dict:
 
 def _raw(base: Path | None = None) -> dict:
     base = base or root()
-    return yamlload.load(base / "params.yaml", ParamsError, name=str(base / "params.yaml")) or {}
+    return yamlload.load_params(base / "params.yaml") or {}
 
 
 def load_model(base: Path | None = None) -> ParamsFile:
@@ -67,3 +67,31 @@ def brief(slug: str, base: Path | None = None) -> Brief:
     if slug not in known:
         raise ParamsError(f"unknown brief {slug!r}; params.yaml declares: {', '.join(known)}")
     return known[slug]
+
+
+def params_layout(base: Path | None = None) -> None:
+    """Rewrite params.yaml in the layout DVC's own writer gives it (`make params-layout`), so that a later
+    `dvc exp run -S` changes only the lines it sets. Checked before (a file DVC's writer would make
+    unreadable is refused, naming the line and the fix) and after (the rewrite is undone if DVC cannot
+    read its own output): the file is never left in a state DVC cannot read."""
+    from dvc.utils.hydra import apply_overrides
+
+    path = (base or root()) / "params.yaml"
+    before = path.read_text(encoding="utf-8")
+    yamlload.load_params(path)
+    apply_overrides(str(path), [])
+    try:
+        yamlload.load_params(path)
+    except ParamsError:
+        path.write_text(before, encoding="utf-8")
+        raise
+
+
+if __name__ == "__main__":     # `make params-layout`: an error is one line naming the file and line
+    import sys
+
+    try:
+        params_layout()
+    except ParamsError as exc:
+        print(f"briefkit: error: {exc}", file=sys.stderr)
+        sys.exit(2)
