@@ -184,7 +184,7 @@ class DcmiSampler(PowerSource):
         self.timeout_s = timeout_s
         self.clock = clock
         # a password read here (password_env, password_file) reaches ipmitool in its environment
-        # (-E: IPMI_PASSWORD), never on its command line nor in anything recorded
+        # (-E: IPMI_PASSWORD; Host.run's env never becomes an argv word), nor is it in anything recorded
         self._env = {"IPMI_PASSWORD": password} if password is not None else None
         if password is not None and tool != "ipmitool":
             raise ValueError("a password from password_env or password_file is passed to ipmitool only; FreeIPMI "
