@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from briefkit.config import yamlload
-from briefkit.config.params import ParamsFile, validate_params
+from briefkit.config.params import ParamsFile, SecretFolders, validate_params
 from briefkit.config.paths import brief_paths, root
 from briefkit.core.errors import ParamsError
-from briefkit.core.validation import check_name
+from briefkit.core.reads import ReadRule
+from briefkit.core.validation import check, check_name
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,16 @@ def params_layout(base: Path | None = None) -> None:
     except ParamsError:
         path.write_text(before, encoding="utf-8")
         raise
+
+
+def read_rule(base: Path | None = None, *folders: Path) -> ReadRule:
+    """Where briefkit reads what a user names (briefkit.core.reads): data inside the checkout ``base`` or
+    ``folders`` (a campaign's raw folder, which may be a link elsewhere); a password file inside a folder
+    of params.yaml's ``secret_folders``."""
+    base = Path(base or root())
+    where = f"{base / 'params.yaml'}: secret_folders"
+    secrets = check(SecretFolders, _raw(base).get("secret_folders") or [], where, ParamsError)
+    return ReadRule(folders=(base, *folders), secret_folders=tuple(Path(folder) for folder in secrets))
 
 
 if __name__ == "__main__":     # `make params-layout`: an error is one line naming the file and line
