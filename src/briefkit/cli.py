@@ -577,11 +577,13 @@ HELP: dict[str, tuple[str, str, str]] = {
                "repetitions of one point. A file that cannot be read, a duplicate (same content) or a file already "
                "imported in the brief is refused, and then nothing is written. An existing campaign is never "
                "added to: import every file again under a new name. `briefkit build BRIEF` (or dvc repro) then "
-               "shows it.\n\nMapping file (YAML): files: [{match: GLOB, config: NAME, host: NAME, matrix: {AXIS: "
-               "VALUE}, tool: fio|dbbench|pgbench}], labels: {CONFIG: TEXT}.",
-               "briefkit import fio-6600ion lab-2023 ~/results/fio/ --config nvme\n"
-               "briefkit import fio-6600ion lab-2023 ~/results/fio/ --map lab-2023.yaml\n"
-               "briefkit import oltp-9300 lab-pg pgbench-c16.stdout pgbench-c32.stdout"),
+               "shows it. Files, folders and the mapping file are read only inside the checkout (links judged by "
+               "where they lead; FIFOs, devices and sockets refused): copy results made elsewhere in first "
+               "(incoming/, which git ignores).\n\nMapping file (YAML): files: [{match: GLOB, config: NAME, "
+               "host: NAME, matrix: {AXIS: VALUE}, tool: fio|dbbench|pgbench}], labels: {CONFIG: TEXT}.",
+               "briefkit import fio-6600ion lab-2023 incoming/fio/ --config nvme\n"
+               "briefkit import fio-6600ion lab-2023 incoming/fio/ --map incoming/lab-2023.yaml\n"
+               "briefkit import oltp-9300 lab-pg incoming/pgbench-c16.stdout incoming/pgbench-c32.stdout"),
 }
 
 _EPILOG = """examples:
