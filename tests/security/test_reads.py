@@ -239,3 +239,17 @@ def test_a_bad_mapping_file_is_reported_by_line_never_by_its_lines(checkout):
         message = str(refused.value)
         assert "SECRETHASH" not in message and "19000" not in message, message
         assert len(message) < 400, message
+
+
+def test_devices_and_sockets_are_refused_unopened(tmp_path):
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "sock"))
+    (tmp_path / "null").symlink_to("/dev/null")
+    rule = ReadRule(folders=(tmp_path, Path("/dev")))
+    try:
+        for path, kind in ((Path("/dev/null"), "a character device"), (tmp_path / "null", "a character device"),
+                           (tmp_path / "sock", "a socket")):
+            with pytest.raises(ReadRefused, match=rf"x: {path}: .*is {kind}, not a file: refused"):
+                rule.read_bytes(path, "x")
+    finally:
+        server.close()

@@ -99,15 +99,8 @@ class _Mapping(BaseModel):
 QUOTE_CHARS = 40
 
 
-def read_mapping(path: Path | None, reads: ReadRule | None = None) -> _Mapping:
-    """The mapping file ``path``, read under ``reads`` (briefkit.core.reads; none given: inside the
-    checkout)."""
-    if path is None:
-        return _Mapping()
-    return parse_mapping(mapping_bytes(path, reads), path)
-
-
 def mapping_bytes(path: Path, reads: ReadRule | None = None) -> bytes:
+    """The mapping file's bytes, read under ``reads`` (briefkit.core.reads; none given: the checkout's rule)."""
     return (reads or project.read_rule()).read_bytes(path, "the mapping file (--map)", limit=1 << 20)
 
 
@@ -158,8 +151,9 @@ def _is_name(value: str) -> bool:
 
 
 def _quoted(text: str) -> str:
-    """``text`` with every quoted part cut to QUOTE_CHARS characters."""
-    return re.sub(r"'([^']{%d})[^']+'" % QUOTE_CHARS, r"'\1...'", text)[:200]
+    """A YAML parser's problem with every quoted part longer than a character or an escape left out
+    (the parser may quote a token of the file)."""
+    return re.sub(r"'[^']{4,}'", "'...'", text)[:200]
 
 
 def _key(key: str) -> str:
