@@ -55,11 +55,6 @@ class ReadRule:
         """The resolved path of a data file or folder inside ``folders``, or ReadRefused."""
         return self._judged(path, what, secret=False, folder_ok=True)[0]
 
-    def secret(self, path: str | Path, what: str) -> Path:
-        """The resolved path of a password file: a regular file of this user, closed to others, inside a
-        secrets folder of this user that is closed to others; or ReadRefused."""
-        return self._judged(path, what, secret=True, folder_ok=False)[0]
-
     # -- reading -------------------------------------------------------------------------------
     def read_bytes(self, path: str | Path, what: str, *, secret: bool = False, limit: int = 1 << 24) -> bytes:
         """The bytes of a file the rule accepts (at most ``limit``: more is refused, unread)."""

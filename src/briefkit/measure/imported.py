@@ -35,6 +35,11 @@ the file states, then by path). Settings that are not matrix axes (fio's ioengin
 runtime, size, access pattern; db_bench's key and value sizes; pgbench's duration) must be the same
 in every file of the campaign: different settings are different campaigns.
 
+Files, folders and the mapping file are read under briefkit.core.reads: inside the checkout (or the
+brief's raw folder), each path resolved through its links and judged by where it leads; a FIFO, a device
+or a socket is refused at once, by name. A mapping file's errors name its line and the problem and quote
+at most a key (a plain word, cut short), never a line.
+
 Refused, with nothing written: a file no parser reads (the parser's reason, naming the file), a file
 whose tool cannot be told, two files with the same content (SHA-256), a file already imported in a
 campaign of the brief, files of two tools, a campaign name that exists or that params.yaml declares
