@@ -142,23 +142,27 @@ def test_dvc_exp_run_s_cannot_make_a_password_of_etc_shadow(tmp_path, bmc):
     (secrets / "bmc").chmod(0o600)
     params = yaml.safe_load((clone / "params.yaml").read_text())
     params["secret_folders"] = [str(secrets)]
-    params["briefs"]["fio-6600ion"]["campaigns"]["pw"] = campaign(tmp_path / "work", str(secrets / "bmc"), bmc.url)
-    params["measure"]["fio-6600ion--pw"] = {"brief": "fio-6600ion", "campaign": "pw"}
+    for name in ("named", "linked"):
+        params["briefs"]["fio-6600ion"]["campaigns"][name] = campaign(tmp_path / name, str(secrets / "bmc"), bmc.url)
+        params["measure"][f"fio-6600ion--{name}"] = {"brief": "fio-6600ion", "campaign": name}
     (clone / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     run(["git", "add", "-A"], cwd=clone)
-    run(["git", "commit", "-qm", "a campaign with a power source"], cwd=clone)
+    run(["git", "commit", "-qm", "two campaigns with a power source"], cwd=clone)
     run(["git", "config", "gc.auto", "50000"], cwd=clone)
     (clone / "bmc-link").symlink_to(SHADOW)       # a link inside the checkout
-    key = "briefs.fio-6600ion.campaigns.pw.power.password_file"
-    for path in (SHADOW, clone / "bmc-link"):
-        done = run([str(BIN / "dvc"), "exp", "run", "-S", f"{key}={path}", "measure@fio-6600ion--pw"], cwd=clone,
-                   check=False, timeout=600)
-        said = done.stdout + done.stderr
-        assert done.returncode != 0, said[-3000:]
-        assert f"power.password_file: {path}: " in said and "lies outside the secrets folders" in said, said[-3000:]
-        assert shows_shadow(said) == []
+    tried = {"named": SHADOW, "linked": clone / "bmc-link"}
+    # one experiment, both stages (-k: the second runs after the first fails)
+    overrides = [word for name, path in tried.items()
+                 for word in ("-S", f"briefs.fio-6600ion.campaigns.{name}.power.password_file={path}")]
+    done = run([str(BIN / "dvc"), "exp", "run", "-k", *overrides, *(f"measure@fio-6600ion--{name}" for name in tried)],
+               cwd=clone, check=False, timeout=600)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said[-3000:]
+    for name, path in tried.items():
+        assert f"power.password_file: {path}: " in said, said[-3000:]
+        assert not list((clone / "data/raw/fio-6600ion" / name).rglob("point.json")), "a point ran"
+    assert said.count("lies outside the secrets folders") >= 2 and shows_shadow(said) == []
     assert bmc.connections == 0, "the BMC was contacted"
-    assert not list((clone / "data/raw/fio-6600ion/pw").rglob("point.json")), "a point ran"
 
 
 # --- briefkit import ------------------------------------------------------------------------------
