@@ -49,13 +49,14 @@ def poll_and_sample(host) -> tuple[list[tuple[str, ...]], set[str]]:
         except PowerError as exc:   # nothing IPMI on the port: the poll fails, as expected
             failed.append(exc)
     argvs, passwords = [], set()
+    port = str(bmc.getsockname()[1])   # other tests' polls run beside this one: only ours (its port) count
     thread = threading.Thread(target=poll)
     thread.start()
     try:
         while thread.is_alive():
             for process in procs.live():
                 argvs.append(process.argv)
-                if process.program == "ipmitool":
+                if process.program == "ipmitool" and port in process.argv:
                     passwords.update(v.split("=", 1)[1] for v in environ_of(process.pid)
                                      if v.startswith("IPMI_PASSWORD="))
     finally:
