@@ -65,6 +65,8 @@ class FioMix(BriefBase):
 
     def panels(self) -> list[tuple[str, int]]:
         """(campaign, read share) of each measured mix the brief shows, in its order."""
+        if self.many:   # the campaigns are compared as a set, not drawn one by one
+            return []
         return [(name, read) for name, c in self.campaigns.items()
                 if c["summary"] is not None and len(c["summary"]) for read in mix.read_shares(c["summary"])]
 
@@ -97,14 +99,17 @@ class FioMix(BriefBase):
         shown = False
         for name, c in self.campaigns.items():
             summary = c["summary"]
-            if summary is None or not len(summary):
+            if summary is None or not len(summary) or self.many:
                 continue
             shown = True
             loads = ", ".join(f"{v:g}" for v in sorted(summary["load"].unique()))
             self.out.md(f"**Measured** (campaign {campaign_title(c['record'])} on {hosts_text(c['record'])}: "
                         f"{', '.join(c['configs'])}; {mix.LOAD_KIND} {loads}):\n\n"
                         + bullets(mix.findings(summary, c["configs"])))
-        if not shown:
+        headline = self.headline_comparison()
+        if headline:
+            self.out.md(f"**Measured, the campaigns compared**: {headline}")
+        elif not shown:
             self.out.md(f"**Measured**: nothing yet. Run `briefkit measure {self.brief}` (see Part B).")
         self.out.figure(self.throughput_figure(),
                         f"Published throughput (MB/s, log scale) of {' and '.join(self.pub.configs)} at the lowest and "
@@ -155,6 +160,11 @@ class FioMix(BriefBase):
     def measured_intro(self):
         out = self.out
         out.md(self._selection())
+        if self.many:
+            self.campaign_set()
+            out.md("With more than two campaigns the body compares them as a set; a campaign's own mixes, tables "
+                   f"and figures are in the brief built with `show: [{self.names[0]}]` (params.yaml).")
+            return out.take()
         for name, c in self.campaigns.items():
             record, summary = c["record"], c["summary"]
             if len(self.names) > 1:
@@ -229,6 +239,8 @@ class FioMix(BriefBase):
 
     def mixes(self):
         out = self.out
+        if self.many:
+            return out.take()
         for name, c in self.campaigns.items():
             summary, configs = c["summary"], c["configs"]
             if summary is None or not len(summary):
@@ -264,7 +276,7 @@ class FioMix(BriefBase):
 
     def tail_latency(self):
         out = self.out
-        for name, c in self.campaigns.items():
+        for name, c in ({} if self.many else self.campaigns).items():
             if c["summary"] is None or not len(c["summary"]):
                 continue
             out.md("### Tail latency at the highest numjobs" + ("" if len(self.names) == 1 else f" (campaign {name})"))
