@@ -197,6 +197,15 @@ def test_the_rate_limited_host_of_a_fleet_is_named_the_outlier(sshd_factory, tmp
     html = tmp_path / "reports/compare" / f"{FLEET_BRIEF}--fleet--hosts--vs--{hosts[fast]}--total_bw.html"
     text = BeautifulSoup(html.read_text(encoding="utf-8"), "html.parser").get_text()
     assert f"{hosts[slow]} (outlier)" in text and "one dot per host and point" in text
+    # the fio brief's section of a fleet campaign is this view, not a section per host
+    from briefkit.briefs.fio_mix.notebook import FioMix
+
+    brief = FioMix(FLEET_BRIEF, tmp_path / "data/processed")
+    assert brief.panels() == []
+    blocks = brief.mixes()
+    said = " ".join(b.content for b in blocks if b.kind == "md")
+    assert "### The hosts of campaign fleet against the fleet" in said and f"outlier {hosts[slow]}" in said
+    assert [b.kind for b in blocks].count("figure") == 1     # the dot strip of the one workload
     # without a named host the first of the two is the reference, and the report says why
     first = sorted(hosts.values())[0]
     pop = population.fleet(data, "fleet")

@@ -6,7 +6,7 @@ Each method returns the blocks of one notebook section (``briefkit.report.displa
 from __future__ import annotations
 
 from briefkit.briefs.fio_mix import analysis as mix
-from briefkit.briefs.shared import plots
+from briefkit.briefs.shared import plots, population
 from briefkit.briefs.shared.sections import (
     BriefBase,
     bullets,
@@ -67,8 +67,16 @@ class FioMix(BriefBase):
         """(campaign, read share) of each measured mix the brief shows, in its order."""
         if self.many:   # the campaigns are compared as a set, not drawn one by one
             return []
-        return [(name, read) for name, c in self.campaigns.items()
-                if c["summary"] is not None and len(c["summary"]) for read in mix.read_shares(c["summary"])]
+        return [(name, read) for name, c in self.campaigns.items() if self.fleet(name) is None
+                and c["summary"] is not None and len(c["summary"]) for read in mix.read_shares(c["summary"])]
+
+    def fleet(self, name: str):
+        """Campaign ``name``'s hosts against the fleet (briefkit.briefs.shared.population.fleet) when it ran on
+        several hosts; None for a one-host campaign."""
+        samples = self.campaign_samples(name)
+        if len(population.fleet_hosts(samples)) < 2 or samples.empty:
+            return None
+        return self.drawn(("fleet", name), lambda: population.fleet(self.data, name))
 
     def mix_figure(self, name: str, read: int):
         """One measured mix of campaign ``name``: throughput and mean latency against numjobs."""
@@ -105,7 +113,8 @@ class FioMix(BriefBase):
             loads = ", ".join(f"{v:g}" for v in sorted(summary["load"].unique()))
             self.out.md(f"**Measured** (campaign {campaign_title(c['record'])} on {hosts_text(c['record'])}: "
                         f"{', '.join(c['configs'])}; {mix.LOAD_KIND} {loads}):\n\n"
-                        + bullets(mix.findings(summary, c["configs"])))
+                        + bullets([self.fleet(name).summary()] if self.fleet(name) is not None
+                                  else mix.findings(summary, c["configs"])))
         headline = self.headline_comparison()
         if headline:
             self.out.md(f"**Measured, the campaigns compared**: {headline}")
@@ -244,6 +253,11 @@ class FioMix(BriefBase):
         for name, c in self.campaigns.items():
             summary, configs = c["summary"], c["configs"]
             if summary is None or not len(summary):
+                continue
+            fleet = self.fleet(name)
+            if fleet is not None:   # one view of the hosts, not a section per host
+                population.sections(fleet, out, heading=f"### The hosts of campaign {name} against the fleet",
+                                    figures="first")
                 continue
             powered = mix.has_power(c["samples"])
             suffix = "" if len(self.names) == 1 else f", campaign {name}"

@@ -49,6 +49,8 @@ GAIN, EQUAL, UNCLEAR, LOSS, NOT_TESTED = "gain", "equal", "unclear", "loss", "no
 TALLY = (GAIN, EQUAL, UNCLEAR, LOSS, NOT_TESTED)
 #: the reference of a host when no host is named and the fleet has three hosts or more
 FLEET_MEDIAN = "fleet median"
+#: fio client/server's sum over its servers, recorded as a host of its own: not a host of the fleet
+ALL_CLIENTS = "All clients"
 #: the members' colours in the figures; the baseline is drawn in black
 BASELINE_COLOUR = "#222222"
 
@@ -185,7 +187,8 @@ def fleet(data: processed.BriefData, campaign: str, *, baseline_host: str | None
           tolerance: float = TOLERANCE, confidence: float = 0.95, outlier_share: float = OUTLIER_SHARE) -> Population:
     """Each host of fleet campaign ``campaign`` against its reference (see the module's docstring)."""
     frame = _campaign_samples(data, campaign)
-    hosts = sorted(frame["host"].dropna().unique())
+    frame = frame[frame["host"] != ALL_CLIENTS]
+    hosts = fleet_hosts(frame)
     if len(hosts) < 2:
         raise ValueError(f"brief {data.brief}: campaign {campaign} ran on {len(hosts)} host(s) "
                          f"({', '.join(hosts) or 'none recorded'}): --hosts compares the hosts of a fleet campaign")
@@ -209,6 +212,11 @@ def fleet(data: processed.BriefData, campaign: str, *, baseline_host: str | None
     pop = _stack(data.brief, "hosts", comps, said, metric, tolerance, confidence)
     pop.campaign, pop.outlier_share = campaign, outlier_share
     return pop
+
+
+def fleet_hosts(samples: pd.DataFrame) -> list[str]:
+    """The hosts of a campaign's samples, by name (fio client/server's "All clients" sum left out)."""
+    return sorted(h for h in samples["host"].dropna().unique() if h != ALL_CLIENTS)
 
 
 def _campaign_samples(data: processed.BriefData, campaign: str) -> pd.DataFrame:
