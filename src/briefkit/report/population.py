@@ -16,8 +16,7 @@ import nbformat
 
 from briefkit import processed
 from briefkit.briefs.shared import population
-from briefkit.report import render
-from briefkit.report.comparison import SECTIONS
+from briefkit.report import comparison, render
 
 
 def stem(brief: str, pop: population.Population, baseline_host: str | None = None) -> str:
@@ -37,13 +36,7 @@ def notebook(parameters: dict):
              "                         metric=metric, tolerance=tolerance, mapping=mapping)\n"
              "population = report.population      # .table, .tally(), .summary(), .figure(workload)\n"
              "emit(report.intro())")
-    cells = [nbformat.v4.new_code_cell(source, metadata={"tags": ["parameters", "remove-cell"]}),
-             nbformat.v4.new_code_cell(setup, metadata={"tags": ["remove-input"]})]
-    cells += [nbformat.v4.new_code_cell(f"emit(report.{name}())", metadata={"tags": ["remove-input"]})
-              for name in SECTIONS[1:]]
-    node = nbformat.v4.new_notebook(cells=cells)
-    node.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    return node
+    return comparison.sections_notebook(source, setup)
 
 
 def build(base: Path, brief: str, campaigns: list[str], *, hosts: bool = False, baseline_host: str | None = None,
