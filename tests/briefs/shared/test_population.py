@@ -105,6 +105,12 @@ def expected_tally(samples: pd.DataFrame, member: str, reference: pd.DataFrame, 
     return counts
 
 
+def tally_words(counts: dict[str, int]) -> str:
+    words = [f"{counts['gain']} gain{'' if counts['gain'] == 1 else 's'}", f"{counts['equal']} equal",
+             f"{counts['loss']} loss{'' if counts['loss'] == 1 else 'es'}"]
+    return ", ".join(words + [f"{counts[w]} {w}" for w in ("unclear", "not tested") if counts[w]])
+
+
 @pytest.mark.slow
 def test_three_campaigns_against_a_baseline_are_tallied(nway):
     status, printed = run_compare(nway, FIO_BRIEF, "same", "faster", "slower", "base", "--tolerance", "5%")
@@ -114,7 +120,9 @@ def test_three_campaigns_against_a_baseline_are_tallied(nway):
     base = samples[samples["campaign"] == "base"]
     expected = {m: expected_tally(samples, m, base, 0.05) for m in ("same", "faster", "slower")}
     assert sum(expected["faster"].values()) == len(NUMJOBS)
-    assert expected["faster"]["gain"] == len(NUMJOBS) and expected["slower"]["loss"] == len(NUMJOBS)
+    # 60 and 40 against 50 IO/s: gains and losses (a repetition slowed by the machine's load may leave one unclear)
+    assert expected["faster"]["gain"] >= 1 and expected["slower"]["loss"] >= 1
+    assert expected["faster"]["loss"] == expected["slower"]["gain"] == 0
 
     pop = population.against_baseline(processed.load(FIO_BRIEF, nway / "data/processed"),
                                       ["same", "faster", "slower", "base"], tolerance=0.05)
@@ -123,7 +131,7 @@ def test_three_campaigns_against_a_baseline_are_tallied(nway):
         assert {word: int(got.loc[member, word]) for word in counts} == counts, member
     # the sentence names the best and the worst, with their tallies
     assert printed.startswith("Total throughput against baseline base (tolerance ±5 %): best faster "), printed
-    assert "; worst slower " in printed and f"0 gains, 0 equal, {len(NUMJOBS)} losses of {len(NUMJOBS)} points." in printed
+    assert "; worst slower " in printed and f"{tally_words(expected['slower'])} of {len(NUMJOBS)} points." in printed
 
     # the rendered brief: the metric in the file names, the tally table as computed here, the figure on page 1
     report = nway / "reports/compare" / f"{FIO_BRIEF}--same--faster--slower--vs--base--total_bw"
@@ -171,7 +179,7 @@ def limited_host(sshd_factory, folder: Path, rate: int):
 def test_the_rate_limited_host_of_a_fleet_is_named_the_outlier(sshd_factory, tmp_path, monkeypatch):
     fast = limited_host(sshd_factory, tmp_path / "bin-fast", IDLE_IOPS)
     slow = limited_host(sshd_factory, tmp_path / "bin-slow", 30)
-    spec = {"workload": "fio", "workdir": str(tmp_path / "target"), "repetitions": 2,
+    spec = {"workload": "fio", "workdir": str(tmp_path / "target"), "repetitions": REPETITIONS,
             "hosts": [{"ssh": f"ssh://{s.username}@{s.hostname}:{s.port}", "known_hosts": str(s.known_hosts),
                        "client_keys": [str(s.client_key)]} for s in (fast, slow)],
             "configs": {"ram": {"kind": "tmpfs", "size": "32MiB"}},
@@ -190,8 +198,12 @@ def test_the_rate_limited_host_of_a_fleet_is_named_the_outlier(sshd_factory, tmp
     assert sorted(data.samples["host"].dropna().unique()) == sorted(hosts.values())
     # two hosts: the slow one against the fast one, named either way round by --baseline-host
     pop = population.fleet(data, "fleet", baseline_host=hosts[fast])
-    assert pop.outliers() == [hosts[slow]]
-    assert dict(pop.tally().set_index("member").loc[hosts[slow], ["loss", "points"]]) == {"loss": 2, "points": 2}
+    assert pop.outliers() == [hosts[slow]], pop.table[["load", "mean_a", "mean_b", "ratio_low", "ratio_high", "tally"]]
+    # 30 against 50 IO/s: about 0.6 at both points, never a gain (a repetition slowed by the machine's load
+    # may leave one point unclear; one loss of two points still makes the outlier)
+    tally = pop.tally().set_index("member").loc[hosts[slow]]
+    assert tally["points"] == 2 and tally["gain"] == 0 and tally["loss"] >= 1
+    assert (pop.shared["ratio"] < 0.8).all()
     status, printed = run_compare(tmp_path, FLEET_BRIEF, "fleet", "--hosts", "--baseline-host", hosts[fast])
     assert status == 0 and f"outlier {hosts[slow]} (interval outside the band" in printed, printed
     html = tmp_path / "reports/compare" / f"{FLEET_BRIEF}--fleet--hosts--vs--{hosts[fast]}--total_bw.html"
@@ -204,9 +216,9 @@ def test_the_rate_limited_host_of_a_fleet_is_named_the_outlier(sshd_factory, tmp
     assert brief.panels() == []
     blocks = brief.mixes()
     said = " ".join(b.content for b in blocks if b.kind == "md")
-    assert "### The hosts of campaign fleet against the fleet" in said and f"outlier {hosts[slow]}" in said
+    first, second = sorted(hosts.values())   # two hosts, none named: the first is the reference, the other is off
+    assert "### The hosts of campaign fleet against the fleet" in said and f"outlier {second} (interval" in said
     assert [b.kind for b in blocks].count("figure") == 1     # the dot strip of the one workload
     # without a named host the first of the two is the reference, and the report says why
-    first = sorted(hosts.values())[0]
     pop = population.fleet(data, "fleet")
     assert pop.reference.startswith(f"host {first} (the first of two hosts")
