@@ -170,9 +170,9 @@ class FioMix(BriefBase):
         out = self.out
         out.md(self._selection())
         if self.many:
-            self.campaign_set()
+            reference = self.campaign_set() or self.names[0]
             out.md("With more than two campaigns the body compares them as a set; a campaign's own mixes, tables "
-                   f"and figures are in the brief built with `show: [{self.names[0]}]` (params.yaml).")
+                   f"and figures are in the brief built with `show: [{reference}]` (params.yaml) for that campaign.")
             return out.take()
         for name, c in self.campaigns.items():
             record, summary = c["record"], c["summary"]
@@ -303,7 +303,7 @@ class FioMix(BriefBase):
                    "percentiles; percentiles are never averaged.")
             out.table(mix.percentile_table(c["percentiles"], c["configs"]),
                       "99th percentile completion latency (ms) at the highest numjobs, repetitions merged")
-        for name, c in self.campaigns.items():
+        for name, c in ({} if self.many else self.campaigns).items():
             if c["summary"] is None or not len(c["summary"]):
                 continue
             workloads = list(dict.fromkeys(c["summary"]["workload"]))

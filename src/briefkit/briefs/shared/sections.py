@@ -215,9 +215,9 @@ class BriefBase:
         pop = self.drawn(("headline",), lambda: campaign_set.headline(self.data, self.names, self.compare))
         return pop.summary() if pop is not None else None
 
-    def campaign_set(self) -> None:
+    def campaign_set(self) -> str | None:
         """The N-way table and figure of the campaigns, and the campaigns outside the methodology (appendix),
-        into the running blocks; each campaign's record in the appendix."""
+        into the running blocks; each campaign's record in the appendix. Returns the reference campaign."""
         from briefkit.briefs.shared import campaign_set
 
         campaign_set.sections(self.data, self.names, self.out)
@@ -225,6 +225,7 @@ class BriefBase:
             self.out.table(campaign_table(self.records[name]),
                            f"Campaign {campaign_title(self.records[name])} as recorded with its raw data",
                            css_class="brief-table wrap", appendix=True)
+        return campaign_set.reference(self.data, self.names)
 
     # ----------------------------------------------------------------- shared measured sections
 
