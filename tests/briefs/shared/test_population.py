@@ -18,6 +18,7 @@ import subprocess
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -222,3 +223,34 @@ def test_the_rate_limited_host_of_a_fleet_is_named_the_outlier(sshd_factory, tmp
     # without a named host the first of the two is the reference, and the report says why
     pop = population.fleet(data, "fleet")
     assert pop.reference.startswith(f"host {first} (the first of two hosts")
+
+
+# ------------------------------------------------------------------------------ hand-made tables
+
+
+def test_the_tally_reads_the_interval_against_the_band_in_the_metrics_direction():
+    assert [population.tally_of(lo, hi, True, 0.05) for lo, hi in
+            ((1.06, 1.2), (0.96, 1.04), (1.0, 1.1), (0.5, 0.9), (float("nan"), float("nan")))] == \
+        ["gain", "equal", "unclear", "loss", "not tested"]
+    assert population.tally_of(0.5, 0.9, False, 0.05) == "gain"       # a lower latency is the better one
+    assert population.parse_tolerance("5%") == population.parse_tolerance("0.05") == 0.05
+    for bad in ("five", "0%", "100%", "-3%"):
+        with pytest.raises(ValueError, match=r"--tolerance"):
+            population.parse_tolerance(bad)
+
+
+def test_four_hosts_each_against_the_median_of_the_other_three():
+    values = {"h1": (100, 102, 98), "h2": (101, 99, 100), "h3": (60, 61, 59), "h4": (99, 100, 101)}
+    rows = [("fleet", "ram", host, 1, v, rep + 1) for host, reps in values.items() for rep, v in enumerate(reps)]
+    table = pd.DataFrame(rows, columns=["campaign", "config", "host", "load", "value", "rep"]).assign(
+        brief="b", workload="70/30 64 KiB", load_kind="numjobs", metric="total_bw", unit="MB/s")
+    data = processed.BriefData(brief="b", notebook="nb", published=None, parameters={}, show=None, samples=table,
+                               percentiles=processed.empty_percentiles(), campaigns={})
+    pop = population.fleet(data, "fleet")
+    assert pop.reference == "the median of the other hosts" and pop.outliers() == ["h3"]
+    for host in values:
+        others = np.array([reps for h, reps in values.items() if h != host], dtype=float)
+        row = pop.table[pop.table["member"] == host].iloc[0]
+        assert row["mean_b"] == pytest.approx(np.median(others, axis=0).mean())   # repetition by repetition
+        assert row["mean_a"] == pytest.approx(np.mean(values[host]))
+    assert "outlier h3 (interval outside the band" in pop.summary()

@@ -329,9 +329,14 @@ def point_table(pop: Population, workload: str) -> pd.DataFrame:
         reference = pop.reference if pop.kind == "campaigns" else "reference"
         if row.n_b:
             entry.setdefault(f"{reference} ({metrics.unit(pop.metric)})", pairwise._value(row.mean_b, row.n_b))
-        entry[row.member] = (f"{pairwise._ratio_text(row)} {row.tally}" if row.present == pairwise.BOTH
+        entry[row.member] = (f"{pairwise._ratio_text(row)} {row.tally}{_welch_words(row)}" if row.present == pairwise.BOTH
                              else row.verdict)
     return pd.DataFrame(list(out.values())).fillna("-")
+
+
+def _welch_words(row) -> str:
+    """", p = 0.03" (Welch's test) after a tested point's tally; nothing when it was not tested."""
+    return "" if row.verdict.startswith("not tested") or pd.isna(row.p) else f", {stats.p_value_text(row.p)}"
 
 
 def method_text(pop: Population) -> str:
@@ -341,6 +346,7 @@ def method_text(pop: Population) -> str:
     return (f"Each {'campaign' if pop.kind == 'campaigns' else 'host'} is compared with {ref} at every point both have "
             f"(workload, load and configuration), as `briefkit compare` compares two: the ratio of means "
             f"({metrics.label(pop.metric)}, {rule}) with its Fieller interval at {pop.confidence:.0%} and Welch's test. "
+            "Each point's cell: the ratio, its interval, the tally and Welch's p. "
             f"Tally, from the interval against the band {band} (tolerance ±{_percent(pop.tolerance)} %): "
             "*gain* or *loss*, the whole interval beyond the band; *equal*, the whole interval inside it; *unclear*, "
             "the interval crosses an edge of the band; *not tested*, no interval (one repetition on a side, or the "
