@@ -6,7 +6,7 @@ Each method returns the blocks of one notebook section (``briefkit.report.displa
 from __future__ import annotations
 
 from briefkit.briefs.fio_mix import analysis as mix
-from briefkit.briefs.shared import plots
+from briefkit.briefs.shared import plots, population
 from briefkit.briefs.shared.sections import (
     BriefBase,
     bullets,
@@ -65,8 +65,18 @@ class FioMix(BriefBase):
 
     def panels(self) -> list[tuple[str, int]]:
         """(campaign, read share) of each measured mix the brief shows, in its order."""
-        return [(name, read) for name, c in self.campaigns.items()
-                if c["summary"] is not None and len(c["summary"]) for read in mix.read_shares(c["summary"])]
+        if self.many:   # the campaigns are compared as a set, not drawn one by one
+            return []
+        return [(name, read) for name, c in self.campaigns.items() if self.fleet(name) is None
+                and c["summary"] is not None and len(c["summary"]) for read in mix.read_shares(c["summary"])]
+
+    def fleet(self, name: str):
+        """Campaign ``name``'s hosts against the fleet (briefkit.briefs.shared.population.fleet) when it ran on
+        several hosts; None for a one-host campaign."""
+        samples = self.campaign_samples(name)
+        if len(population.fleet_hosts(samples)) < 2 or samples.empty:
+            return None
+        return self.drawn(("fleet", name), lambda: population.fleet(self.data, name))
 
     def mix_figure(self, name: str, read: int):
         """One measured mix of campaign ``name``: throughput and mean latency against numjobs."""
@@ -97,14 +107,18 @@ class FioMix(BriefBase):
         shown = False
         for name, c in self.campaigns.items():
             summary = c["summary"]
-            if summary is None or not len(summary):
+            if summary is None or not len(summary) or self.many:
                 continue
             shown = True
             loads = ", ".join(f"{v:g}" for v in sorted(summary["load"].unique()))
             self.out.md(f"**Measured** (campaign {campaign_title(c['record'])} on {hosts_text(c['record'])}: "
                         f"{', '.join(c['configs'])}; {mix.LOAD_KIND} {loads}):\n\n"
-                        + bullets(mix.findings(summary, c["configs"])))
-        if not shown:
+                        + bullets([self.fleet(name).summary()] if self.fleet(name) is not None
+                                  else mix.findings(summary, c["configs"])))
+        headline = self.headline_comparison()
+        if headline:
+            self.out.md(f"**Measured, the campaigns compared**: {headline}")
+        elif not shown:
             self.out.md(f"**Measured**: nothing yet. Run `briefkit measure {self.brief}` (see Part B).")
         self.out.figure(self.throughput_figure(),
                         f"Published throughput (MB/s, log scale) of {' and '.join(self.pub.configs)} at the lowest and "
@@ -155,6 +169,11 @@ class FioMix(BriefBase):
     def measured_intro(self):
         out = self.out
         out.md(self._selection())
+        if self.many:
+            reference = self.campaign_set() or self.names[0]
+            out.md("With more than two campaigns the body compares them as a set; a campaign's own mixes, tables "
+                   f"and figures are in the brief built with `show: [{reference}]` (params.yaml) for that campaign.")
+            return out.take()
         for name, c in self.campaigns.items():
             record, summary = c["record"], c["summary"]
             if len(self.names) > 1:
@@ -229,9 +248,16 @@ class FioMix(BriefBase):
 
     def mixes(self):
         out = self.out
+        if self.many:
+            return out.take()
         for name, c in self.campaigns.items():
             summary, configs = c["summary"], c["configs"]
             if summary is None or not len(summary):
+                continue
+            fleet = self.fleet(name)
+            if fleet is not None:   # one view of the hosts, not a section per host
+                population.sections(fleet, out, heading=f"### The hosts of campaign {name} against the fleet",
+                                    figures="first")
                 continue
             powered = mix.has_power(c["samples"])
             suffix = "" if len(self.names) == 1 else f", campaign {name}"
@@ -264,7 +290,7 @@ class FioMix(BriefBase):
 
     def tail_latency(self):
         out = self.out
-        for name, c in self.campaigns.items():
+        for name, c in ({} if self.many else self.campaigns).items():
             if c["summary"] is None or not len(c["summary"]):
                 continue
             out.md("### Tail latency at the highest numjobs" + ("" if len(self.names) == 1 else f" (campaign {name})"))
@@ -277,7 +303,7 @@ class FioMix(BriefBase):
                    "percentiles; percentiles are never averaged.")
             out.table(mix.percentile_table(c["percentiles"], c["configs"]),
                       "99th percentile completion latency (ms) at the highest numjobs, repetitions merged")
-        for name, c in self.campaigns.items():
+        for name, c in ({} if self.many else self.campaigns).items():
             if c["summary"] is None or not len(c["summary"]):
                 continue
             workloads = list(dict.fromkeys(c["summary"]["workload"]))
