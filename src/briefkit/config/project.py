@@ -32,7 +32,7 @@ def load_params(base: Path | None = None) -> dict:
     are errors that name the file and the key path."""
     base = base or root()
     raw = _raw(base)
-    validate_params(raw, str(base / "params.yaml"))
+    _check_shows(validate_params(raw, str(base / "params.yaml")), base)
     return raw
 
 
@@ -43,7 +43,31 @@ def _raw(base: Path | None = None) -> dict:
 
 def load_model(base: Path | None = None) -> ParamsFile:
     base = base or root()
-    return validate_params(_raw(base), str(base / "params.yaml"))
+    model = validate_params(_raw(base), str(base / "params.yaml"))
+    _check_shows(model, base)
+    return model
+
+
+def check_show(slug: str, show: str | list[str] | None, measured, declared, file: str = "params.yaml") -> None:
+    """``briefs.<slug>.show`` names only campaigns of the brief: those with raw data (``measured``) or
+    declared under its ``campaigns``; "all" (or no ``show``) is every measured one. A name outside that
+    list is a typo, refused before anything runs rather than an empty or failing brief later."""
+    names = [] if show is None or show == "all" else [show] if isinstance(show, str) else list(show)
+    unknown = [name for name in names if name not in measured and name not in declared]
+    if unknown:
+        allowed = ", ".join(sorted(set(measured) | set(declared))) or "none yet"
+        raise ParamsError(f"{file}: briefs.{slug}.show: {', '.join(map(repr, unknown))} is no campaign of this brief "
+                          f"(measured: {', '.join(measured) or 'none'}; declared: {', '.join(declared) or 'none'}); "
+                          f"allowed: 'all', or a list of campaigns: {allowed}")
+
+
+def _check_shows(model: ParamsFile, base: Path) -> None:
+    """Every brief's ``show`` against its declared campaigns and its campaign folders in data/raw/<brief>/."""
+    for slug, spec in model.briefs.items():
+        raw = brief_paths(slug, None, base)["raw"]
+        measured = sorted(p.name for p in raw.iterdir() if p.is_dir() and not p.name.startswith(".")) \
+            if raw.is_dir() else []
+        check_show(slug, spec.show, measured, list(spec.campaigns), str(base / "params.yaml"))
 
 
 def briefs(base: Path | None = None) -> dict[str, Brief]:

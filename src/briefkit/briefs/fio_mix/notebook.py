@@ -1,5 +1,6 @@
 """The fio_mix notebook's sections: Part A re-derives a published fio mix brief from its own numbers,
 Part B shows each selected measured campaign (``briefkit.briefs.fio_mix.analysis`` does the analysis).
+A brief without a published half (no ``published:`` in params.yaml) has Part B only: Part A says so.
 
 Each method returns the blocks of one notebook section (``briefkit.report.display.emit`` shows them).
 """
@@ -16,6 +17,10 @@ from briefkit.briefs.shared.sections import (
     published_how,
     selection_text,
 )
+
+#: Part A of a brief that params.yaml gives no ``published:`` folder
+NO_PUBLISHED_HALF = ("This brief has no published half: params.yaml names no `published:` folder for it, so there "
+                     "are no published numbers to re-derive or check. Part B is the whole brief.")
 
 
 class FioMix(BriefBase):
@@ -43,6 +48,9 @@ class FioMix(BriefBase):
     def facts(self) -> dict:
         """The data-dependent values the notebook's prose templates glue into its text."""
         pub = self.pub
+        if pub is None:
+            return {"title": self.brief, "subtitle": "The fio mix methodology, measured with briefkit",
+                    "campaigns": ", ".join(self.names) or "none yet"}
         return {"title": pub.title, "subtitle": pub.meta.subtitle, "points": len(pub.points),
                 "claims": len(self.checks_table),
                 "published_configs": " and ".join(f'**{c}** ({", ".join(pub.meta.configs[c][:1])})'
@@ -52,14 +60,21 @@ class FioMix(BriefBase):
     # Each returns the object its section shows (drawn once): a notebook cell may restyle it first.
 
     def throughput_figure(self):
-        """Published throughput at the lowest and highest numjobs, per mix and block size (page 1)."""
+        """Published throughput at the lowest and highest numjobs, per mix and block size (page 1); None
+        without a published half."""
+        if self.pub is None:
+            return None
         return self.drawn(("throughput",), lambda: mix.published_throughput_figure(self.pub))
 
     def efficiency_figure(self):
+        if self.pub is None:
+            return None
         return self.drawn(("efficiency",), lambda: mix.published_bars_figure(
             self.pub, {"mbps_per_watt": "MB/s per W"}, "MB/s per W (log scale)"))
 
     def latency_figure(self):
+        if self.pub is None:
+            return None
         return self.drawn(("latency",), lambda: mix.published_bars_figure(
             self.pub, {"read_latency": "Read", "write_latency": "Write"}, "mean latency (ms, log scale)", decimals=1))
 
@@ -97,13 +112,14 @@ class FioMix(BriefBase):
     # ------------------------------------------------------------------------------------ sections
 
     def key_findings(self):
-        found = mix.published_findings(self.pub, self.checks_table)
-        short = found[:1]
-        if len(found) > 1:   # the detail is in the reproduction check section
-            wrong = self.checks_table[self.checks_table["verdict"] == "does not match"]
-            short[0] += (f" They are in {len(set(wrong['where']))} places of the brief, listed under *Reproduction "
-                         "check*.")
-        self.out.md("**Published brief, reproduction check** (Part A):\n\n" + bullets(short))
+        if self.pub is not None:
+            found = mix.published_findings(self.pub, self.checks_table)
+            short = found[:1]
+            if len(found) > 1:   # the detail is in the reproduction check section
+                wrong = self.checks_table[self.checks_table["verdict"] == "does not match"]
+                short[0] += (f" They are in {len(set(wrong['where']))} places of the brief, listed under *Reproduction "
+                             "check*.")
+            self.out.md("**Published brief, reproduction check** (Part A):\n\n" + bullets(short))
         shown = False
         for name, c in self.campaigns.items():
             summary = c["summary"]
@@ -120,6 +136,8 @@ class FioMix(BriefBase):
             self.out.md(f"**Measured, the campaigns compared**: {headline}")
         elif not shown:
             self.out.md(f"**Measured**: nothing yet. Run `briefkit measure {self.brief}` (see Part B).")
+        if self.pub is None:
+            return self.out.take()
         self.out.figure(self.throughput_figure(),
                         f"Published throughput (MB/s, log scale) of {' and '.join(self.pub.configs)} at the lowest and "
                         "highest numjobs the brief prints, per mix (columns) and block size (rows).")
@@ -127,6 +145,9 @@ class FioMix(BriefBase):
 
     def published(self):
         pub, out = self.pub, self.out
+        if pub is None:
+            out.md(NO_PUBLISHED_HALF)
+            return out.take()
         with out.appendix():
             out.md("### The published numbers")
             labels = [
@@ -154,6 +175,9 @@ class FioMix(BriefBase):
         return out.take()
 
     def reproduction_check(self):
+        if self.pub is None:
+            self.out.md("Nothing to check: this brief has no published text.")
+            return self.out.take()
         if len(self.checks_table):
             label = self.out.verdicts(self.checks_table, "Published claims against the published numbers",
                                       appendix=True)
@@ -236,12 +260,14 @@ class FioMix(BriefBase):
                  "it); otherwise it is marked *within noise*." if reps > 1 else
                  "Each point ran once: there is no confidence interval, so no lead can be told apart from "
                  "run-to-run noise (every lead is marked *not tested*).")
-        return (f"Campaign **{record.name}** on {hosts_text(record)}: {plural(len(record.configs), 'configuration')}, "
-                f"{len(matrix.get('rw', []))} mixes x {len(matrix.get('bs', []))} block sizes x numjobs "
-                f"{', '.join(str(n) for n in matrix.get('numjobs', []))}{reps_text}. "
-                f"**Scale:** every point ran {ran} (as recorded with the raw data"
-                + (f"; {wall:.1f} s of wall time per point, fio's start included" if wall is not None else "")
-                + "), instead "
+        opening = (f"Campaign **{record.name}** on {hosts_text(record)}: {plural(len(record.configs), 'configuration')}, "
+                   f"{len(matrix.get('rw', []))} mixes x {len(matrix.get('bs', []))} block sizes x numjobs "
+                   f"{', '.join(str(n) for n in matrix.get('numjobs', []))}{reps_text}. "
+                   f"**Scale:** every point ran {ran} (as recorded with the raw data"
+                   + (f"; {wall:.1f} s of wall time per point, fio's start included" if wall is not None else ""))
+        if self.pub is None:
+            return opening + "). " + noise
+        return (opening + "), instead "
                 f"of the published 300 s ramp and 600 s runtime{shorter}{depth_note}, on the measured host's own "
                 "storage, not on the published drives. The numbers show how these configurations behave under "
                 "the brief's workload; they do not measure the published drives. " + noise)
@@ -298,9 +324,9 @@ class FioMix(BriefBase):
                 out.md("The processed data holds no merged fio histograms for this campaign, so the 99th "
                        "percentiles are not shown.")
                 continue
-            out.md("The published brief gives mean latencies only. The 99th percentile completion latency below "
-                   "is read from the fio json+ histograms of all repetitions of a point merged, as fio computes "
-                   "percentiles; percentiles are never averaged.")
+            out.md(("The published brief gives mean latencies only. " if self.pub is not None else "")
+                   + "The 99th percentile completion latency below is read from the fio json+ histograms of all "
+                   "repetitions of a point merged, as fio computes percentiles; percentiles are never averaged.")
             out.table(mix.percentile_table(c["percentiles"], c["configs"]),
                       "99th percentile completion latency (ms) at the highest numjobs, repetitions merged")
         for name, c in ({} if self.many else self.campaigns).items():
@@ -323,14 +349,17 @@ class FioMix(BriefBase):
     def _how_tested(self):
         out = self.out
         out.md("### How it was tested")
+        pub = self.pub
         for name, c in self.campaigns.items():
-            out.table(mix.method_table(c["record"], self.pub.meta.how_tested, mix.has_power(c["samples"])),
-                      f"fio parameters, published and in campaign {name}")
+            table = mix.method_table(c["record"], pub.meta.how_tested if pub else None, mix.has_power(c["samples"]))
+            out.table(table if pub else table.drop(columns="Published brief"),
+                      f"fio parameters, {'published and ' if pub else ''}in campaign {name}")
             self.inventory(name)
-        if not self.campaigns:
-            out.table(published_how(self.pub), "The system and method of the published brief")
-        out.md(f"This brief was computed by briefkit from `{self.published_path}` (points.csv, claims.yaml; "
-               f"the published text is `source.txt` beside them) and from the processed data of the measured "
+        if not self.campaigns and pub is not None:
+            out.table(published_how(pub), "The system and method of the published brief")
+        source = (f"from `{self.published_path}` (points.csv, claims.yaml; the published text is `source.txt` beside "
+                  "them) and " if pub else "")
+        out.md(f"This brief was computed by briefkit {source}from the processed data of the measured "
                f"campaigns under `data/processed/{self.brief}/` (`briefkit measure {self.brief}` measures again; "
                "`--host ssh://user@host:port` measures another machine).")
 
