@@ -118,6 +118,17 @@ def open_append(path: str | Path) -> int:
     return fd
 
 
+def check_regular(path: str | Path) -> None:
+    """NotARegularFile if something other than a regular file is at ``path`` (a missing file is fine): for
+    a file briefkit reads its own state from and appends to, checked before it is read."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise _refused(Path(path), mode)
+
+
 def _refused(path: Path, mode: int) -> NotARegularFile:
     if stat.S_ISLNK(mode):
         return NotARegularFile(f"{path} is a symbolic link (to {os.readlink(path)}): briefkit writes only regular "

@@ -35,6 +35,7 @@ class Manifest:
         self.path = Path(path)
 
     def events(self) -> list[dict]:
+        files.check_regular(self.path)     # the campaign's state is never read through a link either
         if not self.path.exists():
             return []
         data = self.path.read_bytes()
