@@ -117,18 +117,38 @@ def test_a_fifo_that_appears_after_the_lookup_meets_the_deadline(sshd, tmp_path,
         remote = tmp_path / "remote"
         remote.mkdir()
         os.mkfifo(remote / "pipe")
+        before = sftp_waiting_on_a_fifo()
         got = finished(lambda: host.fetch(str(remote / "pipe"), tmp_path / "back" / "pipe"))
         error = got.get("error")
         assert isinstance(error, ssh.fetched.FetchTimeout), got
         assert f"on {host.name}: no answer within 2 s while opening {remote / 'pipe'}" in str(error)
         assert "BRIEFKIT_FETCH_TIMEOUT" in str(error) and got["seconds"] < 30
         assert not (tmp_path / "back" / "pipe").exists()
+        # the SFTP server's open was let return: no process of it is left waiting on the FIFO
+        deadline = time.monotonic() + 10
+        while sftp_waiting_on_a_fifo() - before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not sftp_waiting_on_a_fifo() - before
         # the SFTP session stuck on the FIFO was given up: the next fetch works
         monkeypatch.undo()
         (remote / "fine.txt").write_text("fine\n")
         assert host.fetch(str(remote / "fine.txt"), tmp_path / "back" / "fine.txt").read_text() == "fine\n"
     finally:
         host.close()
+
+
+def sftp_waiting_on_a_fifo() -> set[int]:
+    """Pids of SFTP servers (OpenSSH's internal-sftp or sftp-server) blocked opening a FIFO."""
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            waiting = Path(f"/proc/{pid}/wchan").read_text()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if waiting == "wait_for_partner" and b"sftp" in command:
+            found.add(int(pid))
+    return found
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "soon", "inf"])
