@@ -36,10 +36,10 @@ def outside(tmp_path) -> Path:
     return folder
 
 
-def plant(link: Path, outside: Path) -> Path:
-    """``link`` -> a file of ``outside`` holding OUTSIDE; the target's path."""
+def plant(link: Path, outside: Path, text: str = OUTSIDE) -> Path:
+    """``link`` -> a file of ``outside`` holding ``text``; the target's path."""
     target = outside / link.name
-    target.write_text(OUTSIDE)
+    target.write_text(text)
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(target)
     return target
@@ -104,15 +104,16 @@ def test_render_replaces_links_at_the_html_and_the_pdf(checkout, outside):
     assert "Its text." in html.read_text() and pdf.read_bytes().startswith(b"%PDF")
 
 
-def test_measure_refuses_a_manifest_that_is_a_link_and_writes_nothing_through_it(root, outside, dd):
+@pytest.mark.parametrize("text", [OUTSIDE, ""], ids=["a file", "an empty file"])
+def test_measure_refuses_a_manifest_that_is_a_link_and_writes_nothing_through_it(root, outside, dd, text):
     declare(root, repetitions=1, matrix={"count": [1]})
     raw = root / "data" / "raw" / "demo" / "local"
     manifest = raw / "manifest.jsonl"
-    target = plant(manifest, outside)
+    target = plant(manifest, outside, text)
     status, err = run_cli(["measure", "demo", "--campaign", "local"], root)
     assert status != 0 and "Traceback" not in err
     assert f"{manifest} is a symbolic link (to {target})" in err and "never through a link" in err, err
-    assert target.read_text() == OUTSIDE and manifest.is_symlink()
+    assert target.read_text() == text and manifest.is_symlink()
     assert not list(raw.rglob("point.json"))          # refused before any point ran
 
 
