@@ -27,6 +27,7 @@ import pandas as pd
 from briefkit import inventory, power
 from briefkit.config.params import host_slug
 from briefkit.core.errors import CampaignError
+from briefkit.core.files import NotARegularFile
 from briefkit.core.interrupts import check_stop
 from briefkit.core.times import iso
 from briefkit.hosts import Host
@@ -430,7 +431,7 @@ def record_failure(manifest: Manifest, error: BaseException, **fields) -> None:
     """A ``failed`` event, as far as the raw folder can still take one."""
     try:
         manifest.append(FAILED, error=failure_text(error), **{k: v for k, v in fields.items() if v is not None})
-    except OSError:
+    except (OSError, NotARegularFile):   # a manifest refused as a link says so itself, at the next run's start
         pass
 
 
