@@ -920,9 +920,15 @@ class SshHost(Host):
         try:
             with fetched.new_file(target, attrs.permissions or 0o644, attrs.mtime) as out:
                 handle = await self._within(sftp.open(path, "rb"), "opening", path, limit)
-                try:
-                    while chunk := await self._within(handle.read(READ_CHUNK), "reading", path, limit):
-                        out.write(chunk)
+                try:     # blocks come by parallel requests, possibly out of order; each one within the deadline
+                    blocks = await self._within(handle.read_parallel(), "reading", path, limit)
+                    while True:
+                        try:
+                            offset, data = await self._within(anext(blocks), "reading", path, limit)
+                        except StopAsyncIteration:
+                            break
+                        out.seek(offset)
+                        out.write(data)
                 finally:
                     await handle.close()
         except FileExistsError:     # already here: kept
