@@ -29,7 +29,7 @@ from typing import BinaryIO
 from briefkit.core.errors import HostError
 from briefkit.core.files import describe
 
-#: seconds any one step of a fetch may take (a listing, opening a file, reading 1 MiB of it, the tar
+#: seconds any one step of a fetch may take (a listing, opening a file, one block of its parallel reads, the tar
 #: stream of a folder of up to 64 MiB) before the fetch is abandoned
 FETCH_TIMEOUT = 300.0
 #: the controller's environment variable that sets another deadline (seconds)
