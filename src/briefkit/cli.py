@@ -50,7 +50,7 @@ def _execute(args) -> int:
     import papermill
 
     from briefkit import processed
-    from briefkit.core import notebooks
+    from briefkit.core import files, notebooks
 
     base = checkout.root()
     slug = checkout.declared_brief(args.brief, base)
@@ -68,10 +68,12 @@ def _execute(args) -> int:
     started = time.monotonic()
     with tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log:
         try:
-            papermill.execute_notebook(str(paths["notebook"]), str(paths["executed"]), parameters=parameters,
-                                       cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
-                                       kernel_name="python3",
-                                       kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log))
+            # papermill writes a new file beside reports/BRIEF.ipynb, which then replaces it (never through a link)
+            with files.replacing(paths["executed"], keep_partial=True) as executed:
+                papermill.execute_notebook(str(paths["notebook"]), str(executed), parameters=parameters,
+                                           cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
+                                           kernel_name="python3",
+                                           kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log))
         except (papermill.PapermillExecutionError, KeyboardInterrupt):
             raise       # a cell's error is papermill's message; an interrupt is the user's
         except BaseException:

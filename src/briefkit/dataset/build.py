@@ -22,6 +22,7 @@ import pandas as pd
 
 from briefkit import tools
 from briefkit.config import project
+from briefkit.core import files
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError, ParseError
@@ -110,9 +111,7 @@ def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) ->
 
 
 def _write_json(path: Path, content: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    files.write_text(path, json.dumps(content, indent=2, sort_keys=True) + "\n")
 
 
 def show(slug: str, base: Path | None = None) -> list[str] | None:
