@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import tempfile
 import textwrap
@@ -33,6 +32,7 @@ import time
 from pathlib import Path
 
 from briefkit.config import paths as checkout
+from briefkit.core.interrupts import stop_on_signals
 
 
 def _dataset(args) -> int:
@@ -65,7 +65,8 @@ def _execute(args) -> int:
                   "show": meta["show"], **meta["parameters"]}
     paths["executed"].parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log:
+    # SIGTERM and SIGHUP as Ctrl-C: the kernel is shut down and its folder removed (briefkit.core.notebooks)
+    with tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log, stop_on_signals():
         try:
             papermill.execute_notebook(str(paths["notebook"]), str(paths["executed"]), parameters=parameters,
                                        cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
@@ -212,8 +213,9 @@ def _import(args) -> int:
     from briefkit.measure import imported
 
     base = checkout.root()
-    done = imported.import_campaign(args.brief, args.campaign, args.files, mapping_path=args.map,
-                                    config=args.config, base=base)
+    with stop_on_signals():     # the staging folder is removed on SIGTERM and SIGHUP too
+        done = imported.import_campaign(args.brief, args.campaign, args.files, mapping_path=args.map,
+                                        config=args.config, base=base)
     print(f"{done.folder.relative_to(base)}/: {done.files} {done.tool} file(s) imported as {done.points} point(s), "
           f"up to {done.repetitions} repetition(s) each; `briefkit build {args.brief}` shows them", file=sys.stderr)
     return 0
@@ -268,16 +270,17 @@ def _measure(args) -> int:
                          f"\"Measure your own host\")")
     if args.dry_run:
         return _dry_run(args.brief, names, base)
-    # SIGTERM (a CI timeout, kill) goes the same way as Ctrl-C: the running job is stopped on the host
-    signal.signal(signal.SIGTERM, _interrupt)
-    for name in names:
-        host = _measure_host(args, campaign, name, base)
-        _unmark_incomplete(campaign.load(args.brief, name, base))
-        try:
-            campaign.run(args.brief, name, host=host, base=base, progress=_say)
-        finally:
-            if host is not None:
-                host.close()
+    # SIGTERM (a CI timeout, kill) and SIGHUP (the terminal or SSH session closed) go the same way as
+    # Ctrl-C: the running job is stopped on the host, the point's failure recorded, the registry entry removed
+    with stop_on_signals():
+        for name in names:
+            host = _measure_host(args, campaign, name, base)
+            _unmark_incomplete(campaign.load(args.brief, name, base))
+            try:
+                campaign.run(args.brief, name, host=host, base=base, progress=_say)
+            finally:
+                if host is not None:
+                    host.close()
     return 0
 
 
@@ -450,10 +453,6 @@ def _host_text(spec) -> str:
         else str(ssh or spec)
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -475,10 +474,10 @@ def _loopback_sshd(args) -> int:
     server = LoopbackSshd(args.dir, port=args.port).start()
     print(f"sshd on 127.0.0.1:{server.port}; client key {args.dir}/client_ed25519, known_hosts "
           f"{args.dir}/known_hosts; Ctrl-C stops it", file=sys.stderr, flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        while True:
-            time.sleep(3600)
+        with stop_on_signals():
+            while True:
+                time.sleep(3600)
     except KeyboardInterrupt:
         return 0
     finally:

@@ -245,9 +245,11 @@ def test_a_dropped_connection_mid_point_is_reconnected_and_collected(root, sshd)
     assert "total_bw" in set(dataset.campaign_samples(BRIEF, "local")["metric"])
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 @pytest.mark.slow
-def test_an_interrupt_stops_fio_on_the_host(root, sshd, sig):
+def test_an_interrupt_stops_fio_on_the_host(root, sshd, sig, running_campaigns):
+    """Ctrl-C, SIGTERM (kill, a CI timeout) and SIGHUP (the terminal or the SSH session to the controller
+    closed) mid-point: fio is stopped on the host, the point's failure recorded, the registry entry removed."""
     declare(root, sshd, disk(root), numjobs=(1,), runtime_s=60)
     point = "disk/rw=70-30_bs=64KiB_numjobs=1_iodepth=4/rep1"
     remote = root / "host/runs" / BRIEF / "local" / point / "attempt-1"
@@ -270,3 +272,4 @@ def test_an_interrupt_stops_fio_on_the_host(root, sshd, sig):
     folder = root / "data/raw" / BRIEF / "local" / log[-1]["dir"]
     assert json.loads((folder / "point.json").read_text())["error"].startswith("KeyboardInterrupt")
     assert (folder / "fio.job").exists()                # what was running is kept for inspection
+    assert list(running_campaigns.iterdir()) == []      # the run's entry in the host's registry is gone
