@@ -67,7 +67,14 @@ def test_a_lock_being_written_is_read_again_once_it_is_whole(checkout):
     finally:
         writer.join()
     assert time.monotonic() - t0 >= 2.0, "passed without the pause: the cut-short read was not seen"
-    # and a lock that stays cut short through the pause is damaged
+    # and a lock that stays cut short through the pause is damaged: the whole copy the check kept is put back
+    path.write_bytes(whole[: len(whole) // 3])
+    said = []
+    dvclock.check(checkout, settle_s=0.3, say=said.append)
+    assert path.read_bytes() == whole
+    assert "cut short" in said[0] and "dvc.lock restored from .dvc/tmp/dvc.lock.valid" in said[0]
+    # without a kept copy it is refused with the repair
+    (checkout / dvclock.KEPT).unlink()
     path.write_bytes(whole[: len(whole) // 3])
     with pytest.raises(dvclock.DvcLockError, match="cut short"):
         dvclock.check(checkout, settle_s=0.3)

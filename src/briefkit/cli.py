@@ -13,6 +13,7 @@
     briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
     briefkit status BRIEF             points done, skipped, failed and left per campaign
     briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
+    briefkit dvc-lock                 dvc.lock checked; put back from its last whole copy if a Ctrl-C cut it
 
 Without an activated venv, run it as .venv/bin/briefkit (after `make setup`).
 
@@ -484,6 +485,15 @@ def _loopback_sshd(args) -> int:
         server.stop()
 
 
+def _dvc_lock(args) -> int:
+    """``briefkit dvc-lock``: dvc.lock (and .dvc/tmp/rwlock) checked; a dvc.lock DVC was cut off writing is
+    put back from the last whole copy (briefkit.config.dvclock). What `make reproduce` runs before `dvc`."""
+    from briefkit.config import dvclock
+
+    dvclock.check(checkout.root())
+    return 0
+
+
 def _list(args) -> int:
     from briefkit.config import project
 
@@ -504,6 +514,14 @@ HELP: dict[str, tuple[str, str, str]] = {
              "--measured, the DVC stages of the campaigns listed under measure: instead, one per line "
              "(what `make reproduce` measures first, one at a time).",
              "briefkit list\nbriefkit list --measured | xargs -r dvc repro"),
+    "dvc-lock": ("check dvc.lock; put back its last whole copy if DVC was cut off writing it",
+                 "Check dvc.lock and .dvc/tmp/rwlock as every stage's command does. A dvc.lock that a Ctrl-C "
+                 "cut while DVC was writing it (truncated, unreadable, entries gone) is replaced by the last whole "
+                 "copy a check kept (.dvc/tmp/dvc.lock.valid), saying so: the stage DVC was recording, and any "
+                 "recorded since that copy, run again. `make reproduce` runs it before any dvc command; run it "
+                 "when `dvc status` or `dvc repro` fails on dvc.lock. Exit 2 when there is no copy to put back "
+                 "(the message gives the repair).",
+                 "briefkit dvc-lock && dvc status"),
     "dataset": ("write data/processed/BRIEF/ from data/raw/BRIEF and data/published/BRIEF",
                 "Read the brief's raw campaigns (data/raw/BRIEF/) and published data, and write the tidy "
                 "tables the notebook reads to data/processed/BRIEF/. The first stage of `dvc repro`.",
@@ -607,6 +625,7 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="briefkit", description=__doc__, epilog=_EPILOG,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _command(sub, "dvc-lock", _dvc_lock)
     listing = _command(sub, "list", _list)
     listing.add_argument("--measured", action="store_true",
                          help="the measuring stages (measure@BRIEF--CAMPAIGN) of params.yaml's measure:")
