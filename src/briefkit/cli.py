@@ -625,7 +625,6 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="briefkit", description=__doc__, epilog=_EPILOG,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _command(sub, "dvc-lock", _dvc_lock)
     listing = _command(sub, "list", _list)
     listing.add_argument("--measured", action="store_true",
                          help="the measuring stages (measure@BRIEF--CAMPAIGN) of params.yaml's measure:")
@@ -666,6 +665,7 @@ def parser() -> argparse.ArgumentParser:
     sshd = _command(sub, "loopback-sshd", _loopback_sshd)
     sshd.add_argument("--dir", default="/var/tmp/briefkit/sshd", help="keys, config and log (default: %(default)s)")
     sshd.add_argument("--port", type=int, default=2222, help="default: %(default)s")
+    _command(sub, "dvc-lock", _dvc_lock)
     from briefkit.tools import TOOL_PACKAGES  # names only: no tool package is imported for --help
     ingest_cmd = _command(sub, "ingest", _ingest)
     ingest_cmd.add_argument("tool", choices=sorted(TOOL_PACKAGES))
