@@ -185,3 +185,23 @@ def test_a_missing_folder_named_by_the_environment_is_made_private(tmp_path, hol
     with enter(folder, holder, monkeypatch):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert list(folder.iterdir()) == []
+
+
+def test_a_live_campaign_whose_checkout_another_user_cannot_read_still_counts(shared, holder, tmp_path):
+    """Two login users controlling from one machine: the other user's entry names a campaign lock in a checkout
+    this user may not read (its pid alive, for all this user can tell): a live campaign, not a stale entry."""
+    private = Path("/root") / f"briefkit-registry-{os.getpid()}"
+    private.mkdir(mode=0o700)
+    try:
+        with CampaignLock(private / "raw", f"{BRIEF}/other") as lock:
+            entry = {"brief": BRIEF, "campaign": "other", "workdir": "/w", "pid": lock.holder["pid"],
+                     "host": socket.gethostname(), "started_at": lock.holder["started_at"],
+                     "controller_lock": str(lock.path), "user": "root"}
+            script = ("import json, sys; from briefkit.hosts import LocalHost; from briefkit.measure import running; "
+                      "print(len(running.others_running(LocalHost(), {'e.json': json.loads(sys.argv[1])}, None, "
+                      "sys.argv[2])))")
+            seen = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-c", script, json.dumps(entry),
+                                   str(shared)], capture_output=True, text=True, check=True, cwd="/")
+    finally:
+        subprocess.run(["rm", "-rf", "--", str(private)], check=False)
+    assert seen.stdout.strip() == "1", seen.stderr

@@ -185,6 +185,8 @@ def _still_running(entry: dict) -> bool:
         return True     # an entry without it: the pid is all there is to go by
     try:
         holder = json.loads(Path(path).read_text(encoding="utf-8") or "{}")
+    except PermissionError:
+        return True     # another user's checkout, not readable by this one: its live pid is all there is
     except (OSError, ValueError):
         return False
     return holder.get("pid") == entry.get("pid") and holder.get("started_at") == entry.get("started_at")
