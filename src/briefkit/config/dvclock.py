@@ -65,6 +65,10 @@ class DvcLockError(ParamsError):
     """dvc.lock is damaged."""
 
 
+class RwlockError(DvcLockError):
+    """.dvc/tmp/rwlock is damaged (never repaired by briefkit: a dvc command it lists may be running)."""
+
+
 #: how long a dvc.lock that reads as damaged must stay unchanged to be called damaged: DVC parses and
 #: writes the whole file (45 KB of YAML) in about 0.24 s of CPU, a chunk at a time; a pause of a second
 #: mid-write would need a writer descheduled for that long
@@ -85,17 +89,19 @@ def check(base: Path, settle_s: float | None = None, say=None) -> None:
         before = [_stamp(path) for path in paths]
         try:
             whole = _check_once(base)
+            _check_rwlock(base)
         except DvcLockError as exc:
             if read < MAX_READS - 1:
                 time.sleep(settle_s)
                 if [_stamp(path) for path in paths] != before:
                     continue      # being written: read it again
-            if not restore(base, exc, say):
+            if isinstance(exc, RwlockError) or not restore(base, exc, say):
                 raise
             whole = _check_once(base)
+            _check_rwlock(base)
         if whole is not None:
             keep(base, whole)
-        return _check_rwlock(base)
+        return
 
 
 def keep(base: Path, data: bytes) -> None:
@@ -257,7 +263,7 @@ def _check_rwlock(base: Path) -> None:
     except ValueError:
         whole = False
     if not whole:
-        raise DvcLockError(f"{path}: {'empty' if not data.strip() else 'not a JSON object (cut short?)'}; DVC was "
+        raise RwlockError(f"{path}: {'empty' if not data.strip() else 'not a JSON object (cut short?)'}; DVC was "
                            f"probably interrupted while writing it, and every dvc command fails on it\n{RWLOCK_REPAIR}")
 
 
