@@ -10,7 +10,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from briefkit.hosts.base import CommandTimeout, Host, Result, as_root, check_argv, check_env
+from briefkit.hosts.base import CommandTimeout, Host, Result, as_root, check_argv, check_env, env_stdin
 
 #: seconds between TERM and KILL when a command overruns its timeout (as `timeout -k` does remotely)
 KILL_AFTER = 5.0
@@ -36,7 +36,9 @@ class LocalHost(Host):
         extra = check_env(env)
         if self.sudo:
             self.check_sudo()
-            result = self._popen(as_root(argv, cwd, extra), argv, timeout, None, {})
+            # sudo resets the environment: the values go to a constant script after it through stdin
+            result = self._popen(as_root(argv, cwd, extra), argv, timeout, None, {},
+                                 stdin=env_stdin(extra) if extra else None)
         else:
             result = self._popen(argv, argv, timeout, cwd, extra)
         if check and result.returncode != 0:
@@ -47,9 +49,10 @@ class LocalHost(Host):
         return self._popen(argv, argv, timeout, None, {})
 
     def _popen(self, command: list[str], argv: list[str], timeout: float | None, cwd: str | None,
-               extra: dict[str, str]) -> Result:
+               extra: dict[str, str], stdin: str | None = None) -> Result:
         try:
-            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     cwd=cwd, env={**os.environ, **extra} if extra else None,
                                     start_new_session=True, text=True, errors="replace")
         except OSError as exc:
@@ -59,7 +62,7 @@ class LocalHost(Host):
             result = Result(code, "", f"{argv[0]}: {exc.strerror}{where}\n", argv)
         else:
             try:
-                out, err = proc.communicate(timeout=timeout)
+                out, err = proc.communicate(stdin, timeout=timeout)
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
                 out, err = proc.communicate()

@@ -75,6 +75,8 @@ from briefkit.hosts.base import (
     check_argv,
     check_env,
     clean_stderr,
+    env_stdin,
+    env_words,
 )
 
 T = TypeVar("T")
@@ -175,6 +177,10 @@ def _bad_known_hosts_lines(text: str) -> list[tuple[int, str]]:
 #: words) are written as '"$nl"'. The command runs in a subshell with stdin from /dev/null and its
 #: stdout and stderr in files, so that nothing it prints can reach the protocol stream; then the
 #: helper writes a header line with the exit code and both sizes, and the bytes themselves.
+#: A command with variables (SshHost.run's ``env``, a password among them) comes after a line
+#: ``e NAME LINES NAME LINES ...`` and its values' lines (env_block): the helper reads them all before
+#: the command (so that no value is ever read as a command) and only the command's subshell exports
+#: them: a value is in no argv and in no later command's environment.
 #: Needs POSIX sh, mktemp, wc and cat (and tar, which brings a point's files: SshHost.fetch_new).
 _CHANNEL = r"""
 IFS= read -r m || exit 0
@@ -183,11 +189,31 @@ trap 'rm -rf -- "$d"' EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM
 nl='
 '
+exported() {
+  while [ "$#" -ge 2 ]; do
+    case $1 in ''|[!A-Z_]*|*[!A-Z0-9_]*) exit 125 ;; esac
+    v= k=$2
+    while [ "$k" -gt 0 ]; do v=$v${s%%"$nl"*}$nl; s=${s#*"$nl"}; k=$((k - 1)); done
+    export "$1=${v%"$nl"}"; shift 2
+  done
+  v= s=
+}
 printf '%s ready %s\n' "$m" "$$"
 while IFS= read -r c; do
+  e= s=
+  case $c in
+  'e '*)
+    e=${c#e }; t=0
+    set -- $e
+    while [ "$#" -ge 2 ]; do case $2 in ''|*[!0-9]*) exit 125 ;; esac; t=$((t + $2)); shift 2; done
+    while [ "$t" -gt 0 ]; do IFS= read -r l || exit 0; s=$s$l$nl; t=$((t - 1)); done
+    l=
+    IFS= read -r c || exit 0 ;;
+  esac
   printf '%s run\n' "$m"
-  (m=; eval "$c") </dev/null >"$d/o" 2>"$d/e"
+  (m=; [ -z "$e" ] || exported $e; eval "$c") </dev/null >"$d/o" 2>"$d/e"
   r=$?
+  e= s=
   if [ -s "$d/o" ] || [ -s "$d/e" ]; then
     printf '%s done %s %s %s\n' "$m" "$r" $(wc -c <"$d/o"; wc -c <"$d/e")
     cat -- "$d/o" "$d/e"
@@ -200,6 +226,14 @@ done
 _CHANNEL_START = "exec sh -c " + shlex.quote(_CHANNEL) + " briefkit-channel"
 #: seconds a new channel may take to say it is ready (the target's login shell start-up included)
 CHANNEL_START_TIMEOUT = 60.0
+
+
+def env_block(env: Mapping[str, str] | None) -> bytes:
+    """What the channel's helper reads before a command with variables: ``e NAME LINES ...`` and the
+    values' lines (nothing when there are none)."""
+    if not env:
+        return b""
+    return ("e " + " ".join(env_words(env)) + "\n" + env_stdin(env)).encode("utf-8")
 
 
 def one_line(command: str) -> str:
@@ -550,11 +584,12 @@ class SshHost(Host):
     def run(self, argv: Sequence[str], timeout: float | None = None, check: bool = True,
             cwd: str | None = None, env: Mapping[str, str] | None = None) -> Result:
         argv = check_argv(argv)
-        command = remote_command(argv, cwd=cwd, env=check_env(env), timeout=timeout, sudo=self.sudo)
+        env = check_env(env)
+        command = remote_command(argv, cwd=cwd, env=env, timeout=timeout, sudo=self.sudo)
         if self.sudo:
             self.check_sudo()
         started = time.monotonic()
-        returncode, out, err = _decoded(*_call(self._run(command, argv, timeout)))
+        returncode, out, err = _decoded(*_call(self._run(command, argv, timeout, env)))
         if timeout is not None and returncode in (124, 137) and time.monotonic() - started >= timeout:
             raise CommandTimeout(self.name, argv, timeout, out, err)
         result = Result(returncode, out, err, argv)
@@ -566,8 +601,9 @@ class SshHost(Host):
         returncode, out, err = _decoded(*_call(self._run(remote_command(argv, timeout=timeout), argv, timeout)))
         return Result(returncode, out, err, argv)
 
-    async def _run(self, command: str, argv: list[str], timeout: float | None) -> tuple[int, bytes, bytes]:
-        line = (one_line(command) + "\n").encode("utf-8")
+    async def _run(self, command: str, argv: list[str], timeout: float | None,
+                   env: Mapping[str, str] | None = None) -> tuple[int, bytes, bytes]:
+        line = env_block(env) + (one_line(command) + "\n").encode("utf-8")
         client_limit = None if timeout is None else timeout + KILL_AFTER + CLIENT_MARGIN
         async with self._channels:
             for attempt in (1, 2):
@@ -890,15 +926,16 @@ def remote_command(argv: Sequence[str], cwd: str | None = None, env: Mapping[str
                    timeout: float | None = None, sudo: bool = False) -> str:
     """The one string sent to the remote shell: every word quoted, values never interpreted. With
     ``sudo``, ``timeout`` runs as root inside ``sudo -n --`` (so that it may kill what it started),
-    and so does the change of directory."""
+    and so does the change of directory. ``env``'s values are not in it: the channel's helper exports
+    them for this command (env_block); through sudo, which resets the environment, they are piped by the
+    shell's built-in printf to as_root's constant script, which exports them after sudo."""
     words = list(argv)
-    if env:
-        if "=" in words[0]:
-            raise ValueError(f"program name {words[0]!r} contains '=', which env(1) would take for a variable")
-        words = ["env", *(f"{k}={v}" for k, v in env.items()), *words]
     if timeout is not None:
         words = ["timeout", "-k", f"{KILL_AFTER:g}", f"{timeout:g}", *words]
     if sudo:
+        if env:
+            values = " ".join(f'"${key}"' for key in env)     # names checked by check_env: no quoting needed
+            return f"printf '%s\\n' {values} | " + shlex.join(as_root(words, cwd, env))
         return "exec " + shlex.join(as_root(words, cwd))
     # a non-root login's PATH lacks the sbin folders (losetup, mkfs.xfs, blkid): add them, so that a
     # missing tool and a missing privilege are told apart

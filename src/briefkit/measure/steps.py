@@ -345,7 +345,7 @@ def run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifes
             if recorder:
                 recorder.stop()
     except BaseException as exc:
-        error = explain(exc, camp, host)
+        error = explain(exc, camp, host, prepared)
         record_failure_of_point(camp, host, attempt, run, t0, time.time(), manifest, error)
         raise PointFailed(error, exc, config=point.config, point=point, recorded=True) from exc
     return record_point(camp, host, attempt, run, t0, time.time(), manifest)

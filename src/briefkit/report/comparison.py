@@ -33,6 +33,12 @@ def notebook(brief: str, processed_dir: Path, a: str, b: str, mapping: dict[str,
              "report = ComparisonBrief(brief, processed_dir, a, b, mapping=mapping, metric=metric)\n"
              "comparison = report.comparison      # .table, .summary(), .figure(workload)\n"
              "emit(report.intro())")
+    return sections_notebook(parameters, setup)
+
+
+def sections_notebook(parameters: str, setup: str):
+    """The parameters cell (hidden), the set-up cell that makes ``report`` and shows its intro, then one
+    cell per further section (code hidden): the shape of every comparison notebook."""
     cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters", "remove-cell"]}),
              nbformat.v4.new_code_cell(setup, metadata={"tags": ["remove-input"]})]
     cells += [nbformat.v4.new_code_cell(f"emit(report.{name}())", metadata={"tags": ["remove-input"]})
