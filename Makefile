@@ -82,8 +82,11 @@ reproduce: setup
 # figures, and one on this machine would race the notebooks (xargs -r: none declared, none run; a plain
 # `dvc repro measure` would then run the whole pipeline). The last `dvc repro` runs any stage no brief
 # leads to and says whether the pipeline is up to date.
+# First, `briefkit dvc-lock`: a dvc.lock that a Ctrl-C cut while DVC was writing it (DVC writes it in
+# place) would make every dvc command fail; it is put back from the last whole copy, saying what runs again.
 REPRODUCE_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 briefs:
+	briefkit dvc-lock
 	briefkit list --measured | xargs -r dvc repro
 	briefkit list | cut -f1 | xargs -P $(REPRODUCE_JOBS) -I{} dvc --wait-for-lock repro render@{}
 	dvc repro

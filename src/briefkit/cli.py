@@ -14,6 +14,7 @@
     briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
     briefkit status BRIEF             points done, skipped, failed and left per campaign
     briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
+    briefkit dvc-lock                 dvc.lock checked; put back from its last whole copy if a Ctrl-C cut it
 
 Without an activated venv, run it as .venv/bin/briefkit (after `make setup`).
 
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import tempfile
 import textwrap
@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from briefkit.config import paths as checkout
+from briefkit.core.interrupts import stop_on_signals
 
 
 def _dataset(args) -> int:
@@ -66,7 +67,8 @@ def _execute(args) -> int:
                   "show": meta["show"], **meta["parameters"]}
     paths["executed"].parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log:
+    # SIGTERM and SIGHUP as Ctrl-C: the kernel is shut down and its folder removed (briefkit.core.notebooks)
+    with tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log, stop_on_signals():
         try:
             # papermill writes a new file beside reports/BRIEF.ipynb, which then replaces it (never through a link)
             with files.replacing(paths["executed"], keep_partial=True) as executed:
@@ -238,8 +240,9 @@ def _import(args) -> int:
     from briefkit.measure import imported
 
     base = checkout.root()
-    done = imported.import_campaign(args.brief, args.campaign, args.files, mapping_path=args.map,
-                                    config=args.config, base=base)
+    with stop_on_signals():     # the staging folder is removed on SIGTERM and SIGHUP too
+        done = imported.import_campaign(args.brief, args.campaign, args.files, mapping_path=args.map,
+                                        config=args.config, base=base)
     print(f"{done.folder.relative_to(base)}/: {done.files} {done.tool} file(s) imported as {done.points} point(s), "
           f"up to {done.repetitions} repetition(s) each; `briefkit build {args.brief}` shows them", file=sys.stderr)
     return 0
@@ -294,16 +297,17 @@ def _measure(args) -> int:
                          f"\"Measure your own host\")")
     if args.dry_run:
         return _dry_run(args.brief, names, base)
-    # SIGTERM (a CI timeout, kill) goes the same way as Ctrl-C: the running job is stopped on the host
-    signal.signal(signal.SIGTERM, _interrupt)
-    for name in names:
-        host = _measure_host(args, campaign, name, base)
-        _unmark_incomplete(campaign.load(args.brief, name, base))
-        try:
-            campaign.run(args.brief, name, host=host, base=base, progress=_say)
-        finally:
-            if host is not None:
-                host.close()
+    # SIGTERM (a CI timeout, kill) and SIGHUP (the terminal or SSH session closed) go the same way as
+    # Ctrl-C: the running job is stopped on the host, the point's failure recorded, the registry entry removed
+    with stop_on_signals():
+        for name in names:
+            host = _measure_host(args, campaign, name, base)
+            _unmark_incomplete(campaign.load(args.brief, name, base))
+            try:
+                campaign.run(args.brief, name, host=host, base=base, progress=_say)
+            finally:
+                if host is not None:
+                    host.close()
     return 0
 
 
@@ -476,10 +480,6 @@ def _host_text(spec) -> str:
         else str(ssh or spec)
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -501,14 +501,23 @@ def _loopback_sshd(args) -> int:
     server = LoopbackSshd(args.dir, port=args.port).start()
     print(f"sshd on 127.0.0.1:{server.port}; client key {args.dir}/client_ed25519, known_hosts "
           f"{args.dir}/known_hosts; Ctrl-C stops it", file=sys.stderr, flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        while True:
-            time.sleep(3600)
+        with stop_on_signals():
+            while True:
+                time.sleep(3600)
     except KeyboardInterrupt:
         return 0
     finally:
         server.stop()
+
+
+def _dvc_lock(args) -> int:
+    """``briefkit dvc-lock``: dvc.lock (and .dvc/tmp/rwlock) checked; a dvc.lock DVC was cut off writing is
+    put back from the last whole copy (briefkit.config.dvclock). What `make reproduce` runs before `dvc`."""
+    from briefkit.config import dvclock
+
+    dvclock.check(checkout.root())
+    return 0
 
 
 def _list(args) -> int:
@@ -531,6 +540,14 @@ HELP: dict[str, tuple[str, str, str]] = {
              "--measured, the DVC stages of the campaigns listed under measure: instead, one per line "
              "(what `make reproduce` measures first, one at a time).",
              "briefkit list\nbriefkit list --measured | xargs -r dvc repro"),
+    "dvc-lock": ("check dvc.lock; put back its last whole copy if DVC was cut off writing it",
+                 "Check dvc.lock and .dvc/tmp/rwlock as every stage's command does. A dvc.lock that a Ctrl-C "
+                 "cut while DVC was writing it (truncated, unreadable, entries gone) is replaced by the last whole "
+                 "copy a check kept (.dvc/tmp/dvc.lock.valid), saying so: the stage DVC was recording, and any "
+                 "recorded since that copy, run again. `make reproduce` runs it before any dvc command; run it "
+                 "when `dvc status` or `dvc repro` fails on dvc.lock. Exit 2 when there is no copy to put back "
+                 "(the message gives the repair).",
+                 "briefkit dvc-lock && dvc status"),
     "dataset": ("write data/processed/BRIEF/ from data/raw/BRIEF and data/published/BRIEF",
                 "Read the brief's raw campaigns (data/raw/BRIEF/) and published data, and write the tidy "
                 "tables the notebook reads to data/processed/BRIEF/. The first stage of `dvc repro`.",
@@ -694,6 +711,7 @@ def parser() -> argparse.ArgumentParser:
     sshd = _command(sub, "loopback-sshd", _loopback_sshd)
     sshd.add_argument("--dir", default="/var/tmp/briefkit/sshd", help="keys, config and log (default: %(default)s)")
     sshd.add_argument("--port", type=int, default=2222, help="default: %(default)s")
+    _command(sub, "dvc-lock", _dvc_lock)
     from briefkit.tools import TOOL_PACKAGES  # names only: no tool package is imported for --help
     ingest_cmd = _command(sub, "ingest", _ingest)
     ingest_cmd.add_argument("tool", choices=sorted(TOOL_PACKAGES))
