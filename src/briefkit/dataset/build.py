@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from briefkit import tools
+from briefkit import store, tools
 from briefkit.config import project
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
@@ -45,7 +45,8 @@ COMPARED_KEYS = (*records.DECLARATION_KEYS, "labels")
 
 
 def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> Path:
-    """Write data/processed/<slug>/ (or ``out_dir``/<slug>/); returns the folder."""
+    """Write data/processed/<slug>/ (or ``out_dir``/<slug>/) and the brief's partitions of the results
+    store beside it (data/results/, briefkit.store); returns the folder."""
     base = Path(base or project.root())
     brief = project.brief(slug, base)
     spec = project.load_params(base)["briefs"][slug]
@@ -82,8 +83,18 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         "campaigns.json": {"schema_version": SCHEMA_VERSION, "brief": slug, "campaigns": campaigns},
     }
     folder = _write_folder(out_dir / slug, files)
+    write_store(out_dir.parent / "results", slug, files, campaigns)
     _write_json(out_dir / f"{slug}.metrics.json", metrics(slug, files["samples.parquet"], campaigns))
     return folder
+
+
+def write_store(root: Path, slug: str, files: Mapping[str, Any], campaigns: Mapping[str, dict]) -> None:
+    """The brief's partition of each table of the results store (briefkit.store), each swapped in whole
+    like the processed folder: a campaign gone from the raw data is gone from the store."""
+    tables = {name: files[f"{name}.parquet"] for name in store.TABLES if name != "campaigns"}
+    found = store.partitions(slug, {**tables, "campaigns": store.campaign_rows(campaigns)})
+    for name, parts in found.items():
+        _write_folder(root / name / f"brief={slug}", parts)
 
 
 def summary_metrics() -> tuple[str, ...]:
@@ -158,6 +169,7 @@ def _write_folder(target: Path, files: Mapping[str, Any]) -> Path:
     tmp.mkdir()
     try:
         for name, content in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             if isinstance(content, pd.DataFrame):
                 content.to_parquet(tmp / name, index=False)
             else:

@@ -1,0 +1,66 @@
+"""Change points of one series of values (one value per campaign, in time order), found with Apache Otava.
+
+Otava (formerly Hunter; Fleming et al., ICPE 2023) runs E-Divisive means over sliding windows and keeps a
+candidate only when Student's t-test of the segments either side of it gives p below the threshold; the
+t-test replaces the original permutation test, so the same series always gives the same change points
+(DVC caches stay stable). Its defaults are the field's: p 0.001, a window of 50 values. Otava's t-test
+takes each segment's standard deviation with ddof 0 (numpy's default), and the p-value reported here is
+Otava's own, the one the threshold was applied to.
+
+Only ``otava.analysis`` is imported (numpy and scipy); the rest of the package (its command line, its
+BigQuery, PostgreSQL and Slack clients) is not installed (requirements-override.txt).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from briefkit.core import stats
+
+P_VALUE = 0.001
+WINDOW = 50
+
+
+@dataclass(frozen=True)
+class Shift:
+    """A change point: ``index`` is the first value after it; the segments are the values from the
+    previous change point (or the start) to it and from it to the next (or the end)."""
+
+    index: int
+    p_value: float               # Otava's Student t-test of the two segments
+    mean_before: float
+    mean_after: float
+    n_before: int
+    n_after: int
+    ratio: stats.RatioInterval   # mean_after / mean_before with its 95 % Fieller interval
+
+    @property
+    def size(self) -> float:
+        """The relative change, mean_after / mean_before - 1."""
+        return self.mean_after / self.mean_before - 1 if self.mean_before else float("nan")
+
+
+def shifts(values: Sequence[float], p_value: float = P_VALUE, window: int = WINDOW) -> list[Shift]:
+    """The change points of ``values`` in order (an empty list for fewer than 3 values)."""
+    from otava.analysis import compute_change_points
+
+    if not 0 < p_value < 1:
+        raise ValueError(f"p-value threshold must be between 0 and 1, not {p_value!r}")
+    if window < 2:
+        raise ValueError(f"window must be at least 2 values, not {window!r}")
+    series = [float(v) for v in values]
+    if len(series) < 3:
+        return []
+    found, _ = compute_change_points(series, window_len=window, max_pvalue=p_value)
+    bounds = [0, *(int(cp.index) for cp in found), len(series)]
+    out = []
+    for k, cp in enumerate(found):
+        before, after = np.array(series[bounds[k]:bounds[k + 1]]), np.array(series[bounds[k + 1]:bounds[k + 2]])
+        std = [float(x.std(ddof=1)) if x.size > 1 else float("nan") for x in (after, before)]
+        ratio = stats.fieller(float(after.mean()), std[0], after.size, float(before.mean()), std[1], before.size)
+        out.append(Shift(index=int(cp.index), p_value=float(cp.stats.pvalue), mean_before=float(before.mean()),
+                         mean_after=float(after.mean()), n_before=int(before.size), n_after=int(after.size),
+                         ratio=ratio))
+    return out
