@@ -158,6 +158,14 @@ def query(sql: str, root: str | Path | None = None, params: Mapping[str, object]
             raise StoreError(f"query: {str(exc).splitlines()[0]}") from None
 
 
+def relation(name: str, root: str | Path | None = None):
+    """One table as a DuckDB relation, for chaining (``.filter(...).aggregate(...)``, ``.df()``); it keeps
+    its own connection open."""
+    if name not in TABLES:
+        raise StoreError(f"no table {name!r} in the results store (tables: {', '.join(TABLES)})")
+    return connect(root).table(name)
+
+
 def table(name: str, root: str | Path | None = None, where: str = "") -> pd.DataFrame:
     """One table of the store as a DataFrame (``where``: a SQL condition, e.g. "brief = 'fio-6600ion'")."""
     if name not in TABLES:
