@@ -159,7 +159,8 @@ def _history(args) -> int:
     brief = project.brief(args.brief, base)
     declared = project.load_params(base)["briefs"][brief.slug].get("history") or {}
     found, paths = history.build(base, brief.slug, metric=args.metric, host=args.host, p_value=args.p_value,
-                                 window=args.window, quiet=args.quiet, render=not args.no_report, declared=declared)
+                                 window=args.window, min_shift=args.min_shift, quiet=args.quiet,
+                                 render=not args.no_report, declared=declared)
     print(found.summary())
     if paths:
         print(", ".join(str(p.relative_to(base)) for p in (paths["html"], paths["pdf"])) + ": written; the notebook "
@@ -709,6 +710,8 @@ def parser() -> argparse.ArgumentParser:
     history.add_argument("--host", help="only the campaigns of this host (default: each host its own history)")
     history.add_argument("--p-value", type=float, help="Otava's threshold (default: history.p_value, else 0.001)")
     history.add_argument("--window", type=int, help="Otava's window, in campaigns (default: history.window, else 50)")
+    history.add_argument("--min-shift", type=float, metavar="FRACTION",
+                         help="the smallest shift reported, e.g. 0.02 (default: history.min_shift, else 0.01)")
     history.add_argument("--no-report", action="store_true", help="print the shifts only; no HTML or PDF")
     history.add_argument("--quiet", action="store_true", help="no progress bar")
     from briefkit.tools import TOOL_PACKAGES  # names only: no tool package is imported for --help

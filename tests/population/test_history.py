@@ -14,6 +14,7 @@ from scipy import stats as scipy_stats
 
 from briefkit import cli, store
 from briefkit.briefs.shared import history
+from briefkit.briefs.shared.sections import BriefBase
 from briefkit.measure import campaign
 from tests.fio_rates import IDLE_IOPS
 
@@ -38,7 +39,8 @@ def project(tmp_path_factory) -> Path:
     (base / "notebooks").mkdir()
     (base / "notebooks" / "fio_mix.ipynb").write_text("{}")
     campaigns = {name: spec(base / "work" / name, IDLE_IOPS if i < 5 else DROPPED) for i, name in enumerate(CAMPAIGNS)}
-    (base / "params.yaml").write_text(yaml.safe_dump({"briefs": {BRIEF: {"notebook": "fio_mix", "campaigns": campaigns}}},
+    (base / "params.yaml").write_text(yaml.safe_dump({"briefs": {BRIEF: {
+        "notebook": "fio_mix", "history": {"metric": "write_iops"}, "campaigns": campaigns}}},
                                                      sort_keys=False))
     mp = pytest.MonkeyPatch()
     mp.setenv("BRIEFKIT_ROOT", str(base))
@@ -80,3 +82,12 @@ def test_the_history_report(project, capsys):
     html = (project / "reports" / "history" / f"{BRIEF}--write_iops.html").read_text(encoding="utf-8")
     assert "c06" in html and "Change points of" in html
     assert (project / "reports" / "history" / f"{BRIEF}--write_iops.pdf").stat().st_size > 10_000
+
+
+def test_a_brief_that_declares_its_history_shows_it(project):
+    """params.yaml's ``history: {metric: write_iops}`` (copied into brief.json): the brief's last body section."""
+    blocks = BriefBase(BRIEF, project / "data" / "processed").comparison()
+    kinds = [b.kind for b in blocks]
+    assert "figure" in kinds and "table" in kinds
+    table = next(b.content for b in blocks if b.kind == "table")
+    assert list(table["First campaign after"]) == ["c06"] and "Change points of" in blocks[kinds.index("table")].caption

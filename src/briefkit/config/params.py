@@ -9,7 +9,8 @@
         compare: [mine, local]      a section comparing two campaigns point by point (CAMPAIGN or CAMPAIGN/HOST),
                                     or {campaigns: [mine, local], map: {nvme: xfs-loop}, metric: total_bw}
         history: {metric: total_iops}   a section with the change points of the metric over campaigns (also
-                                    host, series: [c1, c2, ...] in order, p_value: 0.001, window: 50)
+                                    host, series: [c1, c2, ...] in order, p_value: 0.001, window: 50,
+                                    min_shift: 0.01)
         campaigns:
           <campaign>:               a Name
             workload: fio           briefkit.tools.REGISTRY
@@ -398,6 +399,8 @@ class HistorySpec(Model):
     series: Annotated[list[Name], Field(min_length=3)] | None = None
     p_value: Annotated[float, Field(gt=0, lt=1)] = 0.001
     window: Annotated[int, Field(ge=2)] = 50
+    #: the smallest relative shift reported (Otava's min_magnitude)
+    min_shift: Annotated[float, Field(ge=0, lt=1)] = 0.01
 
 
 class BriefSpec(Model):

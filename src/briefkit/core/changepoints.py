@@ -3,7 +3,10 @@
 Otava (formerly Hunter; Fleming et al., ICPE 2023) runs E-Divisive means over sliding windows and keeps a
 candidate only when Student's t-test of the segments either side of it gives p below the threshold; the
 t-test replaces the original permutation test, so the same series always gives the same change points
-(DVC caches stay stable). Its defaults are the field's: p 0.001, a window of 50 values. Otava's t-test
+(DVC caches stay stable). Its defaults are the field's: p 0.001, a window of 50 values. A shift smaller
+than ``MIN_SHIFT`` (1 %) is not reported however small its p (Otava's ``min_magnitude``, 0 by default
+there): rate-limited fio runs vary by a few tenths of a percent, so tightly that a -0.4 % dip of one run
+on a loaded machine had p = 0.0008. Otava's t-test
 takes each segment's standard deviation with ddof 0 (numpy's default), and the p-value reported here is
 Otava's own, the one the threshold was applied to.
 
@@ -21,6 +24,7 @@ from briefkit.core import stats
 
 P_VALUE = 0.001
 WINDOW = 50
+MIN_SHIFT = 0.01
 
 
 @dataclass(frozen=True)
@@ -42,18 +46,22 @@ class Shift:
         return self.mean_after / self.mean_before - 1 if self.mean_before else float("nan")
 
 
-def shifts(values: Sequence[float], p_value: float = P_VALUE, window: int = WINDOW) -> list[Shift]:
-    """The change points of ``values`` in order (an empty list for fewer than 3 values)."""
+def shifts(values: Sequence[float], p_value: float = P_VALUE, window: int = WINDOW,
+           min_shift: float = MIN_SHIFT) -> list[Shift]:
+    """The change points of ``values`` in order (an empty list for fewer than 3 values); ``min_shift``: the
+    smallest relative change reported (either way)."""
     from otava.analysis import compute_change_points
 
     if not 0 < p_value < 1:
         raise ValueError(f"p-value threshold must be between 0 and 1, not {p_value!r}")
+    if not 0 <= min_shift < 1:
+        raise ValueError(f"min_shift must be a fraction from 0 to 1, not {min_shift!r}")
     if window < 2:
         raise ValueError(f"window must be at least 2 values, not {window!r}")
     series = [float(v) for v in values]
     if len(series) < 3:
         return []
-    found, _ = compute_change_points(series, window_len=window, max_pvalue=p_value)
+    found, _ = compute_change_points(series, window_len=window, max_pvalue=p_value, min_magnitude=min_shift)
     bounds = [0, *(int(cp.index) for cp in found), len(series)]
     out = []
     for k, cp in enumerate(found):

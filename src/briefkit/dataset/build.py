@@ -71,7 +71,7 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
     _check_shown(_show(spec, slug), campaigns, today, slug)
     meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
             "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug),
-            "compare": spec.get("compare")}
+            "compare": spec.get("compare"), "history": spec.get("history")}
     files = {
         "samples.parquet": tidy.concat(tables),
         "percentiles.parquet": pd.concat([p for p in percentiles if len(p)], ignore_index=True)

@@ -12,13 +12,15 @@ from briefkit.report import sectioned
 
 
 def build(base: Path, brief: str, metric: str | None = None, host: str | None = None, p_value: float | None = None,
-          window: int | None = None, quiet: bool = False, render: bool = True, declared: dict | None = None):
+          window: int | None = None, min_shift: float | None = None, quiet: bool = False, render: bool = True,
+          declared: dict | None = None):
     """The history of ``brief`` read from data/results (the command line's options before params.yaml's
     ``history:``, ``declared``); with ``render`` its notebook, HTML and PDF. Returns the history and the
     paths (or {})."""
     spec = declared or {}
     options = {"metric": metric or spec.get("metric"), "host": host or spec.get("host"), "series": spec.get("series"),
-               "p_value": p_value or spec.get("p_value", 0.001), "window": window or spec.get("window", 50)}
+               "p_value": p_value or spec.get("p_value", 0.001), "window": window or spec.get("window", 50),
+               "min_shift": min_shift if min_shift is not None else spec.get("min_shift", 0.01)}
     results = (base / "data" / "results").resolve()
     samples = brief_history.samples_from_store(brief, options["metric"], results, options["host"])
     found = brief_history.history(brief, samples, **options)
@@ -28,7 +30,7 @@ def build(base: Path, brief: str, metric: str | None = None, host: str | None = 
     setup = ("from briefkit.briefs.shared.history import HistoryBrief\n"
              "from briefkit.report.display import emit\n\n"
              "report = HistoryBrief(brief, results_dir, metric, host=host, series=series, p_value=p_value, "
-             "window=window)\n"
+             "window=window, min_shift=min_shift)\n"
              "history = report.history      # .table, .shifts, .summary(), .figure()\n"
              "emit(report.intro())")
     node = sectioned.notebook({"brief": brief, "results_dir": str(results), **{**options, "metric": found.metric}},

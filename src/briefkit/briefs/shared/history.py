@@ -32,6 +32,7 @@ class History:
     metric: str
     p_value: float
     window: int
+    min_shift: float
     #: one row per host, point and campaign: order (0, 1, ...), started_at, value (mean), n (repetitions)
     table: pd.DataFrame
     #: one row per change point (SHIFT_COLUMNS): ``campaign`` is the first campaign after it
@@ -41,7 +42,8 @@ class History:
         hosts = self.table["host"].nunique()
         campaigns = self.table["campaign"].nunique()
         head = (f"{self.brief}: {metrics.label(self.metric)} over {campaigns} campaigns on {hosts} "
-                f"host{'s' if hosts != 1 else ''} (Otava, p < {self.p_value:g}, window {self.window}): ")
+                f"host{'s' if hosts != 1 else ''} (Otava, p < {self.p_value:g}, window {self.window}, shifts of "
+                f"{self.min_shift:.0%} or more): ")
         if not len(self.shifts):
             return head + "no change point."
         lines = [head + f"{len(self.shifts)} change point{'s' if len(self.shifts) != 1 else ''}."]
@@ -62,7 +64,7 @@ def samples_from_store(brief: str, metric: str | None, root=None, host: str | No
 
 def history(brief: str, samples: pd.DataFrame, metric: str | None = None, *, host: str | None = None,
             series: Sequence[str] | None = None, p_value: float = changepoints.P_VALUE,
-            window: int = changepoints.WINDOW) -> History:
+            window: int = changepoints.WINDOW, min_shift: float = changepoints.MIN_SHIFT) -> History:
     """The history of ``metric`` (default: the brief's headline metric) in ``samples`` (a brief's or the
     store's), on ``host`` only or on every host, over the campaigns in ``series`` (in that order) or all of them."""
     rows = samples[(samples["campaign"] != processed.PUBLISHED) & samples["host"].notna()]
@@ -84,12 +86,12 @@ def history(brief: str, samples: pd.DataFrame, metric: str | None = None, *, hos
     shifts = []
     for (where, *point), group in table.groupby(["host", *POINT], sort=True, dropna=False):
         group = group.sort_values("order")
-        for shift in changepoints.shifts(group["value"].tolist(), p_value, window):
+        for shift in changepoints.shifts(group["value"].tolist(), p_value, window, min_shift):
             shifts.append({"host": where, **dict(zip(POINT, point)), "campaign": group["campaign"].iloc[shift.index],
                            "index": shift.index, "mean_before": shift.mean_before, "mean_after": shift.mean_after,
                            "n_before": shift.n_before, "n_after": shift.n_after, "size": shift.size,
                            "low": shift.ratio.low - 1, "high": shift.ratio.high - 1, "p_value": shift.p_value})
-    return History(brief, metric, p_value, window, table, pd.DataFrame(shifts, columns=SHIFT_COLUMNS))
+    return History(brief, metric, p_value, window, min_shift, table, pd.DataFrame(shifts, columns=SHIFT_COLUMNS))
 
 
 def _campaign_means(rows: pd.DataFrame, series: Sequence[str] | None) -> pd.DataFrame:
@@ -156,7 +158,8 @@ def sections(hist: History, out: Blocks) -> None:
                                      f"Student t-test p < {hist.p_value:g}, window {hist.window})")
     out.md(f"Method: at each point a campaign's value is the mean of its repetitions; the series of a host is "
            f"searched for change points with Apache Otava (E-Divisive means with a Student t-test, p below "
-           f"{hist.p_value:g}, windows of {hist.window} campaigns). The shift is the mean after over the mean before "
+           f"{hist.p_value:g}, windows of {hist.window} campaigns; a shift under {hist.min_shift:.0%} is not reported). "
+           "The shift is the mean after over the mean before "
            "(to the next change point or the end) with its 95 % Fieller interval; p is Otava's.")
 
 
@@ -179,10 +182,11 @@ class HistoryBrief:
 
     def __init__(self, brief: str, results_dir, metric: str | None = None, host: str | None = None,
                  series: Sequence[str] | None = None, p_value: float = changepoints.P_VALUE,
-                 window: int = changepoints.WINDOW):
+                 window: int = changepoints.WINDOW, min_shift: float = changepoints.MIN_SHIFT):
         plots.setup()
         samples = samples_from_store(brief, metric, results_dir, host)
-        self.history = history(brief, samples, metric, host=host, series=series, p_value=p_value, window=window)
+        self.history = history(brief, samples, metric, host=host, series=series, p_value=p_value, window=window,
+                                       min_shift=min_shift)
         self.out = Blocks()
 
     def intro(self):
