@@ -35,9 +35,22 @@ def test_two_steps_and_the_same_answer_every_time():
 
 def test_noise_alone_and_shifts_below_the_minimum_are_not_change_points():
     assert changepoints.shifts(steps((100.0, 40), seed=3)) == []
-    tight = steps((100.0, 9), (99.6, 1), noise=0.0005)       # significant, but -0.4 %: below 1 %
+    tight = steps((100.0, 8), (99.6, 4), noise=0.0005)       # significant, but -0.4 %: below 1 %
     assert changepoints.shifts(tight, min_shift=0.0) and changepoints.shifts(tight) == []
     assert changepoints.shifts([1.0, 2.0]) == []
+
+
+def test_a_change_needs_two_campaigns_on_each_side():
+    """The values of the ten rate-limited fio campaigns (tests/population/test_history.py) where Otava alone
+    finds the drop at the sixth and a +1.3 % "rise" at the seventh, leaving the sixth alone."""
+    values = [49.95, 49.875, 49.95, 49.95, 49.95, 39.92, 40.44, 40.40, 40.46, 40.46]
+    from otava.analysis import compute_change_points
+
+    assert [int(cp.index) for cp in compute_change_points(values, min_magnitude=0.01)[0]] == [5, 6]
+    [shift] = changepoints.shifts(values)
+    assert shift.index == 5 and (shift.n_before, shift.n_after) == (5, 5) and shift.p_value < 1e-6
+    assert changepoints.shifts([*values[:5], *values[:4], 30.0]) == []      # the latest campaign alone: not yet
+    assert [s.index for s in changepoints.shifts([*values, 40.4])] == [5]
 
 
 def test_bad_thresholds_are_refused():
