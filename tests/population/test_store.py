@@ -56,7 +56,7 @@ def test_a_cross_brief_query_equals_pandas_over_the_brief_datasets(project, monk
     # the same from Python: a DataFrame, and a relation to chain
     assert len(explore.query(sql, project / "data" / "results")) == len(answer)
     rel = store.relation("samples", project / "data" / "results").filter("brief = 'fio-6600ion'")
-    assert rel.aggregate("count(*)").fetchone()[0] == len(processed.load("fio-6600ion", project / "data/processed").samples)
+    assert rel.aggregate("count(*)").fetchall()[0][0] == len(processed.load("fio-6600ion", project / "data/processed").samples)
     # the table form prints a header and a row per group
     assert cli.main(["query", "SELECT brief, count(*) AS n FROM campaigns GROUP BY brief ORDER BY brief"]) == 0
     out = capsys.readouterr().out.splitlines()

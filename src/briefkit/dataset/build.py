@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from briefkit import store, tools
 from briefkit.config import project
@@ -172,6 +174,8 @@ def _write_folder(target: Path, files: Mapping[str, Any]) -> Path:
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             if isinstance(content, pd.DataFrame):
                 content.to_parquet(tmp / name, index=False)
+            elif isinstance(content, pa.Table):
+                pq.write_table(content, tmp / name)
             else:
                 (tmp / name).write_text(json.dumps(content, indent=2, default=str) + "\n",
                                         encoding="utf-8")

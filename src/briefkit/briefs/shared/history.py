@@ -43,7 +43,7 @@ class History:
         campaigns = self.table["campaign"].nunique()
         head = (f"{self.brief}: {metrics.label(self.metric)} over {campaigns} campaigns on {hosts} "
                 f"host{'s' if hosts != 1 else ''} (Otava, p < {self.p_value:g}, window {self.window}, shifts of "
-                f"{self.min_shift:.0%} or more): ")
+                f"{self.min_shift * 100:g} % or more): ")
         if not len(self.shifts):
             return head + "no change point."
         lines = [head + f"{len(self.shifts)} change point{'s' if len(self.shifts) != 1 else ''}."]
@@ -158,7 +158,7 @@ def sections(hist: History, out: Blocks) -> None:
                                      f"Student t-test p < {hist.p_value:g}, window {hist.window})")
     out.md(f"Method: at each point a campaign's value is the mean of its repetitions; the series of a host is "
            f"searched for change points with Apache Otava (E-Divisive means with a Student t-test, p below "
-           f"{hist.p_value:g}, windows of {hist.window} campaigns; a shift under {hist.min_shift:.0%} is not reported). "
+           f"{hist.p_value:g}, windows of {hist.window} campaigns; a shift under {hist.min_shift * 100:g} % is not reported). "
            "The shift is the mean after over the mean before "
            "(to the next change point or the end) with its 95 % Fieller interval; p is Otava's.")
 
@@ -169,8 +169,8 @@ def shift_table(hist: History) -> pd.DataFrame:
         "Host": hist.shifts["host"], "Point": [f"{r.config} {r.workload} {r.load_kind} {fmt(r.load, 0)}"
                                                for r in hist.shifts.itertuples()],
         "First campaign after": hist.shifts["campaign"],
-        f"Before ({unit})": [f"{fmt(v, 1)} (n {n})" for v, n in zip(hist.shifts["mean_before"], hist.shifts["n_before"])],
-        f"After ({unit})": [f"{fmt(v, 1)} (n {n})" for v, n in zip(hist.shifts["mean_after"], hist.shifts["n_after"])],
+        f"Before ({unit})": [f"{fmt(v, 1)} ({n} campaigns)" for v, n in zip(hist.shifts["mean_before"], hist.shifts["n_before"])],
+        f"After ({unit})": [f"{fmt(v, 1)} ({n} campaigns)" for v, n in zip(hist.shifts["mean_after"], hist.shifts["n_after"])],
         "Shift": [stats.signed_percent(v) for v in hist.shifts["size"]],
         "95 % interval": [f"{stats.signed_percent(lo)} to {stats.signed_percent(hi)}" if pd.notna(lo) else "n/a"
                           for lo, hi in zip(hist.shifts["low"], hist.shifts["high"])],
