@@ -51,6 +51,11 @@ def test_a_change_needs_two_campaigns_on_each_side():
     assert shift.index == 5 and (shift.n_before, shift.n_after) == (5, 5) and shift.p_value < 1e-6
     assert changepoints.shifts([*values[:5], *values[:4], 30.0]) == []      # the latest campaign alone: not yet
     assert [s.index for s in changepoints.shifts([*values, 40.4])] == [5]
+    # a spurious shift with p = 0 (no variance on either side) beside the real one: the single campaign
+    # joins the closer side, whatever the p-values
+    flat = [49.95, 49.95, 49.83, 49.90, 49.95, 40.42, 39.96, 39.96, 39.96, 39.96]
+    assert [s.index for s in changepoints.shifts(flat)] == [5]
+    assert [s.index for s in changepoints.shifts(flat[::-1])] == [5]
 
 
 def test_bad_thresholds_are_refused():

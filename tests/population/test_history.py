@@ -73,8 +73,17 @@ def test_one_change_point_at_the_sixth_campaign(project, capsys):
 def test_no_change_point_without_a_change(project, capsys):
     assert cli.main(["history", BRIEF, "--metric", "read_iops", "--no-report"]) == 0
     assert "no change point." in capsys.readouterr().out
-    table = history.history(BRIEF, store.table("samples", project / "data" / "results"), "read_iops").table
+    samples = store.table("samples", project / "data" / "results")
+    table = history.history(BRIEF, samples, "read_iops").table
     assert list(table.sort_values("order")["campaign"]) == CAMPAIGNS
+    # a declared series gives the campaigns and their order: backwards, the change is before c05
+    backwards = history.history(BRIEF, samples, "write_iops", series=CAMPAIGNS[::-1])
+    assert list(backwards.shifts["campaign"]) == ["c05"]
+    # a host, metric or series that is not there: one line naming it, exit code 2
+    assert cli.main(["history", BRIEF, "--metric", "write_iops", "--host", "db7", "--no-report"]) == 2
+    assert "no campaign measured write_iops on host 'db7' (hosts: localhost)" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="history series: no write_iops of campaign 'c11'"):
+        history.history(BRIEF, samples, "write_iops", series=["c01", "c02", "c11"])
 
 
 def test_the_history_report(project, capsys):
