@@ -15,7 +15,7 @@ import pandas as pd
 
 from briefkit import processed, store
 from briefkit.briefs.shared import plots
-from briefkit.briefs.shared.comparison import default_metric
+from briefkit.briefs.shared.comparison import default_metric, fold_constant
 from briefkit.briefs.shared.sections import Block, Blocks
 from briefkit.core import changepoints, metrics, stats
 from briefkit.core.numbers import fmt
@@ -208,9 +208,17 @@ class HistoryBrief:
         return self.out.take()
 
     def appendix(self):
-        table = self.history.table.assign(started_at=self.history.table["started_at"].astype(str))
-        self.out.table(table[["host", *POINT, "order", "campaign", "started_at", "value", "n"]],
-                       f"Every campaign's {metrics.label(self.history.metric)} (mean over n repetitions)",
-                       css_class="brief-table wrap", appendix=True)
+        hist = self.history
+        table = pd.DataFrame({
+            "Host": hist.table["host"], "Configuration": hist.table["config"], "Workload": hist.table["workload"],
+            "Load": [f"{kind} {fmt(load, 0)}" for kind, load in zip(hist.table["load_kind"], hist.table["load"])],
+            "#": hist.table["order"] + 1, "Campaign": hist.table["campaign"],
+            "Started (UTC)": hist.table["started_at"].dt.strftime("%Y-%m-%d %H:%M:%S"),
+            f"{metrics.label(hist.metric)} ({metrics.unit(hist.metric)})": [fmt(v, 1) for v in hist.table["value"]],
+            "n": hist.table["n"]})
+        table, same = fold_constant(table, ("Host", "Configuration", "Workload", "Load"))
+        self.out.table(table, f"Every campaign's {metrics.label(hist.metric)}, mean over n repetitions"
+                       + "".join(f"; {column.lower()} {value}" for column, value in same.items()),
+                       css_class="brief-table", appendix=True)
         items = self.out.take_appendix()
         return [Block("md", "## Appendix\n\nEvery value of the history."), *items]
