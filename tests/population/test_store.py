@@ -1,6 +1,6 @@
 """The results store (briefkit.store): written by `briefkit dataset` beside the brief datasets, one Parquet
 file per table, brief and campaign, and queried with DuckDB across briefs, from Python and from
-`briefkit query`; a store of another schema version is refused; shared through a DVC remote."""
+`briefkit query`; a store of another schema version is refused (its sharing through DVC: test_store_sharing.py)."""
 from __future__ import annotations
 
 import io
@@ -15,11 +15,9 @@ import yaml
 from briefkit import cli, processed, store
 from briefkit.briefs.explore import notebook as explore
 from briefkit.dataset import build
-from tests.checkouts import BIN, ROOT, run
 from tests.dataset.test_dataset import make_project
 
 BRIEFS = ("fio-6600ion", "rocksdb-7600")
-DVC = str(BIN / "dvc")
 
 
 @pytest.fixture(scope="module")
@@ -104,28 +102,3 @@ def test_a_store_of_another_schema_version_is_refused(project, tmp_path, monkeyp
         store.query("SELECT 1", old)
     with pytest.raises(store.StoreError, match="no results store"):
         store.query("SELECT 1", tmp_path / "nowhere")
-
-
-@pytest.mark.slow
-def test_the_store_is_shared_through_a_dvc_remote(tmp_path):
-    """As raw data is: `dvc repro` writes a brief's store partitions as outputs of its dataset stage,
-    `dvc push` sends them to a directory remote, and another clone pulls them and queries them."""
-    first = tmp_path / "first"
-    run(["git", "clone", "-q", str(ROOT), str(first)], cwd=ROOT)
-    for key, value in (("user.email", "test@example.invalid"), ("user.name", "test")):
-        run(["git", "config", key, value], cwd=first)
-    run([DVC, "repro", "--single-item", "dataset@oltp-9300"], cwd=first)
-    run([DVC, "remote", "add", "-d", "storage", str(tmp_path / "remote")], cwd=first)
-    run([DVC, "push", "dataset@oltp-9300"], cwd=first)
-    assert not run(["git", "status", "--porcelain", "--", "data"], cwd=first).stdout.strip()
-    run(["git", "add", "-A"], cwd=first)
-    run(["git", "commit", "-qm", "the store in the DVC remote"], cwd=first)
-    sql = "SELECT brief, campaign, count(*) AS n FROM samples GROUP BY ALL ORDER BY ALL"
-    expected = run([str(BIN / "briefkit"), "query", sql, "--csv"], cwd=first).stdout
-
-    second = tmp_path / "second"
-    run(["git", "clone", "-q", str(first), str(second)], cwd=tmp_path)
-    assert not (second / "data/results").exists()
-    run([DVC, "pull", "dataset@oltp-9300"], cwd=second)
-    assert run([str(BIN / "briefkit"), "query", sql, "--csv"], cwd=second).stdout == expected
-    assert "oltp-9300,local," in expected
