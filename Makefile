@@ -173,9 +173,10 @@ lock: python
 	$(UV) pip compile $(UPGRADE) --python-version 3.11 --generate-hashes --override requirements-override.txt requirements.in -o requirements.lock
 
 # params.yaml in the layout `dvc exp run -S` writes (DVC's own writer, no override), so that an -S changes
-# only the lines it sets: run after editing params.yaml (tests/test_dvc_exp.py checks it).
+# only the lines it sets: run after editing params.yaml (tests/test_dvc_exp.py checks it). A file DVC's
+# writer would leave unreadable to DVC is refused first, naming the line (briefkit.config.yamlload).
 params-layout:
-	python -c "from dvc.utils.hydra import apply_overrides; apply_overrides('params.yaml', [])"
+	python -m briefkit.config.project
 
 clean:
 	rm -rf reports/*.ipynb reports/*.html reports/*.pdf data/processed

@@ -280,7 +280,7 @@ def test_a_toy_tools_file_made_elsewhere_is_imported_as_a_campaign(tree, tmp_pat
         {"briefs": {"demo": {"notebook": "nb", "campaigns": {"local": declared}}}}))
     done = subprocess.run(["dd", "if=/dev/zero", f"of={tmp_path / 'x.bin'}", "bs=64K", "count=3"],
                           capture_output=True, text=True, check=True)
-    report = tmp_path / "lab" / "dd.stderr"
+    report = project / "lab" / "dd.stderr"     # made elsewhere, copied into the checkout: import reads only there
     report.parent.mkdir()
     report.write_text(done.stderr)
     out = briefkit(tree, "import", "demo", "lab", str(report.parent), "--config", "lab-disk", cwd=project)

@@ -7,6 +7,7 @@
     briefkit build BRIEF              dataset, execute and render in one go (what dvc repro does)
     briefkit check BRIEF              the reproduction check of a published brief, as CSV
     briefkit compare BRIEF A B        campaign A against campaign B, point by point -> reports/compare/
+    briefkit compare BRIEF A1 A2 B    each campaign against the last, tallied (--hosts: a fleet's hosts)
     briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout (--series: over time)
     briefkit import BRIEF CAMPAIGN FILE_OR_FOLDER...   outside fio/db_bench/pgbench results as a campaign
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
@@ -51,7 +52,7 @@ def _execute(args) -> int:
     import papermill
 
     from briefkit import processed
-    from briefkit.core import notebooks
+    from briefkit.core import files, notebooks
 
     base = checkout.root()
     slug = checkout.declared_brief(args.brief, base)
@@ -69,10 +70,12 @@ def _execute(args) -> int:
     started = time.monotonic()
     with tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log:
         try:
-            papermill.execute_notebook(str(paths["notebook"]), str(paths["executed"]), parameters=parameters,
-                                       cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
-                                       kernel_name="python3",
-                                       kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log))
+            # papermill writes a new file beside reports/BRIEF.ipynb, which then replaces it (never through a link)
+            with files.replacing(paths["executed"], keep_partial=True) as executed:
+                papermill.execute_notebook(str(paths["notebook"]), str(executed), parameters=parameters,
+                                           cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
+                                           kernel_name="python3",
+                                           kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log))
         except (papermill.PapermillExecutionError, KeyboardInterrupt):
             raise       # a cell's error is papermill's message; an interrupt is the user's
         except BaseException:
@@ -112,9 +115,32 @@ def _compare(args) -> int:
 
     base = checkout.root()
     brief = project.brief(args.brief, base)
-    comparison, paths = compare.build(base, brief.slug, args.campaign_a, args.campaign_b, mapping=_mapping(args.map),
+    if args.hosts or len(args.campaigns) != 2:
+        return _compare_many(args, base, brief.slug)
+    if args.tolerance is not None or args.baseline_host is not None:
+        raise ValueError("--tolerance and --baseline-host apply to three campaigns or more, or to --hosts; "
+                         "two campaigns are compared point by point without a tally")
+    campaign_a, campaign_b = args.campaigns
+    comparison, paths = compare.build(base, brief.slug, campaign_a, campaign_b, mapping=_mapping(args.map),
                                       metric=args.metric, quiet=args.quiet)
     print(comparison.summary())
+    print(", ".join(str(p.relative_to(base)) for p in (paths["html"], paths["pdf"])) + ": written; the notebook "
+          f"behind them: {paths['ipynb'].relative_to(base)}", file=sys.stderr)
+    return 0
+
+
+def _compare_many(args, base: Path, slug: str) -> int:
+    """Campaigns against the last one named, or the hosts of one fleet campaign (briefkit.report.population)."""
+    from briefkit.briefs.shared import population
+    from briefkit.report import population as report
+
+    if not args.hosts and len(args.campaigns) < 2:
+        raise ValueError(f"compare {slug} {args.campaigns[0]}: name the campaign it is compared with, or give --hosts "
+                         "to compare the hosts of this campaign")
+    tolerance = population.parse_tolerance(args.tolerance if args.tolerance is not None else population.TOLERANCE)
+    pop, paths = report.build(base, slug, args.campaigns, hosts=args.hosts, baseline_host=args.baseline_host,
+                              metric=args.metric, tolerance=tolerance, mapping=_mapping(args.map), quiet=args.quiet)
+    print(pop.summary())
     print(", ".join(str(p.relative_to(base)) for p in (paths["html"], paths["pdf"])) + ": written; the notebook "
           f"behind them: {paths['ipynb'].relative_to(base)}", file=sys.stderr)
     return 0
@@ -559,15 +585,25 @@ HELP: dict[str, tuple[str, str, str]] = {
               "dataset, execute and render in one go: what `dvc repro` runs for one brief, without DVC's "
               "bookkeeping.",
               "briefkit build fio-6600ion"),
-    "compare": ("campaign A against campaign B, point by point (HTML, PDF)",
+    "compare": ("campaign A against campaign B, point by point; N campaigns against a baseline; a fleet's hosts",
                 "Compare two campaigns of a brief at every point they share (same workload, load and "
                 "configuration; hosts may differ): both means, the difference as the brief writes it, the 95 % "
                 "interval of the ratio of means (Fieller) and Welch's test (with one repetition on a side: not "
                 "tested). Points only one side has are listed. Prints a one-sentence summary and writes "
                 "reports/compare/BRIEF--A--B.html and .pdf (needs `briefkit dataset BRIEF` first). A side may be "
-                "one host of a fleet campaign, CAMPAIGN/HOST (the host as the samples record it).",
+                "one host of a fleet campaign, CAMPAIGN/HOST (the host as the samples record it).\n\n"
+                "Three campaigns or more, A1 A2 ... BASELINE: each against the last one named, the same way, with a "
+                "tally per campaign at --tolerance (default 5 %): gains and losses (the ratio's interval wholly "
+                "beyond 1 ± tolerance), equal (wholly inside), unclear (across an edge), not tested; the best and "
+                "the worst campaign are named. CAMPAIGN --hosts: each host of a fleet campaign against the median "
+                "of the other hosts (with two hosts: against the first; --baseline-host names one), with the same "
+                "tally, and the outliers named (interval outside the band at half or more of the tested points). "
+                "Writes reports/compare/BRIEF--A1--A2--vs--BASELINE--METRIC.html and .pdf (hosts: "
+                "BRIEF--CAMPAIGN--hosts--METRIC).",
                 "briefkit compare fio-6600ion mine local\n"
-                "briefkit compare fio-6600ion mine local --map nvme=xfs-loop --metric read_clat_mean"),
+                "briefkit compare fio-6600ion mine local --map nvme=xfs-loop --metric read_clat_mean\n"
+                "briefkit compare fio-6600ion fw-1 fw-2 fw-3 local --tolerance 5%   # each against local, tallied\n"
+                "briefkit compare fio-6600ion fleet --hosts                         # which host is off"),
     "check": ("reproduction check of a published brief, as CSV",
               "Check every claim of a published brief against its own published data; CSV on stdout.",
               "briefkit check fio-6600ion\nbriefkit check oltp-9300 --strict   # exit 1 on a mismatch"),
@@ -629,11 +665,13 @@ HELP: dict[str, tuple[str, str, str]] = {
                "repetitions of one point. A file that cannot be read, a duplicate (same content) or a file already "
                "imported in the brief is refused, and then nothing is written. An existing campaign is never "
                "added to: import every file again under a new name. `briefkit build BRIEF` (or dvc repro) then "
-               "shows it.\n\nMapping file (YAML): files: [{match: GLOB, config: NAME, host: NAME, matrix: {AXIS: "
-               "VALUE}, tool: fio|dbbench|pgbench}], labels: {CONFIG: TEXT}.",
-               "briefkit import fio-6600ion lab-2023 ~/results/fio/ --config nvme\n"
-               "briefkit import fio-6600ion lab-2023 ~/results/fio/ --map lab-2023.yaml\n"
-               "briefkit import oltp-9300 lab-pg pgbench-c16.stdout pgbench-c32.stdout"),
+               "shows it. Files, folders and the mapping file are read only inside the checkout (links judged by "
+               "where they lead; FIFOs, devices and sockets refused): copy results made elsewhere in first "
+               "(incoming/, which git ignores).\n\nMapping file (YAML): files: [{match: GLOB, config: NAME, "
+               "host: NAME, matrix: {AXIS: VALUE}, tool: fio|dbbench|pgbench}], labels: {CONFIG: TEXT}.",
+               "briefkit import fio-6600ion lab-2023 incoming/fio/ --config nvme\n"
+               "briefkit import fio-6600ion lab-2023 incoming/fio/ --map incoming/lab-2023.yaml\n"
+               "briefkit import oltp-9300 lab-pg incoming/pgbench-c16.stdout incoming/pgbench-c32.stdout"),
 }
 
 _EPILOG = """examples:
@@ -670,11 +708,19 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("--quiet", action="store_true", help="no progress bar")
     compare = _command(sub, "compare", _compare)
     compare.add_argument("brief", help="the brief's slug (briefkit list)")
-    compare.add_argument("campaign_a", help="a campaign of the brief (A), or one host of it: CAMPAIGN/HOST")
-    compare.add_argument("campaign_b", help="the campaign it is compared with (B), or CAMPAIGN/HOST")
+    compare.add_argument("campaigns", nargs="+", metavar="CAMPAIGN",
+                         help="A B: campaign A against campaign B (either may be CAMPAIGN/HOST); A1 A2 ... BASELINE: "
+                              "each against the last one named; CAMPAIGN --hosts: the hosts of a fleet campaign")
     compare.add_argument("--map", action="append", metavar="A=B",
-                         help="compare configuration A of the first campaign with configuration B of the second "
+                         help="compare configuration A of the first campaign(s) with configuration B of the last "
                               "(repeatable; default: configurations of the same name)")
+    compare.add_argument("--hosts", action="store_true",
+                         help="each host of the one campaign named against the fleet: the median of the other hosts "
+                              "(three hosts or more), the first host (two hosts) or --baseline-host")
+    compare.add_argument("--baseline-host", metavar="HOST", help="with --hosts: the host the others are compared with")
+    compare.add_argument("--tolerance", metavar="PERCENT",
+                         help="three campaigns or more, or --hosts: a ratio interval inside 1 ± this is 'equal' in "
+                              "the tally, wholly outside it a gain or a loss (default: 5%%)")
     compare.add_argument("--metric", help="the metric compared (default: total_bw, ops, nopm or tpm, the first both "
                                           "campaigns measured)")
     compare.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -141,6 +141,37 @@ def test_compare_names_two_campaigns_or_hosts_of_one():
             validate_params({"briefs": {"a": {"notebook": "x", "compare": bad}}})
 
 
+def test_show_names_only_campaigns_of_the_brief(tmp_path, monkeypatch, capsys):
+    """``show`` is checked when params.yaml is read (before any command or stage runs): its names must be
+    declared under the brief's ``campaigns`` or have a folder in data/raw/<brief>/ (an imported campaign)."""
+    import yaml
+
+    from briefkit import cli
+
+    local = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))["briefs"]["fio-6600ion"]["campaigns"]["local"]
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "fio_mix.ipynb").write_text("{}")
+    (tmp_path / "data/raw/b/imported").mkdir(parents=True)
+
+    def params(show):
+        (tmp_path / "params.yaml").write_text(yaml.safe_dump(
+            {"briefs": {"b": {"notebook": "fio_mix", "show": show, "campaigns": {"mine": local}}}}))
+
+    for show in ("all", ["mine"], ["imported", "mine"], "imported"):
+        params(show)
+        assert project.load_model(tmp_path).briefs["b"].show == show
+    params(["mine", "nosuch"])
+    message = (f"{tmp_path / 'params.yaml'}: briefs.b.show: 'nosuch' is no campaign of this brief (measured: imported; "
+               "declared: mine); allowed: 'all', or a list of campaigns: imported, mine")
+    for read in (project.load_model, project.load_params):
+        with pytest.raises(ParamsError) as err:
+            read(tmp_path)
+        assert str(err.value) == message
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
+    assert cli.main(["list"]) == 2
+    assert capsys.readouterr().err == f"briefkit: error: {message}\n"
+
+
 def test_cli_brief_name_is_checked_before_reading_anything(tmp_path, monkeypatch):
     monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))   # no params.yaml here: the name fails first
     with pytest.raises(ParamsError, match=r"^brief: brief '\.\./x' must match"):

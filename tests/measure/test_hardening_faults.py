@@ -158,6 +158,36 @@ def test_target_workdir_full(tmp_path, small_tmpfs, sshd, over_ssh):
 
 
 @pytest.mark.slow
+def test_target_workdir_full_during_a_point_is_said_without_a_false_stop_alarm(tmp_path, small_tmpfs):
+    """The workdir fills up while fio runs (its file is laid out already, so fio goes on): the job ends but
+    its exit code cannot be written. The stop that follows does stop it, so nothing may say it "could not
+    stop job fio"; the one error line says the workdir is full, with its path and free bytes."""
+    work = small_tmpfs(tmp_path / "work", "16m")
+    spec = fio_spec(work, numjobs=(1,), size="4MiB")
+    spec["settings"]["runtime_s"] = 3
+    root = checkout(tmp_path / "co", spec)
+    proc = measure(root)
+    deadline = time.monotonic() + 120
+    while not list((work / "runs").glob("**/attempt-1/fio.pid")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    fill(work)                      # full while the point's fio runs
+    rc, err = finished(proc)
+    line = one_clear_line(rc, err, f"the workdir {work} on localhost is full", "KiB free", "free space there")
+    assert "could not stop" not in err and "may still be running" not in err, err
+    failed = failed_events(root)
+    assert failed and "is full" in failed[-1]["error"] and "could not stop" not in failed[-1]["error"]
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _fio_of(p, work)], line   # nothing left running
+
+
+def _fio_of(pid: str, work: Path) -> bool:
+    try:
+        return str(work) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
 def test_postgresql_that_does_not_start(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -42,7 +42,7 @@ def run_fio(out: Path, data: Path, numjobs: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def lab_results(tmp_path_factory):
     """A lab's results folder: fio at numjobs 1 and 2, twice each (names with blanks and '#'), and a
     db_bench output with the command line above it, as the fixtures' script writes it."""
     folder = tmp_path_factory.mktemp("lab")
@@ -56,6 +56,13 @@ def lab(tmp_path_factory):
     (folder / "db_bench.txt").write_text(f"# command: {command}\n{done.stdout}{done.stderr}")
     shutil.rmtree(folder / "db")
     return folder
+
+
+@pytest.fixture
+def lab(lab_results, checkout):
+    """The lab's results copied into the checkout, where `briefkit import` reads them (briefkit.core.reads)."""
+    shutil.copytree(lab_results, checkout / "lab")
+    return checkout / "lab"
 
 
 @pytest.fixture
@@ -222,7 +229,8 @@ def test_db_bench_and_pgbench_outputs_enter_their_briefs(lab, checkout):
     summary = PGBENCH.read_text()
     clients = int(re.search(r"^number of clients: (\d+)", summary, re.M).group(1))
     tps = float(re.search(r"^tps = ([\d.]+) \(without initial connection time\)", summary, re.M).group(1))
-    assert briefkit("import", PG_BRIEF, "lab-pg", PGBENCH) == 0
+    shutil.copy(PGBENCH, lab)       # into the checkout, where import reads
+    assert briefkit("import", PG_BRIEF, "lab-pg", lab / PGBENCH.name) == 0
     for brief in (DB_BRIEF, PG_BRIEF):
         assert briefkit("dataset", brief) == 0
     db = json.loads((checkout / "data/processed" / DB_BRIEF / "campaigns.json").read_text())["campaigns"]["lab-db"]

@@ -17,6 +17,7 @@ import base64
 import csv
 import json
 import math
+import os
 import re
 import shutil
 import ssl
@@ -34,6 +35,7 @@ import pytest
 from briefkit.core import samples as tidy
 from briefkit.core import units
 from briefkit.core.errors import ParseError
+from briefkit.core.reads import ReadRule
 from briefkit.power import (
     NOT_MEASURED,
     CsvMeter,
@@ -363,19 +365,37 @@ def test_redfish_from_config_reads_the_password_from_the_environment(redfish, mo
     assert from_config(params).sample()[0].watts > 0
 
 
-def test_redfish_from_config_reads_the_password_from_a_file_outside_git(redfish, tmp_path):
-    secret = tmp_path / "bmc-password"
+def test_redfish_from_config_reads_the_password_from_a_file_in_a_secrets_folder(redfish, tmp_path):
+    folder = tmp_path / "secrets"
+    folder.mkdir(mode=0o700)
+    secret = folder / "bmc-password"
     params = {"kind": "redfish", "url": redfish.url, "chassis": "1U", "username": USER,
               "password_file": str(secret), "resource": "power"}
-    with pytest.raises(ValueError, match=rf"power.password_file: cannot read {secret} \(No such file"):
-        from_config(params)
+    reads = ReadRule(folders=(tmp_path / "checkout",), secret_folders=(folder,))
+    with pytest.raises(ValueError, match=rf"power.password_file: {secret}: no such file"):
+        from_config(params, reads=reads)
     secret.write_text(PASSWORD + "\n")
-    assert from_config(params).sample()[0].watts > 0
+    secret.chmod(0o600)
+    assert from_config(params, reads=reads).sample()[0].watts > 0
+    # no rule given (or one without secrets folders): no password file is read
+    with pytest.raises(ValueError, match=r"power.password_file: .*lies outside every secrets folder \(params.yaml "
+                                         r"names none: add `secret_folders"):
+        from_config(params)
+    # a file or folder others may read is no secret
+    secret.chmod(0o640)
+    with pytest.raises(ValueError, match=rf"the password file {secret} is open to group or others \(mode 0640\)"
+                                         rf": refused; chmod 600"):
+        from_config(params, reads=reads)
+    secret.chmod(0o600)
+    folder.chmod(0o755)
+    with pytest.raises(ValueError, match=rf"the secrets folder {folder} is open to group or others \(mode 0755\)"):
+        from_config(params, reads=reads)
+    folder.chmod(0o700)
     with pytest.raises(ValueError, match=r"give one of them"):
-        from_config({**params, "password_env": "BRIEFKIT_TEST_BMC_PASSWORD"})
+        from_config({**params, "password_env": "BRIEFKIT_TEST_BMC_PASSWORD"}, reads=reads)
     secret.write_bytes(b"\xff\xfe binary")
     with pytest.raises(ValueError, match=r"password_file: cannot read .* \(not a text file\)$"):
-        from_config(params)
+        from_config(params, reads=reads)
 
 
 # --- RAPL ---------------------------------------------------------------------------------------
@@ -516,9 +536,16 @@ def test_a_meter_log_is_read_only_inside_its_campaign_folder_and_never_quoted(tm
     secret = tmp_path / "secret.txt"
     secret.write_text("root:$y$j9T$secretHASH:19000:0:99999:7:::\n")
     (campaign / "link.csv").symlink_to(secret)
-    with pytest.raises(ParseError, match=r"link.csv: the meter log must lie inside") as refused:
+    with pytest.raises(ParseError, match=r"link.csv: the meter log: a link to .*secret.txt, which lies outside") \
+            as refused:
         from_config({"kind": "csv", "path": "link.csv"}, base=campaign).load()
     assert "secretHASH" not in str(refused.value)
+    # a FIFO is refused unopened (opening it would wait for a writer for ever), in the folder or linked to
+    os.mkfifo(campaign / "fifo.csv")
+    (campaign / "to-fifo.csv").symlink_to(campaign / "fifo.csv")
+    for name in ("fifo.csv", "to-fifo.csv"):
+        with pytest.raises(ParseError, match=rf"{name}: the meter log: .*is a FIFO \(named pipe\), not a file"):
+            from_config({"kind": "csv", "path": name}, base=campaign).load()
     (campaign / "copy.csv").write_text(secret.read_text())
     with pytest.raises(ParseError, match=r"copy.csv:1: not a meter log") as refused:
         from_config({"kind": "csv", "path": "copy.csv"}, base=campaign).load()

@@ -289,6 +289,42 @@ def test_campaign_interrupted_in_set_up_and_in_a_point_resumes(tmp_path, sshd, w
         scrub(tmp_path)
 
 
+@needs_nbd
+@pytest.mark.slow
+def test_nbdkit_killed_during_a_point_is_named(tmp_path):
+    """nbdkit dies while fio runs on the export: the point fails, and its error names the server (pid,
+    export, address) instead of fio's I/O errors alone; nothing of the test is left behind."""
+    work, root = tmp_path / "work", tmp_path / "co"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "notebooks" / "nb.ipynb").write_text("{}")
+    spec = campaign("fio", work, "local")
+    spec["matrix"]["numjobs"] = [1]
+    spec["settings"]["runtime_s"] = 30
+    (root / "params.yaml").write_text(yaml.safe_dump({"briefs": {"b": {"notebook": "nb", "campaigns": {"c": spec}}}}))
+    manifest = root / "data/raw/b/c/manifest.jsonl"
+    pidfile = work / "storage" / "nbd" / "nbdkit.pid"
+    try:
+        proc = measure(root)
+        deadline = time.monotonic() + 120
+        while not list(work.glob("runs/**/attempt-1/fio.pid")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        time.sleep(1)                               # fio is doing I/O through the export
+        pid = int(pidfile.read_text())
+        port = json.loads((work / "storage" / "nbd" / "storage.json").read_text())["port"]
+        os.kill(pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 2 and "Traceback" not in err, err
+        said = f"nbdkit (pid {pid}) serving {work}/storage/nbd/image on 127.0.0.1:{port} exited during the point"
+        errors = [line for line in err.splitlines() if line.startswith("briefkit: error:")]
+        assert len(errors) == 1 and said in errors[0], err
+        failed = [e for e in Manifest(manifest).events() if e["event"] == "failed"]
+        assert failed and failed[-1].get("point") and said in failed[-1]["error"]
+        assert leftovers(tmp_path) == []
+    finally:
+        scrub(tmp_path)
+
+
 def test_the_inventory_reads_the_fabric_per_configuration():
     from briefkit import inventory
     found = {"configs": {"disk": {"storage": {"kind": "dir"}},

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from briefkit.config import yamlload
 from briefkit.config.yamlload import SAFE_LOADER
 from briefkit.core.errors import ParamsError
 
@@ -146,7 +147,7 @@ def _committed(base: Path) -> dict | None:
 def declared_stages(base: Path) -> set[str]:
     """The stage names dvc.yaml's foreach expands to: measure@KEY for each key of params.yaml's
     measure:, dataset@, notebook@ and render@BRIEF for each brief."""
-    params = yaml.load((base / "params.yaml").read_text(encoding="utf-8"), Loader=SAFE_LOADER) or {}
+    params = yamlload.load_params(base / "params.yaml") or {}
     briefs = params.get("briefs") or {}
     names = {f"measure@{key}" for key in params.get("measure") or {}}
     return names | {f"{stage}@{brief}" for stage in ("dataset", "notebook", "render") for brief in briefs}

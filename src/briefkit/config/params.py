@@ -27,6 +27,10 @@
             matrix: {...}           the workload's own model (briefkit.tools.get(workload).validate)
             settings: {...}
 
+    secret_folders: [/root/.config/briefkit]   folders that hold password files (power.password_file): each
+                                your own, closed to others (chmod 700); the only places a password is read from
+                                (briefkit.core.reads, briefkit.config.project.read_rule)
+
 ``validate_params(data, file)`` checks a parsed params.yaml; every error names the file and the key
 path, e.g. ``params.yaml: briefs.fio-6600ion.campaigns.local.workdir: ...``. The JSON Schema of
 ``ParamsFile`` is what ``python -m briefkit.config.schema`` prints for editors.
@@ -415,6 +419,12 @@ class BriefSpec(Model):
     campaigns: dict[Name, CampaignSpec] = {}
 
 
+#: ``secret_folders``: absolute folders that hold password files
+SecretFolders = Annotated[list[AbsPath], Field(description=(
+    "Folders that hold password files (power.password_file): the user's own and closed to group and others "
+    "(chmod 700); a password file is read from nowhere else"))]
+
+
 class MeasureEntry(Model):
     """One campaign that `dvc repro` measures (a stage ``measure@<brief>--<campaign>`` of dvc.yaml)."""
 
@@ -433,6 +443,9 @@ class ParamsFile(Model):
     briefs: Annotated[dict[Name, BriefSpec], Field(min_length=1)]
     # DVC's foreach takes one flat collection, not the campaigns nested under each brief: this is it
     measure: dict[str, MeasureEntry] = {}
+    #: folders a power source's ``password_file`` may lie in (briefkit.core.reads): the user's own, closed
+    #: to group and others; a password file anywhere else (the checkout included) is refused
+    secret_folders: SecretFolders = []
 
     @model_validator(mode="after")
     def _measured_campaigns(self):

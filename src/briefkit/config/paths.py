@@ -46,7 +46,7 @@ def declared_brief(slug: str, base: Path) -> str:
         check_name(slug, "brief")
     except ValueError as exc:
         raise ParamsError(f"brief: {exc}") from None
-    params = yamlload.load(base / "params.yaml", name=str(base / "params.yaml")) or {}
+    params = yamlload.load_params(base / "params.yaml") or {}
     known = list(params.get("briefs") or {}) if isinstance(params, dict) else []
     if slug not in known:
         raise ParamsError(f"unknown brief {slug!r}; params.yaml declares: {', '.join(known)}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from briefkit.core import metrics
@@ -40,6 +41,26 @@ def calculation(subject: float, other: float, higher_is_better: bool = True, *,
     percent = fmt(100 * value, decimals)
     return (f"({fmt(superior, operand_decimals)} / {fmt(inferior, operand_decimals)}) - 1 = "
             f"{fmt(value, 2 + decimals)} = {'up to ' if up_to else ''}{percent}%")
+
+
+def not_comparable(values) -> str | None:
+    """Why the repetitions of one side cannot enter a ratio, said after the metric's name ("is 0 in all 2
+    repetitions"), or None when they can. Every ratio, difference and multiple here divides by a mean or
+    by its inverse, so each side needs a finite mean above 0: a stalled device's 0 IOPS or a missing
+    value (NaN) makes its point not comparable, not the whole comparison."""
+    data = np.asarray(values, dtype=float).ravel()
+    n = data.size
+    if n == 0:
+        return "has no repetition"
+    for what, bad in (("NaN", np.isnan(data)), ("infinite", np.isinf(data))):
+        if bad.any():
+            return f"is {what} in {int(bad.sum())} of {n} repetitions"
+    mean = float(data.mean())
+    if (data == 0).all():
+        return f"is 0 in all {n} repetitions" if n > 1 else "is 0"
+    if mean <= 0:
+        return f"has a mean of {mean:g}, not above 0"
+    return None
 
 
 def multiple(a: float, b: float) -> float:
@@ -128,6 +149,6 @@ def percent(fraction: float, decimals: int = 0) -> str:
     return f"{fmt(100 * fraction, decimals)}%"
 
 
-__all__ = ["difference", "calculation", "multiple", "multiple_text", "differences", "up_to",
+__all__ = ["difference", "not_comparable", "calculation", "multiple", "multiple_text", "differences", "up_to",
            "Extreme", "lower_is_better", "percent", "RELATIONS", "to_ratio", "from_ratio",
            "interval_from_ratio", "interval_to_ratio"]

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from briefkit import store, tools
 from briefkit.config import project
+from briefkit.core import files
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError, ParseError
@@ -70,7 +71,7 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         found_percentiles, found_bins = merged_latency(table, base)
         percentiles.append(found_percentiles)
         bins.append(found_bins)
-    _check_shown(_show(spec, slug), campaigns, today, slug)
+    project.check_show(slug, _show(spec, slug), list(campaigns), list(today), "params.yaml")
     meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
             "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug),
             "compare": spec.get("compare"), "history": spec.get("history")}
@@ -123,9 +124,7 @@ def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) ->
 
 
 def _write_json(path: Path, content: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    files.write_text(path, json.dumps(content, indent=2, sort_keys=True) + "\n")
 
 
 def show(slug: str, base: Path | None = None) -> list[str] | None:
@@ -152,14 +151,6 @@ def _show(spec: Mapping, slug: str) -> list[str] | None:
     if not isinstance(show, list) or not all(isinstance(s, str) for s in show):
         raise BriefkitError(f"params.yaml: briefs.{slug}.show: expected a list of campaign names, got {show!r}")
     return show
-
-
-def _check_shown(shown: list[str] | None, measured: Mapping, declared: Mapping, slug: str) -> None:
-    """A name in ``show`` that is neither measured nor declared is a typo, not an empty section."""
-    unknown = [name for name in shown or [] if name not in measured and name not in declared]
-    if unknown:
-        raise BriefkitError(f"params.yaml: briefs.{slug}.show: {', '.join(map(repr, unknown))} is no campaign of this "
-                            f"brief (measured: {', '.join(measured) or 'none'}; declared: {', '.join(declared) or 'none'})")
 
 
 def _write_folder(target: Path, files: Mapping[str, Any]) -> Path:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from briefkit.core.errors import HostError
 from briefkit.core.interrupts import held_interrupts
+from briefkit.hosts.fetched import NotAPlainFile
 
 if TYPE_CHECKING:
     from briefkit.hosts.job import Job, Progress
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 STDERR_TAIL_LINES = 20
 STDERR_TAIL_CHARS = 2000
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: upper case: the shells that hand a variable over keep their own (lower-case) variables apart from it
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
 
 
 class HostConnectionError(HostError):
@@ -141,18 +143,42 @@ class Result:
 SUDO = ("sudo", "-n", "--")
 # $1 = the directory, then the command: the change of directory happens as root too
 _CD = 'cd -- "$1" || exit 125; shift; exec "$@"'
+# The environment of a command run through sudo (which resets it), read from stdin, never from argv:
+# the words are NAME LINES pairs up to --, then the command; stdin holds each value's lines (env_stdin).
+# The names are checked by check_env before they get here.
+ENV_FROM_STDIN = r'''nl='
+'
+while [ "$#" -ge 2 ] && [ "$1" != -- ]; do
+  v= k=$2
+  while [ "$k" -gt 0 ]; do IFS= read -r l || exit 125; v=$v$l$nl; k=$((k - 1)); done
+  export "$1=${v%"$nl"}"; shift 2
+done
+[ "$1" = -- ] || exit 125
+shift; v= l=
+exec "$@" </dev/null
+'''
+
+
+def env_words(env: Mapping[str, str]) -> list[str]:
+    """NAME LINES for each variable: what ENV_FROM_STDIN (and the SSH command channel) read before the
+    values. A name is no secret; the values never enter argv."""
+    return [word for key, value in env.items() for word in (key, str(value.count("\n") + 1))]
+
+
+def env_stdin(env: Mapping[str, str]) -> str:
+    """The values of ``env`` as their readers take them from stdin: each one's lines, newline-ended."""
+    return "".join(f"{value}\n" for value in env.values())
 
 
 def as_root(argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None) -> list[str]:
-    """``argv`` run as root by ``sudo -n``: the environment (which sudo resets) is given by env(1) after
-    sudo, and the working directory is entered by a constant sh script, as root."""
+    """``argv`` run as root by ``sudo -n``: the environment (which sudo resets) is set after sudo by the
+    constant ENV_FROM_STDIN script from the command's stdin (``env_stdin(env)``: never an argv word, so no
+    process list shows a value), and the working directory is entered by a constant sh script, as root."""
     words = list(argv)
-    if env:
-        if "=" in words[0]:
-            raise ValueError(f"program name {words[0]!r} contains '=', which env(1) would take for a variable")
-        words = ["env", *(f"{k}={v}" for k, v in env.items()), *words]
     if cwd is not None:
         words = ["sh", "-c", _CD, "briefkit-cd", str(cwd), *words]
+    if env:
+        words = ["sh", "-c", ENV_FROM_STDIN, "briefkit-env", *env_words(env), "--", *words]
     return [*SUDO, *words]
 
 
@@ -178,7 +204,7 @@ def check_env(env: Mapping[str, str] | None) -> dict[str, str]:
     env = dict(env or {})
     for key, value in env.items():
         if not isinstance(key, str) or not _ENV_NAME.match(key):
-            raise ValueError(f"environment variable name {key!r} is not a valid identifier")
+            raise ValueError(f"environment variable name {key!r} is not an upper-case identifier ([A-Z_][A-Z0-9_]*)")
         if not isinstance(value, str) or "\0" in value:
             raise ValueError(f"environment variable {key} must be a string without NUL bytes, got {value!r}")
     return env
@@ -283,7 +309,10 @@ class Host(ABC):
                 if "No such file" in res.stderr:
                     raise FileNotFoundError(f"{self.name}:{remote_path} does not exist (fetch as root)")
                 raise self.command_error(["cp", "-a", remote_path, scratch], res)
-            return plain_fetch(scratch, local_path)
+            try:
+                return plain_fetch(scratch, local_path)
+            except NotAPlainFile as exc:     # `cp -a` keeps links and FIFOs as they are: refused here
+                raise exc.at(scratch, remote_path) from None
         finally:
             self.run(["rm", "-rf", "--", scratch], check=False)
 
@@ -296,11 +325,14 @@ class Host(ABC):
     @abstractmethod
     def run(self, argv: Sequence[str], timeout: float | None = None, check: bool = True,
             cwd: str | None = None, env: Mapping[str, str] | None = None) -> Result:
-        """Run ``argv`` to completion and return its output. ``check`` raises CommandError on non-zero."""
+        """Run ``argv`` to completion and return its output. ``check`` raises CommandError on non-zero.
+        ``env``: variables added to the command's environment (a password among them): every transport
+        hands them over through the environment or stdin, never as a word of any process's argv."""
 
     @abstractmethod
     def fetch(self, remote_path: str, local_path: str | Path) -> Path:
-        """Copy a file or directory from the host to this machine."""
+        """Copy a file or directory from the host to this machine: regular files and folders only, a link,
+        FIFO, device or socket is refused (briefkit.hosts.fetched); a file already here is kept."""
 
     def fetch_many(self, pairs: Sequence[tuple[str, str | Path]]) -> list[Path]:
         """``fetch`` of several (remote, local) pairs; over SSH they travel side by side (a point's

@@ -99,11 +99,15 @@ echo "$pid"; pwd -P
 # After the wrapper has ended, what is left of the job's process group (a child the job forked, such as
 # a fio server's worker, that outlived it) is killed too, and the stop returns once the group is gone
 # (at most 5 s more): a stopped job leaves no process behind.
+# A full workdir must not make a stop that worked look failed: the files it writes (NAME.stopped, NAME.rc)
+# may not fit, so it prints the code it would have recorded and exits 6 once the group is gone (exit 5:
+# the group is still there after the KILL; the job could not be stopped).
 _STOP = r'''
 if [ -e "$1.rc" ]; then cat "$1.rc"; exit 0; fi
 p=$(cat "$1.pid") || exit 4
 running=; kill -0 "$p" 2>/dev/null && running=1
-echo TERM >"$1.stopped"
+code=
+{ echo TERM >"$1.stopped"; } 2>/dev/null
 kill -s TERM -- "-$p" 2>/dev/null
 ended=; i=1
 while :; do
@@ -112,20 +116,24 @@ while :; do
   kill -s TERM -- "-$p" 2>/dev/null; i=$((i+1))
 done
 if [ -n "$ended" ] && [ -n "$running" ] && [ ! -e "$1.rc" ]; then
-  echo 143 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"
+  code=143; { echo 143 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"; } 2>/dev/null
 fi
-if [ ! -e "$1.rc" ]; then
-  echo KILL >"$1.stopped"
+if [ ! -e "$1.rc" ] && [ -z "$code" ]; then
+  { echo KILL >"$1.stopped"; } 2>/dev/null
   kill -s KILL -- "-$p" 2>/dev/null
   flock -s -w 5 "$1.lock" true
-  [ -e "$1.rc" ] || { echo 137 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"; }
+  [ -e "$1.rc" ] || { code=137; { echo 137 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"; } 2>/dev/null; }
 fi
 kill -s KILL -- "-$p" 2>/dev/null
 i=0; while kill -0 -- "-$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
-cat "$1.rc"
+if [ -e "$1.rc" ]; then cat "$1.rc"; exit 0; fi
+if kill -0 -- "-$p" 2>/dev/null; then echo "process group $p is still running" >&2; exit 5; fi
+rm -f "$1.rc.tmp"; echo "$code"; exit 6
 '''
 
 
+#: what _STOP exits with when the job is stopped but its exit code could not be written
+STOPPED_UNRECORDED = 6
 #: what _AWAIT exits with while the job still runs
 AWAIT_RUNNING = 75
 # $1 = workdir/name, $2 = seconds. Waits for the wrapper's lock (free once the wrapper has ended) for
@@ -284,7 +292,9 @@ class Job:
                 halves = str(max(1, math.ceil(grace * 2)))
                 res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, halves], grace + 11,
                                    reconnect_timeout)
-                if res.returncode != 0:
+                # 6: stopped, but its exit code could not be written (a full workdir, which the error that
+                # ended the run says); the job is over all the same
+                if res.returncode not in (0, STOPPED_UNRECORDED):
                     raise JobError(f"on {self.host.name}: cannot stop job {self.name}: {res.stderr.strip()}")
                 self.returncode = self._code(res.stdout)
         return self.returncode

@@ -10,7 +10,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from briefkit.hosts.base import CommandTimeout, Host, Result, as_root, check_argv, check_env
+from briefkit.hosts import fetched
+from briefkit.hosts.base import CommandTimeout, Host, Result, as_root, check_argv, check_env, env_stdin
 
 #: seconds between TERM and KILL when a command overruns its timeout (as `timeout -k` does remotely)
 KILL_AFTER = 5.0
@@ -36,7 +37,9 @@ class LocalHost(Host):
         extra = check_env(env)
         if self.sudo:
             self.check_sudo()
-            result = self._popen(as_root(argv, cwd, extra), argv, timeout, None, {})
+            # sudo resets the environment: the values go to a constant script after it through stdin
+            result = self._popen(as_root(argv, cwd, extra), argv, timeout, None, {},
+                                 stdin=env_stdin(extra) if extra else None)
         else:
             result = self._popen(argv, argv, timeout, cwd, extra)
         if check and result.returncode != 0:
@@ -47,9 +50,10 @@ class LocalHost(Host):
         return self._popen(argv, argv, timeout, None, {})
 
     def _popen(self, command: list[str], argv: list[str], timeout: float | None, cwd: str | None,
-               extra: dict[str, str]) -> Result:
+               extra: dict[str, str], stdin: str | None = None) -> Result:
         try:
-            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     cwd=cwd, env={**os.environ, **extra} if extra else None,
                                     start_new_session=True, text=True, errors="replace")
         except OSError as exc:
@@ -59,7 +63,7 @@ class LocalHost(Host):
             result = Result(code, "", f"{argv[0]}: {exc.strerror}{where}\n", argv)
         else:
             try:
-                out, err = proc.communicate(timeout=timeout)
+                out, err = proc.communicate(stdin, timeout=timeout)
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
                 out, err = proc.communicate()
@@ -71,14 +75,29 @@ class LocalHost(Host):
             result = Result(proc.returncode, out, err, argv)
         return result
 
-    # file operations: as this user; with sudo, as root when this user may not
+    # file operations: as this user; with sudo, as root when this user may not. A fetch copies regular
+    # files and folders only, each checked before it is opened (briefkit.hosts.fetched)
     def fetch(self, remote_path: str, local_path: str | Path) -> Path:
         try:
-            return _copy(Path(remote_path), Path(local_path))
+            return _fetch(self.name, remote_path, local_path)
         except PermissionError:
             if not self.sudo:
                 raise
-            return self._root_fetch(remote_path, local_path, lambda src, dst: _copy(Path(src), Path(dst)))
+            return self._root_fetch(remote_path, local_path, lambda src, dst: _fetch(self.name, src, dst))
+
+    def fetch_new(self, remote_dir: str, local_dir: Path) -> list[str]:
+        # one check of the whole folder first: a link or FIFO anywhere in it is refused before a file is copied
+        local_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            names = [name for name in self.listdir(remote_dir) if not os.path.lexists(local_dir / name)]
+        except FileNotFoundError:
+            return []
+        try:
+            return fetched.copy_local(self.name, Path(remote_dir), local_dir, names)
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return super().fetch_new(remote_dir, local_dir)   # entry by entry, as root where needed
 
     def put(self, local_path: str | Path, remote_path: str) -> None:
         try:
@@ -130,6 +149,14 @@ class LocalHost(Host):
             if not self.sudo:
                 raise
             return self._root_listdir(path)
+
+
+def _fetch(host: str, src: str | Path, dst: str | Path) -> Path:
+    try:
+        fetched.copy_local(host, Path(src), Path(dst))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{src} does not exist") from None
+    return Path(dst)
 
 
 def _copy(src: Path, dst: Path) -> Path:

@@ -84,7 +84,8 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
             steps.check_tool(client, controller)
             steps.check_declaration(dataclasses.replace(client, host=list(camp.hosts.values())), controller,
                                     left.manifest, progress)
-            source = power.from_config(camp.power, controller, where=f"briefs.{slug}.campaigns.{name}.power")
+            source = power.from_config(camp.power, controller, where=f"briefs.{slug}.campaigns.{name}.power",
+                                       reads=camp.reads)
             tally = Tally(client, left)
             for config, points in left.by_config(camp.configs):
                 _run_config(client, targets, hosts, controller, config, points, left, source, tally, progress)

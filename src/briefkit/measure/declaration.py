@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from briefkit.config.params import (
     repetitions_record,
 )
 from briefkit.core.errors import CampaignError
+from briefkit.core.reads import ReadRule
 from briefkit.core.validation import SshUrl, check, check_name
 from briefkit.hosts import Host, LocalHost
 from briefkit.raw import records
@@ -64,6 +65,8 @@ class Campaign:
     precondition: Precondition | None = None
     #: the SNIA PTS rule (``steady_state:``): its rounds are the plan's repetitions
     steady_rule: PtsSteadyState | None = None
+    #: where a file the declaration names may be read (power.password_file: params.yaml's secret_folders)
+    reads: ReadRule = field(default_factory=ReadRule)
 
     def plan(self) -> list[Point]:
         reps = self.steady_rule.max_rounds if self.steady_rule else max_repetitions(self.repetitions)
@@ -127,12 +130,14 @@ def load(slug: str, name: str, base: Path | None = None) -> Campaign:
     matrix, settings = workload.validate(dict(model.matrix), dict(model.settings), where)
     power = spec.get("power") or {"kind": "none"}
     hosts = {host_slug(h): h for h in model.hosts} if model.hosts is not None else None
+    raw_dir = base / "data" / "raw" / slug / name
     return Campaign(slug, name, workload, model.host, model.workdir, model.repetitions, power, configs,
                     {k: dict(v) for k, v in spec["configs"].items()},
                     {k: str(model.labels.get(k, k)) for k in configs}, matrix, settings,
-                    base / "data" / "raw" / slug / name, hosts=hosts, max_parallel_hosts=model.max_parallel_hosts,
+                    raw_dir, hosts=hosts, max_parallel_hosts=model.max_parallel_hosts,
                     fio_server=model.fio_server, fio_server_port=model.fio_server_port,
-                    precondition=model.precondition, steady_rule=model.steady_state)
+                    precondition=model.precondition, steady_rule=model.steady_state,
+                    reads=project.read_rule(base, raw_dir))
 
 
 def connect(spec: Any, where: str = "host") -> Host:

@@ -15,20 +15,25 @@ from briefkit.hosts import Host, HostError
 from briefkit.hosts.job import JobLost
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.errors import UnexpectedError
+from briefkit.storage import Prepared
 
 #: below this much free space a file system counts as full
 FULL_BYTES = 1 << 20
 AGAIN = "finished points are kept; run the same command again to resume"
 
 
-def explain(exc: BaseException, camp: Campaign, host: Host | None) -> BaseException:
+def explain(exc: BaseException, camp: Campaign, host: Host | None, prepared: Prepared | None = None) -> BaseException:
     """The error to report for ``exc``; call it where the fault happened, before a teardown frees the
-    space a full workdir lacked."""
+    space a full workdir lacked. With the point's ``prepared`` storage, a server of it that is gone (nbdkit)
+    is named: the tool's own error says only that its I/O failed."""
     if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
         return exc
     full = _full_raw_folder(exc, camp) or (_full_workdir(exc, camp, host) if host is not None else None)
     if full is not None:
         return full
+    lost = _lost_server(exc, camp, host, prepared) if host is not None and prepared is not None else None
+    if lost is not None:
+        return lost
     if isinstance(exc, (BriefkitError, HostError)):
         return exc
     fault = f"{type(exc).__name__}: {one_line(exc)}"
@@ -62,6 +67,18 @@ def _full_workdir(exc: BaseException, camp: Campaign, host: Host) -> CampaignErr
     return CampaignError(f"{camp.brief}/{camp.name}: the workdir {camp.workdir} on {host.name} is full "
                          f"({remote // 1024} KiB free) ({cause}); free space there or declare a larger workdir "
                          f"(a configuration's data is removed by its teardown); {AGAIN}")
+
+
+def _lost_server(exc: BaseException, camp: Campaign, host: Host, prepared: Prepared) -> CampaignError | None:
+    try:
+        config = camp.configs.get(getattr(prepared, "name", None))
+        said = config.lost(host, prepared) if config is not None else None
+    except Exception:       # looking must not hide the error itself
+        return None
+    if not said:
+        return None
+    return CampaignError(f"{camp.brief}/{camp.name}: configuration {prepared.name} on {host.name}: {said} "
+                         f"({type(exc).__name__}: {one_line(exc)[:300]}); {AGAIN} (its storage is set up again)")
 
 
 def free_local(path: Path) -> int | None:

@@ -35,6 +35,11 @@ the file states, then by path). Settings that are not matrix axes (fio's ioengin
 runtime, size, access pattern; db_bench's key and value sizes; pgbench's duration) must be the same
 in every file of the campaign: different settings are different campaigns.
 
+Files, folders and the mapping file are read under briefkit.core.reads: inside the checkout (or the
+brief's raw folder), each path resolved through its links and judged by where it leads; a FIFO, a device
+or a socket is refused at once, by name. A mapping file's errors name its line and the problem and quote
+at most a key (a plain word, cut short), never a line.
+
 Refused, with nothing written: a file no parser reads (the parser's reason, naming the file), a file
 whose tool cannot be told, two files with the same content (SHA-256), a file already imported in a
 campaign of the brief, files of two tools, a campaign name that exists or that params.yaml declares
@@ -55,12 +60,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from briefkit import tools
 from briefkit.config import project
+from briefkit.config.yamlload import SAFE_LOADER
 from briefkit.core.errors import BriefkitError, CampaignError
-from briefkit.core.validation import check, check_name
+from briefkit.core.reads import ReadRule
+from briefkit.core.validation import NAME_PATTERN, check_name
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, Manifest, now
@@ -93,25 +100,105 @@ class _Mapping(BaseModel):
     labels: dict[str, str] = {}
 
 
-def read_mapping(path: Path | None) -> _Mapping:
-    if path is None:
-        return _Mapping()
+#: the longest part of a mapping file an error quotes (a key): a line is never quoted whole
+QUOTE_CHARS = 40
+
+
+def mapping_bytes(path: Path, reads: ReadRule | None = None) -> bytes:
+    """The mapping file's bytes, read under ``reads`` (briefkit.core.reads; none given: the checkout's rule)."""
+    return (reads or project.read_rule()).read_bytes(path, "the mapping file (--map)", limit=1 << 20)
+
+
+def parse_mapping(data: bytes, path: Path) -> _Mapping:
+    """A mapping file's text, checked; an error names the file, the line and the problem, and quotes
+    at most a key, cut to QUOTE_CHARS (never a line: the file may be anything)."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CampaignError(f"{path}: cannot read the mapping file ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise CampaignError(f"{path}: not YAML ({exc})") from None
-    found = check(_Mapping, data or {}, str(path), CampaignError)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CampaignError(f"{path}: the mapping file is not UTF-8 text (byte {exc.start})") from None
+    try:
+        node = yaml.compose(text, Loader=SAFE_LOADER)
+        loaded = yaml.load(text, Loader=SAFE_LOADER) if node is not None else {}  # noqa: S506 (a safe loader)
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else 1
+        raise CampaignError(f"{path}:{line}: the mapping file is not valid YAML ({_quoted(exc.problem or '')})") from None
+    except yaml.YAMLError:
+        raise CampaignError(f"{path}: the mapping file is not valid YAML") from None
+    if node is not None and not isinstance(node, yaml.MappingNode):
+        found = "a list" if isinstance(node, yaml.SequenceNode) else "text"
+        raise CampaignError(f"{path}:{node.start_mark.line + 1}: the mapping file must be a mapping with the keys "
+                            f"files and labels; it holds {found}")
+    try:
+        found = _Mapping.model_validate(loaded or {})
+    except ValidationError as exc:
+        problems = [f"{path}:{_line(node, error['loc'])}: {_key_path(error['loc'])}: {_problem(error)}"
+                    for error in exc.errors(include_url=False)]
+        raise CampaignError("; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)" if len(problems) > 5
+                                                        else "")) from None
     for number, entry in enumerate(found.files):
+        where = f"{path}:{_line(node, ('files', number))}: files[{number}]"
         if entry.tool is not None and entry.tool not in tools.TOOLS:
-            raise CampaignError(f"{path}: files[{number}].tool: unknown tool {entry.tool!r} "
-                                f"(known: {', '.join(sorted(tools.TOOLS))})")
-        if entry.config is not None:
-            _name(entry.config, "configuration", f"{path}: files[{number}].config")
+            raise CampaignError(f"{where}.tool: not a tool briefkit knows (known: {', '.join(sorted(tools.TOOLS))})")
+        if entry.config is not None and not _is_name(entry.config):
+            raise CampaignError(f"{where}.config: not a configuration name ({NAME_PATTERN})")
     for config in found.labels:
-        _name(config, "configuration", f"{path}: labels")
+        if not _is_name(config):
+            raise CampaignError(f"{path}:{_line(node, ('labels', config))}: labels.{_key(config)}: not a "
+                                f"configuration name ({NAME_PATTERN})")
     return found
+
+
+def _is_name(value: str) -> bool:
+    try:
+        return bool(check_name(value))
+    except ValueError:
+        return False
+
+
+def _quoted(text: str) -> str:
+    """A YAML parser's problem with every quoted part longer than a character or an escape left out
+    (the parser may quote a token of the file)."""
+    return re.sub(r"'[^']{4,}'", "'...'", text)[:200]
+
+
+def _key(key: str) -> str:
+    """A key as an error shows it: a plain word cut to QUOTE_CHARS; anything else is not shown (a key
+    may be a whole line of some other file, e.g. ``user:hash:...:`` of a password file)."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", key):
+        return "<a key that is not a plain word>"
+    return key if len(key) <= QUOTE_CHARS else key[:QUOTE_CHARS] + "..."
+
+
+def _key_path(loc: tuple) -> str:
+    """``files[2].config``: the key path of a validation error, each key shown by ``_key``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + _key(str(part))
+    return out or "(top)"
+
+
+def _problem(error: dict) -> str:
+    """pydantic's message of a validation error (which never quotes the value), an unknown key's with the keys known."""
+    if error["type"] == "extra_forbidden":
+        model = _Mapping if len(error["loc"]) == 1 else _Entry
+        return f"unknown key (known: {', '.join(model.model_fields)})"
+    return error["msg"]
+
+
+def _line(node, loc: tuple) -> int:
+    """The line (from 1) of the deepest node of ``loc`` the composed YAML has."""
+    line = node.start_mark.line + 1 if node is not None else 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            node = next((value for key, value in node.value if key.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            node = None
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+    return line
 
 
 def _name(value: str, what: str, where: str) -> str:
@@ -210,20 +297,27 @@ def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str)
 
 # --- the campaign -------------------------------------------------------------------------------
 
-def files_of(arguments: Sequence[str | Path]) -> list[tuple[Path, str]]:
-    """Every file named or found below a folder named (hidden ones left out), with its path below that folder."""
+def files_of(arguments: Sequence[str | Path], reads: ReadRule | None = None) -> list[tuple[Path, str]]:
+    """Every file named or found below a folder named (hidden ones left out), with its path below that
+    folder. Each is judged by ``reads`` (briefkit.core.reads; none given: the checkout): inside the
+    checkout or the brief's raw folder, links judged by where they lead, a FIFO, a device or a socket
+    refused at once."""
+    reads = reads or project.read_rule()
+    what = "import"
     out = []
     for argument in arguments:
-        path = Path(argument)
+        path = reads.path(argument, what)
         if path.is_dir():
-            for found in sorted(p for p in path.rglob("*") if p.is_file()):
+            for found in sorted(path.rglob("*")):
                 relative = found.relative_to(path).as_posix()
-                if not any(part.startswith(".") for part in relative.split("/")):
-                    out.append((found, relative))
-        elif path.is_file():
-            out.append((path, path.name))
+                if any(part.startswith(".") for part in relative.split("/")):
+                    continue
+                if found.is_dir() and not found.is_symlink():
+                    continue       # rglob goes into it
+                reads.file(found, what)
+                out.append((found, relative))
         else:
-            raise CampaignError(f"{path}: no such file or folder")
+            out.append((Path(argument), Path(argument).name))
     if not out:
         raise CampaignError(f"no file to import in {', '.join(map(str, arguments))}")
     return out
@@ -313,9 +407,11 @@ def import_campaign(brief: str, name: str, arguments: Sequence[str | Path], mapp
     if target.exists():
         raise CampaignError(f"{target}: exists; an import never adds to a campaign: import every file again under a "
                             "new name, or remove that folder first")
-    mapping = read_mapping(mapping_path)
+    reads = project.read_rule(base, brief_dir)
+    mapping_text = mapping_bytes(mapping_path, reads) if mapping_path is not None else None
+    mapping = parse_mapping(mapping_text, mapping_path) if mapping_text is not None else _Mapping()
     found, refused = [], []
-    for path, relative in files_of(arguments):
+    for path, relative in files_of(arguments, reads):
         try:
             found.append(read_file(path, relative, mapping, config))
         except (BriefkitError, OSError, UnicodeDecodeError) as exc:
@@ -336,7 +432,7 @@ def import_campaign(brief: str, name: str, arguments: Sequence[str | Path], mapp
     points = plan(found)
     staging = brief_dir / f".import-{name}-{os.getpid()}"
     try:
-        _write(staging / name, brief, name, workload, settings, points, mapping, mapping_path)
+        _write(staging / name, brief, name, workload, settings, points, mapping, mapping_text)
         try:
             os.rename(staging / name, target)   # one step; refused if the name was taken meanwhile
         except OSError as exc:
@@ -368,7 +464,7 @@ def _duplicates(found: list[Found], before: Mapping[str, str]) -> list[str]:
 
 
 def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, Any], points: list[tuple[Point, Found]],
-           mapping: _Mapping, mapping_path: Path | None) -> None:
+           mapping: _Mapping, mapping_text: bytes | None) -> None:
     found = [item for _, item in points]
     matrix = {axis: _distinct(item.values[axis] for item in found) for axis in workload.axes}
     hook = getattr(tools.importers()[found[0].tool], "campaign_settings", None)
@@ -379,8 +475,8 @@ def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, An
                    "configs": {c: {"kind": records.IMPORTED} for c in configs}, "matrix": matrix, "settings": settings}
     at = now()
     folder.mkdir(parents=True)
-    if mapping_path is not None:
-        shutil.copyfile(mapping_path, folder / MAPPING_COPY)
+    if mapping_text is not None:       # the bytes read and checked, not the path again
+        (folder / MAPPING_COPY).write_bytes(mapping_text)
     manifest = Manifest(folder / "manifest.jsonl")
     for point, item in points:
         _write_point(folder, point, item, workload, settings, at, manifest)
@@ -390,7 +486,7 @@ def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, An
         configs_order=configs, created_at=at)
     record["origin"], record["note"] = records.IMPORTED, NOTE
     record["imported"] = {"at": at, "files": len(found), "tool": found[0].tool,
-                          "mapping": MAPPING_COPY if mapping_path is not None else None,
+                          "mapping": MAPPING_COPY if mapping_text is not None else None,
                           "points": [{"config": p.config, "values": dict(p.values), "rep": p.rep} for p, _ in points]}
     records.write_campaign(folder, record)
 

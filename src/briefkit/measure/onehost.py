@@ -50,7 +50,8 @@ def run_host(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Pr
             steps.check_tool(camp, host)
             steps.stop_orphans(host, camp.remote_root(), progress)
             steps.check_declaration(camp, host, left.manifest, progress)
-            source = power.from_config(camp.power, host, where=f"briefs.{slug}.campaigns.{name}.power")
+            source = power.from_config(camp.power, host, where=f"briefs.{slug}.campaigns.{name}.power",
+                                       reads=camp.reads)
             tally = Tally(camp, left)
             for config, points in left.by_config(camp.configs):
                 run_config(camp, host, config, points, left, source, tally, progress)

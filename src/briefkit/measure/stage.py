@@ -26,7 +26,7 @@ import pandas as pd
 
 from briefkit.config import project
 from briefkit.config.params import AdaptiveRepetitions
-from briefkit.core import notebooks
+from briefkit.core import files, notebooks
 from briefkit.core.errors import CampaignError
 from briefkit.hosts import Host
 from briefkit.measure import declaration
@@ -190,7 +190,7 @@ def run_notebook(slug: str, name: str, host: str | None = None, base: Path | Non
         raise CampaignError(f"{slug}/{name}: {len(left)} points are still to measure after this run (first: "
                             f"{left[0]}); run the same command (or dvc repro) again to resume")
     marker = complete_marker(camp)
-    marker.write_text(f"{len(camp.plan())} points of {slug}/{name} measured\n", encoding="utf-8")
+    files.write_text(marker, f"{len(camp.plan())} points of {slug}/{name} measured\n")
     return record
 
 
@@ -217,9 +217,12 @@ def _run_record(camp: Campaign, host: str | None, base: Path, say: Callable[[str
     try:
         # root None: the kernel finds the checkout from its working folder (base), so that the record
         # holds no absolute path of this checkout
-        papermill.execute_notebook(str(notebook), str(out), cwd=str(base), log_output=True, progress_bar=False,
-                                   kernel_name="python3", kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log),
-                                   parameters={"brief": slug, "campaign": name, "host": host, "root": None})
+        # papermill writes a new file beside runs/N.ipynb, which then takes its place (kept if the run fails)
+        with files.replacing(out, keep_partial=True) as record:
+            papermill.execute_notebook(str(notebook), str(record), cwd=str(base), log_output=True, progress_bar=False,
+                                       kernel_name="python3",
+                                       kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log),
+                                       parameters={"brief": slug, "campaign": name, "host": host, "root": None})
     except papermill.PapermillExecutionError as exc:
         raise CampaignError(f"{slug}/{name}: the measurement failed ({exc.ename}: {_first_line(exc.evalue)}); "
                             f"the run's record is {out.relative_to(base)}; finished points are kept, run again "

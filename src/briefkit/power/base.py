@@ -11,11 +11,11 @@ import math
 import os
 import re
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Annotated, Callable, Protocol, Sequence
 
 from pydantic import AfterValidator, Field
 
+from briefkit.core.reads import ReadRule
 from briefkit.core.validation import Model
 
 #: Wording the briefs use when there is no power figure (never a guessed wattage).
@@ -141,10 +141,13 @@ def needs_host(host: Host | None, where: str, kind: str) -> Host:
 EnvName = Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]{0,63}$")]
 
 
-def read_secret(password_env: str | None, password_file: str | None, where: str) -> str | None:
+def read_secret(password_env: str | None, password_file: str | None, where: str,
+                reads: ReadRule | None = None) -> str | None:
     """A password from where the declaration says it is (never the declaration itself: params.yaml,
     campaign.json and point.json only name the variable or the file). The file is read on this
-    machine, its first line without the line break; what it holds is never quoted in an error."""
+    machine under ``reads`` (briefkit.core.reads: inside a secrets folder params.yaml names, the user's
+    and closed to others; no rule given: none is), its first line without the line break; what it holds
+    is never quoted in an error."""
     if password_env is not None and password_file is not None:
         raise ValueError(f"{where}.password_env and {where}.password_file: give one of them")
     if password_env is not None:
@@ -153,23 +156,24 @@ def read_secret(password_env: str | None, password_file: str | None, where: str)
         return os.environ[password_env]
     if password_file is None:
         return None
+    data = (reads or ReadRule()).read_bytes(password_file, f"{where}.password_file", secret=True, limit=1 << 16)
     try:
-        text = Path(password_file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a text file"
-        raise ValueError(f"{where}.password_file: cannot read {password_file} ({reason})") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{where}.password_file: cannot read {password_file} (not a text file)") from None
     secret = text.split("\n", 1)[0].rstrip("\r")
     if not secret:
         raise ValueError(f"{where}.password_file: {password_file} is empty (the password is its first line)")
     return secret
 
 
-def spec_password(spec, where: str, refusal: Callable[[str], str | None] = lambda key: None) -> str | None:
-    """The password a power declaration names (``password_env`` or ``password_file``, read_secret).
-    ``refusal(key)``: why the given key does not fit the rest of the declaration, or None."""
+def spec_password(spec, where: str, refusal: Callable[[str], str | None] = lambda key: None,
+                  reads: ReadRule | None = None) -> str | None:
+    """The password a power declaration names (``password_env`` or ``password_file``, read_secret under
+    ``reads``). ``refusal(key)``: why the given key does not fit the rest of the declaration, or None."""
     given = [key for key in ("password_env", "password_file") if getattr(spec, key, None) is not None]
     if given:
         problem = refusal(given[0])
         if problem:
             raise ValueError(f"{where}.{given[0]}: {problem}")
-    return read_secret(spec.password_env, spec.password_file, where)
+    return read_secret(spec.password_env, spec.password_file, where, reads)

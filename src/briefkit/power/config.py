@@ -25,6 +25,7 @@ from typing import Annotated, Any, Union
 
 from pydantic import Field
 
+from briefkit.core.reads import ReadRule
 from briefkit.core.validation import check
 from briefkit.power.base import Host, NoPower, PowerSource
 
@@ -40,14 +41,17 @@ _BUILDERS = {kind: module.build for module in _MODULES
 
 
 def from_config(params: Mapping[str, Any] | None, host: Host | None = None, *, where: str = "power",
-                base: Path | None = None) -> PowerSource:
+                base: Path | None = None, reads: ReadRule | None = None) -> PowerSource:
     """Build the source ``params`` declares. ``host`` runs the IPMI commands and reads RAPL files;
-    ``base`` is the campaign's raw folder, which holds an external meter's log."""
+    ``base`` is the campaign's raw folder, which holds an external meter's log; ``reads`` is where a
+    ``password_file`` may be (briefkit.core.reads; none given: nowhere)."""
     if params is None or (isinstance(params, Mapping) and not params):
         return NoPower()
     if not isinstance(params, Mapping):
         raise ValueError(f"{where}: expected a mapping like {{kind: none}}, got {params!r}")
     spec = check(PowerSpec, params, where, ValueError)
-    source = _BUILDERS[spec.kind](spec, host, where, base)
+    # a source that reads a password file (its Spec has password_file) takes the rule it is read under
+    extra = {"reads": reads} if "password_file" in type(spec).model_fields else {}
+    source = _BUILDERS[spec.kind](spec, host, where, base, **extra)
     source.interval_s = float(spec.interval_s)
     return source

@@ -35,6 +35,7 @@ from typing import Annotated, Callable, Literal, Sequence
 
 from pydantic import AfterValidator
 
+from briefkit.core.reads import ReadRule
 from briefkit.core.validation import AbsPath, Bool
 from briefkit.power.base import (
     EnvName,
@@ -184,7 +185,7 @@ class DcmiSampler(PowerSource):
         self.timeout_s = timeout_s
         self.clock = clock
         # a password read here (password_env, password_file) reaches ipmitool in its environment
-        # (-E: IPMI_PASSWORD), never on its command line nor in anything recorded
+        # (-E: IPMI_PASSWORD; Host.run's env never becomes an argv word), nor is it in anything recorded
         self._env = {"IPMI_PASSWORD": password} if password is not None else None
         if password is not None and tool != "ipmitool":
             raise ValueError("a password from password_env or password_file is passed to ipmitool only; FreeIPMI "
@@ -282,7 +283,8 @@ class Spec(SpecBase):
     password_file: AbsPath | None = None
 
 
-def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
+def build(spec: Spec, host: Host | None, where: str, base: Path | None = None,
+          reads: ReadRule | None = None) -> PowerSource:
     def refusal(key: str) -> str | None:
         if spec.kind != "ipmitool":
             return (f"FreeIPMI takes its password from its own --config-file on the host "
@@ -291,6 +293,6 @@ def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -
             return "args already say where the password is (-E or -f); give one"
         return None
 
-    password = spec_password(spec, where, refusal)
+    password = spec_password(spec, where, refusal, reads)
     return DcmiSampler(needs_host(host, where, spec.kind), spec.kind, list(spec.args),
                        require_active=spec.require_active, timeout_s=float(spec.timeout_s), password=password)

@@ -13,6 +13,7 @@ skipped (the meter recorded nothing); anything else unreadable is an error namin
 from __future__ import annotations
 
 import csv
+import io
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +23,7 @@ from pydantic import AfterValidator, Field
 
 from briefkit.core import units
 from briefkit.core.errors import ParseError
+from briefkit.core.reads import ReadRefused, ReadRule
 from briefkit.power.base import Host, PowerSample, PowerSource, SpecBase, Text
 
 DEFAULT_DOMAIN = "drive (external meter)"
@@ -53,14 +55,14 @@ class CsvMeter(PowerSource):
         return []  # the meter logs on its own; nothing to poll
 
     def load(self) -> list[PowerSample]:
-        if self.inside is not None and not self.path.resolve().is_relative_to(self.inside.resolve()):
-            # a link out of the campaign folder: refused before anything is read
-            raise ParseError(self.path, f"the meter log must lie inside {self.inside} (it leads elsewhere)")
+        # inside the campaign's raw folder, a link judged by where it leads, a FIFO refused unopened
+        # (briefkit.core.reads); a library call without a folder gets a regular file anywhere
+        rule = ReadRule(folders=(self.inside if self.inside is not None else Path("/"),))
         try:
-            stream = self.path.open(newline="")
-        except OSError as exc:
-            raise ParseError(self.path, f"cannot open the meter log: {exc.strerror}") from None
-        with stream:
+            binary = rule.open(self.path, "the meter log")
+        except ReadRefused as exc:
+            raise ParseError(self.path, f"the meter log: {exc.reason}") from None
+        with io.TextIOWrapper(binary, newline="") as stream:
             reader = csv.DictReader(stream, delimiter=self.delimiter)
             header = reader.fieldnames or []
             missing = [column for column in [self.time_column, *self.watts_columns] if column not in header]

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import AfterValidator, Field
 
+from briefkit.core.reads import ReadRule
 from briefkit.core.validation import AbsPath, Bool
 from briefkit.power.base import (
     EnvName,
@@ -257,8 +258,10 @@ class Spec(SpecBase):
     timeout_s: Seconds = 10.0
 
 
-def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -> PowerSource:
-    password = spec_password(spec, where, lambda key: None if spec.username else f"given without {where}.username")
+def build(spec: Spec, host: Host | None, where: str, base: Path | None = None,
+          reads: ReadRule | None = None) -> PowerSource:
+    password = spec_password(spec, where, lambda key: None if spec.username else f"given without {where}.username",
+                             reads)
     return RedfishSampler(spec.url, spec.chassis, resource=spec.resource, sensor=spec.sensor,
                           power_control=spec.power_control, username=spec.username, password=password,
                           verify_tls=spec.verify_tls, timeout_s=float(spec.timeout_s))

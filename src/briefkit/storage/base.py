@@ -553,6 +553,12 @@ class StorageConfig:
         if problems:
             raise StorageError(f"{self.where}: teardown on {host.name} incomplete: " + "; ".join(problems))
 
+    def lost(self, host: Host, prepared: Prepared) -> str | None:
+        """What serving this configuration has gone during a point that failed ("nbdkit (pid N) serving
+        EXPORT exited during the point"), or None: the kinds whose I/O goes through a server of their
+        own say so, so that a point's error names the server rather than the tool's I/O errors."""
+        return None
+
     def cleanup(self, host: Host, workdir: str) -> None:
         """Teardown when the Prepared of an interrupted run is lost."""
         self.teardown(host, None, workdir=workdir)

@@ -94,6 +94,18 @@ losetup -J -l 2>/dev/null
 exit 0
 '''
 
+# $1 = nbdkit's pid file, $2 = the state file. Prints "alive PID", "gone PID" (no nbdkit of that pid any
+# more) or "none" (no pid in the file), then "@@state" and the state file.
+_SERVER = r'''
+p=$(cat "$1" 2>/dev/null) || p=
+case $p in
+  ''|*[!0-9]*) echo none;;
+  *) if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = nbdkit ]; then echo "alive $p"; else echo "gone $p"; fi;;
+esac
+echo @@state; cat -- "$2" 2>/dev/null
+exit 0
+'''
+
 # $1 = the first free /dev/nbdN: a device with no connection (no pid in sysfs) and size 0
 _FREE_NBD = r'''
 for d in /sys/block/nbd*; do
@@ -458,6 +470,25 @@ class NbdConfig(StorageConfig):
                 "mkfs": " ".join([FILESYSTEMS.get(self.filesystem, ""), "-f" if self.filesystem == "xfs" else "-F",
                                   "-q", *self.mkfs_options]) if self.filesystem != "none" else None,
                 "direct_io": self.direct_io if state["attach"] == "fuse" else None, "raw": self.filesystem == "none"}
+
+    def lost(self, host, prepared):
+        """nbdkit gone since set-up (killed, crashed): every I/O of the point fails, and the tool says only
+        that; this names the server. Its pid file stays when it exits, so the pid is known."""
+        sdir = prepared.state_dir
+        res = host.run(["sh", "-c", _SERVER, "briefkit-nbd-server", self._paths(sdir)["nbdkit_pid"],
+                        posixpath.join(sdir, "storage.json")], check=False, timeout=30)
+        head, _, state_text = res.stdout.partition("@@state\n")
+        said = head.split()
+        if not res.ok or not said or said[0] == "alive":
+            return None
+        try:
+            port = json.loads(state_text).get("port")
+        except (ValueError, AttributeError):
+            port = None
+        pid = f" (pid {said[1]})" if len(said) > 1 else ""
+        target = self.device if self.export == "block" else self._image(sdir)
+        port = f" on {self.address}:{port}" if port else ""
+        return f"nbdkit{pid} serving {target}{port} exited during the point"
 
     def plan(self, workdir: str) -> list[str]:
         """The server and client commands, for ``briefkit measure --dry-run`` (PORT: chosen at set-up

@@ -1,10 +1,21 @@
 """``kind: nvmeof``: an NVMe namespace reached over a fabric (NVMe over TCP or RDMA), with a filesystem
 on it (or the raw namespace, ``filesystem: none``)::
 
-    nvme-tcp:  {kind: nvmeof, transport: tcp, address: 192.168.10.2, port: 4420,
-                target: {host: "ssh://root@storage:22", device: /dev/nvme1n1, destroy_data: true}}
-    nvme-rdma: {kind: nvmeof, transport: rdma, address: 192.168.20.2,
-                nqn: "nqn.2014-08.org.example:ssd1", destroy_data: true}      # a target already configured
+    nvme-tcp:
+      kind: nvmeof
+      transport: tcp
+      address: 192.168.10.2
+      port: 4420
+      target:                         # block style: DVC cannot read a ':' in a one-line {...}
+        host: ssh://root@storage:22
+        device: /dev/nvme1n1
+        destroy_data: true
+    nvme-rdma:                        # a target already configured
+      kind: nvmeof
+      transport: rdma
+      address: 192.168.20.2
+      nqn: nqn.2014-08.org.example:ssd1
+      destroy_data: true
 
 The target side: with ``target``, briefkit configures the Linux kernel target (nvmet) through configfs
 on ``target.host`` (``local``: the benchmark host itself, over its own address; or an SSH address with

@@ -10,6 +10,7 @@ import io
 import json
 import math
 import re
+import shutil
 import subprocess
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -93,6 +94,50 @@ def test_lower_is_better_uses_the_brief_convention():
     assert row["leader"] == "mine" and row["difference"] == pytest.approx(315 / 105 - 1)   # (inf / sup) - 1
     assert row["calculation"].startswith("(315.0 / 105.0) - 1 = 2.00")
     assert row["ratio"] == pytest.approx(105 / 315)
+
+
+def test_a_zero_or_nan_point_is_not_comparable_and_the_rest_is_compared():
+    """A stalled device's 0 (A, numjobs 2) and a missing value (B, numjobs 4) are each said for their point,
+    naming campaign, metric, workload, configuration and load; numjobs 1 is compared as before."""
+    data = brief_data([("mine", "nvme", "h1", 1, v) for v in (300, 310)] + [("mine", "nvme", "h1", 2, v) for v in (0, 0)]
+                      + [("mine", "nvme", "h1", 4, v) for v in (280, 290)]
+                      + [("local", "nvme", "h2", 1, v) for v in (100, 104)] + [("local", "nvme", "h2", 2, v) for v in (90, 96)]
+                      + [("local", "nvme", "h2", 4, v) for v in (95, math.nan)])
+    comp = campaign_compare.compare(data, "mine", "local")
+    table = comp.table.set_index("load")
+    assert list(table["present"]) == ["both", "not comparable", "not comparable"]
+    assert table.loc[1, "leader"] == "mine" and table.loc[1, "significant"]
+    zero = ("not comparable: mine's total_bw is 0 in all 2 repetitions at workload 70/30 64 KiB, "
+            "configuration nvme, numjobs 2")
+    nan = ("not comparable: local's total_bw is NaN in 1 of 2 repetitions at workload 70/30 64 KiB, "
+           "configuration nvme, numjobs 4")
+    assert list(table["verdict"].iloc[1:]) == [zero, nan]
+    summary = comp.summary()
+    assert summary.startswith("Total throughput: mine leads at 1 of 1 points, by ~3.0x, 1 significant.")
+    assert summary.endswith(f" 2 points not comparable: {zero.removeprefix('not comparable: ')}; "
+                            f"{nan.removeprefix('not comparable: ')}.")
+    shown = campaign_compare.display_table(comp)
+    assert list(shown["Welch's test"].iloc[1:]) == [zero, nan] and shown["mine"].iloc[1] == "0 (n = 2)"
+    assert list(campaign_compare.overview(comp)[["Shared points", "One side only", "Not comparable"]].iloc[0]) == [1, 0, 2]
+    fig = comp.figure("70/30 64 KiB")          # the ratio panel has the comparable point only
+    assert list(fig.axes[1].lines[0].get_xdata()) == [1]
+    # a side with no comparable point at all is said so, not raised
+    alone = campaign_compare.compare(brief_data([("mine", "d", "h", 1, 0), ("local", "d", "h", 1, 5)]), "mine", "local")
+    assert alone.summary() == ("mine and local share no comparable point of Total throughput (0 only in mine, 0 only "
+                               "in local). 1 point not comparable: mine's total_bw is 0 at workload 70/30 64 KiB, "
+                               "configuration d, numjobs 1.")
+
+
+def test_a_side_that_cannot_enter_a_ratio_is_said_why():
+    from briefkit.core.ratios import not_comparable
+
+    assert not_comparable([3.0, 4.0]) is None
+    assert not_comparable([0.0]) == "is 0"
+    assert not_comparable([0.0, 0.0, 0.0]) == "is 0 in all 3 repetitions"
+    assert not_comparable([5.0, math.nan]) == "is NaN in 1 of 2 repetitions"
+    assert not_comparable([math.inf]) == "is infinite in 1 of 1 repetitions"
+    assert not_comparable([2.0, -4.0]) == "has a mean of -1, not above 0"
+    assert not_comparable([]) == "has no repetition"
 
 
 # ------------------------------------------------------------------------------ real fio, end to end
@@ -240,6 +285,32 @@ def test_one_repetition_is_not_tested(measured):
     assert "1 of the 1 shared points are not tested" in comp.summary()
     fig = comp.figure("70/30 64 KiB")
     assert len(fig.axes) == 2 and fig.axes[1].get_yscale() == "log"
+
+
+@pytest.mark.slow
+def test_briefkit_compare_names_a_stalled_point_and_compares_the_rest(measured, tmp_path):
+    """The real campaigns' processed data with mine's numjobs 2 at 0 MB/s (a stalled device): `briefkit
+    compare` prints and renders the other point and names this one."""
+    for name in ("params.yaml", "notebooks", "data/processed"):
+        source, target = measured / name, tmp_path / name
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copy(source, target)
+    samples_path = tmp_path / "data/processed" / BRIEF / "samples.parquet"
+    samples = pd.read_parquet(samples_path)
+    stalled = (samples["campaign"] == "mine") & (samples["load"] == 2) & (samples["metric"] == "total_bw")
+    assert stalled.sum() == 2
+    samples.loc[stalled, "value"] = 0.0
+    samples.to_parquet(samples_path)
+    status, printed = run_compare(tmp_path, "mine", "local", "--map", "disk=scratch")
+    reason = ("mine's total_bw is 0 in all 2 repetitions at workload 70/30 64 KiB, configuration disk vs scratch, "
+              "numjobs 2")
+    assert status == 0 and re.match(r"Total throughput: \w+ leads at 1 of 1 points", printed), printed
+    assert f"1 point not comparable: {reason}." in printed
+    soup = BeautifulSoup((tmp_path / "reports/compare" / f"{BRIEF}--mine--local.html").read_text(encoding="utf-8"),
+                         "html.parser")
+    assert f"not comparable: {reason}" in soup.get_text() and soup.select("svg.bk-svg")
 
 
 @pytest.mark.slow

@@ -7,6 +7,10 @@ histogram Count = operations, bucket counts sum to Count, ...).
 from __future__ import annotations
 
 import math
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -491,3 +495,47 @@ def test_two_whole_outputs_without_command_lines_are_refused_at_the_second():
     with pytest.raises(ParseError, match=rf"glued_no_command.txt:{headers[1]}: a second db_bench output starts "
                        rf"here \(the first at line {headers[0]}\) without a command line"):
         dbbench.parse(FIXTURES / "glued_no_command.txt")
+
+
+def test_two_outputs_of_the_same_command_glued_are_refused_where_the_second_starts(tmp_path):
+    """Real db_bench 7.8.3: one command run twice, each output after its '# command:' line, into one file
+    (README.md). One file is one run: the second output is refused at its command line, not read as rep 1;
+    so is a second output cut before its summary line."""
+    lines = file_lines("glued_same_command.txt")
+    commands = [i + 1 for i, line in enumerate(lines) if line.startswith("# command: db_bench")]
+    assert len(commands) == 2 and lines[commands[0] - 1] == lines[commands[1] - 1]
+    assert [i + 1 for i, line in enumerate(lines) if line.startswith("RocksDB:")] == [commands[0] + 1, commands[1] + 1]
+    expected = (rf"glued_same_command.txt:{commands[1]}: a second db_bench output starts here \(the first at line "
+                rf"{commands[0]}\), with the same command line: one file holds one db_bench run")
+    with pytest.raises(ParseError, match=expected):
+        dbbench.parse(FIXTURES / "glued_same_command.txt")
+    second_summary = next(i for i, line in enumerate(lines) if line.startswith("fillseq ") and i > commands[1])
+    cut = tmp_path / "glued_same_command.txt"
+    cut.write_text("\n".join(lines[:second_summary]) + "\n")
+    with pytest.raises(ParseError, match=expected):
+        dbbench.parse(cut)
+    briefkit = str(Path(sys.executable).parent / "briefkit")
+    done = subprocess.run([briefkit, "ingest", "dbbench", str(FIXTURES / "glued_same_command.txt")],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert re.search(expected, done.stderr) and done.stdout.count("\n") <= 1      # at most the CSV header
+
+
+def test_stdout_then_stderr_is_one_output_and_two_of_them_are_glued(tmp_path):
+    """Streams captured apart and written one after the other put db_bench's header (stderr) after its
+    benchmarks (stdout): still one run. Two such runs in one file are refused at the second's command line."""
+    command = ["db_bench", f"--db={tmp_path}/db", "--benchmarks=fillrandom", "--num=2000", "--histogram=1", "--seed=1"]
+    runs = [subprocess.run(command, capture_output=True, text=True, check=True) for _ in range(2)]
+    text = "".join(f"# command: {' '.join(command)}\n{done.stdout}{done.stderr}" for done in runs)
+    one = tmp_path / "one.txt"
+    one.write_text(f"# command: {' '.join(command)}\n{runs[0].stdout}{runs[0].stderr}")
+    lines = text.split("\n")
+    assert lines.index(next(line for line in lines if line.startswith("RocksDB:"))) > \
+        lines.index(next(line for line in lines if line.startswith("fillrandom ")))
+    assert value(dbbench.parse(one), "ops", "fillrandom") > 0
+    glued = tmp_path / "glued.txt"
+    glued.write_text(text)
+    second = [i + 1 for i, line in enumerate(lines) if line.startswith("# command:")][1]
+    with pytest.raises(ParseError, match=rf"glued.txt:{second}: a second db_bench output starts here \(the first at "
+                       r"line 1\), with the same command line"):
+        dbbench.parse(glued)

@@ -1,12 +1,13 @@
 """The fio_mix notebook's sections: Part A re-derives a published fio mix brief from its own numbers,
 Part B shows each selected measured campaign (``briefkit.briefs.fio_mix.analysis`` does the analysis).
+A brief without a published half (no ``published:`` in params.yaml) has Part B only: Part A says so.
 
 Each method returns the blocks of one notebook section (``briefkit.report.display.emit`` shows them).
 """
 from __future__ import annotations
 
 from briefkit.briefs.fio_mix import analysis as mix
-from briefkit.briefs.shared import plots
+from briefkit.briefs.shared import plots, population
 from briefkit.briefs.shared.sections import (
     BriefBase,
     bullets,
@@ -16,6 +17,10 @@ from briefkit.briefs.shared.sections import (
     published_how,
     selection_text,
 )
+
+#: Part A of a brief that params.yaml gives no ``published:`` folder
+NO_PUBLISHED_HALF = ("This brief has no published half: params.yaml names no `published:` folder for it, so there "
+                     "are no published numbers to re-derive or check. Part B is the whole brief.")
 
 
 class FioMix(BriefBase):
@@ -43,6 +48,9 @@ class FioMix(BriefBase):
     def facts(self) -> dict:
         """The data-dependent values the notebook's prose templates glue into its text."""
         pub = self.pub
+        if pub is None:
+            return {"title": self.brief, "subtitle": "The fio mix methodology, measured with briefkit",
+                    "campaigns": ", ".join(self.names) or "none yet"}
         return {"title": pub.title, "subtitle": pub.meta.subtitle, "points": len(pub.points),
                 "claims": len(self.checks_table),
                 "published_configs": " and ".join(f'**{c}** ({", ".join(pub.meta.configs[c][:1])})'
@@ -52,21 +60,38 @@ class FioMix(BriefBase):
     # Each returns the object its section shows (drawn once): a notebook cell may restyle it first.
 
     def throughput_figure(self):
-        """Published throughput at the lowest and highest numjobs, per mix and block size (page 1)."""
+        """Published throughput at the lowest and highest numjobs, per mix and block size (page 1); None
+        without a published half."""
+        if self.pub is None:
+            return None
         return self.drawn(("throughput",), lambda: mix.published_throughput_figure(self.pub))
 
     def efficiency_figure(self):
+        if self.pub is None:
+            return None
         return self.drawn(("efficiency",), lambda: mix.published_bars_figure(
             self.pub, {"mbps_per_watt": "MB/s per W"}, "MB/s per W (log scale)"))
 
     def latency_figure(self):
+        if self.pub is None:
+            return None
         return self.drawn(("latency",), lambda: mix.published_bars_figure(
             self.pub, {"read_latency": "Read", "write_latency": "Write"}, "mean latency (ms, log scale)", decimals=1))
 
     def panels(self) -> list[tuple[str, int]]:
         """(campaign, read share) of each measured mix the brief shows, in its order."""
-        return [(name, read) for name, c in self.campaigns.items()
-                if c["summary"] is not None and len(c["summary"]) for read in mix.read_shares(c["summary"])]
+        if self.many:   # the campaigns are compared as a set, not drawn one by one
+            return []
+        return [(name, read) for name, c in self.campaigns.items() if self.fleet(name) is None
+                and c["summary"] is not None and len(c["summary"]) for read in mix.read_shares(c["summary"])]
+
+    def fleet(self, name: str):
+        """Campaign ``name``'s hosts against the fleet (briefkit.briefs.shared.population.fleet) when it ran on
+        several hosts; None for a one-host campaign."""
+        samples = self.campaign_samples(name)
+        if len(population.fleet_hosts(samples)) < 2 or samples.empty:
+            return None
+        return self.drawn(("fleet", name), lambda: population.fleet(self.data, name))
 
     def mix_figure(self, name: str, read: int):
         """One measured mix of campaign ``name``: throughput and mean latency against numjobs."""
@@ -87,25 +112,32 @@ class FioMix(BriefBase):
     # ------------------------------------------------------------------------------------ sections
 
     def key_findings(self):
-        found = mix.published_findings(self.pub, self.checks_table)
-        short = found[:1]
-        if len(found) > 1:   # the detail is in the reproduction check section
-            wrong = self.checks_table[self.checks_table["verdict"] == "does not match"]
-            short[0] += (f" They are in {len(set(wrong['where']))} places of the brief, listed under *Reproduction "
-                         "check*.")
-        self.out.md("**Published brief, reproduction check** (Part A):\n\n" + bullets(short))
+        if self.pub is not None:
+            found = mix.published_findings(self.pub, self.checks_table)
+            short = found[:1]
+            if len(found) > 1:   # the detail is in the reproduction check section
+                wrong = self.checks_table[self.checks_table["verdict"] == "does not match"]
+                short[0] += (f" They are in {len(set(wrong['where']))} places of the brief, listed under *Reproduction "
+                             "check*.")
+            self.out.md("**Published brief, reproduction check** (Part A):\n\n" + bullets(short))
         shown = False
         for name, c in self.campaigns.items():
             summary = c["summary"]
-            if summary is None or not len(summary):
+            if summary is None or not len(summary) or self.many:
                 continue
             shown = True
             loads = ", ".join(f"{v:g}" for v in sorted(summary["load"].unique()))
             self.out.md(f"**Measured** (campaign {campaign_title(c['record'])} on {hosts_text(c['record'])}: "
                         f"{', '.join(c['configs'])}; {mix.LOAD_KIND} {loads}):\n\n"
-                        + bullets(mix.findings(summary, c["configs"])))
-        if not shown:
+                        + bullets([self.fleet(name).summary()] if self.fleet(name) is not None
+                                  else mix.findings(summary, c["configs"])))
+        headline = self.headline_comparison()
+        if headline:
+            self.out.md(f"**Measured, the campaigns compared**: {headline}")
+        elif not shown:
             self.out.md(f"**Measured**: nothing yet. Run `briefkit measure {self.brief}` (see Part B).")
+        if self.pub is None:
+            return self.out.take()
         self.out.figure(self.throughput_figure(),
                         f"Published throughput (MB/s, log scale) of {' and '.join(self.pub.configs)} at the lowest and "
                         "highest numjobs the brief prints, per mix (columns) and block size (rows).")
@@ -113,6 +145,9 @@ class FioMix(BriefBase):
 
     def published(self):
         pub, out = self.pub, self.out
+        if pub is None:
+            out.md(NO_PUBLISHED_HALF)
+            return out.take()
         with out.appendix():
             out.md("### The published numbers")
             labels = [
@@ -140,6 +175,9 @@ class FioMix(BriefBase):
         return out.take()
 
     def reproduction_check(self):
+        if self.pub is None:
+            self.out.md("Nothing to check: this brief has no published text.")
+            return self.out.take()
         if len(self.checks_table):
             label = self.out.verdicts(self.checks_table, "Published claims against the published numbers",
                                       appendix=True)
@@ -155,6 +193,11 @@ class FioMix(BriefBase):
     def measured_intro(self):
         out = self.out
         out.md(self._selection())
+        if self.many:
+            reference = self.campaign_set() or self.names[0]
+            out.md("With more than two campaigns the body compares them as a set; a campaign's own mixes, tables "
+                   f"and figures are in the brief built with `show: [{reference}]` (params.yaml) for that campaign.")
+            return out.take()
         for name, c in self.campaigns.items():
             record, summary = c["record"], c["summary"]
             if len(self.names) > 1:
@@ -217,21 +260,30 @@ class FioMix(BriefBase):
                  "it); otherwise it is marked *within noise*." if reps > 1 else
                  "Each point ran once: there is no confidence interval, so no lead can be told apart from "
                  "run-to-run noise (every lead is marked *not tested*).")
-        return (f"Campaign **{record.name}** on {hosts_text(record)}: {plural(len(record.configs), 'configuration')}, "
-                f"{len(matrix.get('rw', []))} mixes x {len(matrix.get('bs', []))} block sizes x numjobs "
-                f"{', '.join(str(n) for n in matrix.get('numjobs', []))}{reps_text}. "
-                f"**Scale:** every point ran {ran} (as recorded with the raw data"
-                + (f"; {wall:.1f} s of wall time per point, fio's start included" if wall is not None else "")
-                + "), instead "
+        opening = (f"Campaign **{record.name}** on {hosts_text(record)}: {plural(len(record.configs), 'configuration')}, "
+                   f"{len(matrix.get('rw', []))} mixes x {len(matrix.get('bs', []))} block sizes x numjobs "
+                   f"{', '.join(str(n) for n in matrix.get('numjobs', []))}{reps_text}. "
+                   f"**Scale:** every point ran {ran} (as recorded with the raw data"
+                   + (f"; {wall:.1f} s of wall time per point, fio's start included" if wall is not None else ""))
+        if self.pub is None:
+            return opening + "). " + noise
+        return (opening + "), instead "
                 f"of the published 300 s ramp and 600 s runtime{shorter}{depth_note}, on the measured host's own "
                 "storage, not on the published drives. The numbers show how these configurations behave under "
                 "the brief's workload; they do not measure the published drives. " + noise)
 
     def mixes(self):
         out = self.out
+        if self.many:
+            return out.take()
         for name, c in self.campaigns.items():
             summary, configs = c["summary"], c["configs"]
             if summary is None or not len(summary):
+                continue
+            fleet = self.fleet(name)
+            if fleet is not None:   # one view of the hosts, not a section per host
+                population.sections(fleet, out, heading=f"### The hosts of campaign {name} against the fleet",
+                                    figures="first")
                 continue
             powered = mix.has_power(c["samples"])
             suffix = "" if len(self.names) == 1 else f", campaign {name}"
@@ -264,7 +316,7 @@ class FioMix(BriefBase):
 
     def tail_latency(self):
         out = self.out
-        for name, c in self.campaigns.items():
+        for name, c in ({} if self.many else self.campaigns).items():
             if c["summary"] is None or not len(c["summary"]):
                 continue
             out.md("### Tail latency at the highest numjobs" + ("" if len(self.names) == 1 else f" (campaign {name})"))
@@ -272,12 +324,12 @@ class FioMix(BriefBase):
                 out.md("The processed data holds no merged fio histograms for this campaign, so the 99th "
                        "percentiles are not shown.")
                 continue
-            out.md("The published brief gives mean latencies only. The 99th percentile completion latency below "
-                   "is read from the fio json+ histograms of all repetitions of a point merged, as fio computes "
-                   "percentiles; percentiles are never averaged.")
+            out.md(("The published brief gives mean latencies only. " if self.pub is not None else "")
+                   + "The 99th percentile completion latency below is read from the fio json+ histograms of all "
+                   "repetitions of a point merged, as fio computes percentiles; percentiles are never averaged.")
             out.table(mix.percentile_table(c["percentiles"], c["configs"]),
                       "99th percentile completion latency (ms) at the highest numjobs, repetitions merged")
-        for name, c in self.campaigns.items():
+        for name, c in ({} if self.many else self.campaigns).items():
             if c["summary"] is None or not len(c["summary"]):
                 continue
             workloads = list(dict.fromkeys(c["summary"]["workload"]))
@@ -297,14 +349,17 @@ class FioMix(BriefBase):
     def _how_tested(self):
         out = self.out
         out.md("### How it was tested")
+        pub = self.pub
         for name, c in self.campaigns.items():
-            out.table(mix.method_table(c["record"], self.pub.meta.how_tested, mix.has_power(c["samples"])),
-                      f"fio parameters, published and in campaign {name}")
+            table = mix.method_table(c["record"], pub.meta.how_tested if pub else None, mix.has_power(c["samples"]))
+            out.table(table if pub else table.drop(columns="Published brief"),
+                      f"fio parameters, {'published and ' if pub else ''}in campaign {name}")
             self.inventory(name)
-        if not self.campaigns:
-            out.table(published_how(self.pub), "The system and method of the published brief")
-        out.md(f"This brief was computed by briefkit from `{self.published_path}` (points.csv, claims.yaml; "
-               f"the published text is `source.txt` beside them) and from the processed data of the measured "
+        if not self.campaigns and pub is not None:
+            out.table(published_how(pub), "The system and method of the published brief")
+        source = (f"from `{self.published_path}` (points.csv, claims.yaml; the published text is `source.txt` beside "
+                  "them) and " if pub else "")
+        out.md(f"This brief was computed by briefkit {source}from the processed data of the measured "
                f"campaigns under `data/processed/{self.brief}/` (`briefkit measure {self.brief}` measures again; "
                "`--host ssh://user@host:port` measures another machine).")
 

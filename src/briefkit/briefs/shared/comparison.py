@@ -9,7 +9,9 @@ For each point the table holds both means and repetition counts, the ratio A / B
 interval (``briefkit.core.stats.fieller``), the difference as the briefs write it
 (``briefkit.core.ratios``: higher is better ``(sup / inf) - 1``, lower is better ``(inf / sup) - 1``,
 multiples ``~N.Nx``) with its calculation, and Welch's test (``briefkit.core.stats.welch``): with one
-repetition on a side the point is "not tested". Points only one side has are listed, not dropped.
+repetition on a side the point is "not tested". Points only one side has are listed, not dropped; so are
+points where a side's mean cannot enter a ratio (0, NaN: ``briefkit.core.ratios.not_comparable``), each as
+"not comparable: <reason>" naming the campaign, metric and point, while every other point is compared.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from briefkit.core.numbers import fmt
 POINT_KEYS = ["workload", "load_kind", "load"]
 #: The metric compared when none is named: the first of these both sides measured.
 DEFAULT_METRICS = ("total_bw", "ops", "nopm", "tpm", "read_bw", "write_bw", "total_iops")
-BOTH, ONLY_A, ONLY_B = "both", "only A", "only B"
+BOTH, ONLY_A, ONLY_B, NOT_COMPARABLE = "both", "only A", "only B", "not comparable"
 COLUMNS = [*POINT_KEYS, "config_a", "config_b", "metric", "unit", "mean_a", "mean_b", "n_a", "n_b", "ratio",
            "ratio_low", "ratio_high", "leader", "multiple", "difference", "calculation", "p", "significant",
            "verdict", "present"]
@@ -187,7 +189,9 @@ def _rows(points_a: dict, points_b: dict, pairs, metric: str, hib: bool, confide
         for point in sorted(set(keys_a) | set(keys_b), key=_sort_key):
             base = {**dict(zip(POINT_KEYS, point)), "config_a": config_a, "config_b": config_b,
                     "metric": metric, "unit": unit}
-            rows.append({**base, **point_row(keys_a.get(point), keys_b.get(point), hib, confidence, a, b)})
+            where = point_text(base)
+            rows.append({**base, **point_row(keys_a.get(point), keys_b.get(point), hib, confidence, a, b,
+                                             metric=metric, where=where)})
     return rows
 
 
@@ -195,8 +199,19 @@ def _sort_key(point: tuple) -> tuple:
     return tuple((0, v, "") if isinstance(v, (int, float)) and not pd.isna(v) else (1, 0, str(v)) for v in point)
 
 
-def point_row(values_a, values_b, hib: bool, confidence: float, a: Side, b: Side) -> dict:
-    """One point's columns from the repetitions of each side (None: the side has no such point)."""
+def point_text(row: Mapping) -> str:
+    """"workload 70/30 64 KiB, configuration nvme, numjobs 2": where a point is, for a message."""
+    configs = list(dict.fromkeys(_name(row[c]) for c in ("config_a", "config_b") if _name(row[c]) != "-"))
+    load = f"{row['load_kind'] or 'load'} {row['load']:g}" if pd.notna(row["load"]) else ""
+    return ", ".join(part for part in (f"workload {row['workload']}", f"configuration {' vs '.join(configs)}", load)
+                     if part)
+
+
+def point_row(values_a, values_b, hib: bool, confidence: float, a: Side, b: Side, *, metric: str = "value",
+              where: str = "") -> dict:
+    """One point's columns from the repetitions of each side (None: the side has no such point). A side
+    whose mean cannot enter a ratio makes the point "not comparable: <reason>", the reason naming that
+    side, ``metric`` and ``where`` the point is (``point_text``)."""
     if values_a is None or values_b is None:
         present = ONLY_A if values_b is None else ONLY_B
         values = values_a if values_b is None else values_b
@@ -205,6 +220,13 @@ def point_row(values_a, values_b, hib: bool, confidence: float, a: Side, b: Side
         return {**own, "present": present, "significant": False,
                 "verdict": f"only in {(a if values_b is None else b).name}"}
     mean_a, mean_b = float(np.mean(values_a)), float(np.mean(values_b))
+    reasons = [f"{side.name}'s {metric} {problem}" for side, values in ((a, values_a), (b, values_b))
+               if (problem := convention.not_comparable(values))]
+    if reasons:
+        at = f" at {where}" if where else ""
+        return {"mean_a": mean_a, "mean_b": mean_b, "n_a": len(values_a), "n_b": len(values_b),
+                "present": NOT_COMPARABLE, "significant": False,
+                "verdict": f"not comparable: {' and '.join(reasons)}{at}"}
     std_a, std_b = (float(np.std(v, ddof=1)) if len(v) > 1 else math.nan for v in (values_a, values_b))
     test = stats.welch(values_a, values_b, confidence)
     ratio = stats.fieller(mean_a, std_a, len(values_a), mean_b, std_b, len(values_b), confidence)
@@ -236,8 +258,9 @@ def summary_text(comp: Comparison) -> str:
     shared, table = comp.shared, comp.table
     label = metrics.label(comp.metric)
     if shared.empty:
-        return (f"{comp.a.name} and {comp.b.name} share no point of {label} "
-                f"({_count(table, ONLY_A)} only in {comp.a.name}, {_count(table, ONLY_B)} only in {comp.b.name}).")
+        return (f"{comp.a.name} and {comp.b.name} share no comparable point of {label} "
+                f"({_count(table, ONLY_A)} only in {comp.a.name}, {_count(table, ONLY_B)} only in {comp.b.name})."
+                + _not_comparable_text(table))
     parts = [_lead_text(shared, side, first=(i == 0)) for i, side in enumerate(_leaders(comp))]
     parts = [p for p in parts if p]
     text = f"{label}: " + "; ".join(parts) + "."
@@ -248,7 +271,18 @@ def summary_text(comp: Comparison) -> str:
             if _count(table, which)]
     if only:
         text += f" Points one side has: {' and '.join(only)}."
-    return text
+    return text + _not_comparable_text(table)
+
+
+def _not_comparable_text(table: pd.DataFrame, shown: int = 5) -> str:
+    """" 1 point not comparable: mine's total_bw is 0 in all 2 repetitions at workload ..., numjobs 2." """
+    verdicts = list(table.loc[table["present"] == NOT_COMPARABLE, "verdict"])
+    if not verdicts:
+        return ""
+    reasons = [v.removeprefix("not comparable: ") for v in verdicts]
+    more = f"; and {len(reasons) - shown} more (see the table)" if len(reasons) > shown else ""
+    return (f" {len(reasons)} point{'s' if len(reasons) > 1 else ''} not comparable: "
+            + "; ".join(reasons[:shown]) + more + ".")
 
 
 def _leaders(comp: Comparison) -> list[str]:
@@ -292,6 +326,8 @@ def _name(config) -> str:
 def _value(mean: float, n: int) -> str:
     if not n:
         return "-"
+    if not math.isfinite(mean):     # a not comparable point's side: its verdict says why
+        return f"{mean} (n = {n})"
     return f"{fmt(mean, max(0, operand_decimals(mean) - 1))} (n = {n})"
 
 
@@ -479,7 +515,9 @@ def overview(comp: Comparison) -> pd.DataFrame:
             row[f"{side.name} leads"] = f"{len(leads)}, by {_spread(leads['multiple'])}" if len(leads) else "0"
         tested = shared[~shared["verdict"].str.startswith("not tested")]
         row["Significant"] = f"{int(shared['significant'].sum())} of {len(tested)} tested"
-        row["One side only"] = int((group["present"] != BOTH).sum())
+        row["One side only"] = int(group["present"].isin([ONLY_A, ONLY_B]).sum())
+        if (comp.table["present"] == NOT_COMPARABLE).any():
+            row["Not comparable"] = int((group["present"] == NOT_COMPARABLE).sum())
         rows.append(row)
     return pd.DataFrame(rows)
 

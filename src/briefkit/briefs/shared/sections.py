@@ -216,6 +216,36 @@ class BriefBase:
         self.out.md(f"## {metrics.label(found.metric)} over campaigns")
         history.sections(found, self.out)
 
+    # ------------------------------------------------------------------------- many campaigns
+
+    @property
+    def many(self) -> bool:
+        """More than two campaigns shown: the body compares them as a set (briefkit.briefs.shared.campaign_set)
+        instead of one section per campaign, so that it stays a few pages however many there are."""
+        return len(self.names) > 2
+
+    def headline_comparison(self) -> str | None:
+        """Page 1's one sentence with its interval: the declared ``compare:``, else the campaigns of the
+        methodology against the reference; None with fewer than two campaigns and nothing declared."""
+        if not self.compare and len(self.names) < 2:
+            return None
+        from briefkit.briefs.shared import campaign_set  # it builds on this module's blocks
+
+        pop = self.drawn(("headline",), lambda: campaign_set.headline(self.data, self.names, self.compare))
+        return pop.summary() if pop is not None else None
+
+    def campaign_set(self) -> str | None:
+        """The N-way table and figure of the campaigns, and the campaigns outside the methodology (appendix),
+        into the running blocks; each campaign's record in the appendix. Returns the reference campaign."""
+        from briefkit.briefs.shared import campaign_set
+
+        campaign_set.sections(self.data, self.names, self.out)
+        for name in self.names:
+            self.out.table(campaign_table(self.records[name]),
+                           f"Campaign {campaign_title(self.records[name])} as recorded with its raw data",
+                           css_class="brief-table wrap", appendix=True)
+        return campaign_set.reference(self.data, self.names)
+
     # ----------------------------------------------------------------- shared measured sections
 
     def selection(self) -> list[Block]:

@@ -43,17 +43,20 @@ or any line starting with a ``db_bench`` executable followed by flags), is kept 
 ``DataFrame.attrs["command"]`` and in ``read_stdout(path).command``; its ``--threads`` gives
 ``load_kind="threads"``, ``load`` unless the caller passes them, and its ``--benchmarks``,
 ``--histogram`` and ``--statistics`` say which blocks must be present. Repeated runs of one
-benchmark (``readrandom[X3]``) get ``rep`` 0..n-1.
+benchmark within the process (``readrandom[X3]``, db_bench's own repetitions) get ``rep`` 0..n-1.
 
 ``#db_stats``
     ``stall_pct``: the last ``Cumulative stall: ..., <x> percent`` of the ``** DB Stats **`` dumps
     printed for the benchmark (``--stats_interval_seconds``, or a ``stats`` benchmark after it).
 
 Nothing impossible or ambiguous passes: a negative, NaN or infinite figure (micros/op, ops/sec,
-MB/s, histogram and statistics values) is an error naming the line; two db_bench processes in
-one file with different command lines, or different key/value sizes, are refused (they are
-different workloads; the same command run again gives repetitions), and so is a second output
-without a command line of its own (nothing says whether it ran the same command). A command line
+MB/s, histogram and statistics values) is an error naming the line. One file holds one db_bench
+process: a second output glued after the first (a second ``RocksDB: version`` header) is refused at
+the line where it starts, even with the same command line. db_bench has no such format (its own
+repetitions are ``NAME[X<n>]`` in one process), and briefkit's repetitions are one run per file: a
+campaign's point folders, the files ``briefkit import`` is given. Read as repetitions, two glued
+runs would be two samples of the one repetition a point folder or imported file stands for. Two
+processes with different command lines or key/value sizes are refused as different workloads. A command line
 continued with backslashes is read with its continuation lines. Debug-build warnings
 (``WARNING: Assertions are enabled``) and any other line are ignored. The file is read in
 blocks of lines, never whole: three fast scans per block find the lines that can start what the
@@ -382,9 +385,13 @@ def _read(path: Path, lines: "_Lines") -> Run:
     pending_stall: float | None = None
     first_command: tuple[int, str] | None = None
     sizes: dict[str, tuple[int, int]] = {}  # "Keys"/"Values" -> (line, size) of the first process
-    headers: list[int] = []  # line of each process's "RocksDB: version" header
     last_command = 0  # line of the last command line read
-    unnamed: int | None = None  # header line of a later process that has no command line of its own
+    # A process prints its "RocksDB: version" header (stderr) and its "Keys:" line (stdout) once each: a
+    # second one is a second output glued on. Counting both holds whatever order the two streams took
+    # (2>&1, or stdout then stderr, which puts the header after the benchmarks).
+    once: dict[str, int] = {}  # "RocksDB"/"Keys" -> the line it was last seen on
+    glued: tuple[int, bool] | None = None  # where a second process's output starts; has it a command line
+    opened = 0  # the first line printed once per process: where the first output starts (but its command line)
     i = 0
     while lines.has(i := lines.next_candidate(i)):
         number, line = i + 1, lines[i]
@@ -394,10 +401,9 @@ def _read(path: Path, lines: "_Lines") -> Run:
                 raise ParseError(path, f"two db_bench versions in one file ({run.version}, {m['version']})",
                                  line=number)
             if run.version is not None or run.benchmarks:
-                process += 1  # another process's output appended to the same file
-                if last_command <= (headers[-1] if headers else 0):  # none since the previous output began
-                    unnamed = number
-            headers.append(number)
+                process += 1  # another process's output appended to the same file, or this one's stderr
+            glued = _second(glued, once, "RocksDB", number, last_command)
+            opened = opened or number
             run.version = m["version"]
         elif run.date is None and (m := _DATE.match(line)):
             run.date = m["date"]
@@ -411,6 +417,8 @@ def _read(path: Path, lines: "_Lines") -> Run:
             what, size = line.split(":", 1)[0], int(m["size"])
             _same_size(path, number, what, size, sizes)
             if what == "Keys":
+                glued = _second(glued, once, "Keys", number, last_command)
+                opened = opened or number
                 run.key_size = size
             else:
                 run.value_size = size
@@ -423,8 +431,8 @@ def _read(path: Path, lines: "_Lines") -> Run:
         elif m := _SUMMARY_START.match(line):
             if m["rest"].startswith("skipped"):
                 continue
-            if unnamed is not None:
-                _refuse_unnamed(path, unnamed, headers[0])
+            if glued is not None:
+                _refuse_glued(path, glued, _start(opened, first_command))
             rep = seen.get(m["name"], 0)
             current = _benchmark(path, lines, number, line, m, rep, process, pending_stall)
             seen[m["name"]] = rep + 1
@@ -438,6 +446,8 @@ def _read(path: Path, lines: "_Lines") -> Run:
         elif line.startswith("STATISTICS:"):
             stats, i = _read_statistics(path, lines, i, number, process)
             run.statistics.append(stats)
+    if glued is not None:        # a second output without a summary line (it failed or was cut) is refused too
+        _refuse_glued(path, glued, _start(opened, first_command))
     return _check(run, lines.count)
 
 
@@ -451,13 +461,37 @@ def _continued(lines: "_Lines", command: str, i: int) -> tuple[str, int]:
     return command, i
 
 
-def _refuse_unnamed(path: Path, header: int, first: int) -> None:
-    """A second db_bench output without the command that ran it: the same command again would give
-    repetitions, another command another workload, and nothing in the file tells which."""
-    raise ParseError(path, f"a second db_bench output starts here (the first at line {first}) "
-                     "without a command line of its own: the file cannot tell repetitions of one workload from "
-                     "two workloads. Split the file, one run per file, or keep each run's command line "
-                     "('# command: db_bench ...') before its output", line=header)
+def _second(glued: tuple[int, bool] | None, once: dict[str, int], marker: str, number: int, last_command: int
+            ) -> tuple[int, bool] | None:
+    """``glued`` (where a second output starts, and whether a command line of its own opens it) once
+    ``marker``, printed once per process, is seen again at line ``number``. The refusal waits for that
+    output's first summary line (or the end of the file), so that a command line or a key or value size
+    that differs is said first: that names it as another workload."""
+    previous, once[marker] = once.get(marker), number
+    if glued is not None or previous is None:
+        return glued
+    named = last_command > previous     # a command line since this marker's previous appearance
+    return (last_command if named else number), named
+
+
+def _start(first: int, command: tuple[int, str] | None) -> int:
+    """Where the first output starts: its command line when one comes before its first header line."""
+    return command[0] if command and command[0] < first else first
+
+
+def _refuse_glued(path: Path, glued: tuple[int, bool], first: int) -> None:
+    """A second db_bench output in the file (``glued``: the line where it starts, and whether it has a
+    command line of its own): one file is one run, whatever command the second ran."""
+    start, named = glued
+    if not named:
+        raise ParseError(path, f"a second db_bench output starts here (the first at line {first}) "
+                         "without a command line of its own: the file cannot tell repetitions of one workload from "
+                         "two workloads. Split the file, one run per file, with each run's command line "
+                         "('# command: db_bench ...') before its output", line=start)
+    raise ParseError(path, f"a second db_bench output starts here (the first at line {first}), with the same "
+                     "command line: one file holds one db_bench run, and a repetition is a run of its own (one file "
+                     "per repetition, or --benchmarks=NAME[X<n>] in one run). Split the file, one run per file",
+                     line=start)
 
 
 def _same_command(path: Path, number: int, command: str, first: tuple[int, str]) -> None:

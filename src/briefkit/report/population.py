@@ -1,0 +1,67 @@
+"""``briefkit compare BRIEF A1 A2 ... BASELINE`` and ``briefkit compare BRIEF CAMPAIGN --hosts`` as briefs.
+
+The same path as the two-campaign comparison (``briefkit.report.comparison``): a small notebook whose cells
+show the sections of ``briefkit.briefs.shared.population.PopulationBrief``, run by papermill and rendered
+to HTML and PDF in the brief layout, under reports/compare/. The file names carry the metric, so that two
+metrics of the same campaigns never overwrite each other:
+
+    <brief>--<A1>--<A2>--vs--<BASELINE>--<metric>.{ipynb,html,pdf}
+    <brief>--<CAMPAIGN>--hosts[--vs--<HOST>]--<metric>.{ipynb,html,pdf}
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+from briefkit import processed
+from briefkit.briefs.shared import population
+from briefkit.report import comparison, render
+
+
+def stem(brief: str, pop: population.Population, baseline_host: str | None = None) -> str:
+    if pop.kind == "hosts":
+        parts = [brief, pop.campaign, "hosts", *(("vs", baseline_host) if baseline_host else ()), pop.metric]
+    else:
+        parts = [brief, *pop.members, "vs", pop.reference, pop.metric]
+    return "--".join(str(part).replace("/", "+") for part in parts)
+
+
+def notebook(parameters: dict):
+    """A parameters cell (hidden), then one cell per section (code hidden), as the two-campaign notebook."""
+    source = "\n".join(f"{key} = {value!r}" for key, value in parameters.items())
+    setup = ("from briefkit.briefs.shared.population import PopulationBrief\n"
+             "from briefkit.report.display import emit\n\n"
+             "report = PopulationBrief(brief, processed_dir, campaigns, hosts=hosts, baseline_host=baseline_host,\n"
+             "                         metric=metric, tolerance=tolerance, mapping=mapping)\n"
+             "population = report.population      # .table, .tally(), .summary(), .figure(workload)\n"
+             "emit(report.intro())")
+    return comparison.sections_notebook(source, setup)
+
+
+def build(base: Path, brief: str, campaigns: list[str], *, hosts: bool = False, baseline_host: str | None = None,
+          metric: str | None = None, tolerance: float = population.TOLERANCE, mapping: dict[str, str] | None = None,
+          quiet: bool = False) -> tuple[population.Population, dict[str, Path]]:
+    """Compute the population view first (a wrong campaign, host or metric is reported as such), then write,
+    run and render its notebook; returns it and the paths of the ipynb, html and pdf."""
+    import papermill
+
+    processed_dir = (base / "data" / "processed").resolve()
+    pop = population.build_population(processed.load(brief, processed_dir), campaigns, hosts=hosts,
+                                      baseline_host=baseline_host, metric=metric, tolerance=tolerance, mapping=mapping)
+    folder = base / "reports" / "compare"
+    folder.mkdir(parents=True, exist_ok=True)
+    name = stem(brief, pop, baseline_host)
+    paths = {suffix: folder / f"{name}.{suffix}" for suffix in ("ipynb", "html", "pdf")}
+    source = folder / f".{name}.in.ipynb"
+    parameters = {"brief": brief, "processed_dir": str(processed_dir), "campaigns": list(campaigns), "hosts": hosts,
+                  "baseline_host": baseline_host, "metric": pop.metric, "tolerance": tolerance,
+                  "mapping": dict(mapping or {})}
+    nbformat.write(notebook(parameters), source)
+    try:
+        papermill.execute_notebook(str(source), str(paths["ipynb"]), cwd=str(folder), progress_bar=not quiet,
+                                   kernel_name="python3")
+    finally:
+        source.unlink()
+    render.render(paths["ipynb"], paths["html"], paths["pdf"])
+    return pop, paths
