@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 
+from briefkit.core import files
 from briefkit.report import render
 
 
@@ -32,10 +33,11 @@ def execute_and_render(node, folder: Path, stem: str, quiet: bool = False) -> di
     folder.mkdir(parents=True, exist_ok=True)
     paths = {suffix: folder / f"{stem}.{suffix}" for suffix in ("ipynb", "html", "pdf")}
     source = folder / f".{stem}.in.ipynb"
-    nbformat.write(node, source)
+    files.write_text(source, nbformat.writes(node))
     try:
-        papermill.execute_notebook(str(source), str(paths["ipynb"]), cwd=str(folder), progress_bar=not quiet,
-                                   kernel_name="python3")
+        with files.replacing(paths["ipynb"], keep_partial=True) as executed:   # never through a link
+            papermill.execute_notebook(str(source), str(executed), cwd=str(folder), progress_bar=not quiet,
+                                       kernel_name="python3")
     finally:
         source.unlink()
     render.render(paths["ipynb"], paths["html"], paths["pdf"])
