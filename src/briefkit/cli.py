@@ -13,6 +13,8 @@
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
     briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
     briefkit status BRIEF             points done, skipped, failed and left per campaign
+    briefkit query "SELECT ..."       SQL over the results store data/results/ (every brief), a table or --csv
+    briefkit history BRIEF            change points of a metric over the brief's campaigns -> reports/history/
     briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
     briefkit dvc-lock                 dvc.lock checked; put back from its last whole copy if a Ctrl-C cut it
 
@@ -157,6 +159,41 @@ def _mapping(pairs: list[str] | None) -> dict[str, str]:
             raise ValueError(f"--map {pair!r}: {config_a!r} is already mapped to {found[config_a]!r}")
         found[config_a] = config_b
     return found
+
+
+def _query(args) -> int:
+    """SQL over the results store (briefkit.store): the answer as a table, or CSV with --csv."""
+    import pandas as pd
+
+    from briefkit import store
+
+    root = args.store if args.store is not None else checkout.root() / "data" / "results"
+    answer = store.query(args.sql, root)
+    if args.csv:
+        answer.to_csv(sys.stdout, index=False)
+    else:
+        with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
+            print(answer.to_string(index=False) if len(answer.columns) else "(no columns)")
+    return 0
+
+
+def _history(args) -> int:
+    """Change points of a metric over a brief's campaigns (briefkit.report.history): the shifts on stdout,
+    reports/history/BRIEF--METRIC[--HOST].{html,pdf}."""
+    from briefkit.config import project
+    from briefkit.report import history
+
+    base = checkout.root()
+    brief = project.brief(args.brief, base)
+    declared = project.load_params(base)["briefs"][brief.slug].get("history") or {}
+    found, paths = history.build(base, brief.slug, metric=args.metric, host=args.host, p_value=args.p_value,
+                                 window=args.window, min_shift=args.min_shift, quiet=args.quiet,
+                                 render=not args.no_report, declared=declared)
+    print(found.summary())
+    if paths:
+        print(", ".join(str(p.relative_to(base)) for p in (paths["html"], paths["pdf"])) + ": written; the notebook "
+              f"behind them: {paths['ipynb'].relative_to(base)}", file=sys.stderr)
+    return 0
 
 
 def _check(args) -> int:
@@ -612,6 +649,21 @@ HELP: dict[str, tuple[str, str, str]] = {
     "status": ("points done, skipped, failed and left per campaign",
                "Points done, skipped, failed and left, per campaign and configuration, as TSV.",
                "briefkit status fio-6600ion"),
+    "query": ("SQL over the results store of every brief (a table, or CSV)",
+              "Answer a SQL query (DuckDB's dialect) over the results store data/results/, which `briefkit dataset "
+              "BRIEF` (and dvc repro) writes for every brief: tables samples, series, percentiles, latency_bins "
+              "and campaigns, with the brief datasets' columns plus brief (README, \"The results store\").",
+              "briefkit query \"SELECT campaign, host, median(value) AS total_bw FROM samples WHERE metric = "
+              "'total_bw' GROUP BY ALL ORDER BY ALL\"\n"
+              "briefkit query \"SELECT brief, count(*) FROM campaigns GROUP BY brief\" --csv"),
+    "history": ("change points of a metric over a brief's campaigns (HTML, PDF)",
+                "Order the brief's campaigns on each host by their start time (or as params.yaml's "
+                "briefs.BRIEF.history.series lists them) and find the change points of a metric at every point "
+                "(configuration, workload, load) with Apache Otava's E-Divisive means and its Student t-test "
+                "(deterministic). Each shift: the first campaign after it, its size with a 95 % Fieller interval, "
+                "the p-value. Reads the results store; writes reports/history/BRIEF--METRIC.html and .pdf.",
+                "briefkit history fio-6600ion\n"
+                "briefkit history fio-6600ion --metric total_iops --host db7 --p-value 0.01"),
     "loopback-sshd": ("an sshd on 127.0.0.1 for sshfs configurations (foreground)",
                       "Run an sshd on 127.0.0.1 with keys of its own, in the foreground, for the sshfs "
                       "configurations (storage reached over the network on one machine). Ctrl-C stops it.",
@@ -712,6 +764,20 @@ def parser() -> argparse.ArgumentParser:
     sshd.add_argument("--dir", default="/var/tmp/briefkit/sshd", help="keys, config and log (default: %(default)s)")
     sshd.add_argument("--port", type=int, default=2222, help="default: %(default)s")
     _command(sub, "dvc-lock", _dvc_lock)
+    query = _command(sub, "query", _query)
+    query.add_argument("sql", help="a SQL query over samples, series, percentiles, latency_bins and campaigns")
+    query.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
+    query.add_argument("--store", type=Path, help="the store's folder (default: data/results of the checkout)")
+    history = _command(sub, "history", _history)
+    history.add_argument("brief", help="the brief's slug (briefkit list)")
+    history.add_argument("--metric", help="default: params.yaml's history.metric, else total_bw, ops, nopm or tpm")
+    history.add_argument("--host", help="only the campaigns of this host (default: each host its own history)")
+    history.add_argument("--p-value", type=float, help="Otava's threshold (default: history.p_value, else 0.001)")
+    history.add_argument("--window", type=int, help="Otava's window, in campaigns (default: history.window, else 50)")
+    history.add_argument("--min-shift", type=float, metavar="FRACTION",
+                         help="the smallest shift reported, e.g. 0.02 (default: history.min_shift, else 0.01)")
+    history.add_argument("--no-report", action="store_true", help="print the shifts only; no HTML or PDF")
+    history.add_argument("--quiet", action="store_true", help="no progress bar")
     from briefkit.tools import TOOL_PACKAGES  # names only: no tool package is imported for --help
     ingest_cmd = _command(sub, "ingest", _ingest)
     ingest_cmd.add_argument("tool", choices=sorted(TOOL_PACKAGES))

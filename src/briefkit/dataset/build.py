@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from briefkit import tools
+from briefkit import store, tools
 from briefkit.config import project
 from briefkit.core import files
 from briefkit.core import samples as tidy
@@ -46,7 +48,8 @@ COMPARED_KEYS = (*records.DECLARATION_KEYS, "labels")
 
 
 def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> Path:
-    """Write data/processed/<slug>/ (or ``out_dir``/<slug>/); returns the folder."""
+    """Write data/processed/<slug>/ (or ``out_dir``/<slug>/) and the brief's partitions of the results
+    store beside it (data/results/, briefkit.store); returns the folder."""
     base = Path(base or project.root())
     brief = project.brief(slug, base)
     spec = project.load_params(base)["briefs"][slug]
@@ -71,7 +74,7 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
     project.check_show(slug, _show(spec, slug), list(campaigns), list(today), "params.yaml")
     meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
             "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug),
-            "compare": spec.get("compare")}
+            "compare": spec.get("compare"), "history": spec.get("history")}
     files = {
         "samples.parquet": tidy.concat(tables),
         "percentiles.parquet": pd.concat([p for p in percentiles if len(p)], ignore_index=True)
@@ -83,8 +86,18 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         "campaigns.json": {"schema_version": SCHEMA_VERSION, "brief": slug, "campaigns": campaigns},
     }
     folder = _write_folder(out_dir / slug, files)
+    write_store(out_dir.parent / "results", slug, files, campaigns)
     _write_json(out_dir / f"{slug}.metrics.json", metrics(slug, files["samples.parquet"], campaigns))
     return folder
+
+
+def write_store(root: Path, slug: str, files: Mapping[str, Any], campaigns: Mapping[str, dict]) -> None:
+    """The brief's partition of each table of the results store (briefkit.store), each swapped in whole
+    like the processed folder: a campaign gone from the raw data is gone from the store."""
+    tables = {name: files[f"{name}.parquet"] for name in store.TABLES if name != "campaigns"}
+    found = store.partitions(slug, {**tables, "campaigns": store.campaign_rows(campaigns)})
+    for name, parts in found.items():
+        _write_folder(root / name / f"brief={slug}", parts)
 
 
 def summary_metrics() -> tuple[str, ...]:
@@ -149,8 +162,11 @@ def _write_folder(target: Path, files: Mapping[str, Any]) -> Path:
     tmp.mkdir()
     try:
         for name, content in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             if isinstance(content, pd.DataFrame):
                 content.to_parquet(tmp / name, index=False)
+            elif isinstance(content, pa.Table):
+                pq.write_table(content, tmp / name)
             else:
                 (tmp / name).write_text(json.dumps(content, indent=2, default=str) + "\n",
                                         encoding="utf-8")

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from briefkit import processed
+from briefkit import processed, store
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.briefs.shared import plots, stability
 from briefkit.core import metrics, stats
@@ -27,6 +27,22 @@ def processed_dir() -> Path:
     """Where ``briefkit dataset`` wrote the processed data: $BRIEFKIT_PROCESSED, else ../data/processed
     (a notebook runs in notebooks/)."""
     return Path(os.environ.get("BRIEFKIT_PROCESSED", "../data/processed"))
+
+
+def results_dir() -> Path:
+    """Where the results store is (every brief's tables, briefkit.store): $BRIEFKIT_RESULTS, else ../data/results."""
+    return Path(os.environ.get("BRIEFKIT_RESULTS", "../data/results"))
+
+
+def query(sql: str, folder: str | Path | None = None) -> pd.DataFrame:
+    """SQL over the results store (tables samples, series, percentiles, latency_bins, campaigns), as a DataFrame:
+    ``explore.query("SELECT campaign, median(value) FROM samples WHERE metric = 'total_iops' GROUP BY ALL")``."""
+    return store.query(sql, folder if folder is not None else results_dir())
+
+
+def relation(table: str, folder: str | Path | None = None):
+    """One table of the results store as a DuckDB relation: ``explore.relation("samples").filter("...").df()``."""
+    return store.relation(table, folder if folder is not None else results_dir())
 
 
 def load(brief: str, folder: str | Path | None = None) -> processed.BriefData:
