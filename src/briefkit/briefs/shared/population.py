@@ -146,8 +146,11 @@ class Population:
 
 def overall(rows: pd.DataFrame, higher_is_better: bool, confidence: float = 0.95) -> tuple[float, float, float]:
     """The geometric mean over the points of the ratio in the better direction (above 1: better than the
-    reference), with a Student-t interval of the mean log ratio over the points; one point: its Fieller
-    interval. (NaN, NaN, NaN) when no point has a positive ratio."""
+    reference), with the lowest and highest point ratio beside it; one point: its ratio and Fieller interval.
+    The points are different loads, not samples of one quantity: an interval of their mean (a t-interval
+    over two points spanned 0.00x to 1.70x where both points were 20-fold losses) would say nothing about
+    the campaign, so the spread of the points is given instead, and each point's own interval is in the
+    point tables. (NaN, NaN, NaN) when no point has a positive ratio."""
     ratios = rows["ratio"].to_numpy(dtype=float)
     lows, highs = rows["ratio_low"].to_numpy(dtype=float), rows["ratio_high"].to_numpy(dtype=float)
     if not higher_is_better:   # the better direction: reference / member
@@ -159,9 +162,7 @@ def overall(rows: pd.DataFrame, higher_is_better: bool, confidence: float = 0.95
     if len(logs) == 1:
         low, high = lows[keep][0], highs[keep][0]
         return float(ratios[keep][0]), (float(low) if low > 0 else math.nan), (float(high) if high > 0 else math.nan)
-    mean, sem = float(logs.mean()), float(logs.std(ddof=1) / math.sqrt(len(logs)))
-    half = float(stats.student_t().ppf(0.5 + confidence / 2, len(logs) - 1)) * sem
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    return math.exp(float(logs.mean())), float(ratios[keep].min()), float(ratios[keep].max())
 
 
 # ------------------------------------------------------------------------------------ the tables
@@ -296,7 +297,9 @@ def summary_text(pop: Population) -> str:
 
 
 def _overall_words(row: dict) -> str:
-    return _ratio_words(row["overall"], row["overall_low"], row["overall_high"])
+    if pd.isna(row["overall"]) or row["points"] <= 1:     # one point: its ratio and Fieller interval
+        return _ratio_words(row["overall"], row["overall_low"], row["overall_high"])
+    return f"{fmt(row['overall'], 2)}x (points {fmt(row['overall_low'], 2)}x to {fmt(row['overall_high'], 2)}x)"
 
 
 def tally_table(pop: Population) -> pd.DataFrame:
@@ -311,7 +314,7 @@ def tally_table(pop: Population) -> pd.DataFrame:
         entry = {who: member + (" (outlier)" if member in outliers else ""), "Shared points": int(row["points"]),
                  "Gains": int(row[GAIN]), "Equal": int(row[EQUAL]), "Unclear": int(row[UNCLEAR]),
                  "Losses": int(row[LOSS]), "Not tested": int(row[NOT_TESTED]),
-                 "Overall (95 % interval)": _overall_words(row)}
+                 "Overall": _overall_words(row)}
         rows.append(entry)
     return pd.DataFrame(rows)
 
@@ -351,7 +354,7 @@ def method_text(pop: Population) -> str:
             "*gain* or *loss*, the whole interval beyond the band; *equal*, the whole interval inside it; *unclear*, "
             "the interval crosses an edge of the band; *not tested*, no interval (one repetition on a side, or the "
             "interval is unbounded). Overall: the geometric mean of the ratios over the shared points in the better "
-            "direction, with a Student-t interval of the mean log ratio over the points."
+            "direction, with the lowest and highest point ratio (one point: its ratio and interval)."
             + (f" A host is an outlier when its interval is wholly outside the band at {fmt(100 * pop.outlier_share, 0)} % "
                "or more of its tested points." if pop.kind == "hosts" else ""))
 
