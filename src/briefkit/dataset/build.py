@@ -29,6 +29,7 @@ from briefkit.processed import (
     BIN_COLUMNS,
     PERCENTILE_COLUMNS,
     PUBLISHED,
+    REPETITION_BIN_COLUMNS,
     SCHEMA_VERSION,
     empty_bins,
     empty_percentiles,
@@ -55,7 +56,7 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
     if tables:
         tables[0] = tables[0].assign(campaign=PUBLISHED)
     campaigns: dict[str, dict] = {}
-    percentiles, bins, series = [], [], []
+    percentiles, bins, rep_bins, series = [], [], [], []
     today = spec.get("campaigns") or {}
     for folder in raw_campaign.folders(base / "data" / "raw" / slug):
         camp = raw_campaign.read(folder, slug)
@@ -64,9 +65,10 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         series.append(point_series)
         found = campaign_record(camp, today.get(camp.name) if isinstance(today, Mapping) else None)
         campaigns[camp.name] = fleet_record(campaigns[camp.name], found) if camp.name in campaigns else found
-        found_percentiles, found_bins = merged_latency(table, base)
+        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base)
         percentiles.append(found_percentiles)
         bins.append(found_bins)
+        rep_bins.append(found_rep_bins)
     project.check_show(slug, _show(spec, slug), list(campaigns), list(today), "params.yaml")
     meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
             "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug),
@@ -77,6 +79,8 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         if any(len(p) for p in percentiles) else empty_percentiles(),
         "latency_bins.parquet": pd.concat([b for b in bins if len(b)], ignore_index=True)
         if any(len(b) for b in bins) else empty_bins(),
+        "repetition_bins.parquet": pd.concat([b for b in rep_bins if len(b)], ignore_index=True)
+        if any(len(b) for b in rep_bins) else empty_bins(REPETITION_BIN_COLUMNS),
         "series.parquet": _series_table(series),
         "brief.json": meta,
         "campaigns.json": {"schema_version": SCHEMA_VERSION, "brief": slug, "campaigns": campaigns},
@@ -281,37 +285,56 @@ def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES)
     return merged_latency(table, base, percentiles)[0]
 
 
-def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``merged_percentiles`` and the merged bins they are read from (latency_bins.parquet: per point
-    and family, each bucket's value in us and its count over all repetitions), for exact distributions."""
+def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES
+                   ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``merged_percentiles``, the merged bins they are read from (latency_bins.parquet: per point and
+    family, each bucket's value in us and its count over all repetitions), for exact distributions, and
+    the same bins per repetition (repetition_bins.parquet), which a percentile's bootstrap interval
+    resamples (briefkit.core.tails)."""
     if not len(table):
-        return empty_percentiles(), empty_bins()
+        return empty_percentiles(), empty_bins(), empty_bins(REPETITION_BIN_COLUMNS)
     rows: list[dict] = []
     bin_rows: list[pd.DataFrame] = []
+    rep_rows: list[pd.DataFrame] = []
     hooks = _latency_hooks(set(table["tool"].dropna()))
     work = table[table["tool"].isin(list(hooks)) & table["source"].notna()]
     # per host: a fleet's hosts are compared, never merged; a client/server file holds every server and
     # "All clients", each its own host (a stand-alone file's units have none: they are the point's host)
     keys = ["campaign", "config", "host", "workload", "load_kind", "load", *tidy.parameter_columns(work)]
     for key, group in work.groupby(keys, sort=True, dropna=False):
-        paths = [_locate(p, base) for p in sorted(set(group["source"]))]
+        sources = sorted(set(group["source"]))
+        paths = [_locate(p, base) for p in sources]
+        hook = hooks[group["tool"].iloc[0]]
         try:
-            histograms = hooks[group["tool"].iloc[0]](paths, key[2], percentiles)
+            histograms = hook(paths, key[2], percentiles)
+            # one file is one repetition: its own bins, for the bootstrap over repetitions
+            reps = [(int(group.loc[group["source"] == source, "rep"].min()), hook([path], key[2], ()))
+                    for source, path in zip(sources, paths)] if len(paths) > 1 else []
         except (ParseError, FileNotFoundError):
             continue
+        point = dict(zip(keys, key))
         for histogram in histograms:
             family, bins = histogram.family, histogram.bins
             for p, ns in histogram.percentiles.items():
-                rows.append({**dict(zip(keys, key)), "family": family, "percentile": float(p),
+                rows.append({**point, "family": family, "percentile": float(p),
                              "value": float(ns) / 1000.0, "unit": "us", "files": len(paths)})
-            values = sorted(v for v, c in bins.items() if c)
-            bin_rows.append(pd.DataFrame({**dict(zip(keys, key)), "family": family,
-                                          "value": [v / 1000.0 for v in values], "count": [int(bins[v]) for v in values],
-                                          "unit": "us", "files": len(paths)}))
+            bin_rows.append(_bin_frame(point, family, bins, len(paths)))
+            if not reps:
+                rep_rows.append(_bin_frame(point, family, bins, 1).assign(rep=int(group["rep"].min())))
+        for rep, found in reps:
+            rep_rows.extend(_bin_frame(point, h.family, h.bins, 1).assign(rep=rep) for h in found)
     found = tidy.with_parameter_dtypes(pd.DataFrame(rows), [work], PERCENTILE_COLUMNS) if rows else empty_percentiles()
     found_bins = tidy.with_parameter_dtypes(pd.concat(bin_rows, ignore_index=True), [work], BIN_COLUMNS) \
         if bin_rows else empty_bins()
-    return found, found_bins
+    found_reps = tidy.with_parameter_dtypes(pd.concat(rep_rows, ignore_index=True), [work], REPETITION_BIN_COLUMNS) \
+        if rep_rows else empty_bins(REPETITION_BIN_COLUMNS)
+    return found, found_bins, found_reps
+
+
+def _bin_frame(point: dict, family: str, bins, files: int) -> pd.DataFrame:
+    values = sorted(v for v, c in bins.items() if c)
+    return pd.DataFrame({**point, "family": family, "value": [v / 1000.0 for v in values],
+                         "count": [int(bins[v]) for v in values], "unit": "us", "files": files})
 
 
 def _latency_hooks(tools_found: set[str]) -> dict[str, Any]:
