@@ -294,8 +294,9 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES
     if not len(table):
         return empty_percentiles(), empty_bins(), empty_bins(REPETITION_BIN_COLUMNS)
     rows: list[dict] = []
-    bin_rows: list[pd.DataFrame] = []
-    rep_rows: list[pd.DataFrame] = []
+    # bins as columns of lists, made into one table at the end (a frame per point and family is slow)
+    bin_rows: dict[str, list] = {}
+    rep_rows: dict[str, list] = {}
     hooks = _latency_hooks(set(table["tool"].dropna()))
     work = table[table["tool"].isin(list(hooks)) & table["source"].notna()]
     # per host: a fleet's hosts are compared, never merged; a client/server file holds every server and
@@ -318,23 +319,29 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES
             for p, ns in histogram.percentiles.items():
                 rows.append({**point, "family": family, "percentile": float(p),
                              "value": float(ns) / 1000.0, "unit": "us", "files": len(paths)})
-            bin_rows.append(_bin_frame(point, family, bins, len(paths)))
+            _add_bins(bin_rows, point, family, bins, len(paths))
             if not reps:
-                rep_rows.append(_bin_frame(point, family, bins, 1).assign(rep=int(group["rep"].min())))
+                _add_bins(rep_rows, {**point, "rep": int(group["rep"].min())}, family, bins, 1)
         for rep, found in reps:
-            rep_rows.extend(_bin_frame(point, h.family, h.bins, 1).assign(rep=rep) for h in found)
+            for h in found:
+                _add_bins(rep_rows, {**point, "rep": rep}, h.family, h.bins, 1)
     found = tidy.with_parameter_dtypes(pd.DataFrame(rows), [work], PERCENTILE_COLUMNS) if rows else empty_percentiles()
-    found_bins = tidy.with_parameter_dtypes(pd.concat(bin_rows, ignore_index=True), [work], BIN_COLUMNS) \
+    found_bins = tidy.with_parameter_dtypes(pd.DataFrame(bin_rows), [work], BIN_COLUMNS) \
         if bin_rows else empty_bins()
-    found_reps = tidy.with_parameter_dtypes(pd.concat(rep_rows, ignore_index=True), [work], REPETITION_BIN_COLUMNS) \
+    found_reps = tidy.with_parameter_dtypes(pd.DataFrame(rep_rows), [work], REPETITION_BIN_COLUMNS) \
         if rep_rows else empty_bins(REPETITION_BIN_COLUMNS)
     return found, found_bins, found_reps
 
 
-def _bin_frame(point: dict, family: str, bins, files: int) -> pd.DataFrame:
+def _add_bins(columns: dict[str, list], point: dict, family: str, bins, files: int) -> None:
+    """Append one histogram's non-empty buckets (value in us, count) to ``columns``, the point's keys repeated."""
     values = sorted(v for v, c in bins.items() if c)
-    return pd.DataFrame({**point, "family": family, "value": [v / 1000.0 for v in values],
-                         "count": [int(bins[v]) for v in values], "unit": "us", "files": files})
+    for name, value in {**point, "family": family}.items():
+        columns.setdefault(name, []).extend([value] * len(values))
+    columns.setdefault("value", []).extend(v / 1000.0 for v in values)
+    columns.setdefault("count", []).extend(int(bins[v]) for v in values)
+    columns.setdefault("unit", []).extend(["us"] * len(values))
+    columns.setdefault("files", []).extend([files] * len(values))
 
 
 def _latency_hooks(tools_found: set[str]) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """Latency percentiles compared with intervals (briefkit.core.tails, briefkit.briefs.shared.comparison).
 
 Real fio on this machine: 4 KiB random reads of one 4 MiB file, buffered with fio's ``invalidate=0`` (the
-file stays in the page cache, so after its first touches reads are memory copies) against O_DIRECT (every read goes to the disk), three
-repetitions each, and once more with one repetition each. The known reason makes the O_DIRECT p99 many
-times the cached one. The test reads fio's json+ output itself, sums each point's bins, reads p99 by fio's
-rule (its own implementation, as tests/measure/test_clientserver.py does) and redraws the bootstrap with
-numpy under the documented seed, and compares with what `briefkit compare` and the explore API give."""
+file stays in the page cache, so after its first touches reads are memory copies) against O_DIRECT (every
+read goes to the disk), three repetitions each, and once more with one repetition each. The known reason
+makes the O_DIRECT p99 many times the cached one. The test reads fio's json+ output itself, sums each
+point's bins, reads p99 by fio's rule (its own implementation, as tests/measure/test_clientserver.py does)
+and redraws the bootstrap with numpy under the documented seed, and compares with what `briefkit compare`
+and the explore API give."""
 from __future__ import annotations
 
 import io
