@@ -34,7 +34,7 @@ INTERVALS = ("Differences and multiples are stated with the 95 % confidence inte
 #: storage kinds that are no drive of their own: SNIA PTS rounds on them rehearse the PTS step, since the
 #: writes land in a file, a share or RAM of the host, whose state is not a drive's (briefkit.storage kinds)
 NOT_A_DRIVE = {
-    "loop_xfs": "an image file on the host's own file system, reached through a loop device",
+    "loop_xfs": "an image file on the host's own file system",
     "dir": "a directory of the host's own file system",
     "tmpfs": "a tmpfs, in RAM",
     "sshfs": "a directory of another host reached over SSH",
@@ -47,9 +47,9 @@ def _loop_cache(record, config: str) -> str:
     """How a loop device's writes reached its image file, as recorded (inventory) or declared."""
     recorded = (((record.inventory or {}).get("configs") or {}).get(config) or {}).get("storage") or {}
     direct = recorded.get("direct_io", (record.config_specs.get(config) or {}).get("direct_io", True))
-    return (", with the loop device's direct I/O on (its writes bypass the host's page cache, into a file whose "
-            "blocks the host's file system places)" if direct else
-            ", with the loop device's direct I/O off (its writes go through the host's page cache)")
+    return (", written through a loop device with direct I/O on (past the host's page cache, into a file whose "
+            "blocks the host's file system lays out)" if direct else
+            ", written through a loop device with direct I/O off (through the host's page cache)")
 
 
 def pts_limit_text(record) -> str:
