@@ -150,7 +150,9 @@ class Ratio:
         if not self.tested:
             inside = "excludes" if self.excludes_one else "includes"
             return f"not tested run to run ({n}); {WITHIN_ONE_RUN} the interval {inside} 1"
-        p = "p < 0.001" if self.p < 0.001 else (f"p = {self.p:.2g}" if self.p < 0.01 else f"p = {self.p:.2f}")
+        from briefkit.core import stats  # pandas-heavy: fio's bins reader imports this module for its rule
+
+        p = stats.p_value_text(self.p)
         if self.significant:
             return f"significant (bootstrap {p}, {n})"
         return f"no significant difference (bootstrap {p}, {n})"
