@@ -24,13 +24,14 @@ from briefkit import cli, processed
 from briefkit.briefs.explore import notebook as explore
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.briefs.shared import population
-from briefkit.core import tails
 from tests import paths
 
 pytestmark = pytest.mark.slow
 
 BRIEF = "fio-tails"
 P = 99.0
+#: the seed briefkit.core.tails documents for a point alone and side A (side B: SEED + 1)
+SEED = 51
 
 
 def campaign(root: Path, direct: bool, repetitions: int) -> dict:
@@ -131,8 +132,8 @@ def test_p99_of_cached_against_direct_reads_is_compared_with_a_bootstrap_interva
     # the merged p99 of each side, as fio would print it for the three runs' I/Os together
     direct_reps, cached_reps = repetition_bins(measured, "direct"), repetition_bins(measured, "cached")
     assert len(direct_reps) == len(cached_reps) == 3
-    direct_p99, direct_drawn = expected_side(direct_reps, tails.SEED)
-    cached_p99, cached_drawn = expected_side(cached_reps, tails.SEED + 1)
+    direct_p99, direct_drawn = expected_side(direct_reps, SEED)
+    cached_p99, cached_drawn = expected_side(cached_reps, SEED + 1)
     assert (row["mean_a"], row["mean_b"], row["n_a"], row["n_b"]) == (direct_p99, cached_p99, 3, 3)
     # percentiles.parquet (fio's merged percentiles, read by the tool's own hook) agrees
     pct = data.percentiles
@@ -169,8 +170,8 @@ def test_one_repetition_a_side_is_labelled_within_one_run(measured):
     data = processed.load(BRIEF, measured / "data/processed")
     comp = campaign_compare.compare(data, "one_direct", "one_cached", metric="read_clat_p99")
     row = comp.shared.iloc[0]
-    direct_p99, direct_drawn = expected_side(repetition_bins(measured, "one_direct"), tails.SEED)
-    cached_p99, cached_drawn = expected_side(repetition_bins(measured, "one_cached"), tails.SEED + 1)
+    direct_p99, direct_drawn = expected_side(repetition_bins(measured, "one_direct"), SEED)
+    cached_p99, cached_drawn = expected_side(repetition_bins(measured, "one_cached"), SEED + 1)
     assert (row["mean_a"], row["mean_b"]) == (direct_p99, cached_p99)
     assert (row["ratio_low"], row["ratio_high"]) == pytest.approx(
         tuple(np.quantile(direct_drawn / cached_drawn, [0.025, 0.975])))
@@ -184,7 +185,7 @@ def test_one_repetition_a_side_is_labelled_within_one_run(measured):
     # the explore API: the merged percentile with its interval, labelled by how it was found
     table = explore.points(data, "read_clat_p99", campaigns=["cached", "one_cached"])
     by_campaign = table.set_index("campaign")
-    cached_p99, cached_drawn = expected_side(repetition_bins(measured, "cached"), tails.SEED)
+    cached_p99, cached_drawn = expected_side(repetition_bins(measured, "cached"), SEED)
     assert by_campaign.loc["cached", "value"] == cached_p99
     assert (by_campaign.loc["cached", "ci_low"], by_campaign.loc["cached", "ci_high"]) == pytest.approx(
         tuple(np.quantile(cached_drawn, [0.025, 0.975])))
