@@ -162,8 +162,9 @@ def ratio(a: Point, b: Point) -> Ratio:
     """A / B from the two points' resamples, paired by index (each drawn with its own seed)."""
     ratios = a.resampled / b.resampled
     finite = ratios[np.isfinite(ratios)]
-    share_below = float((finite < 1).mean()) if finite.size else math.nan
-    share_above = float((finite > 1).mean()) if finite.size else math.nan
+    # ties at 1 count on both sides: resamples that all give the same ratio of 1 are no evidence at all
+    share_below = float((finite <= 1).mean()) if finite.size else math.nan
+    share_above = float((finite >= 1).mean()) if finite.size else math.nan
     # the smallest p the resamples can show is 1 / their number
     p = max(2 * min(share_below, share_above), 1 / max(finite.size, 1)) if finite.size else math.nan
     value = a.value / b.value if b.value else math.nan
