@@ -352,8 +352,9 @@ def method_text(pop: Population) -> str:
     percentile = metrics.is_percentile(pop.metric)
     interval, test, test_p = (("bootstrap interval (see below)", "the bootstrap's test", "the bootstrap's p") if percentile
                               else ("Fieller interval", "Welch's test", "Welch's p"))
+    ratio_of = "percentiles" if percentile else "means"
     return (f"Each {'campaign' if pop.kind == 'campaigns' else 'host'} is compared with {ref} at every point both have "
-            f"(workload, load and configuration), as `briefkit compare` compares two: the ratio of means "
+            f"(workload, load and configuration), as `briefkit compare` compares two: the ratio of {ratio_of} "
             f"({metrics.label(pop.metric)}, {rule}) with its {interval} at {pop.confidence:.0%} and {test}. "
             f"Each point's cell: the ratio, its interval, the tally and {test_p}. "
             f"Tally, from the interval against the band {band} (tolerance ±{_percent(pop.tolerance)} %): "
@@ -461,12 +462,14 @@ def strip_figure(pop: Population, workload: str):
 
 
 def figure_caption(pop: Population, workload: str) -> str:
+    interval = ("bootstrap interval (within one run where a side has one repetition)"
+                if metrics.is_percentile(pop.metric) else "Fieller interval")
     if pop.kind == "hosts":
         return (f"{workload}: each host's {metrics.label(pop.metric)} against {pop.reference}, one dot per host and point "
-                f"with its 95 % Fieller interval; the grey band is the tolerance (±{_percent(pop.tolerance)} %), "
+                f"with its 95 % {interval}; the grey band is the tolerance (±{_percent(pop.tolerance)} %), "
                 "the outliers are in red.")
     return (f"{workload}: {metrics.label(pop.metric)} of each campaign and of the baseline {pop.reference} (black) "
-            f"against load (top), and each campaign's ratio to the baseline with its 95 % Fieller interval (bottom; "
+            f"against load (top), and each campaign's ratio to the baseline with its 95 % {interval} (bottom; "
             f"grey band: the tolerance ±{_percent(pop.tolerance)} %).")
 
 
