@@ -606,7 +606,10 @@ HELP: dict[str, tuple[str, str, str]] = {
                 "Compare two campaigns of a brief at every point they share (same workload, load and "
                 "configuration; hosts may differ): both means, the difference as the brief writes it, the 95 % "
                 "interval of the ratio of means (Fieller) and Welch's test (with one repetition on a side: not "
-                "tested). Points only one side has are listed. Prints a one-sentence summary and writes "
+                "tested). A latency percentile (--metric read_clat_p99) is read from each side's repetitions' "
+                "histograms merged, with a bootstrap interval of the ratio (over repetitions; with one repetition "
+                "over the run's I/Os, labelled \"within one run\" and not tested). Points only one side has are "
+                "listed. Prints a one-sentence summary and writes "
                 "reports/compare/BRIEF--A--B.html and .pdf (needs `briefkit dataset BRIEF` first). A side may be "
                 "one host of a fleet campaign, CAMPAIGN/HOST (the host as the samples record it).\n\n"
                 "Three campaigns or more, A1 A2 ... BASELINE: each against the last one named, the same way, with a "
@@ -619,6 +622,7 @@ HELP: dict[str, tuple[str, str, str]] = {
                 "BRIEF--CAMPAIGN--hosts--METRIC).",
                 "briefkit compare fio-6600ion mine local\n"
                 "briefkit compare fio-6600ion mine local --map nvme=xfs-loop --metric read_clat_mean\n"
+                "briefkit compare fio-6600ion mine local --metric read_clat_p99       # merged p99, bootstrap\n"
                 "briefkit compare fio-6600ion fw-1 fw-2 fw-3 local --tolerance 5%   # each against local, tallied\n"
                 "briefkit compare fio-6600ion fleet --hosts                         # which host is off"),
     "check": ("reproduction check of a published brief, as CSV",
