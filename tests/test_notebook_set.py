@@ -39,7 +39,7 @@ def test_the_checked_set_is_explicit_and_complete():
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_a_scratch_notebook_is_not_checked(tmp_path):
-    for name in ("Makefile", "requirements.lock", "pyproject.toml"):     # `make -n test` plans the set-up too
+    for name in ("Makefile", "requirements.lock", "requirements-override.txt", "pyproject.toml"):  # the set-up too
         shutil.copy(ROOT / name, tmp_path)
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "scratch.ipynb").write_text("{}")

@@ -172,7 +172,9 @@ def test_a_campaign_in_another_workdir_of_the_same_host_is_refused_naming_the_fi
     second is refused through the host's registry of running campaigns, its message naming the first,
     its workdir and its pid; ``--dry-run`` says so too. The entries are gone once the runs end, and
     entries left by a dead run, or by a live process whose run has ended, are ignored and cleaned."""
-    first_root = checkout(tmp_path / "one", "local", tmp_path / "work-one", runtime_s=4)
+    # 8-s points: two runs of the second start (its refusal and its dry run) must fit inside the first, and
+    # each took 6-8 s over the loopback sshd at a load of 9 (4-s points ended first once: a parallel run)
+    first_root = checkout(tmp_path / "one", "local", tmp_path / "work-one", runtime_s=8)
     second_root = checkout(tmp_path / "two", ssh_host(sshd), tmp_path / "work-two", runtime_s=1)
     first, err, (second, dry) = while_first_runs(first_root, second_root, ["--campaign", "c"],
                                                  ["--campaign", "c", "--dry-run"])
