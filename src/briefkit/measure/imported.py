@@ -257,6 +257,17 @@ def detect(path: Path) -> str | None:
     return next((tool for tool, importer in tools.importers().items() if importer.detect(head)), None)
 
 
+def _refusal(path: Path) -> str | None:
+    """A tool's reason to refuse a file it wrote in a form it does not import (fio's normal text output)."""
+    with open(path, "rb") as stream:
+        head = stream.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    for importer in tools.importers().values():
+        hook = getattr(importer, "refusal", None)
+        if hook is not None and (why := hook(head)):
+            return why
+    return None
+
+
 def workload_of(tool: str):
     entry = tools.TOOLS[tool]
     return tools.get(entry.workload_name or entry.name)
@@ -268,6 +279,9 @@ def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str)
     tool = given.get("tool") or detect(path)
     importers = tools.importers()
     if tool is None:
+        why = _refusal(path)
+        if why is not None:
+            raise CampaignError(f"{path}: {why}")
         raise CampaignError(f"{path}: cannot tell which tool wrote it (not the output of {', '.join(importers)}); "
                             "name the tool in the mapping file (files: [{match: ..., tool: ...}])")
     if tool not in importers:

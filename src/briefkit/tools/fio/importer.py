@@ -28,8 +28,21 @@ FIO_DEFAULTS = {"rw": "read", "bs": "4k", "numjobs": "1", "iodepth": "1"}
 _FIO_MIXED = {"randrw": "randrw", "rw": "rw", "readwrite": "rw"}
 
 
+#: fio's normal (text) output: a job's report line "<name>: (groupid=0, jobs=1): err= 0: ..." or its
+#: start line "<name>: (g=0): rw=..."
+_NORMAL = re.compile(r"^\S[^\n]{0,200}: \((?:groupid=\d+, jobs=\d+\): err=|g=\d+\): rw=)", re.MULTILINE)
+
+
 def detect(head: str) -> bool:
     return '"fio version"' in head
+
+
+def refusal(head: str) -> str | None:
+    """Why a file fio wrote in a form briefkit does not read is refused (None: not such a file)."""
+    if _NORMAL.search(head) and not detect(head):
+        return ("fio's normal (text) output: briefkit reads fio's JSON, which holds every number the text rounds; "
+                "run fio again with --output-format=json+ (or json)")
+    return None
 
 
 def fio_bytes(text: str, kb_base: int = 1024) -> int:
