@@ -184,7 +184,7 @@ def test_a_duplicate_and_a_file_already_imported_are_refused(lab, checkout):
     with pytest.raises(imported.CampaignError) as refused:
         imported.import_campaign(FIO_BRIEF, "second", [lab / "fio" / "run nj1 #1.json", twice])
     message = str(refused.value)
-    assert "2 file(s) refused, nothing imported" in message
+    assert "2 problem(s), nothing imported" in message
     assert f"{lab / 'fio' / 'run nj1 #1.json'}: already imported in this brief, as first/imported/" in message
     assert f"{twice / 'b.json'}: the same content as {twice / 'a.json'}" in message
     assert raw_listing(checkout) == before
@@ -198,7 +198,7 @@ def test_an_unreadable_file_is_refused_by_name_and_nothing_is_written(lab, check
     (broken / "notes.txt").write_text("lab notebook, page 12\n")
     assert briefkit("import", FIO_BRIEF, "lab", broken) == 2
     err = capsys.readouterr().err
-    assert "2 file(s) refused, nothing imported" in err
+    assert "2 problem(s), nothing imported" in err
     assert re.search(rf"{re.escape(str(broken / 'run nj2 #2.json'))}.*(truncated|invalid|not valid|JSON)", err), err
     assert f"{broken / 'notes.txt'}: cannot tell which tool wrote it" in err
     assert raw_listing(checkout) in ([], [FIO_BRIEF])       # no campaign, no staging folder left
@@ -296,7 +296,7 @@ def test_settings_must_agree_but_a_plain_mode_has_no_mix_pattern(lab, checkout, 
     subprocess.run(["fio", "--name=mix70", f"--filename={tmp_path}/d", "--size=8M", "--rw=randrw", "--rwmixread=70",
                     "--bs=64k", "--iodepth=4", "--ioengine=sync", "--runtime=1", "--time_based",
                     "--output-format=json+", f"--output={other}/other-engine.json"], check=True, capture_output=True)
-    with pytest.raises(imported.CampaignError, match=rf"other-engine.json: ioengine is 'sync', but '{engine}' in .*"
-                                                     r"import these files as two campaigns"):
+    with pytest.raises(imported.CampaignError, match=rf"settings differ \(1 file has settings A \(.*ioengine {engine}.*"
+                                                     r"1 file has B: ioengine sync\).*--split-by ioengine"):
         imported.import_campaign(FIO_BRIEF, "engines", [other / "sync.json", other / "other-engine.json"])
     assert not (checkout / "data/raw" / FIO_BRIEF / "engines").exists()

@@ -1,0 +1,130 @@
+"""``briefkit import`` of a whole folder reports rather than refuses: every file is read, the plan names
+the points, the files skipped and why and the groups of settings; ``--dry-run`` writes nothing,
+``--skip-unreadable`` imports the readable files and records the others, ``--split-by SETTING`` makes one
+campaign per group in one command; without them a refusal names every problem at once. Every ``--option``
+a message of the import suggests is one the command has.
+
+The fio outputs are made here by fio (a few MiB each, size-bound: milliseconds per run); a notes file and
+a JSON cut in half stand for what a colleague's folder also holds.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import subprocess
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from briefkit import cli
+from briefkit.measure import imported
+from tests import paths
+
+ROOT = paths.ROOT
+BRIEF = "fio-6600ion"
+SIZES = ("2M", "2M", "4M")       # two settings groups: A (two files), B (size 4M)
+
+
+def fio(out: Path, data: Path, size: str, bs: str) -> None:
+    subprocess.run(["fio", "--name=mix70", f"--filename={data}", f"--size={size}", "--rw=randrw", "--rwmixread=70",
+                    f"--bs={bs}", "--iodepth=1", "--ioengine=psync", "--output-format=json+", f"--output={out}"],
+                   check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("colleague")
+    for number, (size, bs) in enumerate(zip(SIZES, ("64k", "128k", "64k")), 1):
+        fio(folder / f"run{number}.json", folder / "data", size, bs)
+    (folder / "data").unlink()
+    whole = (folder / "run1.json").read_bytes()
+    (folder / "cut.json").write_bytes(whole[: len(whole) // 2])          # a copy cut off mid-write
+    (folder / "SOURCES.md").write_text("Results of the 2023 lab runs, see the wiki.\n")
+    return folder
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch, made):
+    """params.yaml and a copy of the folder in incoming/: `briefkit import` reads inside the checkout."""
+    shutil.copy(ROOT / "params.yaml", tmp_path)
+    (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")            # params.yaml's checks read these only
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data/published").symlink_to(ROOT / "data/published")
+    shutil.copytree(made, tmp_path / "incoming/lab")
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def run(*argv) -> tuple[int, str]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cli.main([str(a) for a in argv])
+    return code, out.getvalue()
+
+
+def listing(base: Path) -> list[str]:
+    raw = base / "data/raw"
+    return sorted(str(p.relative_to(raw)) for p in raw.rglob("*")) if raw.exists() else []
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(checkout, capsys):
+    code, out = run("import", BRIEF, "lab", checkout / "incoming/lab", "--dry-run")
+    assert code == 1 and listing(checkout) == []
+    assert re.search(r"5 file\(s\) read, 3 to import", out), out
+    for name in ("run1.json", "run2.json", "run3.json"):
+        assert re.search(rf"^    {name} -> imported/rw=70-30_bs=\d+KiB_numjobs=1_iodepth=1/rep\d$", out, re.M), out
+    assert re.search(r"SOURCES\.md: not a tool output: .*cannot tell which tool wrote it", out)
+    assert re.search(r"cut\.json: unreadable: ", out)
+    assert "2 files share settings A (" in out and "size 2M" in out and "1 file has B: size 4M" in out
+
+
+def test_without_a_flag_every_problem_is_named_at_once(checkout, capsys):
+    code, _ = run("import", BRIEF, "lab", checkout / "incoming/lab")
+    err = capsys.readouterr().err
+    assert code == 2 and listing(checkout) == [] and "Traceback" not in err
+    assert "3 problem(s), nothing imported" in err
+    assert "SOURCES.md: not a tool output" in err and "cut.json: unreadable" in err
+    assert re.search(r"campaign lab: settings differ \(2 files share settings A .*1 file has B: size 4M\).*"
+                     r"--split-by size", err)
+
+
+def test_skip_unreadable_and_split_by_size_make_two_campaigns_in_one_command(checkout, capsys):
+    code, out = run("import", BRIEF, "lab", checkout / "incoming/lab", "--skip-unreadable", "--split-by", "size")
+    assert code == 0, capsys.readouterr().err
+    raw = checkout / "data/raw" / BRIEF
+    assert sorted(p.name for p in raw.iterdir()) == ["lab-2m", "lab-4m"]
+    for campaign, files in (("lab-2m", {"run1.json", "run2.json"}), ("lab-4m", {"run3.json"})):
+        record = json.loads((raw / campaign / "campaign.json").read_text())
+        assert record["declaration"]["settings"]["size"] == campaign[-2:].upper()
+        points = [json.loads(p.read_text()) for p in (raw / campaign).rglob("point.json")]
+        assert {p["file"] for p in points} == files
+        skipped = {s["file"]: s for s in record["imported"]["skipped"]}
+        assert set(skipped) == {"SOURCES.md", "cut.json"}
+        assert skipped["SOURCES.md"]["kind"] == "not a tool output" and skipped["cut.json"]["kind"] == "unreadable"
+        assert "cut.json" in skipped["cut.json"]["reason"]
+
+
+def test_a_split_by_setting_the_files_do_not_have_is_named(checkout, capsys):
+    code, _ = run("import", BRIEF, "lab", checkout / "incoming/lab", "--skip-unreadable", "--split-by", "colour")
+    err = capsys.readouterr().err
+    assert code == 2 and "--split-by colour: not a setting of these files (settings: " in err
+    assert listing(checkout) == []
+
+
+def test_every_option_a_message_suggests_exists(checkout, capsys):
+    """The `--options` in the import's messages (the module's text and what it printed here), but those
+    quoted as another command's (`briefkit ingest ...`, fio's), are options of `briefkit import`."""
+    parser = cli.parser()
+    command = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "import")[1]
+    options = {o for action in command._actions for o in action.option_strings}
+    run("import", BRIEF, "lab", checkout / "incoming/lab")
+    run("import", BRIEF, "lab", checkout / "incoming/lab", "--dry-run")
+    printed = capsys.readouterr()
+    texts = [printed.out, printed.err, Path(imported.__file__).read_text(),
+             Path(imported.__file__).with_name("import_plan.py").read_text()]
+    unquoted = [re.sub(r"``[^`\n]*``|`[^`\n]*`", "", text) for text in texts]
+    suggested = {m for text in unquoted for m in re.findall(r"(?<![\w`-])(--[a-z][a-z-]*)", text)}
+    assert suggested and suggested <= options, suggested - options
