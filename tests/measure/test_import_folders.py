@@ -13,10 +13,13 @@ import io
 import json
 import re
 import shutil
+import socket
 import subprocess
+import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from briefkit import cli
@@ -128,3 +131,81 @@ def test_every_option_a_message_suggests_exists(checkout, capsys):
     unquoted = [re.sub(r"``[^`\n]*``|`[^`\n]*`", "", text) for text in texts]
     suggested = {m for text in unquoted for m in re.findall(r"(?<![\w`-])(--[a-z][a-z-]*)", text)}
     assert suggested and suggested <= options, suggested - options
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def several(tmp_path_factory):
+    """A fio file of two jobs (a 64 KiB read, then a 4 KiB randwrite of numjobs=2 clones, group_reporting),
+    and a client/server file of two local fio servers (the "All clients" sum beside them)."""
+    folder = tmp_path_factory.mktemp("several")
+    data = folder / "data"
+    subprocess.run(["fio", f"--filename={data}", "--size=2M", "--ioengine=psync", "--group_reporting",
+                    "--output-format=json+", f"--output={folder / 'two-jobs.json'}",
+                    "--name=seq", "--rw=read", "--bs=64k",
+                    "--name=rand", "--stonewall", "--rw=randwrite", "--bs=4k", "--numjobs=2"],
+                   check=True, capture_output=True, timeout=60)
+    job = folder / "client.fio"
+    job.write_text(f"[mix]\nfilename={data}\nsize=2M\nioengine=psync\nrw=randrw\nrwmixread=70\nbs=64k\n")
+    ports = [free_port(), free_port()]
+    servers = [subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{port}"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL) for port in ports]
+    try:
+        command = ["fio", "--output-format=json+", f"--output={folder / 'clients.json'}"]
+        for port in ports:
+            command += [f"--client=ip:127.0.0.1,{port}", str(job)]
+        deadline = time.monotonic() + 30
+        for port in ports:              # a server listens a moment after it starts
+            while not listening(port):
+                assert time.monotonic() < deadline, f"no fio server listening on port {port}"
+                time.sleep(0.1)
+        subprocess.run(command, check=True, capture_output=True, timeout=60)
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=30)
+    job.unlink()
+    data.unlink()
+    return folder
+
+
+def test_every_job_is_a_point_and_a_client_server_run_keeps_its_hosts(several, checkout, capsys):
+    shutil.copytree(several, checkout / "incoming/several")
+    shutil.copy(ROOT / "tests/fixtures/dbbench/multi_stats.txt", checkout / "incoming")
+    code, out = run("import", BRIEF, "jobs", checkout / "incoming/several")
+    assert code == 0, capsys.readouterr().err
+    jobs = json.loads((several / "two-jobs.json").read_text())["jobs"]
+    assert [j["jobname"] for j in jobs] == ["seq", "rand"]     # rand's two clones: one entry (group_reporting)
+    points = {p["part"]["workload"] if p["part"] else p["file"]: p
+              for p in map(lambda f: json.loads(f.read_text()), (checkout / "data/raw" / BRIEF / "jobs").rglob("point.json"))}
+    assert sorted(points) == ["clients.json", "rand", "seq"]
+    assert points["seq"]["values"] == {"rw": "read", "bs": "64KiB", "numjobs": 1, "iodepth": 1}
+    assert points["rand"]["values"] == {"rw": "randwrite", "bs": "4KiB", "numjobs": 2, "iodepth": 1}
+    text = (several / "clients.json").read_text()          # the servers' own lines come before the JSON
+    served = json.loads(text[re.search(r"^\{", text, re.M).start():])["client_stats"]
+    # both servers are 127.0.0.1: fio's entries tell them apart by port, as ingest names them
+    hosts = sorted({f"{e['hostname']}:{e['port']}" for e in served if e["jobname"] != "All clients"})
+    assert points["clients.json"]["stated"]["hosts"] == hosts and points["clients.json"]["part"] is None
+    assert run("dataset", BRIEF)[0] == 0
+    samples = pd.read_parquet(checkout / "data/processed" / BRIEF / "samples.parquet")
+    ops = samples[(samples["campaign"] == "jobs") & samples["metric"].isin(["read_iops", "write_iops"])]
+    per_point = ops.groupby(["workload", "host"], observed=True)["value"].count().to_dict()
+    # each job its own rows; the client/server run's two servers and fio's "All clients" sum
+    assert per_point == {("read 64 KiB", "not stated"): 1, ("randwrite 4 KiB", "not stated"): 1,
+                         **{("70/30 64 KiB", host): 2 for host in [*hosts, "All clients"]}}, per_point
+    # a db_bench run of several benchmarks: one point each (into the db_bench brief)
+    assert run("import", "rocksdb-7450", "multi", checkout / "incoming/multi_stats.txt")[0] == 0
+    benchmarks = sorted(json.loads(p.read_text())["values"]["benchmark"]
+                        for p in (checkout / "data/raw/rocksdb-7450/multi").rglob("point.json"))
+    text = (ROOT / "tests/fixtures/dbbench/multi_stats.txt").read_text()
+    assert benchmarks == sorted(re.search(r"--benchmarks=(\S+)", text)[1].split(","))

@@ -38,6 +38,7 @@ class Group:
     letter: str
     settings: dict[str, Any]
     files: list[str] = field(default_factory=list)
+    optional: frozenset[str] = frozenset()    # keys a file may leave unset (not a difference)
 
 
 def settings_groups(items: Iterable[tuple[str, Mapping[str, Any]]], where_set_only: Iterable[str] = ()) -> list[Group]:
@@ -54,7 +55,7 @@ def settings_groups(items: Iterable[tuple[str, Mapping[str, Any]]], where_set_on
                         group.settings[key] = value
                 break
         else:
-            groups.append(Group("", dict(settings), [relative]))
+            groups.append(Group("", dict(settings), [relative], frozenset(optional)))
     groups.sort(key=lambda g: -len(g.files))
     for letter, group in zip(_letters(), groups):
         group.letter = letter
@@ -81,7 +82,8 @@ def _letters():
 def differences(group: Group, first: Group) -> dict[str, Any]:
     """What sets ``group`` apart from ``first``: its settings that differ."""
     keys = dict.fromkeys([*first.settings, *group.settings])
-    return {k: group.settings.get(k) for k in keys if group.settings.get(k) != first.settings.get(k)}
+    return {k: group.settings.get(k) for k in keys if group.settings.get(k) != first.settings.get(k)
+            and not (k in group.optional and (group.settings.get(k) is None or first.settings.get(k) is None))}
 
 
 def describe_groups(groups: Sequence[Group]) -> str:
@@ -90,15 +92,25 @@ def describe_groups(groups: Sequence[Group]) -> str:
         return "no files"
     first = groups[0]
     shown = ", ".join(f"{k} {_value(v)}" for k, v in first.settings.items() if v is not None) or "none stated"
-    parts = [f"{_files(first.files)} {'share' if len(first.files) > 1 else 'has'} settings {first.letter} ({shown})"]
+    parts = [f"{_files(first.files)} {'share' if _count(first) > 1 else 'has'} settings {first.letter} ({shown})"]
     for group in groups[1:]:
         changed = ", ".join(f"{k} {_value(v)}" for k, v in differences(group, first).items())
-        parts.append(f"{_files(group.files)} {'have' if len(group.files) > 1 else 'has'} {group.letter}: {changed}")
+        parts.append(f"{_files(group.files)} {'have' if _count(group) > 1 else 'has'} {group.letter}: {changed}")
     return ", ".join(parts)
 
 
+def _count(group: Group) -> int:
+    return len(set(map(file_of, group.files)))
+
+
 def _files(files: Sequence[str]) -> str:
-    return f"{len(files)} file{'s' if len(files) != 1 else ''}"
+    count = len(set(map(file_of, files)))
+    return f"{count} file{'s' if count != 1 else ''}"
+
+
+def file_of(shown: str) -> str:
+    """The file of a point as the plan shows it: ``run.json [job]`` -> ``run.json``."""
+    return shown.rsplit(" [", 1)[0] if shown.endswith("]") else shown
 
 
 def _value(value: Any) -> str:
@@ -129,7 +141,8 @@ class Plan:
                  + (f" ({self.tool})" if self.tool else "")]
         for campaign in self.campaigns:
             points = len({point.rsplit("/", 1)[0] for point, _ in campaign.points})
-            lines.append(f"  campaign {campaign.name}: {points} point(s) from {len(campaign.points)} file(s)")
+            files = len({file_of(relative) for _, relative in campaign.points})
+            lines.append(f"  campaign {campaign.name}: {points} point(s) from {files} file(s)")
             lines += [f"    {relative} -> {point}" for point, relative in campaign.points]
             lines.append(f"    settings: {describe_groups(campaign.groups)}")
         if self.skipped:

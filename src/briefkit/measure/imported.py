@@ -14,7 +14,9 @@ of a measured one (briefkit.raw), so that the dataset stage reads them like any 
                                         tool and version, host, times and parameters the file states
 
 Each file is read by its tool's parser (briefkit.tools.parse) and its importer (``importer`` in the tool's
-declaration, briefkit.tools.importers): fio JSON (one job per file, json+ for percentiles), db_bench's
+declaration, briefkit.tools.importers), one point per job of it (``part`` in point.json names the rows of a
+file of several, which the dataset stage reads alone): fio JSON (each job or group a point, numjobs clones one,
+client/server output one point with its servers' and "All clients" rows; json+ for percentiles), db_bench's
 output (stdout with its header; the command line when a ``# command:`` line
 or the shell's echo holds it) and pgbench's summary (its stdout). The point's load and values come from
 what the file states: fio's job options (rw/rwmixread, bs, numjobs, iodepth; an option not printed is
@@ -245,6 +247,7 @@ class Found:
     started_at: str | None = None
     ended_at: str | None = None
     read_as: dict[str, Any] = field(default_factory=dict)
+    part: dict[str, Any] | None = None       # which rows of the file are the point (None: all of them)
 
 
 def sha256(path: Path) -> str:
@@ -291,9 +294,10 @@ class FileRefused(CampaignError):
 
 
 def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str, brief: str = "",
-              wanted: Iterable[str] = ()) -> Found:
-    """One file, read by its tool's parser (a file it cannot read raises with the parser's reason); a tool
-    whose workload is not in ``wanted`` (the brief's, when given) is refused before the file is read."""
+              wanted: Iterable[str] = ()) -> list[Found]:
+    """One file, read by its tool's parser (a file it cannot read raises with the parser's reason): one
+    Found per point it holds (a job of a fio file, a benchmark of a db_bench run). A tool whose workload is
+    not in ``wanted`` (the brief's, when given) is refused before the file is read."""
     given = _applied(mapping, relative)
     tool = given.get("tool") or detect(path)
     importers = tools.importers()
@@ -315,8 +319,18 @@ def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str,
         tools.parse(tool, path)      # the parser's own checks: a truncated or failed run is refused here
     except BriefkitError as exc:     # its hints name `briefkit ingest` options: say so
         raise FileRefused(_INGEST_OPTION.sub(r"`briefkit ingest \1`", str(exc)), import_plan.UNREADABLE) from None
-    found = importers[tool].read(path)
+    parts = importers[tool].read(path)
+    parts = parts if isinstance(parts, list) else [parts]    # a file of several jobs or benchmarks: several
+    digest = sha256(path)
+    return [_found(path, relative, tool, part, given, default_config, digest) for part in parts]
+
+
+def _found(path: Path, relative: str, tool: str, found: Mapping[str, Any], given: Mapping[str, Any],
+           default_config: str, digest: str) -> Found:
+    """One point's worth of a file: its values checked against the mapping file and the workload's axes."""
     values = dict(found["values"])
+    part = found.get("part")
+    shown = f"{relative} [{part['workload']}]" if part else relative
     for axis, value in given["matrix"].items():
         if axis in values and str(values[axis]) != str(value):
             raise CampaignError(f"{path}: the mapping file gives {axis} {value!r}, the file states {values[axis]!r}")
@@ -331,11 +345,11 @@ def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str,
     if unknown:
         raise CampaignError(f"{path}: {', '.join(unknown)} is not an axis of the {workload.name} workload "
                             f"(axes: {', '.join(workload.axes)})")
-    return Found(path=path, relative=relative, sha256=sha256(path), tool=tool,
+    return Found(path=path, relative=shown, sha256=digest, tool=tool,
                  values={axis: values[axis] for axis in workload.axes}, settings=found["settings"],
                  stated=found["stated"], config=given.get("config") or default_config,
                  host=given.get("host") or found.get("host"), tool_version=found.get("tool_version"),
-                 started_at=found.get("started_at"), ended_at=found.get("ended_at"))
+                 started_at=found.get("started_at"), ended_at=found.get("ended_at"), part=part)
 
 
 # --- the campaign -------------------------------------------------------------------------------
@@ -470,7 +484,7 @@ def import_files(brief: str, name: str, arguments: Sequence[str | Path], mapping
     listed = files_of(arguments, reads)
     for path, relative in listed:
         try:
-            found.append(read_file(path, relative, mapping, config, brief=brief, wanted=wanted))
+            found += read_file(path, relative, mapping, config, brief=brief, wanted=wanted)
         except FileRefused as exc:
             skipped.append(import_plan.Skipped(relative, exc.kind, _named(path, exc)))
         except (BriefkitError, OSError, UnicodeDecodeError) as exc:
@@ -570,17 +584,18 @@ def _declared(brief: str, base: Path) -> dict:
 
 
 def _duplicates(found: list[Found], before: Mapping[str, str]) -> list[tuple[Found, str]]:
-    seen: dict[str, Found] = {}
+    seen: dict[tuple, Found] = {}
     out = []
     for item in found:
+        key = (item.sha256, str(item.part))   # the jobs of one file share its content
         if item.sha256 in before:
             out.append((item, f"{item.path}: already imported in this brief, as {before[item.sha256]} (same content, "
                        f"SHA-256 {item.sha256[:12]})"))
-        elif item.sha256 in seen:
-            out.append((item, f"{item.path}: the same content as {seen[item.sha256].path} (SHA-256 "
+        elif key in seen:
+            out.append((item, f"{item.path}: the same content as {seen[key].path} (SHA-256 "
                               f"{item.sha256[:12]}): a repetition is another run, not a copy"))
         else:
-            seen[item.sha256] = item
+            seen[key] = item
     return out
 
 
@@ -631,7 +646,8 @@ def _write_point(folder: Path, point: Point, item: Found, workload, settings: di
         "values": dict(point.values), "rep": point.rep, "attempt": 1, "workload": workload.name, "tool": item.tool,
         "tool_version": item.tool_version, "host": item.host or "not stated", "started_at": item.started_at,
         "ended_at": item.ended_at, "window": None, "jobs": [], "notes": {}, "power": {"kind": "none"}, "error": None,
-        "file": name, "sha256": item.sha256, "imported_from": str(item.path.resolve()), "imported_at": at,
+        "file": name, "sha256": item.sha256, "part": item.part, "imported_from": str(item.path.resolve()),
+        "imported_at": at,
         "stated": item.stated, "read_as": read_as})
     manifest.append(DONE, point=point.id, attempt=1, dir=str(Path(point.id) / "attempt-1"), origin=records.IMPORTED,
                     started_at=item.started_at, ended_at=item.ended_at)
