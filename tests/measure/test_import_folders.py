@@ -209,3 +209,20 @@ def test_every_job_is_a_point_and_a_client_server_run_keeps_its_hosts(several, c
                         for p in (checkout / "data/raw/rocksdb-7450/multi").rglob("point.json"))
     text = (ROOT / "tests/fixtures/dbbench/multi_stats.txt").read_text()
     assert benchmarks == sorted(re.search(r"--benchmarks=(\S+)", text)[1].split(","))
+
+
+def test_the_brief_method_is_what_its_declared_campaigns_measure():
+    """fio-6600ion's declared campaign (params.yaml): randrw mixes at 256 KiB and 4 MiB, queue depth 16."""
+    import yaml
+
+    from briefkit.config import brief_method
+    from briefkit.core import method_scope
+
+    declared = yaml.safe_load((ROOT / "params.yaml").read_text())["briefs"][BRIEF]["campaigns"]
+    method = brief_method.declared(declared)
+    spec = declared["local"]
+    assert method == {"rw": spec["matrix"]["rw"], "bs": spec["matrix"]["bs"], "iodepth": spec["matrix"]["iodepth"],
+                      "pattern": ["randrw"]}                  # fio's default pattern, as the workload fills it in
+    assert method_scope.outside(method, {"rw": ["50/50", "70/30"], "bs": ["256KiB"], "iodepth": [64]},
+                                {"pattern": "rw"}) == ["qd 64", "pattern rw"]
+    assert method_scope.outside(method, {"rw": ["70/30"], "bs": ["4MiB"], "iodepth": [16]}, {"pattern": "randrw"}) == []

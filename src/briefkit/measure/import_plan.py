@@ -125,6 +125,7 @@ class Campaign:
     points: list[tuple[str, str]]         # (point id, file path below the folder given)
     groups: list[Group]
     exists: str | None = None             # why the name cannot be used, if it cannot
+    outside: str | None = None            # what of it the brief's method does not measure, if anything
 
 
 @dataclass
@@ -145,6 +146,9 @@ class Plan:
             lines.append(f"  campaign {campaign.name}: {points} point(s) from {files} file(s)")
             lines += [f"    {relative} -> {point}" for point, relative in campaign.points]
             lines.append(f"    settings: {describe_groups(campaign.groups)}")
+            if campaign.outside:
+                lines.append(f"    {campaign.outside}: the brief lists it in an appendix table, not as one of its "
+                             "mixes or sweeps")
         if self.skipped:
             lines.append(f"  skipped {len(self.skipped)} file(s):")
             for kind in SKIP_KINDS:

@@ -69,8 +69,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from briefkit import tools
-from briefkit.config import project
+from briefkit.config import brief_method, project
 from briefkit.config.yamlload import SAFE_LOADER
+from briefkit.core import method_scope
 from briefkit.core.errors import BriefkitError, CampaignError
 from briefkit.core.reads import ReadRule
 from briefkit.core.validation import NAME_PATTERN, check_name
@@ -480,6 +481,7 @@ def import_files(brief: str, name: str, arguments: Sequence[str | Path], mapping
     mapping_text = mapping_bytes(mapping_path, reads) if mapping_path is not None else None
     mapping = parse_mapping(mapping_text, mapping_path) if mapping_text is not None else _Mapping()
     wanted = {str(spec.get("workload")) for spec in declared.values() if isinstance(spec, Mapping)}
+    method = brief_method.declared(declared)
     found, skipped = [], []
     listed = files_of(arguments, reads)
     for path, relative in listed:
@@ -511,7 +513,10 @@ def import_files(brief: str, name: str, arguments: Sequence[str | Path], mapping
         taken = _free(brief, campaign, declared, brief_dir / campaign, raise_=False) if split_by else None
         if taken:
             problems.append(taken)
-        plans.append(import_plan.Campaign(campaign, [(p.id, f.relative) for p, f in plan(members)], groups, taken))
+        matrix = {axis: _distinct(f.values[axis] for f in members) for axis in members[0].values} if members else {}
+        beyond = method_scope.outside(method, matrix, groups[0].settings if groups else {})
+        plans.append(import_plan.Campaign(campaign, [(p.id, f.relative) for p, f in plan(members)], groups, taken,
+                                          method_scope.reason(beyond) if beyond else None))
     outline = import_plan.Plan(brief, toolset[0] if len(toolset) == 1 else None, len(listed), plans, skipped, problems)
     if dry_run:
         return Outcome(outline, [])
