@@ -226,3 +226,23 @@ def test_the_brief_method_is_what_its_declared_campaigns_measure():
     assert method_scope.outside(method, {"rw": ["50/50", "70/30"], "bs": ["256KiB"], "iodepth": [64]},
                                 {"pattern": "rw"}) == ["qd 64", "pattern rw"]
     assert method_scope.outside(method, {"rw": ["70/30"], "bs": ["4MiB"], "iodepth": [16]}, {"pattern": "randrw"}) == []
+
+
+def test_sizes_fio_reads_as_one_are_one_setting(checkout, tmp_path, capsys):
+    """fio reads size=4M and size=4MB as the same 4 MiB (kb_base=1024): one campaign, not two; 4MiB (fio:
+    4,000,000 bytes with kb_base=1024) is another size."""
+    folder = checkout / "incoming/sizes"
+    folder.mkdir()
+    for name, size in (("a.json", "4M"), ("b.json", "4MB"), ("c.json", "4MiB")):
+        fio(folder / name, tmp_path / "sizes.data", size, "64k")
+    sizes = {p.name: json.loads(p.read_text())["jobs"][0]["job options"]["size"] for p in folder.iterdir()}
+    (tmp_path / "sizes.data").unlink()
+    assert sizes == {"a.json": "4M", "b.json": "4MB", "c.json": "4MiB"}      # as fio printed them
+    code, out = run("import", BRIEF, "sizes", folder, "--split-by", "size")
+    assert code == 0, capsys.readouterr().err
+    raw = checkout / "data/raw" / BRIEF
+    assert sorted(p.name for p in raw.iterdir()) == ["sizes-4m", "sizes-4mib"]
+    files = {p.name for p in (raw / "sizes-4m").rglob("*.json") if p.name not in ("point.json", "campaign.json")}
+    assert files == {"a.json", "b.json"}
+    assert "campaign sizes-4m: 1 point(s) from 2 file(s)" in out and "2 files share settings A (" in out
+    assert "size 4M)" in out or "size 4M," in out          # as the first file writes it

@@ -39,23 +39,26 @@ class Group:
     settings: dict[str, Any]
     files: list[str] = field(default_factory=list)
     optional: frozenset[str] = frozenset()    # keys a file may leave unset (not a difference)
+    shown: dict[str, Any] = field(default_factory=dict)   # the settings as the first file writes them
 
 
-def settings_groups(items: Iterable[tuple[str, Mapping[str, Any]]], where_set_only: Iterable[str] = ()) -> list[Group]:
-    """(path, settings) pairs grouped by equal settings, the largest group first (A, B, ...). A key in
-    ``where_set_only`` that a file leaves unset (None) does not set it apart (fio's mix pattern)."""
+def settings_groups(items: Iterable[tuple[str, Mapping[str, Any], Mapping[str, Any]]],
+                    where_set_only: Iterable[str] = ()) -> list[Group]:
+    """(path, settings as the tool reads them, settings as written) grouped by equal settings, the largest
+    group first (A, B, ...). A key in ``where_set_only`` that a file leaves unset (None) does not set it
+    apart (fio's mix pattern)."""
     optional = set(where_set_only)
     groups: list[Group] = []
-    for relative, settings in items:
+    for relative, settings, written in items:
         for group in groups:
             if _compatible(group.settings, settings, optional):
                 group.files.append(relative)
                 for key, value in settings.items():
                     if group.settings.get(key) is None:
-                        group.settings[key] = value
+                        group.settings[key], group.shown[key] = value, written.get(key, value)
                 break
         else:
-            groups.append(Group("", dict(settings), [relative], frozenset(optional)))
+            groups.append(Group("", dict(settings), [relative], frozenset(optional), dict(written)))
     groups.sort(key=lambda g: -len(g.files))
     for letter, group in zip(_letters(), groups):
         group.letter = letter
@@ -91,10 +94,11 @@ def describe_groups(groups: Sequence[Group]) -> str:
     if not groups:
         return "no files"
     first = groups[0]
-    shown = ", ".join(f"{k} {_value(v)}" for k, v in first.settings.items() if v is not None) or "none stated"
+    shown = ", ".join(f"{k} {_value(first.shown.get(k, v))}" for k, v in first.settings.items() if v is not None) \
+        or "none stated"
     parts = [f"{_files(first.files)} {'share' if _count(first) > 1 else 'has'} settings {first.letter} ({shown})"]
     for group in groups[1:]:
-        changed = ", ".join(f"{k} {_value(v)}" for k, v in differences(group, first).items())
+        changed = ", ".join(f"{k} {_value(group.shown.get(k, v))}" for k, v in differences(group, first).items())
         parts.append(f"{_files(group.files)} {'have' if _count(group) > 1 else 'has'} {group.letter}: {changed}")
     return ", ".join(parts)
 

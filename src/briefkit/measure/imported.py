@@ -249,6 +249,7 @@ class Found:
     ended_at: str | None = None
     read_as: dict[str, Any] = field(default_factory=dict)
     part: dict[str, Any] | None = None       # which rows of the file are the point (None: all of them)
+    same: dict[str, Any] = field(default_factory=dict)   # the settings as the tool reads them, to compare
 
 
 def sha256(path: Path) -> str:
@@ -346,7 +347,9 @@ def _found(path: Path, relative: str, tool: str, found: Mapping[str, Any], given
     if unknown:
         raise CampaignError(f"{path}: {', '.join(unknown)} is not an axis of the {workload.name} workload "
                             f"(axes: {', '.join(workload.axes)})")
+    normalise = getattr(tools.importers()[tool], "same_settings", None)   # equal as the tool reads them
     return Found(path=path, relative=shown, sha256=digest, tool=tool,
+                 same=normalise(found["settings"]) if normalise else dict(found["settings"]),
                  values={axis: values[axis] for axis in workload.axes}, settings=found["settings"],
                  stated=found["stated"], config=given.get("config") or default_config,
                  host=given.get("host") or found.get("host"), tool_version=found.get("tool_version"),
@@ -419,7 +422,7 @@ def common_settings(found: list[Found]) -> dict[str, Any]:
                 continue
             if key not in seen:
                 seen[key] = (value, item)
-            elif seen[key][0] != value:
+            elif seen[key][1].same.get(key, seen[key][0]) != item.same.get(key, value):   # as the tool reads them
                 raise CampaignError(
                     f"{item.path}: {key} is {value!r}, but {seen[key][0]!r} in {seen[key][1].path}; settings that "
                     "are not matrix axes must be the same in one campaign: import these files as two campaigns")
@@ -504,7 +507,7 @@ def import_files(brief: str, name: str, arguments: Sequence[str | Path], mapping
     campaigns = _split(found, name, split_by, problems)
     plans = []
     for campaign, members in campaigns.items():
-        groups = import_plan.settings_groups(((f.relative, f.settings) for f in members), _ONLY_WHERE_SET)
+        groups = import_plan.settings_groups(((f.relative, f.same, f.settings) for f in members), _ONLY_WHERE_SET)
         if len(groups) > 1:
             keys = sorted({k for g in groups[1:] for k in import_plan.differences(g, groups[0])})
             problems.append(f"campaign {campaign}: settings differ ({import_plan.describe_groups(groups)}); settings "
@@ -554,11 +557,13 @@ def _split(found: list[Found], name: str, split_by: str | None, problems: list[s
     if split_by not in known:
         problems.append(f"--split-by {split_by}: not a setting of these files (settings: {', '.join(known)})")
         return {name: found}
+    named: dict[str, str] = {}      # a value as the tool reads it -> the campaign (named as the first file writes it)
     out: dict[str, list[Found]] = {}
     for item in found:
-        value = item.settings.get(split_by)
-        suffix = re.sub(r"[^a-z0-9._-]+", "-", str(value).lower()).strip("-.") or "none"
-        out.setdefault(f"{name}-{suffix}", []).append(item)
+        value = item.same.get(split_by, item.settings.get(split_by))
+        suffix = re.sub(r"[^a-z0-9._-]+", "-", str(item.settings.get(split_by)).lower()).strip("-.") or "none"
+        campaign = named.setdefault(repr(value), f"{name}-{suffix}")
+        out.setdefault(campaign, []).append(item)
     return out
 
 

@@ -137,6 +137,19 @@ def read(path: Path) -> list[dict[str, Any]]:
     return parts
 
 
+def same_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings as fio reads them, to compare files by: ``size`` in bytes by fio's suffix rules ("4G",
+    "4GB" and "4294967296" are one size; "4GiB" is 4 * 1000^3 with kb_base=1024). A size fio would not read
+    is compared as written."""
+    out = dict(settings)
+    if out.get("size") is not None:
+        try:
+            out["size"] = fio_bytes(str(out["size"]), int(out.get("kb_base") or 1024))
+        except ValueError:
+            pass
+    return out
+
+
 def campaign_settings(matrix: Mapping[str, list], settings: dict[str, Any]) -> dict[str, Any]:
     """The workload label says QD<n> when the files differ in iodepth."""
     return {**settings, "label_iodepth": len(matrix["iodepth"]) > 1}
