@@ -9,14 +9,12 @@ a JSON cut in half stand for what a colleague's folder also holds.
 """
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
 import socket
 import subprocess
 import time
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +23,7 @@ import pytest
 from briefkit import cli
 from briefkit.measure import imported
 from tests import paths
+from tests.measure.importing import run, small_checkout
 
 ROOT = paths.ROOT
 BRIEF = "fio-6600ion"
@@ -51,21 +50,10 @@ def made(tmp_path_factory):
 
 @pytest.fixture
 def checkout(tmp_path, monkeypatch, made):
-    """params.yaml and a copy of the folder in incoming/: `briefkit import` reads inside the checkout."""
-    shutil.copy(ROOT / "params.yaml", tmp_path)
-    (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")            # params.yaml's checks read these only
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data/published").symlink_to(ROOT / "data/published")
+    """A small checkout with the folder copied into incoming/: `briefkit import` reads inside the checkout."""
+    small_checkout(tmp_path, monkeypatch)
     shutil.copytree(made, tmp_path / "incoming/lab")
-    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
     return tmp_path
-
-
-def run(*argv) -> tuple[int, str]:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = cli.main([str(a) for a in argv])
-    return code, out.getvalue()
 
 
 def listing(base: Path) -> list[str]:

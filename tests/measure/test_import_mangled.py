@@ -14,6 +14,7 @@ import pytest
 
 from briefkit import cli
 from tests import paths
+from tests.measure.importing import small_checkout
 
 ROOT = paths.ROOT
 FIXTURES = ROOT / "tests/fixtures"
@@ -56,13 +57,7 @@ def mangled(folder: Path, count: int = 50) -> list[Path]:
 
 @pytest.fixture
 def checkout(tmp_path, monkeypatch):
-    shutil.copy(ROOT / "params.yaml", tmp_path)
-    (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")            # params.yaml's checks read these only
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data/published").symlink_to(ROOT / "data/published")
-    (tmp_path / "incoming").mkdir()
-    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
-    return tmp_path
+    return small_checkout(tmp_path, monkeypatch)
 
 
 def quietly(*argv) -> tuple[int, str]:

@@ -13,14 +13,13 @@ import io
 import json
 import re
 import shutil
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from briefkit import cli
 from briefkit.tools.dbbench import stdout as dbbench_stdout
 from tests import paths
+from tests.measure.importing import run, small_checkout
 
 ROOT = paths.ROOT
 FIXTURES = ROOT / "tests/fixtures"
@@ -33,21 +32,7 @@ FIO_2X_LOGS = FIXTURES / "fio_logs_2x"
 
 @pytest.fixture
 def checkout(tmp_path, monkeypatch):
-    """params.yaml only, and an incoming/ folder: `briefkit import` reads inside the checkout."""
-    shutil.copy(ROOT / "params.yaml", tmp_path)
-    (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")    # params.yaml's checks read these only
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data/published").symlink_to(ROOT / "data/published")
-    (tmp_path / "incoming").mkdir()
-    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
-    return tmp_path
-
-
-def run(*argv) -> tuple[int, str]:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = cli.main([str(a) for a in argv])
-    return code, out.getvalue()
+    return small_checkout(tmp_path, monkeypatch)
 
 
 def incoming(checkout: Path, *files: Path) -> list[Path]:

@@ -83,7 +83,7 @@ def test_eight_campaigns_keep_the_body_short_and_page_one_says_how_they_compare(
     assert len(names) == 8 and sum(data.campaigns[n].is_imported for n in names) == 5
     reference, inside, outside = campaign_set.split(data, names)
     assert reference == "local" and inside == ["i1", "i2", "i3", "m1", "m2"]
-    assert outside == {"i4": "iodepth 4 (the reference local: 16)", "i5": "a single point: no curve to compare"}
+    assert outside == {"i4": "imported, outside this brief's method: qd 4", "i5": "a single point: no curve to compare"}
     sentence = campaign_set.headline(data, names).summary()
     assert sentence.startswith("Total throughput against baseline local (tolerance ±5 %): best ")
 
