@@ -234,3 +234,25 @@ def test_sizes_fio_reads_as_one_are_one_setting(checkout, tmp_path, capsys):
     assert files == {"a.json", "b.json"}
     assert "campaign sizes-4m: 1 point(s) from 2 file(s)" in out and "2 files share settings A (" in out
     assert "size 4M)" in out or "size 4M," in out          # as the first file writes it
+
+
+def test_one_folder_of_everything_imports_with_skip_unreadable(several, checkout, capsys):
+    """The issue's folder: two settings groups, a two-job file, a client/server file, a notes file and a cut
+    JSON, in one folder: `--skip-unreadable --split-by size` imports the readable ones into their points,
+    skips the two with reasons, and the plan says the campaigns lie outside the brief's method (block size
+    64 KiB and 128 KiB, queue depth 1: the brief measures 256 KiB and 4 MiB at 16)."""
+    for path in several.iterdir():
+        shutil.copy(path, checkout / "incoming/lab")
+    code, out = run("import", BRIEF, "lab", checkout / "incoming/lab", "--skip-unreadable", "--split-by", "size")
+    assert code == 0, capsys.readouterr().err
+    raw = checkout / "data/raw" / BRIEF
+    found = {campaign.name: sorted((p["file"], (p["part"] or {}).get("workload")) for p in
+                                   map(lambda f: json.loads(f.read_text()), campaign.rglob("point.json")))
+             for campaign in raw.iterdir()}
+    assert found == {"lab-2m": [("clients.json", None), ("run1.json", None), ("run2.json", None),
+                                ("two-jobs.json", "rand"), ("two-jobs.json", "seq")],
+                     "lab-4m": [("run3.json", None)]}
+    skipped = json.loads((raw / "lab-2m/campaign.json").read_text())["imported"]["skipped"]
+    assert sorted((s["file"], s["kind"]) for s in skipped) == [("SOURCES.md", "not a tool output"),
+                                                               ("cut.json", "unreadable")]
+    assert out.count("imported, outside this brief's method: ") == 2 and "qd 1" in out
