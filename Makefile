@@ -57,14 +57,14 @@ UV_VERSION := 0.13.9
 UV := $(BIN)/uv
 UV_PIP := $(UV) pip install --python $(BIN)/python
 
-$(VENV)/.installed: requirements.lock pyproject.toml
+$(VENV)/.installed: requirements.lock requirements-override.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "requirements.lock pins Python 3.11; run make PYTHON=python3.11 ...")'
 	@echo "== [1/4] virtual environment $(VENV), from $(PYTHON) ($$($(PYTHON) --version))"
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	@echo "== [2/4] the installer: uv $(UV_VERSION)"
 	$(BIN)/pip install --disable-pip-version-check --progress-bar off uv==$(UV_VERSION)
 	@echo "== [3/4] dependencies from requirements.lock (hashes checked)"
-	$(UV_PIP) --require-hashes -r requirements.lock
+	$(UV_PIP) --require-hashes --no-deps -r requirements.lock
 	@echo "== [4/4] briefkit itself (editable)"
 	$(UV_PIP) --no-deps -e .
 	touch $@
@@ -82,8 +82,11 @@ reproduce: setup
 # figures, and one on this machine would race the notebooks (xargs -r: none declared, none run; a plain
 # `dvc repro measure` would then run the whole pipeline). The last `dvc repro` runs any stage no brief
 # leads to and says whether the pipeline is up to date.
+# First, `briefkit dvc-lock`: a dvc.lock that a Ctrl-C cut while DVC was writing it (DVC writes it in
+# place) would make every dvc command fail; it is put back from the last whole copy, saying what runs again.
 REPRODUCE_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 briefs:
+	briefkit dvc-lock
 	briefkit list --measured | xargs -r dvc repro
 	briefkit list | cut -f1 | xargs -P $(REPRODUCE_JOBS) -I{} dvc --wait-for-lock repro render@{}
 	dvc repro
@@ -170,7 +173,7 @@ lab: setup
 # Keeps the pins already in requirements.lock and adds what requirements.in newly names (uv prefers the
 # versions of its output file); `make lock UPGRADE=--upgrade` moves every pin to the newest release.
 lock: python
-	$(UV) pip compile $(UPGRADE) --python-version 3.11 --generate-hashes requirements.in -o requirements.lock
+	$(UV) pip compile $(UPGRADE) --python-version 3.11 --generate-hashes --override requirements-override.txt requirements.in -o requirements.lock
 
 # params.yaml in the layout `dvc exp run -S` writes (DVC's own writer, no override), so that an -S changes
 # only the lines it sets: run after editing params.yaml (tests/test_dvc_exp.py checks it). A file DVC's

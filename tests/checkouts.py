@@ -17,6 +17,7 @@ def env(**extra) -> dict:
     out = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1", **extra}
     out.pop("BRIEFKIT_ROOT", None)
     out.pop("BRIEFKIT_PROCESSED", None)
+    out.pop("BRIEFKIT_RESULTS", None)
     return out
 
 

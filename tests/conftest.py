@@ -16,6 +16,7 @@ import fcntl
 import os
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,37 @@ def sshd_factory(tmp_path_factory):
     finally:
         for server in servers:
             server.stop()
+
+
+# -- a second login user of this machine, and an sshd both users can log in to --------------------
+
+@pytest.fixture(scope="module")
+def plain_user():
+    """A non-root user of this machine, without a home directory, removed afterwards."""
+    name = f"bk{os.getpid() % 100000}u"
+    subprocess.run(["useradd", "--no-create-home", "--home-dir", f"/nonexistent/{name}", "--shell", "/bin/sh",
+                    name], check=True, capture_output=True)
+    subprocess.run(["usermod", "-p", "*", name], check=True)  # no password, not locked: key login only
+    try:
+        yield name
+    finally:
+        Path(f"/etc/sudoers.d/{name}").unlink(missing_ok=True)
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def user_sshd(tmp_path_factory):
+    """The loopback sshd, in a directory the non-root user may read (sshd reads authorized_keys as
+    the login user; pytest's own temporary root is private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="briefkit-sshd-", dir="/var/tmp"))
+    folder.chmod(0o755)
+    server = LoopbackSshd(folder)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        subprocess.run(["rm", "-rf", "--", str(folder)], check=False)
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,14 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from briefkit import cli
 from briefkit.config import dvclock
 from tests.checkouts import BIN, ROOT, env, run
 from tests.fio_rates import IDLE_IOPS
@@ -151,3 +153,132 @@ def test_ctrl_c_at_ten_moments_never_records_an_incomplete_campaign_and_resumes_
         assert (raw.parent / f"t{number}.complete").exists(), moment
     status = run([DVC, "status", *stages], cwd=clone).stdout
     assert "up to date" in status, status
+
+
+# -- Ctrl-C inside DVC's own write of dvc.lock ------------------------------------------------------
+
+#: `dvc` itself, its write of dvc.lock paused at character CUT_AT: DVC opens dvc.lock with "w+" (truncating it)
+#: and ruamel.yaml writes into it a chunk at a time; the stream it writes to is wrapped so that, at CUT_AT, what
+#: came before is flushed, CUT_MARKER is created and the write waits for the test's Ctrl-C. Only the moment is
+#: chosen: the file, the writer, the signal and what DVC does with it are DVC's own (the ~50 ms the write
+#: takes cannot be hit at a chosen character otherwise).
+PAUSED_DVC = r"""
+import os, sys, time
+from pathlib import Path
+import dvc.utils.serialize._yaml as serialize
+
+cut_at, marker, dump = int(os.environ["CUT_AT"]), Path(os.environ["CUT_MARKER"]), serialize._dump
+
+class Paused:
+    def __init__(self, stream):
+        self.stream, self.written = stream, 0
+    def write(self, text):
+        if self.written + len(text) >= cut_at:
+            self.stream.write(text[: cut_at - self.written])
+            self.stream.flush()
+            marker.touch()
+            time.sleep(600)
+        self.written += len(text)
+        return self.stream.write(text)
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+def paused(data, stream):
+    return dump(data, Paused(stream) if os.path.basename(getattr(stream, "name", "")) == "dvc.lock" else stream)
+
+serialize._dump = paused
+from dvc.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+STAGES = 5
+CUTS = 20
+
+
+@pytest.fixture
+def small_project(tmp_path) -> Path:
+    """A git and DVC project of five stages whose command is a briefkit command that checks dvc.lock first, as
+    every stage of dvc.yaml does (`briefkit dvc-lock`, the same check), each writing one output; run once and
+    committed."""
+    folder = tmp_path / "project"
+    (folder / "notebooks").mkdir(parents=True)
+    (folder / "params.yaml").write_text("briefs: {}\nmeasure: {}\nsize: 1\n")
+    stages = {f"s{i}": {"cmd": f"briefkit dvc-lock && echo {i} > out/s{i}", "deps": ["params.yaml"],
+                        "params": ["size"], "outs": [f"out/s{i}"]} for i in range(STAGES)}
+    (folder / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}, sort_keys=False))
+    (folder / "out").mkdir()
+    run(["git", "init", "-q"], cwd=folder)
+    run([DVC, "init", "-q"], cwd=folder)
+    run([DVC, "config", "core.autostage", "false"], cwd=folder)
+    run([DVC, "repro", "-q"], cwd=folder)
+    run(["git", "add", "-A"], cwd=folder)
+    run(["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-qm", "run"], cwd=folder)
+    return folder
+
+
+def cut_dvc_write(project: Path, command: str, stage: str, cut_at: int) -> int:
+    """`dvc COMMAND -f STAGE` (repro: the stage's command runs, then DVC records it; commit: DVC records it
+    without running it, the same write at a second less of CPU), Ctrl-C (SIGINT to its process group) while
+    DVC is writing dvc.lock, at character ``cut_at`` of it; dvc's exit status."""
+    marker = project.parent / "writing"
+    marker.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, "-c", PAUSED_DVC, command, "-f", stage], cwd=project,
+                            env=env(CUT_AT=str(cut_at), CUT_MARKER=str(marker)), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None, f"dvc {command} -f {stage} ended before writing dvc.lock"
+            assert time.monotonic() < deadline, "dvc.lock not written in 120 s"
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGINT)
+        return proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def dvc_reads(project: Path) -> str | None:
+    """What DVC says when it reads the project's dvc.lock for `dvc status` (DVC's own code, in this process:
+    a `dvc status` process costs a second of start-up); None when it reads it."""
+    from dvc.repo import Repo
+
+    try:
+        with Repo(str(project)) as repo:
+            repo.status()
+    except Exception as exc:        # DVC's errors: LockfileCorruptedError, YAMLFileCorruptedError ...
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+@pytest.mark.slow
+def test_ctrl_c_inside_dvcs_write_of_dvc_lock_leaves_a_lock_dvc_reads_after_briefkits_restore(small_project, monkeypatch,
+                                                                                               capsys):
+    """Twenty Ctrl-Cs in DVC's write of dvc.lock (`dvc repro` after a stage, or `dvc commit`), at twenty
+    places from its first character to its last line: each leaves dvc.lock cut there (DVC writes it in place),
+    which DVC itself refuses or reads with entries gone; `briefkit dvc-lock` (what `make reproduce` and every
+    stage's command run first) puts back the copy kept when dvc.lock was last checked whole, saying so, and
+    `dvc status` reads it. Then `dvc repro` runs."""
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(small_project))
+    assert (small_project / dvclock.KEPT).exists(), "the stages' commands kept no copy"
+    lock = small_project / "dvc.lock"
+    size = len(lock.read_bytes())
+    refused, restored = [], 0
+    for number in range(CUTS):
+        before = lock.read_bytes()
+        cut_at = number * (size - 1) // (CUTS - 1)
+        command = "repro" if number % 5 == 0 else "commit"
+        status = cut_dvc_write(small_project, command, f"s{number % STAGES}", cut_at)
+        assert status != 0, f"dvc {command} exited 0 after a Ctrl-C"
+        assert len(lock.read_bytes()) == cut_at, "the Ctrl-C did not land in the write"
+        if (complaint := dvc_reads(small_project)) is not None:
+            refused.append(complaint)
+        # what `briefkit dvc-lock` runs (in this process: a process of its own adds 0.3 s of start-up a cut)
+        assert cli.main(["dvc-lock"]) == 0
+        restored += "dvc.lock restored from .dvc/tmp/dvc.lock.valid" in capsys.readouterr().err
+        assert lock.read_bytes() == before, f"cut at {cut_at}: not the kept copy"
+        assert dvc_reads(small_project) is None, f"cut at {cut_at}"
+    print(f"{len(refused)} of {CUTS} cut locks refused by DVC, {restored} restored; first: {refused[:1]}")
+    # DVC refuses a lock cut mid-line and reads one cut at a line's end with entries gone (then re-runs them)
+    assert restored == CUTS and len(refused) >= CUTS // 4
+    assert "up to date" in run([DVC, "status"], cwd=small_project).stdout
+    run([DVC, "repro", "-f", "s0"], cwd=small_project)

@@ -67,7 +67,14 @@ def test_a_lock_being_written_is_read_again_once_it_is_whole(checkout):
     finally:
         writer.join()
     assert time.monotonic() - t0 >= 2.0, "passed without the pause: the cut-short read was not seen"
-    # and a lock that stays cut short through the pause is damaged
+    # and a lock that stays cut short through the pause is damaged: the whole copy the check kept is put back
+    path.write_bytes(whole[: len(whole) // 3])
+    said = []
+    dvclock.check(checkout, settle_s=0.3, say=said.append)
+    assert path.read_bytes() == whole
+    assert "cut short" in said[0] and "dvc.lock restored from .dvc/tmp/dvc.lock.valid" in said[0]
+    # without a kept copy it is refused with the repair
+    (checkout / dvclock.KEPT).unlink()
     path.write_bytes(whole[: len(whole) // 3])
     with pytest.raises(dvclock.DvcLockError, match="cut short"):
         dvclock.check(checkout, settle_s=0.3)
@@ -166,3 +173,29 @@ def test_dvc_reads_its_yaml_with_libyaml():
     assert YAML(typ="safe").Parser is CParser
     text = (ROOT / "dvc.lock").read_text(encoding="utf-8")
     assert YAML(typ="safe").load(text) == YAML(typ="safe", pure=True).load(text)
+
+
+def test_make_reproduce_checks_dvc_lock_before_any_dvc_command():
+    """After a cut, `dvc` itself fails on dvc.lock: `make briefs` (what `make reproduce` runs after the set-up)
+    runs `briefkit dvc-lock`, which puts the kept copy back, before its first `dvc` command."""
+    planned = subprocess.run(["make", "-n", "--no-print-directory", "briefs"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    first_dvc = next(number for number, line in enumerate(planned) if "dvc " in line.replace("dvc-lock", ""))
+    assert any(line.strip() == "briefkit dvc-lock" for line in planned[:first_dvc]), planned
+
+
+def test_a_kept_copy_is_put_back_only_at_the_commit_it_was_kept_at(checkout, capsys):
+    path = checkout / "dvc.lock"
+    whole = path.read_bytes()
+    dvclock.check(checkout)
+    assert (checkout / dvclock.KEPT).read_bytes().endswith(whole)
+    path.write_bytes(b"")
+    dvclock.check(checkout)
+    assert path.read_bytes() == whole and "dvc.lock restored from" in capsys.readouterr().err
+    # another commit checked out (a branch, a pull): the copy is not that commit's, and is left alone
+    subprocess.run(["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-q", "--allow-empty",
+                    "-m", "next"], cwd=checkout, check=True)
+    path.write_bytes(b"")
+    with pytest.raises(dvclock.DvcLockError, match="git checkout dvc.lock"):
+        dvclock.check(checkout)
+    assert path.read_bytes() == b""

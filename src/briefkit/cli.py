@@ -13,7 +13,10 @@
     briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
     briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
     briefkit status BRIEF             points done, skipped, failed and left per campaign
+    briefkit query "SELECT ..."       SQL over the results store data/results/ (every brief), a table or --csv
+    briefkit history BRIEF            change points of a metric over the brief's campaigns -> reports/history/
     briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
+    briefkit dvc-lock                 dvc.lock checked; put back from its last whole copy if a Ctrl-C cut it
 
 Without an activated venv, run it as .venv/bin/briefkit (after `make setup`).
 
@@ -26,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import tempfile
 import textwrap
@@ -34,6 +36,7 @@ import time
 from pathlib import Path
 
 from briefkit.config import paths as checkout
+from briefkit.core.interrupts import stop_on_signals
 
 
 def _dataset(args) -> int:
@@ -50,7 +53,7 @@ def _execute(args) -> int:
     import papermill
 
     from briefkit import processed
-    from briefkit.core import notebooks
+    from briefkit.core import files, notebooks
 
     base = checkout.root()
     slug = checkout.declared_brief(args.brief, base)
@@ -66,12 +69,15 @@ def _execute(args) -> int:
                   "show": meta["show"], **meta["parameters"]}
     paths["executed"].parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log:
+    # SIGTERM and SIGHUP as Ctrl-C: the kernel is shut down and its folder removed (briefkit.core.notebooks)
+    with tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log, stop_on_signals():
         try:
-            papermill.execute_notebook(str(paths["notebook"]), str(paths["executed"]), parameters=parameters,
-                                       cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
-                                       kernel_name="python3",
-                                       kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log))
+            # papermill writes a new file beside reports/BRIEF.ipynb, which then replaces it (never through a link)
+            with files.replacing(paths["executed"], keep_partial=True) as executed:
+                papermill.execute_notebook(str(paths["notebook"]), str(executed), parameters=parameters,
+                                           cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
+                                           kernel_name="python3",
+                                           kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log))
         except (papermill.PapermillExecutionError, KeyboardInterrupt):
             raise       # a cell's error is papermill's message; an interrupt is the user's
         except BaseException:
@@ -155,6 +161,41 @@ def _mapping(pairs: list[str] | None) -> dict[str, str]:
     return found
 
 
+def _query(args) -> int:
+    """SQL over the results store (briefkit.store): the answer as a table, or CSV with --csv."""
+    import pandas as pd
+
+    from briefkit import store
+
+    root = args.store if args.store is not None else checkout.root() / "data" / "results"
+    answer = store.query(args.sql, root)
+    if args.csv:
+        answer.to_csv(sys.stdout, index=False)
+    else:
+        with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
+            print(answer.to_string(index=False) if len(answer.columns) else "(no columns)")
+    return 0
+
+
+def _history(args) -> int:
+    """Change points of a metric over a brief's campaigns (briefkit.report.history): the shifts on stdout,
+    reports/history/BRIEF--METRIC[--HOST].{html,pdf}."""
+    from briefkit.config import project
+    from briefkit.report import history
+
+    base = checkout.root()
+    brief = project.brief(args.brief, base)
+    declared = project.load_params(base)["briefs"][brief.slug].get("history") or {}
+    found, paths = history.build(base, brief.slug, metric=args.metric, host=args.host, p_value=args.p_value,
+                                 window=args.window, min_shift=args.min_shift, quiet=args.quiet,
+                                 render=not args.no_report, declared=declared)
+    print(found.summary())
+    if paths:
+        print(", ".join(str(p.relative_to(base)) for p in (paths["html"], paths["pdf"])) + ": written; the notebook "
+              f"behind them: {paths['ipynb'].relative_to(base)}", file=sys.stderr)
+    return 0
+
+
 def _check(args) -> int:
     from briefkit.config import project
     from briefkit.published import brief as published
@@ -236,9 +277,10 @@ def _import(args) -> int:
     from briefkit.measure import imported
 
     base = checkout.root()
-    outcome = imported.import_files(args.brief, args.campaign, args.files, mapping_path=args.map, config=args.config,
-                                    base=base, skip_unreadable=args.skip_unreadable, dry_run=args.dry_run,
-                                    split_by=args.split_by)
+    with stop_on_signals():     # the staging folder is removed on SIGTERM and SIGHUP too
+        outcome = imported.import_files(args.brief, args.campaign, args.files, mapping_path=args.map,
+                                        config=args.config, base=base, skip_unreadable=args.skip_unreadable,
+                                        dry_run=args.dry_run, split_by=args.split_by)
     print(outcome.plan.text())
     if args.dry_run:
         print("--dry-run: nothing written", file=sys.stderr)
@@ -298,16 +340,17 @@ def _measure(args) -> int:
                          f"\"Measure your own host\")")
     if args.dry_run:
         return _dry_run(args.brief, names, base)
-    # SIGTERM (a CI timeout, kill) goes the same way as Ctrl-C: the running job is stopped on the host
-    signal.signal(signal.SIGTERM, _interrupt)
-    for name in names:
-        host = _measure_host(args, campaign, name, base)
-        _unmark_incomplete(campaign.load(args.brief, name, base))
-        try:
-            campaign.run(args.brief, name, host=host, base=base, progress=_say)
-        finally:
-            if host is not None:
-                host.close()
+    # SIGTERM (a CI timeout, kill) and SIGHUP (the terminal or SSH session closed) go the same way as
+    # Ctrl-C: the running job is stopped on the host, the point's failure recorded, the registry entry removed
+    with stop_on_signals():
+        for name in names:
+            host = _measure_host(args, campaign, name, base)
+            _unmark_incomplete(campaign.load(args.brief, name, base))
+            try:
+                campaign.run(args.brief, name, host=host, base=base, progress=_say)
+            finally:
+                if host is not None:
+                    host.close()
     return 0
 
 
@@ -480,10 +523,6 @@ def _host_text(spec) -> str:
         else str(ssh or spec)
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -505,14 +544,23 @@ def _loopback_sshd(args) -> int:
     server = LoopbackSshd(args.dir, port=args.port).start()
     print(f"sshd on 127.0.0.1:{server.port}; client key {args.dir}/client_ed25519, known_hosts "
           f"{args.dir}/known_hosts; Ctrl-C stops it", file=sys.stderr, flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        while True:
-            time.sleep(3600)
+        with stop_on_signals():
+            while True:
+                time.sleep(3600)
     except KeyboardInterrupt:
         return 0
     finally:
         server.stop()
+
+
+def _dvc_lock(args) -> int:
+    """``briefkit dvc-lock``: dvc.lock (and .dvc/tmp/rwlock) checked; a dvc.lock DVC was cut off writing is
+    put back from the last whole copy (briefkit.config.dvclock). What `make reproduce` runs before `dvc`."""
+    from briefkit.config import dvclock
+
+    dvclock.check(checkout.root())
+    return 0
 
 
 def _list(args) -> int:
@@ -535,6 +583,14 @@ HELP: dict[str, tuple[str, str, str]] = {
              "--measured, the DVC stages of the campaigns listed under measure: instead, one per line "
              "(what `make reproduce` measures first, one at a time).",
              "briefkit list\nbriefkit list --measured | xargs -r dvc repro"),
+    "dvc-lock": ("check dvc.lock; put back its last whole copy if DVC was cut off writing it",
+                 "Check dvc.lock and .dvc/tmp/rwlock as every stage's command does. A dvc.lock that a Ctrl-C "
+                 "cut while DVC was writing it (truncated, unreadable, entries gone) is replaced by the last whole "
+                 "copy a check kept (.dvc/tmp/dvc.lock.valid), saying so: the stage DVC was recording, and any "
+                 "recorded since that copy, run again. `make reproduce` runs it before any dvc command; run it "
+                 "when `dvc status` or `dvc repro` fails on dvc.lock. Exit 2 when there is no copy to put back "
+                 "(the message gives the repair).",
+                 "briefkit dvc-lock && dvc status"),
     "dataset": ("write data/processed/BRIEF/ from data/raw/BRIEF and data/published/BRIEF",
                 "Read the brief's raw campaigns (data/raw/BRIEF/) and published data, and write the tidy "
                 "tables the notebook reads to data/processed/BRIEF/. The first stage of `dvc repro`.",
@@ -556,7 +612,10 @@ HELP: dict[str, tuple[str, str, str]] = {
                 "Compare two campaigns of a brief at every point they share (same workload, load and "
                 "configuration; hosts may differ): both means, the difference as the brief writes it, the 95 % "
                 "interval of the ratio of means (Fieller) and Welch's test (with one repetition on a side: not "
-                "tested). Points only one side has are listed. Prints a one-sentence summary and writes "
+                "tested). A latency percentile (--metric read_clat_p99) is read from each side's repetitions' "
+                "histograms merged, with a bootstrap interval of the ratio (over repetitions; with one repetition "
+                "over the run's I/Os, labelled \"within one run\" and not tested). Points only one side has are "
+                "listed. Prints a one-sentence summary and writes "
                 "reports/compare/BRIEF--A--B.html and .pdf (needs `briefkit dataset BRIEF` first). A side may be "
                 "one host of a fleet campaign, CAMPAIGN/HOST (the host as the samples record it).\n\n"
                 "Three campaigns or more, A1 A2 ... BASELINE: each against the last one named, the same way, with a "
@@ -569,6 +628,7 @@ HELP: dict[str, tuple[str, str, str]] = {
                 "BRIEF--CAMPAIGN--hosts--METRIC).",
                 "briefkit compare fio-6600ion mine local\n"
                 "briefkit compare fio-6600ion mine local --map nvme=xfs-loop --metric read_clat_mean\n"
+                "briefkit compare fio-6600ion mine local --metric read_clat_p99       # merged p99, bootstrap\n"
                 "briefkit compare fio-6600ion fw-1 fw-2 fw-3 local --tolerance 5%   # each against local, tallied\n"
                 "briefkit compare fio-6600ion fleet --hosts                         # which host is off"),
     "check": ("reproduction check of a published brief, as CSV",
@@ -599,6 +659,21 @@ HELP: dict[str, tuple[str, str, str]] = {
     "status": ("points done, skipped, failed and left per campaign",
                "Points done, skipped, failed and left, per campaign and configuration, as TSV.",
                "briefkit status fio-6600ion"),
+    "query": ("SQL over the results store of every brief (a table, or CSV)",
+              "Answer a SQL query (DuckDB's dialect) over the results store data/results/, which `briefkit dataset "
+              "BRIEF` (and dvc repro) writes for every brief: tables samples, series, percentiles, latency_bins "
+              "and campaigns, with the brief datasets' columns plus brief (README, \"The results store\").",
+              "briefkit query \"SELECT campaign, host, median(value) AS total_bw FROM samples WHERE metric = "
+              "'total_bw' GROUP BY ALL ORDER BY ALL\"\n"
+              "briefkit query \"SELECT brief, count(*) FROM campaigns GROUP BY brief\" --csv"),
+    "history": ("change points of a metric over a brief's campaigns (HTML, PDF)",
+                "Order the brief's campaigns on each host by their start time (or as params.yaml's "
+                "briefs.BRIEF.history.series lists them) and find the change points of a metric at every point "
+                "(configuration, workload, load) with Apache Otava's E-Divisive means and its Student t-test "
+                "(deterministic). Each shift: the first campaign after it, its size with a 95 % Fieller interval, "
+                "the p-value. Reads the results store; writes reports/history/BRIEF--METRIC.html and .pdf.",
+                "briefkit history fio-6600ion\n"
+                "briefkit history fio-6600ion --metric total_iops --host db7 --p-value 0.01"),
     "loopback-sshd": ("an sshd on 127.0.0.1 for sshfs configurations (foreground)",
                       "Run an sshd on 127.0.0.1 with keys of its own, in the foreground, for the sshfs "
                       "configurations (storage reached over the network on one machine). Ctrl-C stops it.",
@@ -703,6 +778,21 @@ def parser() -> argparse.ArgumentParser:
     sshd = _command(sub, "loopback-sshd", _loopback_sshd)
     sshd.add_argument("--dir", default="/var/tmp/briefkit/sshd", help="keys, config and log (default: %(default)s)")
     sshd.add_argument("--port", type=int, default=2222, help="default: %(default)s")
+    _command(sub, "dvc-lock", _dvc_lock)
+    query = _command(sub, "query", _query)
+    query.add_argument("sql", help="a SQL query over samples, series, percentiles, latency_bins and campaigns")
+    query.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
+    query.add_argument("--store", type=Path, help="the store's folder (default: data/results of the checkout)")
+    history = _command(sub, "history", _history)
+    history.add_argument("brief", help="the brief's slug (briefkit list)")
+    history.add_argument("--metric", help="default: params.yaml's history.metric, else total_bw, ops, nopm or tpm")
+    history.add_argument("--host", help="only the campaigns of this host (default: each host its own history)")
+    history.add_argument("--p-value", type=float, help="Otava's threshold (default: history.p_value, else 0.001)")
+    history.add_argument("--window", type=int, help="Otava's window, in campaigns (default: history.window, else 50)")
+    history.add_argument("--min-shift", type=float, metavar="FRACTION",
+                         help="the smallest shift reported, e.g. 0.02 (default: history.min_shift, else 0.01)")
+    history.add_argument("--no-report", action="store_true", help="print the shifts only; no HTML or PDF")
+    history.add_argument("--quiet", action="store_true", help="no progress bar")
     from briefkit.tools import TOOL_PACKAGES  # names only: no tool package is imported for --help
     ingest_cmd = _command(sub, "ingest", _ingest)
     ingest_cmd.add_argument("tool", choices=sorted(TOOL_PACKAGES))

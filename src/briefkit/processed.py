@@ -5,6 +5,8 @@
     percentiles.parquet   latency percentiles of merged fio json+ bins (all repetitions of a point)
     latency_bins.parquet  those merged bins themselves: per point and family each bucket's value (us) and
                           count, for exact latency distributions (exceedance figures)
+    repetition_bins.parquet  the same bins per repetition (``rep``): what a percentile's bootstrap interval
+                          resamples (briefkit.core.tails)
     series.parquet        readings over time within each point (briefkit.core.series): t_s, metric, value,
                           unit and the point's keys brief, campaign, config, workload, load_kind, load,
                           rep, host; SI units as in the samples
@@ -34,10 +36,11 @@ from briefkit.core.errors import BriefkitError
 SCHEMA_VERSION = 2
 FILES = ("brief.json", "campaigns.json", "samples.parquet", "percentiles.parquet")
 #: files of later versions of the folder: an older folder without them reads as "not measured"
-OPTIONAL_FILES = ("series.parquet", "latency_bins.parquet")
+OPTIONAL_FILES = ("series.parquet", "latency_bins.parquet", "repetition_bins.parquet")
 PERCENTILE_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "percentile", "value",
                       "unit", "files"]
 BIN_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "value", "count", "unit", "files"]
+REPETITION_BIN_COLUMNS = [*BIN_COLUMNS[:6], "rep", *BIN_COLUMNS[6:]]
 STATUS_COLUMNS = ["config", "label", "points", "done", "skipped", "failed", "left"]
 PUBLISHED = "published"
 #: campaigns.json ``origin`` of a campaign recorded by ``briefkit import`` (briefkit.raw.records.IMPORTED)
@@ -130,6 +133,7 @@ class BriefData:
     campaigns: dict[str, CampaignRecord]
     series: pd.DataFrame = field(default_factory=tidy_series.empty_table)
     latency_bins: pd.DataFrame = field(default_factory=lambda: empty_bins())
+    repetition_bins: pd.DataFrame = field(default_factory=lambda: empty_bins(REPETITION_BIN_COLUMNS))
     #: what the brief's declared campaigns measure (briefkit.core.method_scope): {key: [values]}
     method: dict = field(default_factory=dict)
 
@@ -165,8 +169,8 @@ def empty_percentiles() -> pd.DataFrame:
     return pd.DataFrame(columns=PERCENTILE_COLUMNS)
 
 
-def empty_bins() -> pd.DataFrame:
-    return pd.DataFrame(columns=BIN_COLUMNS)
+def empty_bins(columns: list[str] = BIN_COLUMNS) -> pd.DataFrame:
+    return pd.DataFrame(columns=columns)
 
 
 def read_brief(brief: str, processed_dir: str | Path) -> dict:
@@ -197,10 +201,12 @@ def load(brief: str, processed_dir: str | Path) -> BriefData:
         if (folder / "series.parquet").is_file() else tidy_series.empty_table()
     bins = _read_table(folder / "latency_bins.parquet", BIN_COLUMNS) \
         if (folder / "latency_bins.parquet").is_file() else empty_bins()
+    rep_bins = _read_table(folder / "repetition_bins.parquet", REPETITION_BIN_COLUMNS) \
+        if (folder / "repetition_bins.parquet").is_file() else empty_bins(REPETITION_BIN_COLUMNS)
     return BriefData(brief=meta.get("brief", brief), notebook=meta.get("notebook"), published=meta.get("published"),
                      parameters=meta.get("parameters") or {}, show=meta.get("show"), samples=samples,
                      percentiles=percentiles, campaigns=campaigns, series=series, latency_bins=bins,
-                     method=meta.get("method") or {})
+                     repetition_bins=rep_bins, method=meta.get("method") or {})
 
 
 def _read_table(path: Path, columns: list[str]) -> pd.DataFrame:

@@ -424,36 +424,6 @@ def test_embedded_scripts_are_not_quoted_in_errors(host):
 
 # -- a non-root login, with and without sudo ---------------------------------------------------
 
-@pytest.fixture(scope="module")
-def plain_user():
-    """A non-root user of this machine, without a home directory, removed afterwards."""
-    name = f"bk{os.getpid() % 100000}u"
-    subprocess.run(["useradd", "--no-create-home", "--home-dir", f"/nonexistent/{name}", "--shell", "/bin/sh",
-                    name], check=True, capture_output=True)
-    subprocess.run(["usermod", "-p", "*", name], check=True)  # no password, not locked: key login only
-    try:
-        yield name
-    finally:
-        Path(f"/etc/sudoers.d/{name}").unlink(missing_ok=True)
-        subprocess.run(["userdel", name], check=False, capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def user_sshd(tmp_path_factory):
-    """The loopback sshd, in a directory the non-root user may read (sshd reads authorized_keys as
-    the login user; pytest's own temporary root is private to root)."""
-    import tempfile
-    folder = Path(tempfile.mkdtemp(prefix="briefkit-sshd-", dir="/var/tmp"))
-    folder.chmod(0o755)
-    server = LoopbackSshd(folder)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        subprocess.run(["rm", "-rf", "--", str(folder)], check=False)
-
-
 def as_user(server, user, **options) -> SshHost:
     return SshHost(server.hostname, server.port, username=user, client_keys=[server.client_key],
                    known_hosts=server.known_hosts, **options)

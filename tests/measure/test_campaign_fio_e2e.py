@@ -245,9 +245,11 @@ def test_a_dropped_connection_mid_point_is_reconnected_and_collected(root, sshd)
     assert "total_bw" in set(dataset.campaign_samples(BRIEF, "local")["metric"])
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 @pytest.mark.slow
-def test_an_interrupt_stops_fio_on_the_host(root, sshd, sig):
+def test_an_interrupt_stops_fio_on_the_host(root, sshd, sig, running_campaigns):
+    """Ctrl-C, SIGTERM (kill, a CI timeout) and SIGHUP (the terminal or the SSH session to the controller
+    closed) mid-point: fio is stopped on the host, the point's failure recorded, the registry entry removed."""
     declare(root, sshd, disk(root), numjobs=(1,), runtime_s=60)
     point = "disk/rw=70-30_bs=64KiB_numjobs=1_iodepth=4/rep1"
     remote = root / "host/runs" / BRIEF / "local" / point / "attempt-1"
@@ -270,3 +272,39 @@ def test_an_interrupt_stops_fio_on_the_host(root, sshd, sig):
     folder = root / "data/raw" / BRIEF / "local" / log[-1]["dir"]
     assert json.loads((folder / "point.json").read_text())["error"].startswith("KeyboardInterrupt")
     assert (folder / "fio.job").exists()                # what was running is kept for inspection
+    assert list(running_campaigns.iterdir()) == []      # the run's entry in the host's registry is gone
+
+
+@pytest.mark.slow
+def test_sighup_stops_the_measurement_notebook_and_its_kernel(root, sshd, running_campaigns, tmp_path_factory):
+    """The measuring stage's command (`briefkit measure-notebook`, what `dvc repro` runs) when the terminal
+    or SSH session it runs in closes: SIGHUP to its process group mid-point. The kernel, in a session of
+    its own, is interrupted through its manager as on Ctrl-C: fio is stopped on the host, the point's
+    failure recorded, the registry entry removed, and no kernel folder is left in the temporary folder."""
+    notebook = Path(__file__).resolve().parents[2] / "notebooks" / "measure" / "measure.ipynb"
+    (root / "notebooks" / "measure").mkdir()
+    (root / "notebooks" / "measure" / "measure.ipynb").write_bytes(notebook.read_bytes())
+    declare(root, sshd, disk(root), numjobs=(1,), runtime_s=60)
+    point = "disk/rw=70-30_bs=64KiB_numjobs=1_iodepth=4/rep1"
+    remote = root / "host/runs" / BRIEF / "local" / point / "attempt-1"
+    temporary = tmp_path_factory.mktemp("tmpdir")       # where the kernel's folder goes (TMPDIR)
+    proc = subprocess.Popen([BRIEFKIT, "measure-notebook", BRIEF, "local"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(temporary)},
+                            start_new_session=True)
+    try:
+        pgid = wait_for(lambda: fio_running(remote), 120, "fio to run")
+        assert [p.name for p in temporary.glob("briefkit-kernel-*") if p.is_dir()], "no kernel folder seen"
+        os.killpg(proc.pid, signal.SIGHUP)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode != 0 and proc.returncode != -signal.SIGHUP, stderr
+    assert live(pgid) == []                             # fio is gone from the host
+    assert (remote / "fio.stopped").exists()
+    log = events(root)
+    assert [e["event"] for e in log] == ["started", "failed"], stderr
+    assert "KeyboardInterrupt" in log[-1]["error"]
+    assert list(running_campaigns.iterdir()) == []
+    assert [p.name for p in temporary.iterdir() if p.is_dir()] == []

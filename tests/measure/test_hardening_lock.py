@@ -3,6 +3,7 @@ campaign, on this machine and over the loopback sshd; a second run is refused at
 holder; a lock left by a run killed with SIGKILL is taken over, and the take-over is said."""
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import signal
@@ -178,7 +179,8 @@ def test_a_campaign_in_another_workdir_of_the_same_host_is_refused_naming_the_fi
     assert first.returncode == 0, err
     assert second.returncode == 2, second.stderr
     error, = [line for line in second.stderr.splitlines() if line.startswith("briefkit: error:")]
-    named = f"campaign {BRIEF}/c (workdir {tmp_path / 'work-one'}; pid {first.pid} on host {socket.gethostname()}"
+    named = (f"campaign {BRIEF}/c of user {getpass.getuser()} (workdir {tmp_path / 'work-one'}; pid {first.pid} on host "
+             f"{socket.gethostname()}")
     assert named in error and "is being measured on" in error and str(running_campaigns) in error
     assert not events(second_root)
     assert dry.returncode == 2 and "a run would be refused" in dry.stdout and named in dry.stdout, dry.stdout

@@ -11,10 +11,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -315,3 +319,74 @@ def test_settings_must_agree_but_a_plain_mode_has_no_mix_pattern(lab, checkout, 
                                                      r"1 file has B: ioengine sync\).*--split-by ioengine"):
         imported.import_campaign(FIO_BRIEF, "engines", [other / "sync.json", other / "other-engine.json"])
     assert not (checkout / "data/raw" / FIO_BRIEF / "engines").exists()
+
+
+# -- an import stopped half-way ------------------------------------------------------------------
+
+def results(lab: Path, folder: Path, count: int) -> Path:
+    """``count`` distinct results of one real fio run (its own output, the start time moved on a second
+    each time): repetitions of one point, enough that writing them takes a while to stop in."""
+    doc = json.loads((lab / "fio" / "run nj1 #1.json").read_text())
+    folder.mkdir()
+    for number in range(count):
+        doc["timestamp"] += 1
+        doc["timestamp_ms"] += 1000
+        (folder / f"r{number:03d}.json").write_text(json.dumps(doc))
+    return folder
+
+
+def start_import(checkout: Path, name: str, files: Path) -> subprocess.Popen:
+    return subprocess.Popen([str(Path(sys.executable).parent / "briefkit"), "import", FIO_BRIEF, name, str(files)], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "BRIEFKIT_ROOT": str(checkout)})
+
+
+def staging_of(checkout: Path, proc: subprocess.Popen) -> Path:
+    """The import's staging folder, once it holds points (the signal then lands in the middle of the write)."""
+    folder = checkout / "data/raw" / FIO_BRIEF / f".import-{proc.args[3]}-{proc.pid}"
+    deadline = time.monotonic() + 120
+    while not sum(1 for _ in folder.glob("*/manifest.jsonl")) or \
+            len((next(folder.glob("*/manifest.jsonl"))).read_text().splitlines()) < 10:
+        assert proc.poll() is None, f"the import ended before it was stopped: {proc.communicate()}"
+        assert time.monotonic() < deadline, "no staging folder in 120 s"
+        time.sleep(0.005)
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_an_import_stopped_by_a_signal_removes_its_staging_folder(lab, checkout, tmp_path, sig):
+    proc = start_import(checkout, "stopped", results(lab, tmp_path / "many", 120))
+    try:
+        staging = staging_of(checkout, proc)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert not staging.exists() and raw_listing(checkout) == [FIO_BRIEF], raw_listing(checkout)
+
+
+@pytest.mark.slow
+def test_a_killed_imports_staging_folder_is_ignored_by_git_and_removed_by_the_next_import(lab, checkout, tmp_path):
+    shutil.copy(ROOT / ".gitignore", checkout)
+    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)
+    proc = start_import(checkout, "killed", results(lab, tmp_path / "many", 120))
+    try:
+        staging = staging_of(checkout, proc)
+        proc.kill()                     # SIGKILL: no clean-up of its own
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert staging.is_dir()
+    assert subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "data/raw"], cwd=checkout,
+                          capture_output=True, text=True, check=True).stdout == ""
+    # a live import's staging folder (this process's pid) is left alone
+    live = checkout / "data/raw" / FIO_BRIEF / f".import-other-{os.getpid()}"
+    live.mkdir()
+    assert briefkit("import", FIO_BRIEF, "next", lab / "fio" / "run nj1 #1.json") == 0
+    assert not staging.exists() and live.is_dir()
+    assert sorted(p.name for p in (checkout / "data/raw" / FIO_BRIEF).iterdir()) == [live.name, "next"]

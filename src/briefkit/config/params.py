@@ -8,6 +8,9 @@
         show: [local]               which campaigns the brief shows (default: all)
         compare: [mine, local]      a section comparing two campaigns point by point (CAMPAIGN or CAMPAIGN/HOST),
                                     or {campaigns: [mine, local], map: {nvme: xfs-loop}, metric: total_bw}
+        history: {metric: total_iops}   a section with the change points of the metric over campaigns (also
+                                    host, series: [c1, c2, ...] in order, p_value: 0.001, window: 50,
+                                    min_shift: 0.01)
         campaigns:
           <campaign>:               a Name
             workload: fio           briefkit.tools.REGISTRY
@@ -391,6 +394,19 @@ CompareSpec = Annotated[Any, PlainValidator(_compare), WithJsonSchema({"anyOf": 
                    "metric": {"type": "string"}}}]})]
 
 
+class HistorySpec(Model):
+    """``history:`` of a brief: the metric whose change points over campaigns it shows (briefkit history)."""
+
+    metric: str | None = None
+    host: str | None = None
+    #: the campaigns in this order, instead of every campaign of the host ordered by start time
+    series: Annotated[list[Name], Field(min_length=3)] | None = None
+    p_value: Annotated[float, Field(gt=0, lt=1)] = 0.001
+    window: Annotated[int, Field(ge=2)] = 50
+    #: the smallest relative shift reported (Otava's min_magnitude)
+    min_shift: Annotated[float, Field(ge=0, lt=1)] = 0.01
+
+
 class BriefSpec(Model):
     """One brief: its notebook, its published data and its measured campaigns."""
 
@@ -399,6 +415,7 @@ class BriefSpec(Model):
     parameters: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Any] = {}
     show: Literal["all"] | Name | list[Name] | None = None
     compare: CompareSpec | None = None
+    history: HistorySpec | None = None
     campaigns: dict[Name, CampaignSpec] = {}
 
 

@@ -1,5 +1,6 @@
-"""Holding Ctrl-C and SIGTERM back while something must not be cut in half (stopping a job on a host,
-starting one whose handle the caller has not yet received), and stopping worker threads cooperatively.
+"""Stopping on Ctrl-C, SIGTERM and SIGHUP alike (``stop_on_signals``); holding them back while something
+must not be cut in half (stopping a job on a host, starting one whose handle the caller has not yet
+received); and stopping worker threads cooperatively.
 
     with held_interrupts():
         job.stop()          # an interrupt now is noted, not raised inside the SSH call
@@ -19,9 +20,39 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-HELD = (signal.SIGINT, signal.SIGTERM)
+#: what stops a run: Ctrl-C, a kill or a CI timeout (SIGTERM), the terminal or the SSH session to the
+#: controller closing (SIGHUP)
+HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _worker = threading.local()
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _hang_up(signum: int, frame: FrameType | None) -> None:
+    """SIGHUP goes the way of SIGTERM, to whatever handles SIGTERM at that moment: ours (KeyboardInterrupt),
+    or an event loop's (nbclient shuts its kernel down on SIGTERM; it sets no SIGHUP handler)."""
+    signal.raise_signal(signal.SIGTERM)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within the block (main thread), SIGTERM and SIGHUP raise KeyboardInterrupt as Ctrl-C does, so that the
+    same ``except``/``finally`` clean-up runs: the job on the host is stopped, the ``failed`` event and the
+    registry entry are dealt with, temporary folders are removed. Elsewhere it does nothing. The handlers
+    in place before are put back on leaving."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate),
+                signal.SIGHUP: signal.signal(signal.SIGHUP, _hang_up)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
 class StopRequested(KeyboardInterrupt):
@@ -52,7 +83,7 @@ def check_stop() -> None:
 
 
 class held_interrupts:  # noqa: N801 - used as a statement, like contextlib's helpers
-    """Within the block, SIGINT and SIGTERM are noted; on leaving it the first one noted goes to the
+    """Within the block, SIGINT, SIGTERM and SIGHUP are noted; on leaving it the first one noted goes to the
     handler that was in place before (which raises KeyboardInterrupt for Ctrl-C). Nests. In a worker
     thread no signal arrives, and this does nothing: see ``stoppable``."""
 

@@ -20,6 +20,8 @@ import sys
 import types
 from pathlib import Path
 
+from briefkit.core import files
+
 #: papermill's per-run and per-cell timing keys
 TIMING_KEYS = ("start_time", "end_time", "duration")
 INJECTED_TAG = "injected-parameters"
@@ -34,9 +36,10 @@ def scrub(path: Path, base: Path) -> None:
     run = node.metadata.get("papermill", {})
     for key in TIMING_KEYS:
         run.pop(key, None)
-    for key in ("input_path", "output_path"):
-        if run.get(key):
-            run[key] = relative(run[key], base)
+    if run.get("input_path"):
+        run["input_path"] = relative(run["input_path"], base)
+    if run.get("output_path"):   # papermill wrote a new file beside it (briefkit.core.files.replacing)
+        run["output_path"] = relative(path, base)
     for cell in node.cells:
         cell.metadata.pop("execution", None)
         for key in TIMING_KEYS:
@@ -46,7 +49,7 @@ def scrub(path: Path, base: Path) -> None:
     language = node.metadata.get("language_info", {})
     if isinstance(language.get("version"), str):
         language["version"] = ".".join(language["version"].split(".")[:2])
-    nbformat.write(node, path)
+    files.write_text(path, nbformat.writes(node))
 
 
 def relative(path: str | Path, base: Path) -> str:

@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from briefkit import tools
+from briefkit import store, tools
 from briefkit.config import brief_method, project
+from briefkit.core import files
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError, ParseError
@@ -29,6 +32,7 @@ from briefkit.processed import (
     BIN_COLUMNS,
     PERCENTILE_COLUMNS,
     PUBLISHED,
+    REPETITION_BIN_COLUMNS,
     SCHEMA_VERSION,
     empty_bins,
     empty_percentiles,
@@ -45,7 +49,8 @@ COMPARED_KEYS = (*records.DECLARATION_KEYS, "labels")
 
 
 def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> Path:
-    """Write data/processed/<slug>/ (or ``out_dir``/<slug>/); returns the folder."""
+    """Write data/processed/<slug>/ (or ``out_dir``/<slug>/) and the brief's partitions of the results
+    store beside it (data/results/, briefkit.store); returns the folder."""
     base = Path(base or project.root())
     brief = project.brief(slug, base)
     spec = project.load_params(base)["briefs"][slug]
@@ -55,7 +60,7 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
     if tables:
         tables[0] = tables[0].assign(campaign=PUBLISHED)
     campaigns: dict[str, dict] = {}
-    percentiles, bins, series = [], [], []
+    percentiles, bins, rep_bins, series = [], [], [], []
     today = spec.get("campaigns") or {}
     for folder in raw_campaign.folders(base / "data" / "raw" / slug):
         camp = raw_campaign.read(folder, slug)
@@ -64,13 +69,14 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         series.append(point_series)
         found = campaign_record(camp, today.get(camp.name) if isinstance(today, Mapping) else None)
         campaigns[camp.name] = fleet_record(campaigns[camp.name], found) if camp.name in campaigns else found
-        found_percentiles, found_bins = merged_latency(table, base)
+        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base)
         percentiles.append(found_percentiles)
         bins.append(found_bins)
+        rep_bins.append(found_rep_bins)
     project.check_show(slug, _show(spec, slug), list(campaigns), list(today), "params.yaml")
     meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
             "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug),
-            "compare": spec.get("compare"),
+            "compare": spec.get("compare"), "history": spec.get("history"),
             # what the declared campaigns measure: an imported campaign outside it goes to the appendix
             "method": brief_method.declared(today if isinstance(today, Mapping) else {})}
     files = {
@@ -79,13 +85,25 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         if any(len(p) for p in percentiles) else empty_percentiles(),
         "latency_bins.parquet": pd.concat([b for b in bins if len(b)], ignore_index=True)
         if any(len(b) for b in bins) else empty_bins(),
+        "repetition_bins.parquet": pd.concat([b for b in rep_bins if len(b)], ignore_index=True)
+        if any(len(b) for b in rep_bins) else empty_bins(REPETITION_BIN_COLUMNS),
         "series.parquet": _series_table(series),
         "brief.json": meta,
         "campaigns.json": {"schema_version": SCHEMA_VERSION, "brief": slug, "campaigns": campaigns},
     }
     folder = _write_folder(out_dir / slug, files)
+    write_store(out_dir.parent / "results", slug, files, campaigns)
     _write_json(out_dir / f"{slug}.metrics.json", metrics(slug, files["samples.parquet"], campaigns))
     return folder
+
+
+def write_store(root: Path, slug: str, files: Mapping[str, Any], campaigns: Mapping[str, dict]) -> None:
+    """The brief's partition of each table of the results store (briefkit.store), each swapped in whole
+    like the processed folder: a campaign gone from the raw data is gone from the store."""
+    tables = {name: files[f"{name}.parquet"] for name in store.TABLES if name != "campaigns"}
+    found = store.partitions(slug, {**tables, "campaigns": store.campaign_rows(campaigns)})
+    for name, parts in found.items():
+        _write_folder(root / name / f"brief={slug}", parts)
 
 
 def summary_metrics() -> tuple[str, ...]:
@@ -112,9 +130,7 @@ def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) ->
 
 
 def _write_json(path: Path, content: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    files.write_text(path, json.dumps(content, indent=2, sort_keys=True) + "\n")
 
 
 def show(slug: str, base: Path | None = None) -> list[str] | None:
@@ -152,8 +168,11 @@ def _write_folder(target: Path, files: Mapping[str, Any]) -> Path:
     tmp.mkdir()
     try:
         for name, content in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             if isinstance(content, pd.DataFrame):
                 content.to_parquet(tmp / name, index=False)
+            elif isinstance(content, pa.Table):
+                pq.write_table(content, tmp / name)
             else:
                 (tmp / name).write_text(json.dumps(content, indent=2, default=str) + "\n",
                                         encoding="utf-8")
@@ -283,37 +302,63 @@ def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES)
     return merged_latency(table, base, percentiles)[0]
 
 
-def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``merged_percentiles`` and the merged bins they are read from (latency_bins.parquet: per point
-    and family, each bucket's value in us and its count over all repetitions), for exact distributions."""
+def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES
+                   ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``merged_percentiles``, the merged bins they are read from (latency_bins.parquet: per point and
+    family, each bucket's value in us and its count over all repetitions), for exact distributions, and
+    the same bins per repetition (repetition_bins.parquet), which a percentile's bootstrap interval
+    resamples (briefkit.core.tails)."""
     if not len(table):
-        return empty_percentiles(), empty_bins()
+        return empty_percentiles(), empty_bins(), empty_bins(REPETITION_BIN_COLUMNS)
     rows: list[dict] = []
-    bin_rows: list[pd.DataFrame] = []
+    # bins as columns of lists, made into one table at the end (a frame per point and family is slow)
+    bin_rows: dict[str, list] = {}
+    rep_rows: dict[str, list] = {}
     hooks = _latency_hooks(set(table["tool"].dropna()))
     work = table[table["tool"].isin(list(hooks)) & table["source"].notna()]
     # per host: a fleet's hosts are compared, never merged; a client/server file holds every server and
     # "All clients", each its own host (a stand-alone file's units have none: they are the point's host)
     keys = ["campaign", "config", "host", "workload", "load_kind", "load", *tidy.parameter_columns(work)]
     for key, group in work.groupby(keys, sort=True, dropna=False):
-        paths = [_locate(p, base) for p in sorted(set(group["source"]))]
+        sources = sorted(set(group["source"]))
+        paths = [_locate(p, base) for p in sources]
+        hook = hooks[group["tool"].iloc[0]]
         try:
-            histograms = hooks[group["tool"].iloc[0]](paths, key[2], percentiles)
+            histograms = hook(paths, key[2], percentiles)
+            # one file is one repetition: its own bins, for the bootstrap over repetitions
+            reps = [(int(group.loc[group["source"] == source, "rep"].min()), hook([path], key[2], ()))
+                    for source, path in zip(sources, paths)] if len(paths) > 1 else []
         except (ParseError, FileNotFoundError):
             continue
+        point = dict(zip(keys, key))
         for histogram in histograms:
             family, bins = histogram.family, histogram.bins
             for p, ns in histogram.percentiles.items():
-                rows.append({**dict(zip(keys, key)), "family": family, "percentile": float(p),
+                rows.append({**point, "family": family, "percentile": float(p),
                              "value": float(ns) / 1000.0, "unit": "us", "files": len(paths)})
-            values = sorted(v for v, c in bins.items() if c)
-            bin_rows.append(pd.DataFrame({**dict(zip(keys, key)), "family": family,
-                                          "value": [v / 1000.0 for v in values], "count": [int(bins[v]) for v in values],
-                                          "unit": "us", "files": len(paths)}))
+            _add_bins(bin_rows, point, family, bins, len(paths))
+            if not reps:
+                _add_bins(rep_rows, {**point, "rep": int(group["rep"].min())}, family, bins, 1)
+        for rep, found in reps:
+            for h in found:
+                _add_bins(rep_rows, {**point, "rep": rep}, h.family, h.bins, 1)
     found = tidy.with_parameter_dtypes(pd.DataFrame(rows), [work], PERCENTILE_COLUMNS) if rows else empty_percentiles()
-    found_bins = tidy.with_parameter_dtypes(pd.concat(bin_rows, ignore_index=True), [work], BIN_COLUMNS) \
+    found_bins = tidy.with_parameter_dtypes(pd.DataFrame(bin_rows), [work], BIN_COLUMNS) \
         if bin_rows else empty_bins()
-    return found, found_bins
+    found_reps = tidy.with_parameter_dtypes(pd.DataFrame(rep_rows), [work], REPETITION_BIN_COLUMNS) \
+        if rep_rows else empty_bins(REPETITION_BIN_COLUMNS)
+    return found, found_bins, found_reps
+
+
+def _add_bins(columns: dict[str, list], point: dict, family: str, bins, files: int) -> None:
+    """Append one histogram's non-empty buckets (value in us, count) to ``columns``, the point's keys repeated."""
+    values = sorted(v for v, c in bins.items() if c)
+    for name, value in {**point, "family": family}.items():
+        columns.setdefault(name, []).extend([value] * len(values))
+    columns.setdefault("value", []).extend(v / 1000.0 for v in values)
+    columns.setdefault("count", []).extend(int(bins[v]) for v in values)
+    columns.setdefault("unit", []).extend(["us"] * len(values))
+    columns.setdefault("files", []).extend([files] * len(values))
 
 
 def _latency_hooks(tools_found: set[str]) -> dict[str, Any]:

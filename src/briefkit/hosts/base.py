@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from briefkit.core.errors import HostError
 from briefkit.core.interrupts import held_interrupts
+from briefkit.hosts.fetched import NotAPlainFile
 
 if TYPE_CHECKING:
     from briefkit.hosts.job import Job, Progress
@@ -308,7 +309,10 @@ class Host(ABC):
                 if "No such file" in res.stderr:
                     raise FileNotFoundError(f"{self.name}:{remote_path} does not exist (fetch as root)")
                 raise self.command_error(["cp", "-a", remote_path, scratch], res)
-            return plain_fetch(scratch, local_path)
+            try:
+                return plain_fetch(scratch, local_path)
+            except NotAPlainFile as exc:     # `cp -a` keeps links and FIFOs as they are: refused here
+                raise exc.at(scratch, remote_path) from None
         finally:
             self.run(["rm", "-rf", "--", scratch], check=False)
 
@@ -327,7 +331,8 @@ class Host(ABC):
 
     @abstractmethod
     def fetch(self, remote_path: str, local_path: str | Path) -> Path:
-        """Copy a file or directory from the host to this machine."""
+        """Copy a file or directory from the host to this machine: regular files and folders only, a link,
+        FIFO, device or socket is refused (briefkit.hosts.fetched); a file already here is kept."""
 
     def fetch_many(self, pairs: Sequence[tuple[str, str | Path]]) -> list[Path]:
         """``fetch`` of several (remote, local) pairs; over SSH they travel side by side (a point's

@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from briefkit.hosts import fetched
 from briefkit.hosts.base import CommandTimeout, Host, Result, as_root, check_argv, check_env, env_stdin
 
 #: seconds between TERM and KILL when a command overruns its timeout (as `timeout -k` does remotely)
@@ -74,14 +75,29 @@ class LocalHost(Host):
             result = Result(proc.returncode, out, err, argv)
         return result
 
-    # file operations: as this user; with sudo, as root when this user may not
+    # file operations: as this user; with sudo, as root when this user may not. A fetch copies regular
+    # files and folders only, each checked before it is opened (briefkit.hosts.fetched)
     def fetch(self, remote_path: str, local_path: str | Path) -> Path:
         try:
-            return _copy(Path(remote_path), Path(local_path))
+            return _fetch(self.name, remote_path, local_path)
         except PermissionError:
             if not self.sudo:
                 raise
-            return self._root_fetch(remote_path, local_path, lambda src, dst: _copy(Path(src), Path(dst)))
+            return self._root_fetch(remote_path, local_path, lambda src, dst: _fetch(self.name, src, dst))
+
+    def fetch_new(self, remote_dir: str, local_dir: Path) -> list[str]:
+        # one check of the whole folder first: a link or FIFO anywhere in it is refused before a file is copied
+        local_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            names = [name for name in self.listdir(remote_dir) if not os.path.lexists(local_dir / name)]
+        except FileNotFoundError:
+            return []
+        try:
+            return fetched.copy_local(self.name, Path(remote_dir), local_dir, names)
+        except PermissionError:
+            if not self.sudo:
+                raise
+            return super().fetch_new(remote_dir, local_dir)   # entry by entry, as root where needed
 
     def put(self, local_path: str | Path, remote_path: str) -> None:
         try:
@@ -133,6 +149,14 @@ class LocalHost(Host):
             if not self.sudo:
                 raise
             return self._root_listdir(path)
+
+
+def _fetch(host: str, src: str | Path, dst: str | Path) -> Path:
+    try:
+        fetched.copy_local(host, Path(src), Path(dst))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{src} does not exist") from None
+    return Path(dst)
 
 
 def _copy(src: Path, dst: Path) -> Path:

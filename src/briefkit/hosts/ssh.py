@@ -47,12 +47,12 @@ import asyncio
 import errno
 import getpass
 import io
-import os
 import posixpath
 import re
 import secrets
 import shlex
 import socket
+import stat
 import tarfile
 import threading
 import time
@@ -63,6 +63,7 @@ from typing import Any, TypeVar
 import asyncssh
 
 from briefkit.core.validation import SshUrl
+from briefkit.hosts import fetched
 from briefkit.hosts.base import (
     CommandTimeout,
     ConnectionLost,
@@ -696,12 +697,10 @@ class SshHost(Host):
         pairs = [(remote, Path(local)) for remote, local in pairs]
         for _, local in pairs:
             local.parent.mkdir(parents=True, exist_ok=True)
-
-        async def one(sftp, remote: str, local: Path) -> None:
-            await sftp.get(remote, str(local), recurse=True, preserve=True)
+        limit = fetched.deadline()
 
         async def op(sftp):
-            await asyncio.gather(*(one(sftp, remote, local) for remote, local in pairs))
+            await _all([self._sftp_copy(sftp, remote, local, limit) for remote, local in pairs])
         try:
             _call(self._file_op("fetch", ", ".join(remote for remote, _ in pairs[:3]), op))
         except PermissionError:
@@ -716,10 +715,9 @@ class SshHost(Host):
         are written. Anything else (a sub-folder, a link, more bytes) is listed over SFTP first, and
         its new entries come by tar or, for folders and large files, by SFTP (written as they arrive)."""
         local_dir.mkdir(parents=True, exist_ok=True)
+        limit = fetched.deadline()
         argv = check_argv(["sh", "-c", _TAR_FOLDER, "briefkit-fetch", remote_dir, str(TAR_LIMIT)])
-        if self.sudo:
-            self.check_sudo()
-        code, out, err = _call(self._run(remote_command(argv, sudo=self.sudo), argv, None))
+        code, out, err = self._fetch_command(argv, remote_dir, limit)
         if code == 0:
             return self._write_new_files(remote_dir, out, local_dir)
         if code == _NO_FOLDER:
@@ -728,35 +726,53 @@ class SshHost(Host):
             raise PermissionError(f"{self.name}:{remote_dir}: permission denied (fetch)")
         if code != _NOT_PLAIN:
             raise self.command_error(argv, Result(code, "", clean_stderr(err.decode("utf-8", errors="replace")), argv))
-        return self._fetch_listed(remote_dir, local_dir)
+        return self._fetch_listed(remote_dir, local_dir, limit)
 
-    def _write_new_files(self, remote_dir: str, stream: bytes, local_dir: Path) -> list[str]:
-        """The files of a folder's tar stream (``./name`` entries, regular files only: anything else is
+    def _fetch_command(self, argv: list[str], remote_dir: str, limit: float) -> tuple[int, bytes, bytes]:
+        """A tar command of a fetch, under the fetch's deadline (the target's `timeout`)."""
+        if self.sudo:
+            self.check_sudo()
+        code, out, err = _call(self._run(remote_command(argv, timeout=limit, sudo=self.sudo), argv, limit))
+        if code in (124, 137):
+            raise fetched.FetchTimeout(self.name, remote_dir, "tar was streaming the folder", limit)
+        return code, out, err
+
+    def _write_new_files(self, remote_dir: str, stream: bytes, local_dir: Path, prefix: str = "./") -> list[str]:
+        """The files of a folder's tar stream (``<prefix>name`` entries, regular files only: anything else is
         refused before a byte is written) that ``local_dir`` lacks; an existing file is never replaced."""
         with tarfile.open(fileobj=io.BytesIO(stream), mode="r:") as archive:
             members = [m for m in archive.getmembers() if not (m.isdir() and m.name in (".", "./"))]
-            odd = [m.name for m in members if not (m.isreg() and _TAR_MEMBER.fullmatch(m.name))]
+            for member in members:
+                fetched.check_member(self.name, remote_dir, member)
+            odd = [m.name for m in members if not (m.isreg() and m.name.startswith(prefix)
+                                                    and _TAR_MEMBER.fullmatch("./" + m.name[len(prefix):]))]
             if odd:
                 raise HostError(f"on {self.name}: the tar stream of {remote_dir} held entries that are not plain "
                                 f"files of the folder: {odd[:3]}")
             written = []
             for member in members:
-                name = member.name[2:]
+                name = member.name[len(prefix):]
                 try:
-                    with open(local_dir / name, "xb") as out:   # x: nothing local is replaced
+                    with fetched.new_file(local_dir / name, member.mode, member.mtime) as out:
                         out.write(archive.extractfile(member).read())
-                        os.fchmod(out.fileno(), member.mode & 0o755)   # no set-id bits, no group/other write
-                except FileExistsError:
+                except FileExistsError:     # nothing local is replaced
                     continue
-                os.utime(local_dir / name, (member.mtime, member.mtime))
                 written.append(name)
         return sorted(written)
 
-    def _fetch_listed(self, remote_dir: str, local_dir: Path) -> list[str]:
-        """One SFTP listing, then the new entries: plain files up to TAR_LIMIT in all in one tar stream,
+    def _fetch_listed(self, remote_dir: str, local_dir: Path, limit: float) -> list[str]:
+        """One SFTP listing (its entries' types checked: a link, FIFO, device or socket is refused before
+        anything is opened), then the new entries: plain files up to TAR_LIMIT in all in one tar stream,
         otherwise by SFTP."""
+        async def listing(sftp):
+            entries = await self._within(sftp.readdir(remote_dir), "listing", remote_dir, limit)
+            for entry in entries:
+                if entry.filename not in (".", ".."):
+                    self._check_name(remote_dir, entry.filename)
+                    await self._check_entry(sftp, f"{remote_dir}/{entry.filename}", entry.attrs, limit)
+            return entries
         try:
-            entries = _call(self._file_op("listdir", remote_dir, lambda sftp: sftp.readdir(remote_dir)))
+            entries = _call(self._file_op("listdir", remote_dir, listing))
         except FileNotFoundError:
             return []
         except PermissionError:
@@ -767,24 +783,21 @@ class SshHost(Host):
                if e.filename not in (".", "..") and not (local_dir / e.filename).exists()}
         plain_files = all(attrs.type == asyncssh.FILEXFER_TYPE_REGULAR for attrs in new.values())
         if new and plain_files and sum(attrs.size or 0 for attrs in new.values()) <= TAR_LIMIT:
-            self._tar_fetch(remote_dir, sorted(new), local_dir)
+            self._tar_fetch(remote_dir, sorted(new), local_dir, limit)
         elif new:
             self.fetch_many([(f"{remote_dir}/{name}", local_dir / name) for name in new])
         return sorted(new)
 
-    def _tar_fetch(self, remote_dir: str, names: list[str], local_dir: Path) -> None:
+    def _tar_fetch(self, remote_dir: str, names: list[str], local_dir: Path, limit: float) -> None:
         argv = check_argv(["tar", "-cf", "-", "-C", remote_dir, "--", *names])
-        if self.sudo:
-            self.check_sudo()
-        code, out, err = _call(self._run(remote_command(argv, sudo=self.sudo), argv, None))
+        code, out, err = self._fetch_command(argv, remote_dir, limit)
         if code != 0:
             raise self.command_error(argv, Result(code, "", clean_stderr(err.decode("utf-8", errors="replace")), argv))
         with tarfile.open(fileobj=io.BytesIO(out), mode="r:") as archive:
-            members = archive.getmembers()
-            strays = [m.name for m in members if m.name.split("/", 1)[0] not in names]
+            strays = [m.name for m in archive.getmembers() if m.name not in names]
             if strays:
                 raise HostError(f"on {self.name}: tar of {remote_dir} held entries not asked for: {strays[:3]}")
-            archive.extractall(local_dir, filter="data")  # refuses absolute paths, '..' and links out
+        self._write_new_files(remote_dir, out, local_dir, prefix="")   # each entry's type checked again
 
     def put(self, local_path: str | Path, remote_path: str) -> None:
         try:
@@ -868,9 +881,94 @@ class SshHost(Host):
     def _sftp_fetch(self, remote_path: str, local_path: str | Path) -> Path:
         local = Path(local_path)
         local.parent.mkdir(parents=True, exist_ok=True)
-        _call(self._file_op("fetch", remote_path,
-                            lambda sftp: sftp.get(remote_path, str(local), recurse=True, preserve=True)))
+        limit = fetched.deadline()
+        _call(self._file_op("fetch", remote_path, lambda sftp: self._sftp_copy(sftp, remote_path, local, limit)))
         return local
+
+    # -- fetch by SFTP: every entry's type checked (lstat) before anything is opened ------------------
+    async def _sftp_copy(self, sftp: asyncssh.SFTPClient, remote: str, local: Path, limit: float) -> None:
+        """``remote`` (a file, or a folder and everything under it) to ``local``: the whole tree is
+        listed and checked first, then its files come side by side (a file already here is kept)."""
+        top = await self._within(sftp.lstat(remote), "looking up", remote, limit)
+        await self._check_entry(sftp, remote, top, limit)
+        if not stat.S_ISDIR(_mode(top)):
+            await self._sftp_copy_file(sftp, remote, local, limit)
+            return
+        files, folders, pending = [], [(remote, local)], [(remote, local)]
+        while pending:
+            folder, here = pending.pop()
+            for entry in await self._within(sftp.readdir(folder), "listing", folder, limit):
+                if entry.filename in (".", ".."):
+                    continue
+                self._check_name(folder, entry.filename)
+                path, target = f"{folder}/{entry.filename}", here / entry.filename
+                await self._check_entry(sftp, path, entry.attrs, limit)
+                if stat.S_ISDIR(_mode(entry.attrs)):
+                    folders.append((path, target))
+                    pending.append((path, target))
+                else:
+                    files.append((path, target))
+        for _, target in folders:
+            target.mkdir(parents=True, exist_ok=True)
+        await _all([self._sftp_copy_file(sftp, path, target, limit) for path, target in files])
+
+    async def _sftp_copy_file(self, sftp: asyncssh.SFTPClient, path: str, target: Path, limit: float) -> None:
+        """One regular file, looked up again just before it is opened (a FIFO made since the listing is
+        refused; one made between this lookup and the open meets the deadline)."""
+        attrs = await self._within(sftp.lstat(path), "looking up", path, limit)
+        await self._check_entry(sftp, path, attrs, limit)
+        try:
+            with fetched.new_file(target, attrs.permissions or 0o644, attrs.mtime) as out:
+                handle = await self._within(sftp.open(path, "rb"), "opening", path, limit)
+                try:     # blocks come by parallel requests, possibly out of order; each one within the deadline
+                    blocks = await self._within(handle.read_parallel(), "reading", path, limit)
+                    while True:
+                        try:
+                            offset, data = await self._within(anext(blocks), "reading", path, limit)
+                        except StopAsyncIteration:
+                            break
+                        out.seek(offset)
+                        out.write(data)
+                finally:
+                    await handle.close()
+        except FileExistsError:     # already here: kept
+            pass
+
+    async def _within(self, step, what: str, path: str, limit: float):
+        """``step`` (an SFTP request of a fetch), or FetchTimeout after ``limit`` seconds. The SFTP session
+        is then given up (its server may be stuck in that request); a FIFO it is stuck opening is opened
+        once more for reading and writing on the target, which lets that open return."""
+        try:
+            return await asyncio.wait_for(step, limit)
+        except (asyncio.TimeoutError, TimeoutError):
+            sftp, self._sftp = self._sftp, None
+            if sftp is not None:
+                sftp.exit()
+            if what == "opening":
+                argv = ["sh", "-c", '[ -p "$1" ] && exec 3<>"$1"', "briefkit-unblock", path]
+                try:
+                    await asyncio.wait_for(self._run(remote_command(argv, timeout=10), argv, 10), 30)
+                except Exception:
+                    pass
+            raise fetched.FetchTimeout(self.name, path, what, limit) from None
+
+    def _check_name(self, folder: str, name: str) -> None:
+        """A name an SFTP listing gave: one plain name in the folder (never ``..`` or a path)."""
+        if not _TAR_MEMBER.fullmatch(f"./{name}"):
+            raise HostError(f"on {self.name}: the SFTP listing of {folder} named {name!r}, which is no name of "
+                            f"an entry in it")
+
+    async def _check_entry(self, sftp: asyncssh.SFTPClient, path: str, attrs: asyncssh.SFTPAttrs, limit: float) -> None:
+        """NotAPlainFile unless ``attrs`` (an lstat's) are a regular file's or a folder's; a link's target
+        is named."""
+        mode = _mode(attrs)
+        target = None
+        if stat.S_ISLNK(mode):
+            try:
+                target = await self._within(sftp.readlink(path), "reading the link", path, limit)
+            except asyncssh.SFTPError:
+                target = "?"
+        fetched.check(self.name, path, mode, target)
 
     def _sftp_put(self, local_path: str | Path, remote_path: str) -> None:
         local = Path(local_path)
@@ -889,6 +987,33 @@ class SshHost(Host):
             async with sftp.open(path, "wb") as f:
                 await f.write(text.encode("utf-8"))
         _call(self._file_op("write", path, op))
+
+
+#: an SFTP entry type as the st_mode type bits briefkit.hosts.fetched.check reads
+_SFTP_TYPES = {asyncssh.FILEXFER_TYPE_REGULAR: stat.S_IFREG, asyncssh.FILEXFER_TYPE_DIRECTORY: stat.S_IFDIR,
+               asyncssh.FILEXFER_TYPE_SYMLINK: stat.S_IFLNK, asyncssh.FILEXFER_TYPE_FIFO: stat.S_IFIFO,
+               asyncssh.FILEXFER_TYPE_SOCKET: stat.S_IFSOCK, asyncssh.FILEXFER_TYPE_CHAR_DEVICE: stat.S_IFCHR,
+               asyncssh.FILEXFER_TYPE_BLOCK_DEVICE: stat.S_IFBLK}
+
+
+def _mode(attrs: asyncssh.SFTPAttrs) -> int:
+    """An lstat's st_mode as the SFTP server sent it (OpenSSH sends the type bits), else from its type."""
+    if attrs.permissions is not None and stat.S_IFMT(attrs.permissions):
+        return attrs.permissions
+    return _SFTP_TYPES.get(attrs.type, 0) | (attrs.permissions or 0)
+
+
+async def _all(steps: list[Coroutine]) -> None:
+    """The steps side by side; the first failure cancels the others (a refused or abandoned fetch leaves
+    no SFTP request running) and is raised."""
+    tasks = [asyncio.ensure_future(step) for step in steps]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _decoded(code: int, out: bytes, err: bytes) -> tuple[int, str, str]:

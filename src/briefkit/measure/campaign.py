@@ -27,6 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from briefkit.core.errors import CampaignError
+from briefkit.core.interrupts import stop_on_signals
 from briefkit.hosts import Host
 from briefkit.measure.clientserver import run_clients
 from briefkit.measure.declaration import Campaign, connect, declared, load
@@ -47,7 +48,9 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
     if camp.hosts is not None and host is not None:
         raise CampaignError(f"{slug}/{name}: a fleet campaign runs on the hosts params.yaml names "
                             f"(briefs.{slug}.campaigns.{name}.hosts); no other host can be given")
-    with CampaignLock(camp.raw_dir, f"{slug}/{name}") as lock:
+    # SIGTERM and SIGHUP stop the run as Ctrl-C does, wherever it runs: the CLI, or the measurement notebook's
+    # kernel (which its manager sends SIGINT, then SIGTERM, when the stage is stopped)
+    with stop_on_signals(), CampaignLock(camp.raw_dir, f"{slug}/{name}") as lock:
         if camp.fio_server:
             return run_clients(camp, lock, progress)
         if camp.hosts is not None:

@@ -52,6 +52,11 @@ file again under a new name). ``skip_unreadable`` imports the files that can be 
 in ``campaign.json`` (``imported.skipped``: file, kind, reason); ``split_by`` makes one campaign per value
 of a setting; ``dry_run`` only makes the plan. Everything is written into a staging folder inside
 data/raw/<brief>/ and renamed into place in one step.
+
+The staging folder, data/raw/<brief>/.import-<campaign>-<pid>/, is removed on the way out, on Ctrl-C,
+SIGTERM and SIGHUP too (the command turns them into KeyboardInterrupt). One left by a killed import
+(SIGKILL, a power cut) is ignored by git (.gitignore) and removed by the next import into the brief,
+once no process of its pid runs.
 """
 from __future__ import annotations
 
@@ -73,9 +78,11 @@ from briefkit.config import brief_method, project
 from briefkit.config.yamlload import SAFE_LOADER
 from briefkit.core import method_scope
 from briefkit.core.errors import BriefkitError, CampaignError
+from briefkit.core.interrupts import held_interrupts
 from briefkit.core.reads import ReadRule
 from briefkit.core.validation import NAME_PATTERN, check_name
 from briefkit.measure import import_plan
+from briefkit.measure.lock import alive
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, Manifest, now
@@ -575,6 +582,7 @@ def _record(brief: str, name: str, brief_dir: Path, found: list[Found], skipped:
     workload = workload_of(toolset[0])
     settings = common_settings(found)
     points = plan(found)
+    remove_dead_staging(brief_dir)
     staging = brief_dir / f".import-{name}-{os.getpid()}"
     try:
         _write(staging / name, brief, name, workload, settings, points, mapping, mapping_text, skipped)
@@ -583,9 +591,30 @@ def _record(brief: str, name: str, brief_dir: Path, found: list[Found], skipped:
         except OSError as exc:
             raise CampaignError(f"{target}: cannot be created ({exc.strerror}); nothing imported") from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        with held_interrupts():     # a second Ctrl-C does not cut the clean-up short
+            shutil.rmtree(staging, ignore_errors=True)
     return Imported(target, toolset[0], len({p.id.rsplit("/", 1)[0] for p, _ in points}), len(points),
                     max(p.rep for p, _ in points))
+
+
+#: an import's staging folder in data/raw/<brief>/ (campaign names are lower-case letters, digits, . _ -)
+_STAGING = re.compile(r"\.import-[a-z0-9._-]+-(?P<pid>[0-9]+)")
+
+
+def remove_dead_staging(brief_dir: Path) -> list[Path]:
+    """Remove the staging folders of imports whose process is gone (killed before its own clean-up); a
+    live import's folder is left alone. What was removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(brief_dir))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        found = _STAGING.fullmatch(entry.name)
+        if found and entry.is_dir(follow_symlinks=False) and not alive(found["pid"]):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    return removed
 
 
 def _declared(brief: str, base: Path) -> dict:

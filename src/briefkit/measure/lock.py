@@ -28,6 +28,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -90,7 +91,7 @@ class CampaignLock:
             raise LockRefused(f"{folder}: cannot create the campaign's raw folder ({exc.strerror}); "
                                 f"free space or fix the permissions of data/raw, then run again") from None
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -118,6 +119,22 @@ class CampaignLock:
             raise LockRefused(f"{self.path}: cannot write the campaign lock ({exc.strerror}); free space on "
                                 f"{folder} and run again") from None
         return self
+
+    def _open(self) -> int:
+        """The lock file, never through a link (it is truncated and written: a committed link would aim
+        that at a file elsewhere), and only a regular file."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if os.path.islink(self.path) or exc.errno == errno.ELOOP:
+                raise LockRefused(f"{self.path} is a symbolic link: the campaign lock is never written through "
+                                  f"one; remove it (data/raw holds no lock of its own when no run is going on), "
+                                  f"then run again") from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise LockRefused(f"{self.path} is not a regular file: remove it, then run again")
+        return fd
 
     def read(self) -> dict:
         try:

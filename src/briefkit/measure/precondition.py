@@ -136,7 +136,8 @@ def write(camp: Campaign, host: Host, config: str, prepared, state: dict, passes
             raise RuntimeError(f"preconditioning of {config} failed: fio exited with {rc}: "
                                f"{fio.result().stderr.strip()[-500:]}")
     finally:
-        steps.fetch(host, folder, local / f"attempt-{attempt}")
+        steps.fetch(host, folder, local / f"attempt-{attempt}",
+                    f"{camp.brief}/{camp.name}: {config}'s preconditioning, attempt {attempt}")
     manifest.append(EVENT, config=config, stage=DONE, attempt=attempt, passes=passes,
                     seconds=round(time.monotonic() - started, 3), bytes=None if size is None else passes * size,
                     dir=str((local / f"attempt-{attempt}").relative_to(camp.raw_dir)))

@@ -1,30 +1,39 @@
-"""One campaign per host at a time: a registry of the campaigns running on a host, kept on the host.
+"""One campaign per host at a time, whoever runs it: a registry of the campaigns running on a host, kept
+on the host, that every login user of the host reads.
 
-    /tmp/briefkit-running-<uid>/<brief>.<campaign>[.<member>].<pid>.<token>.json    on the host
+    /tmp/briefkit-running/<brief>.<campaign>.<pid>.<token>.json    on the host (mode 1777, like /tmp)
 
 One small file per running campaign (brief/campaign, workdir, the controller's pid and host, start
-time), written through the host's executor when the run starts (after the campaign's own locks) and
-removed when it ends, on Ctrl-C and on errors too. Two campaigns in *different* workdirs of one host
-do not meet in any lock, yet slow each other's points down (23-48 % in a trial) with nothing in their
-records saying so: a run that finds another live campaign there is refused, naming it, its workdir
-and its pid. The entry is written first and the others read after, so two runs starting at the same
-moment cannot both miss each other (at worst both are refused, and one is run again).
+time; nothing secret), written through the host's executor when the run starts (after the campaign's
+own locks) and removed when it ends, on Ctrl-C, SIGTERM, SIGHUP and errors too. Two campaigns in
+*different* workdirs of one host, or of two login users, do not meet in any lock, yet slow each other's
+points down (23-48 % in a trial, 41-53 % lower IOPS with two users) with nothing in their records
+saying so: a run that finds another live campaign there is refused, naming it, its user (the owner of
+its entry file), its workdir and its pid. The entry is written first and the others read after, so two
+runs starting at the same moment cannot both miss each other (at worst both are refused, and one is run
+again).
 
-Why /tmp/briefkit-running-<uid> (the uid as the host's ``id -u`` says): every session of the user on
-the host sees the same folder, whatever the login (``$XDG_RUNTIME_DIR`` exists only for logind
-sessions and is removed at the user's last logout, while a campaign may still run). It is the user's
-own (created mode 700, refused unless owned by the user and not a symlink): no other account can
-plant or remove entries. ``BRIEFKIT_RUNNING_DIR`` in the controller's environment names another
-folder (an absolute path): a test suite gives each test its own, so that its parallel campaigns are
-not taken for a user's; setting it for a deliberate run beside another campaign is also the way past
-the refusal (no command-line override: running two campaigns together is never what a measurement
-wants).
+Why one folder for every user, and why it can be trusted: it is made by the first run on the host,
+mode 1777 (root may make it beforehand); the sticky bit lets every user add entries and only their
+owner (and the folder's owner, and root) remove them, as in /tmp. Entries are written mode 644 (readable
+by all), by writing a hidden file and renaming it. A folder that is a symlink, or is writable by other
+accounts without the sticky bit (where anyone could remove or replace entries), is refused, and so is
+an entry file that is not a regular file (a symlink planted to make another user's run read a file of
+theirs). The checks are made on the folder the script has entered (``cd``), so a folder swapped for a
+symlink after the check is not written through. The folder is in /tmp, not ``$XDG_RUNTIME_DIR`` (per
+user, and removed at the user's last logout while a campaign may still run).
 
-An entry is stale, and removed, when its controller ran on this machine and its pid is gone or no
-longer holds the campaign lock the entry names (briefkit.measure.lock.CampaignLock). An entry
-of another controller machine cannot be checked from here: the refusal says which file to remove if
-that run is gone. The fleet members of one run (two entries reaching one machine) share the
-controller's pid and never refuse each other.
+``BRIEFKIT_RUNNING_DIR`` in the controller's environment names another folder (an absolute path; made
+mode 700 when missing, the same checks apply): a test suite gives each test worker its own, so that its
+parallel campaigns are not taken for a user's; setting it for a deliberate run beside another campaign
+is also the way past the refusal (no command-line override: running two campaigns together is never
+what a measurement wants).
+
+An entry is stale, and ignored (removed when this user may), when its controller ran on this machine
+and its pid is gone or no longer holds the campaign lock the entry names
+(briefkit.measure.lock.CampaignLock). An entry of another controller machine cannot be checked from
+here: the refusal says which file to remove, and whose it is, if that run is gone. The fleet members of
+one run (two entries reaching one machine) share the controller's pid and never refuse each other.
 """
 from __future__ import annotations
 
@@ -41,24 +50,43 @@ from briefkit.measure.errors import LockRefused
 from briefkit.measure.lock import LOCK, CampaignLock, alive, describe
 
 ENV = "BRIEFKIT_RUNNING_DIR"
-DEFAULT = '/tmp/briefkit-running-$(id -u)'     # expanded by the host's shell: the host's uid
+DEFAULT = "/tmp/briefkit-running"      # the host's, for every user
 
-# $1 = folder ('' = the default), $2 = entry file name, $3 = its content: write ours, then list all
-# (name TAB content, one a line); exit 13 when the folder is not the user's own
-_FOLDER = 'd="${1:-' + DEFAULT + '}"; '
-_OWN = '[ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ] || { echo "$d" >&2; exit 13; }; '
-_LIST = ('for f in "$d"/*.json; do [ -f "$f" ] || continue; printf "%s\\t" "${f##*/}"; '
-         'head -c 4096 -- "$f" | tr -d "\\n"; echo; done')
-_REGISTER = (_FOLDER + 'mkdir -m 700 -p -- "$d" 2>/dev/null; ' + _OWN
-             + 'printf "%s\\n" "$3" > "$d/.$2" && mv -f -- "$d/.$2" "$d/$2" || exit 28; ' + _LIST)
-_READ = _FOLDER + '[ -d "$d" ] || exit 0; ' + _OWN + _LIST
-# $1 = folder, $2.. = entry file names to remove
-_REMOVE = _FOLDER + 'shift; for f in "$@"; do rm -f -- "$d/$f"; done; exit 0'
+# $1 = folder ('' = the default). Made when missing (1777 the default, 700 one named by ENV), then entered
+# and checked there; exit 13 with the reason on stderr when it cannot be made or is not to be trusted
+_ENTER = (
+    'd="${1:-' + DEFAULT + '}"; m=1777; [ -n "$1" ] && m=700; '
+    'if [ ! -e "$d" ] && [ ! -L "$d" ]; then '
+    '  why=$(mkdir -p -- "$(dirname -- "$d")" 2>&1 && mkdir -m "$m" -- "$d" 2>&1) '
+    '  || [ -d "$d" ] || { printf "cannot be created as %s: %s\\n" "$(id -un)" "$why" >&2; exit 13; }; fi; '
+    '[ -L "$d" ] && { echo "is a symbolic link" >&2; exit 13; }; '
+    '[ -d "$d" ] || { echo "is not a folder" >&2; exit 13; }; '
+    'mode=$(stat -c %a -- "$d"); owner=$(stat -c %U -- "$d"); '
+    'cd -- "$d" 2>/dev/null || { printf "cannot be entered by %s (owner %s, mode %s)\\n" "$(id -un)" "$owner" '
+    '"$mode" >&2; exit 13; }; '
+    '[ "$(stat -c %d:%i .)" = "$(stat -c %d:%i -- "$d")" ] || { echo "was replaced while it was checked" >&2; exit 13; }; '
+    'mode=$(stat -c %a .); owner=$(stat -c %U .); '
+    'if [ $((0$mode & 022)) -ne 0 ] && [ $((0$mode & 01000)) -eq 0 ]; then printf "is writable by other accounts '
+    'without the sticky bit (owner %s, mode %s): any of them could remove or replace entries; chmod 1777 it, '
+    'or remove it\\n" "$owner" "$mode" >&2; exit 13; fi; '
+)
+# the entries, one a line: file name TAB its owner TAB its content (regular files only: never a link)
+_LIST = ('for f in ./*.json; do { [ -f "$f" ] && [ ! -L "$f" ]; } || continue; '
+         'printf "%s\\t%s\\t" "${f##*/}" "$(stat -c %U -- "$f")"; head -c 4096 -- "$f" | tr -d "\\n"; echo; done')
+# $2 = entry file name, $3 = its content: write ours (mode 644, readable by every user), then list all
+_REGISTER = (_ENTER + 'umask 022; '
+             'if ! err=$( (printf "%s\\n" "$3" > ".$2") 2>&1 ) || ! err=$(mv -f -- ".$2" "$2" 2>&1); then '
+             'rm -f -- ".$2" 2>/dev/null; printf "%s (as %s; folder owner %s, mode %s)\\n" "$err" "$(id -un)" '
+             '"$owner" "$mode" >&2; exit 28; fi; ' + _LIST)
+_READ = 'd="${1:-' + DEFAULT + '}"; [ -e "$d" ] || exit 0; ' + _ENTER + _LIST
+# $1 = folder, $2.. = entry file names to remove (another user's entry stays: the sticky bit keeps it)
+_REMOVE = ('d="${1:-' + DEFAULT + '}"; [ -L "$d" ] && exit 0; cd -- "$d" 2>/dev/null || exit 0; shift; '
+           'for f in "$@"; do rm -f -- "./$f" 2>/dev/null; done; exit 0')
 _ENTRY = re.compile(r"^[a-z0-9._-]+\.json$")
 
 
 def folder() -> str:
-    """The registry folder the controller names ('' = the host's default)."""
+    """The registry folder the controller names ('' = the host's default, DEFAULT)."""
     value = os.environ.get(ENV, "")
     if value and (not value.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in value)):
         raise LockRefused(f"{ENV}={value!r}: the running-campaigns folder must be an absolute path without "
@@ -85,13 +113,15 @@ class RunningEntry:
     def acquire(self) -> "RunningEntry":
         content = json.dumps(self.record, sort_keys=True)
         res = self.host.run(["sh", "-c", _REGISTER, "briefkit-running", self.folder, self.name, content], check=False)
+        where = self.folder or DEFAULT
+        reason = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"
         if res.returncode == 13:
-            raise LockRefused(f"on {self.host.name}: the running-campaigns folder {res.stderr.strip()} is not "
-                              f"a folder of this user's own (a symlink, or another account's); remove it, or "
-                              f"name another one with {ENV}")
+            raise LockRefused(f"on {self.host.name}: the running-campaigns folder {where} {reason}; name another "
+                              f"one with {ENV} if it cannot be put right")
         if res.returncode != 0:
-            raise LockRefused(f"on {self.host.name}: cannot write the running-campaigns entry {self.name} "
-                              f"({res.stderr.strip() or f'exit {res.returncode}'}); free space in /tmp there")
+            hint = "; free space in its file system there" if "space" in reason else ""
+            raise LockRefused(f"on {self.host.name}: cannot write the running-campaigns entry {where}/{self.name}: "
+                              f"{reason}{hint}")
         self.held = True
         others = others_running(self.host, parse(res.stdout), self.record, self.folder)
         if others:
@@ -120,7 +150,8 @@ def parse(listing: str) -> dict[str, dict]:
     """The registry's entries by file name (torn or foreign lines left out)."""
     found = {}
     for line in listing.splitlines():
-        name, _, text = line.partition("\t")
+        name, _, rest = line.partition("\t")
+        owner, _, text = rest.partition("\t")
         if not _ENTRY.fullmatch(name):
             continue
         try:
@@ -128,7 +159,8 @@ def parse(listing: str) -> dict[str, dict]:
         except ValueError:
             continue
         if isinstance(entry, dict):
-            found[name] = {**entry, "file": name}
+            # the user is the file's owner, which its content cannot change
+            found[name] = {**entry, "file": name, "user": owner or "?"}
     return found
 
 
@@ -153,6 +185,8 @@ def _still_running(entry: dict) -> bool:
         return True     # an entry without it: the pid is all there is to go by
     try:
         holder = json.loads(Path(path).read_text(encoding="utf-8") or "{}")
+    except PermissionError:
+        return True     # another user's checkout, not readable by this one: its live pid is all there is
     except (OSError, ValueError):
         return False
     return holder.get("pid") == entry.get("pid") and holder.get("started_at") == entry.get("started_at")
@@ -166,13 +200,14 @@ def running_on(host) -> list[dict]:
 
 
 def said(entry: dict) -> str:
-    return (f"campaign {entry.get('brief', '?')}/{entry.get('campaign', '?')} (workdir {entry.get('workdir', '?')}; "
-            f"{describe(entry)})")
+    return (f"campaign {entry.get('brief', '?')}/{entry.get('campaign', '?')} of user {entry.get('user', '?')} "
+            f"(workdir {entry.get('workdir', '?')}; {describe(entry)})")
 
 
 def refusal(host_name: str, mine: dict, other: dict, where: str) -> str:
-    registry = f"{where or '/tmp/briefkit-running-<uid>'}/{other['file']}"
+    registry = f"{where or DEFAULT}/{other['file']}"
+    user = other.get("user", "?")
     return (f"{mine['brief']}/{mine['campaign']}: {said(other)} is being measured on {host_name}; two campaigns "
             f"on one host slow each other's points down (23-48 % in a trial), so this one does not start: "
             f"run it once that one has finished (or stop it; its finished points are kept). If that run is "
-            f"gone, remove {registry} on {host_name}")
+            f"gone, remove {registry} on {host_name} (as {user if user == 'root' else f'{user} or root'})")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import re
-import signal
 import sys
 import tempfile
 import time
@@ -26,8 +25,9 @@ import pandas as pd
 
 from briefkit.config import project
 from briefkit.config.params import AdaptiveRepetitions
-from briefkit.core import notebooks
+from briefkit.core import files, notebooks
 from briefkit.core.errors import CampaignError
+from briefkit.core.interrupts import stop_on_signals
 from briefkit.hosts import Host
 from briefkit.measure import declaration
 from briefkit.measure.declaration import Campaign
@@ -160,10 +160,6 @@ _PAPERMILL_NOISE = ("Executing Cell", "Ending Cell", "Executing notebook with ke
                     "Output Notebook", "Working directory")
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def complete_marker(camp: Campaign) -> Path:
     """data/raw/<brief>/<campaign>.complete: the measure stage's second output, written only when every
     point of the plan is final. DVC deletes it before the stage's command runs (it is not persistent),
@@ -190,7 +186,7 @@ def run_notebook(slug: str, name: str, host: str | None = None, base: Path | Non
         raise CampaignError(f"{slug}/{name}: {len(left)} points are still to measure after this run (first: "
                             f"{left[0]}); run the same command (or dvc repro) again to resume")
     marker = complete_marker(camp)
-    marker.write_text(f"{len(camp.plan())} points of {slug}/{name} measured\n", encoding="utf-8")
+    files.write_text(marker, f"{len(camp.plan())} points of {slug}/{name} measured\n")
     return record
 
 
@@ -212,31 +208,33 @@ def _run_record(camp: Campaign, host: str | None, base: Path, say: Callable[[str
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    kernel_log = tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-")
-    try:
-        # root None: the kernel finds the checkout from its working folder (base), so that the record
-        # holds no absolute path of this checkout
-        papermill.execute_notebook(str(notebook), str(out), cwd=str(base), log_output=True, progress_bar=False,
-                                   kernel_name="python3", kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log),
-                                   parameters={"brief": slug, "campaign": name, "host": host, "root": None})
-    except papermill.PapermillExecutionError as exc:
-        raise CampaignError(f"{slug}/{name}: the measurement failed ({exc.ename}: {_first_line(exc.evalue)}); "
-                            f"the run's record is {out.relative_to(base)}; finished points are kept, run again "
-                            f"to resume") from None
-    except KeyboardInterrupt:
-        raise           # the kernel's complaints about its sockets closing under Ctrl-C are not worth showing
-    except BaseException:
-        tail = notebooks.kernel_log_tail(kernel_log)   # a kernel that died says why on its stderr
-        if tail:
-            say(tail)
-        raise
-    finally:
-        kernel_log.close()
-        signal.signal(signal.SIGTERM, previous)
-        log.removeHandler(handler)
-        if out.exists():
-            _scrub(out, base, say)
+    # SIGTERM and SIGHUP as Ctrl-C (SIGHUP reaches nbclient's SIGTERM handler while the notebook runs, which
+    # interrupts the kernel: the campaign stops its job on the host; then the kernel's folder is removed)
+    with stop_on_signals(), tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log:
+        try:
+            # root None: the kernel finds the checkout from its working folder (base), so that the record
+            # holds no absolute path of this checkout
+            # papermill writes a new file beside runs/N.ipynb, which then takes its place (kept if the run fails)
+            with files.replacing(out, keep_partial=True) as record:
+                papermill.execute_notebook(str(notebook), str(record), cwd=str(base), log_output=True,
+                                           progress_bar=False, kernel_name="python3",
+                                           kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log),
+                                           parameters={"brief": slug, "campaign": name, "host": host, "root": None})
+        except papermill.PapermillExecutionError as exc:
+            raise CampaignError(f"{slug}/{name}: the measurement failed ({exc.ename}: {_first_line(exc.evalue)}); "
+                                f"the run's record is {out.relative_to(base)}; finished points are kept, run again "
+                                f"to resume") from None
+        except KeyboardInterrupt:
+            raise           # the kernel's complaints about its sockets closing under Ctrl-C are not worth showing
+        except BaseException:
+            tail = notebooks.kernel_log_tail(kernel_log)   # a kernel that died says why on its stderr
+            if tail:
+                say(tail)
+            raise
+        finally:
+            log.removeHandler(handler)
+            if out.exists():
+                _scrub(out, base, say)
     return out
 
 

@@ -27,9 +27,11 @@ import pandas as pd
 from briefkit import inventory, power
 from briefkit.config.params import host_slug
 from briefkit.core.errors import CampaignError
+from briefkit.core.files import NotARegularFile
 from briefkit.core.interrupts import check_stop
 from briefkit.core.times import iso
 from briefkit.hosts import Host
+from briefkit.hosts.fetched import FetchError
 from briefkit.hosts.job import Job
 from briefkit.measure import steady_verdict as steady
 from briefkit.measure.declaration import Campaign, growth
@@ -242,7 +244,8 @@ def prepare_config(camp: Campaign, host: Host, config: str, prepared, progress: 
     except BaseException as exc:
         raise PrepareFailed(explain(exc, camp, host), exc, config=config) from exc
     finally:
-        fetch(host, f"{remote}/attempt-{attempt}", local / f"attempt-{attempt}")
+        fetch(host, f"{remote}/attempt-{attempt}", local / f"attempt-{attempt}",
+              f"{camp.brief}/{camp.name}: {config}'s prepare step, attempt {attempt}")
 
 
 def finish_config(camp: Campaign, host: Host, config: str, prepared, state: dict) -> None:
@@ -289,10 +292,14 @@ def next_attempt(host: Host, local_point: Path, remote_point: str, progress: Pro
     return max(local + remote, default=0) + 1
 
 
-def fetch(host: Host, remote_dir: str, local_dir: Path) -> None:
+def fetch(host: Host, remote_dir: str, local_dir: Path, where: str) -> None:
     """Copy an attempt folder from the host (over SSH: one listing and one tar stream); nothing local
-    is replaced."""
-    host.fetch_new(remote_dir, local_dir)
+    is replaced. A link, FIFO, device or socket in it, or a host that does not answer within the fetch's
+    deadline (briefkit.hosts.fetched), is a CampaignError naming ``where`` (the point or step) and the file."""
+    try:
+        host.fetch_new(remote_dir, local_dir)
+    except FetchError as exc:
+        raise CampaignError(f"{where}: {exc}") from None
 
 
 # --- a point ------------------------------------------------------------------------------------
@@ -308,6 +315,10 @@ class Attempt:
 
     def relative_dir(self, camp: Campaign) -> str:
         return str(self.local_dir.relative_to(camp.raw_dir))
+
+    def where(self, camp: Campaign) -> str:
+        """How messages name this attempt."""
+        return f"{camp.brief}/{camp.name}: point {self.point.id}, attempt {self.number}"
 
 
 @dataclass
@@ -371,7 +382,12 @@ def record_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0
                  manifest: Manifest) -> Measured:
     """A point that ran: its files fetched, its steady-state note, point.json and its ``done`` event."""
     point = attempt.point
-    fetch(host, attempt.remote_dir, attempt.local_dir)
+    try:
+        fetch(host, attempt.remote_dir, attempt.local_dir, attempt.where(camp))
+    except CampaignError as error:     # refused or abandoned: the point failed, and is recorded so
+        save_point(camp, attempt, run, t0, t1, error=failure_text(error))
+        record_failure(manifest, error, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp))
+        raise PointFailed(error, config=point.config, point=point, recorded=True) from None
     steady.note(camp.workload, attempt.local_dir, point, camp.settings, run.notes)
     save_point(camp, attempt, run, t0, t1)
     entry = manifest.append(DONE, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp),
@@ -384,7 +400,7 @@ def record_failure_of_point(camp: Campaign, host: Host, attempt: Attempt, run: P
     """As much of a failed attempt as can be kept (point.json with the error, the host's files), and
     its ``failed`` event; keeping them must not hide the error itself."""
     for step in (lambda: save_point(camp, attempt, run, t0, t1, error=failure_text(error)),
-                 lambda: fetch(host, attempt.remote_dir, attempt.local_dir)):
+                 lambda: fetch(host, attempt.remote_dir, attempt.local_dir, attempt.where(camp))):
         try:
             step()
         except Exception:
@@ -415,7 +431,7 @@ def record_failure(manifest: Manifest, error: BaseException, **fields) -> None:
     """A ``failed`` event, as far as the raw folder can still take one."""
     try:
         manifest.append(FAILED, error=failure_text(error), **{k: v for k, v in fields.items() if v is not None})
-    except OSError:
+    except (OSError, NotARegularFile):   # a manifest refused as a link says so itself, at the next run's start
         pass
 
 

@@ -13,6 +13,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from briefkit.core import files
 from briefkit.core.errors import CampaignError
 
 DONE, FAILED, SKIPPED, STARTED = "done", "failed", "skipped", "started"
@@ -34,6 +35,7 @@ class Manifest:
         self.path = Path(path)
 
     def events(self) -> list[dict]:
+        files.check_regular(self.path)     # the campaign's state is never read through a link either
         if not self.path.exists():
             return []
         data = self.path.read_bytes()
@@ -65,34 +67,45 @@ class Manifest:
             last[point] = event
         return last
 
-    def repair(self) -> Path | None:
+    def repair(self, fd: int | None = None) -> Path | None:
         """Cut a torn last line (bytes after the last newline) off the file, keeping them in
-        ``<name>.torn-<n>`` beside it. Returns that file, or None when nothing was torn."""
-        if not self.path.exists():
+        ``<name>.torn-<n>`` beside it. Returns that file, or None when nothing was torn. ``fd``: the
+        file opened by ``append`` (checked to be a regular file, never a link)."""
+        if fd is None:
+            if not self.path.exists():
+                return None
+            fd = files.open_append(self.path)
+            try:
+                return self.repair(fd)
+            finally:
+                os.close(fd)
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":   # the usual case: one byte read
             return None
-        data = self.path.read_bytes()
-        if not data or data.endswith(b"\n"):
-            return None
+        data = os.pread(fd, size, 0)
         keep = data.rfind(b"\n") + 1
         number = 1
         while (aside := self.path.with_name(f"{self.path.name}.torn-{number}")).exists():
             number += 1
-        with aside.open("xb") as out:
+        with aside.open("xb") as out:      # x: a new file, never one already there (nor a link)
             out.write(data[keep:])
             out.flush()
             os.fsync(out.fileno())
-        with self.path.open("r+b") as out:
-            out.truncate(keep)
-            out.flush()
-            os.fsync(out.fileno())
+        os.ftruncate(fd, keep)
+        os.fsync(fd)
         return aside
 
     def append(self, event: str, **fields) -> dict:
         record = {"event": event, "at": now(), **fields}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.repair()
-        with self.path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(record, sort_keys=True) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
+        # appended through a descriptor checked to be a regular file, never through a link (core.files)
+        fd = files.open_append(self.path)
+        try:
+            self.repair(fd)
+            line = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
+            while line:
+                line = line[os.write(fd, line):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         return record

@@ -10,10 +10,10 @@ Neither is ever overwritten.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from briefkit.core import files
 from briefkit.core.errors import CampaignError
 from briefkit.raw.manifest import GROWN, Manifest
 
@@ -46,10 +46,9 @@ def write_once(path: Path, data: Any) -> None:
 
 
 def write_atomic(path: Path, data: Any) -> None:
-    """Replace ``path`` with ``data`` as JSON in one step (a reader sees the old or the new file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Replace ``path`` with ``data`` as JSON in one step (a reader sees the old or the new file; a link
+    at ``path`` is replaced, never written through)."""
+    files.write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def read(path: Path) -> dict:

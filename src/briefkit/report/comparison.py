@@ -13,6 +13,7 @@ import nbformat
 
 from briefkit import processed
 from briefkit.briefs.shared import comparison as campaign_compare
+from briefkit.core import files
 from briefkit.report import render
 
 #: the sections, one hidden code cell each (``emit`` shows what each returns)
@@ -62,10 +63,11 @@ def build(base: Path, brief: str, a: str, b: str, mapping: dict[str, str] | None
     folder.mkdir(parents=True, exist_ok=True)
     paths = {suffix: folder / f"{stem(brief, a, b)}.{suffix}" for suffix in ("ipynb", "html", "pdf")}
     source = folder / f".{stem(brief, a, b)}.in.ipynb"
-    nbformat.write(notebook(brief, processed_dir, a, b, dict(mapping or {}), metric), source)
+    files.write_text(source, nbformat.writes(notebook(brief, processed_dir, a, b, dict(mapping or {}), metric)))
     try:
-        papermill.execute_notebook(str(source), str(paths["ipynb"]), cwd=str(folder), progress_bar=not quiet,
-                                   kernel_name="python3")
+        with files.replacing(paths["ipynb"], keep_partial=True) as executed:   # never through a link
+            papermill.execute_notebook(str(source), str(executed), cwd=str(folder), progress_bar=not quiet,
+                                       kernel_name="python3")
     finally:
         source.unlink()
     render.render(paths["ipynb"], paths["html"], paths["pdf"])

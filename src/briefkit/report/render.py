@@ -18,6 +18,7 @@ from nbconvert import HTMLExporter
 from traitlets.config import Config
 
 from briefkit import __version__
+from briefkit.core import files
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: Cells that never appear in a brief: the parameters, papermill's injected copy, error anchors.
@@ -44,7 +45,7 @@ def to_html(notebook: Path, html: Path) -> Path:
     body, _ = exporter.from_notebook_node(
         node, resources={"metadata": {"name": Path(notebook).stem}, "briefkit_version": __version__})
     html.parent.mkdir(parents=True, exist_ok=True)
-    html.write_text(body, encoding="utf-8")
+    files.write_text(html, body)    # a link at the path is replaced, never written through
     return html
 
 
@@ -69,17 +70,18 @@ def chromium() -> str:
 
 def to_pdf(html: Path, pdf: Path, timeout: float = 120) -> Path:
     pdf.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="briefkit-chromium-") as profile:
+    # Chromium prints to a new file beside the PDF, which then replaces it (a link there is never followed)
+    with tempfile.TemporaryDirectory(prefix="briefkit-chromium-") as profile, files.replacing(pdf) as printed:
         argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--no-first-run", "--disable-background-networking", "--disable-component-update",
                 "--disable-sync", "--no-pdf-header-footer", f"--user-data-dir={profile}",
-                f"--print-to-pdf={pdf.resolve()}", html.resolve().as_uri()]
+                f"--print-to-pdf={printed.resolve()}", html.resolve().as_uri()]
         # TZ=UTC: Chromium writes the dates in local time, and fixed_dates sets them as UTC
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, "TZ": "UTC"})
-    if done.returncode != 0 or not pdf.exists() or pdf.stat().st_size == 0:
-        raise RenderError(f"chromium could not print {html} to {pdf} (exit {done.returncode}): "
-                          f"{done.stderr.strip()[-800:]}")
-    pdf.write_bytes(fixed_dates(pdf.read_bytes(), source_date()))
+        if done.returncode != 0 or not printed.exists() or printed.stat().st_size == 0:
+            raise RenderError(f"chromium could not print {html} to {pdf} (exit {done.returncode}): "
+                              f"{done.stderr.strip()[-800:]}")
+        printed.write_bytes(fixed_dates(printed.read_bytes(), source_date()))   # briefkit's own new file
     return pdf
 
 

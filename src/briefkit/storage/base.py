@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import AfterValidator
 
+from briefkit.core.interrupts import HELD
 from briefkit.core.sizes import parse_size
 from briefkit.core.validation import Model, check
 from briefkit.hosts.base import CommandTimeout
@@ -409,14 +410,14 @@ class _Ops:
 
 @contextlib.contextmanager
 def _signals_held():
-    """SIGINT and SIGTERM ignored (in the main thread) while the block runs: the clean-up on the way
-    out of an interrupt is not itself interrupted by a second Ctrl-C."""
+    """SIGINT, SIGTERM and SIGHUP (interrupts.HELD) ignored (in the main thread) while the block runs: the
+    clean-up on the way out of an interrupt is not itself interrupted by a second Ctrl-C."""
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     pending: list[int] = []
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    saved = {sig: signal.getsignal(sig) for sig in HELD}
     for sig in saved:
         signal.signal(sig, lambda signum, frame: pending.append(signum))
     try:

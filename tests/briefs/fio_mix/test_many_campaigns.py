@@ -53,7 +53,8 @@ def pdf_pages(pdf: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_eight_campaigns_keep_the_body_short_and_page_one_says_how_they_compare(tmp_path, monkeypatch):
-    lab = tmp_path / "checkout" / "incoming" / "lab"      # inside the checkout, where `briefkit import` reads
+    root = tmp_path / "checkout"
+    lab = root / "lab"    # inside the checkout, where `briefkit import` reads (briefkit.core.reads)
     runs = []
     for name, (rate, iodepth, numjobs, repetitions) in IMPORTED.items():
         (lab / name).mkdir(parents=True)
@@ -63,8 +64,6 @@ def test_eight_campaigns_keep_the_body_short_and_page_one_says_how_they_compare(
                 runs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
     for run in runs:   # rate-limited: they sleep, all at once
         assert run.wait(60) == 0, run.stderr.read()
-    root = tmp_path / "checkout"
-    root.mkdir(exist_ok=True)
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["briefs"][BRIEF]["campaigns"].update({name: small_campaign(tmp_path, name) for name in MEASURED})
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

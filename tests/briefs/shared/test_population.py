@@ -47,10 +47,11 @@ def fio_command(out: Path, data: Path, numjobs: int, rate: int) -> list[str]:
 @pytest.fixture(scope="module")
 def nway(tmp_path_factory):
     """A checkout of the fio brief with the four campaigns imported and its dataset built."""
-    lab = tmp_path_factory.mktemp("lab")
+    root = tmp_path_factory.mktemp("checkout")
+    lab = root / "lab"    # inside the checkout, where `briefkit import` reads (briefkit.core.reads)
     runs = []
     for name, rate in RATES.items():
-        (lab / name).mkdir()
+        (lab / name).mkdir(parents=True)
         for numjobs in NUMJOBS:
             for rep in range(1, REPETITIONS + 1):
                 out = lab / name / f"nj{numjobs}-{rep}.json"
@@ -58,7 +59,6 @@ def nway(tmp_path_factory):
                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
     for run in runs:   # rate-limited jobs sleep: all of them at once take about the time of one
         assert run.wait(60) == 0, run.stderr.read()
-    root = tmp_path_factory.mktemp("checkout")
     shutil.copy(ROOT / "params.yaml", root)
     shutil.copytree(ROOT / "notebooks", root / "notebooks")
     shutil.copytree(ROOT / "data/published", root / "data/published")

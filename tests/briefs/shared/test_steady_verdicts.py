@@ -163,3 +163,29 @@ def test_slope_band_holds_the_best_fit_line_exactly_when_steady(limit, steady):
 def test_a_point_without_per_second_values_is_drawn_as_not_judged():
     found = steady_points.point_window([], [], {"criterion": "deviation", "limit": "20%", "window_s": 2})
     assert not found.judged and not found.verdict.attained and found.verdict.samples == 0
+
+
+@pytest.mark.slow
+def test_pts_rounds_on_storage_that_is_no_drive_are_called_a_rehearsal(reference_data):
+    """fio-6600ion's SNIA PTS rounds ran on a loop device's image file and on a directory: its method
+    paragraph says so beside the verdicts, from the configurations' storage kinds and the loop device's
+    direct I/O as the inventory recorded it; a block device, or no PTS rounds, gets no such sentence."""
+    import dataclasses
+
+    data = processed.load("fio-6600ion", reference_data("fio-6600ion") / "data" / "processed")
+    record = data.campaigns["local"]
+    samples = data.samples[data.samples["campaign"] == "local"]
+    said = method.summary_text(record, samples, "Table A7")
+    assert ("*XFS on a loop device (noatime,discard)*: an image file on the host's own file system, written through "
+            "a loop device with direct I/O on" in said)
+    assert "*the root disk's own filesystem (ext4)*: a directory of the host's own file system" in said
+    assert "Their SNIA PTS verdicts are a rehearsal of the PTS step here, not a drive brought to steady state." in said
+    assert said.index("2 of 2 reached steady state") < said.index("a rehearsal") < said.index("Fieller")
+    assert method.REHEARSAL in method.method_text(record, samples)
+    # the loop device written without direct I/O: through the page cache
+    buffered = dataclasses.replace(record, configs=["xfs-loop"],
+                                   inventory={"configs": {"xfs-loop": {"storage": {"direct_io": False}}}})
+    assert "with direct I/O off (through the host's page cache). Its SNIA PTS verdict is" in method.pts_limit_text(buffered)
+    # a drive of its own, or no PTS rounds: nothing to add
+    block = dataclasses.replace(record, configs=["nvme"], config_specs={"nvme": {"kind": "block", "device": "/dev/x"}})
+    assert method.pts_limit_text(block) == "" and method.pts_limit_text(dataclasses.replace(record, method={})) == ""

@@ -14,10 +14,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from briefkit import processed
+from briefkit import processed, store
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.briefs.shared import plots, stability
-from briefkit.core import metrics, stats
+from briefkit.briefs.shared import tails as tail_points
+from briefkit.core import metrics, stats, tails
 
 #: What names a point of a measured campaign: the brief's point plus where it ran.
 POINT = ["campaign", "host", "config", "workload", "load"]
@@ -27,6 +28,22 @@ def processed_dir() -> Path:
     """Where ``briefkit dataset`` wrote the processed data: $BRIEFKIT_PROCESSED, else ../data/processed
     (a notebook runs in notebooks/)."""
     return Path(os.environ.get("BRIEFKIT_PROCESSED", "../data/processed"))
+
+
+def results_dir() -> Path:
+    """Where the results store is (every brief's tables, briefkit.store): $BRIEFKIT_RESULTS, else ../data/results."""
+    return Path(os.environ.get("BRIEFKIT_RESULTS", "../data/results"))
+
+
+def query(sql: str, folder: str | Path | None = None) -> pd.DataFrame:
+    """SQL over the results store (tables samples, series, percentiles, latency_bins, campaigns), as a DataFrame:
+    ``explore.query("SELECT campaign, median(value) FROM samples WHERE metric = 'total_iops' GROUP BY ALL")``."""
+    return store.query(sql, folder if folder is not None else results_dir())
+
+
+def relation(table: str, folder: str | Path | None = None):
+    """One table of the results store as a DuckDB relation: ``explore.relation("samples").filter("...").df()``."""
+    return store.relation(table, folder if folder is not None else results_dir())
 
 
 def load(brief: str, folder: str | Path | None = None) -> processed.BriefData:
@@ -65,32 +82,53 @@ def select(table: pd.DataFrame, **chosen) -> pd.DataFrame:
     return table
 
 
-def points(samples: pd.DataFrame, metric: str, *, campaigns=None, hosts=None, configs=None,
+def points(samples: pd.DataFrame | processed.BriefData, metric: str, *, campaigns=None, hosts=None, configs=None,
            workloads=None) -> pd.DataFrame:
-    """One row per point of ``metric``: mean over the repetitions with its 95 % Student-t interval and n
-    (a latency percentile: the median repetition, never a mean of percentiles; no interval)."""
+    """One row per point of ``metric``: mean over the repetitions with its 95 % Student-t interval and n.
+    A latency percentile is never a mean of percentiles: given the brief's data (``load``), it is the
+    percentile of the point's repetitions' histograms merged with a bootstrap interval (briefkit.core.tails;
+    column ``interval``: "run to run", or "within one run" with one repetition); a point without histograms,
+    or a bare samples table, gives the median repetition and no interval."""
+    bins = samples.repetition_bins if isinstance(samples, processed.BriefData) else None
+    samples = samples.samples if isinstance(samples, processed.BriefData) else samples
     rows = select(samples[samples["metric"] == metric], campaign=campaigns, host=hosts, config=configs,
                   workload=workloads)
     if rows.empty:
         raise KeyError(f"no sample of metric {metric!r} for this selection "
                        f"(metrics present: {', '.join(sorted(samples['metric'].unique()))})")
     percentile = metrics.is_percentile(metric)
+    histograms = _point_histograms(bins, metric) if percentile and bins is not None else {}
     out = []
     for key, group in rows.fillna({"host": "published"}).groupby(POINT, sort=False):
         values = group["value"].astype(float)
-        if percentile:
+        interval = "Student t"
+        if percentile and histograms.get(key):
+            found = tails.point(histograms[key], tail_points.family_and_percentile(metric)[1])
+            mean, low, high, n, interval = found.value, found.low, found.high, found.n, found.method
+        elif percentile:
             mean, low, high, n = float(values.median()), float("nan"), float("nan"), int(values.count())
+            interval = "none: median repetition, no distribution"
         else:
             mean, low, high, n = stats.confidence_interval(values)
         out.append({**dict(zip(POINT, key)), "value": mean, "ci_low": low, "ci_high": high, "n": n,
-                    "unit": group["unit"].iloc[0]})
+                    "unit": group["unit"].iloc[0], "interval": interval})
     return pd.DataFrame(out).sort_values(POINT, kind="stable").reset_index(drop=True)
 
 
-def metric_figure(samples: pd.DataFrame, metric: str, **selection) -> Figure:
+def _point_histograms(bins: pd.DataFrame, metric: str) -> dict[tuple, list]:
+    """{POINT key: [(values, counts) of each repetition]} of ``metric``'s latency family."""
+    family, _ = tail_points.family_and_percentile(metric)
+    rows = bins[bins["family"] == family]
+    return {key: [(rep["value"].to_numpy(dtype=float), rep["count"].to_numpy(dtype="int64"))
+                  for _, rep in group.groupby("rep", sort=True)]
+            for key, group in rows.groupby(POINT, sort=False)}
+
+
+def metric_figure(samples: pd.DataFrame | processed.BriefData, metric: str, **selection) -> Figure:
     """``metric`` against load, one panel per workload, one line per campaign, host and configuration
-    (error bars: 95 % interval of the mean). ``selection``: campaigns, hosts, configs, workloads."""
+    (error bars: 95 % interval, as ``points`` gives it). ``selection``: campaigns, hosts, configs, workloads."""
     table = points(samples, metric, **selection)
+    samples = samples.samples if isinstance(samples, processed.BriefData) else samples
     workloads = list(dict.fromkeys(table["workload"]))
     ncols = min(4, len(workloads))
     nrows = -(-len(workloads) // ncols)
@@ -206,9 +244,9 @@ def comparison(data: processed.BriefData, compare: Sequence[str] | None = None, 
                mapping: dict[str, str] | None = None, metric: str | None = None) -> campaign_compare.Comparison | None:
     """The notebook's comparison section, which runs for any brief and metric: ``compared`` of the two
     campaigns ``compare`` names, or by default the brief's first two (the published numbers last); None
-    when the brief has one campaign. ``metric`` is compared when both campaigns have it and it is no latency
-    percentile (whose repetitions cannot be averaged), else the brief's default metric, which the summary
-    names. A campaign name that does not exist is refused."""
+    when the brief has one campaign. ``metric`` is compared when both campaigns have it (a latency percentile
+    from the repetitions' histograms merged, with a bootstrap interval), else the brief's default metric,
+    which the summary names. A campaign name that does not exist is refused."""
     if compare is None:
         names = list(dict.fromkeys([*data.campaigns, *data.samples["campaign"].dropna()]))
         names.sort(key=lambda name: name == "published")    # stable: the measured ones keep their order
@@ -216,7 +254,7 @@ def comparison(data: processed.BriefData, compare: Sequence[str] | None = None, 
             return None
         compare = names[:2]
     a, b = compare
-    if metric is not None and (metrics.is_percentile(metric) or not all(
+    if metric is not None and (not all(
             (campaign_compare.side_samples(data, campaign_compare.Side.parse(side))["metric"] == metric).any()
             for side in (a, b))):
         metric = None

@@ -9,7 +9,11 @@ For each point the table holds both means and repetition counts, the ratio A / B
 interval (``briefkit.core.stats.fieller``), the difference as the briefs write it
 (``briefkit.core.ratios``: higher is better ``(sup / inf) - 1``, lower is better ``(inf / sup) - 1``,
 multiples ``~N.Nx``) with its calculation, and Welch's test (``briefkit.core.stats.welch``): with one
-repetition on a side the point is "not tested". Points only one side has are listed, not dropped; so are
+repetition on a side the point is "not tested". A latency percentile (``read_clat_p99``) is never averaged:
+each side's value is the percentile of its repetitions' histograms summed, the ratio's interval a bootstrap
+(``briefkit.core.tails``: over whole repetitions, or with one repetition over the run's I/Os, labelled
+"within one run" and never counted as tested), and a point whose distribution the dataset does not keep is
+"not comparable". Points only one side has are listed, not dropped; so are
 points where a side's mean cannot enter a ratio (0, NaN: ``briefkit.core.ratios.not_comparable``), each as
 "not comparable: <reason>" naming the campaign, metric and point, while every other point is compared.
 """
@@ -26,8 +30,9 @@ from matplotlib.ticker import LogLocator
 
 from briefkit import processed
 from briefkit.briefs.shared import plots
+from briefkit.briefs.shared import tails as tail_points
 from briefkit.briefs.shared.sections import Block, Blocks, campaign_table, hosts_text
-from briefkit.core import metrics, stats
+from briefkit.core import metrics, stats, tails
 from briefkit.core import ratios as convention
 from briefkit.core.numbers import fmt
 
@@ -38,7 +43,9 @@ DEFAULT_METRICS = ("total_bw", "ops", "nopm", "tpm", "read_bw", "write_bw", "tot
 BOTH, ONLY_A, ONLY_B, NOT_COMPARABLE = "both", "only A", "only B", "not comparable"
 COLUMNS = [*POINT_KEYS, "config_a", "config_b", "metric", "unit", "mean_a", "mean_b", "n_a", "n_b", "ratio",
            "ratio_low", "ratio_high", "leader", "multiple", "difference", "calculation", "p", "significant",
-           "verdict", "present"]
+           "verdict", "present", "interval"]
+#: how the ratio's interval was found (column ``interval``)
+FIELLER = "Fieller"
 #: the colours of side A and side B in every comparison figure
 SIDE_COLOURS = ("#1f4e9c", "#d9822b")
 #: configuration pairs within one figure: one marker and line style each
@@ -77,6 +84,12 @@ class Comparison:
     table: pd.DataFrame
     confidence: float = 0.95
     hosts: dict[str, list[str]] = field(default_factory=dict)
+    #: a latency percentile's per-repetition histograms of each side: {side name: {(config, *POINT_KEYS): [...]}}
+    histograms: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def percentile(self) -> bool:
+        return metrics.is_percentile(self.metric)
 
     @property
     def shared(self) -> pd.DataFrame:
@@ -94,6 +107,11 @@ class Comparison:
         pair), and below it the ratio A / B with its interval on a log axis."""
         return comparison_figure(self, workload)
 
+    def distribution_figure(self, workload: str):
+        """A latency percentile's compared points of ``workload``: both sides' merged distributions, one
+        panel per point, the percentile marked (None for any other metric)."""
+        return distribution_figure(self, workload)
+
 
 # ------------------------------------------------------------------------------------ the table
 
@@ -104,9 +122,6 @@ def compare(data: processed.BriefData, a: str | Side, b: str | Side, *, mapping:
     a, b = Side.parse(a), Side.parse(b)
     sides = {side: side_samples(data, side) for side in (a, b)}
     metric = metric or default_metric(data.brief, *sides.values())
-    if metrics.is_percentile(metric):
-        raise ValueError(f"{metric}: a latency percentile cannot be averaged over repetitions, so it is not "
-                         "compared point by point; compare a mean (e.g. read_clat_mean) or a throughput")
     hib = metrics.higher_is_better(metric)
     frames = {side: frame[frame["metric"] == metric] for side, frame in sides.items()}
     for side, frame in frames.items():
@@ -114,10 +129,18 @@ def compare(data: processed.BriefData, a: str | Side, b: str | Side, *, mapping:
             raise ValueError(f"brief {data.brief}: {side.name} has no samples of metric {metric!r} "
                              f"(it has: {', '.join(sorted(sides[side]['metric'].unique())[:12])})")
     pairs = config_pairs(frames[a], frames[b], mapping or {}, a, b)
-    rows = _rows(_points(frames[a]), _points(frames[b]), pairs, metric, hib, confidence, a, b)
+    found: dict[str, dict] = {}
+    if metrics.is_percentile(metric):
+        family, p = tail_points.family_and_percentile(metric)
+        found = {side.name: tail_points.histograms(data.repetition_bins, side.campaign, side.host, family, POINT_KEYS)
+                 for side in (a, b)}
+        rows = _rows(_points(frames[a]), _points(frames[b]), pairs, metric, hib, confidence, a, b,
+                     row=_percentile_row(found[a.name], found[b.name], p))
+    else:
+        rows = _rows(_points(frames[a]), _points(frames[b]), pairs, metric, hib, confidence, a, b)
     table = pd.DataFrame(rows, columns=COLUMNS)
     hosts = {side.name: sorted(frames[side]["host"].dropna().unique()) for side in (a, b)}
-    return Comparison(data.brief, a, b, metric, hib, dict(mapping or {}), table, confidence, hosts)
+    return Comparison(data.brief, a, b, metric, hib, dict(mapping or {}), table, confidence, hosts, found)
 
 
 def parameter(value) -> tuple[str, str, dict[str, str], str | None]:
@@ -180,7 +203,11 @@ def _points(frame: pd.DataFrame) -> dict[tuple, np.ndarray]:
             for key, group in frame.groupby(["config", *POINT_KEYS], dropna=False, sort=False)}
 
 
-def _rows(points_a: dict, points_b: dict, pairs, metric: str, hib: bool, confidence: float, a: Side, b: Side):
+def _rows(points_a: dict, points_b: dict, pairs, metric: str, hib: bool, confidence: float, a: Side, b: Side,
+          row=None):
+    """One row per point of each configuration pair; ``row`` makes a shared point's columns (default
+    ``point_row``, from the repetitions' values)."""
+    row = row or point_row
     unit = metrics.unit(metric)
     rows = []
     for config_a, config_b in pairs:
@@ -190,8 +217,9 @@ def _rows(points_a: dict, points_b: dict, pairs, metric: str, hib: bool, confide
             base = {**dict(zip(POINT_KEYS, point)), "config_a": config_a, "config_b": config_b,
                     "metric": metric, "unit": unit}
             where = point_text(base)
-            rows.append({**base, **point_row(keys_a.get(point), keys_b.get(point), hib, confidence, a, b,
-                                             metric=metric, where=where)})
+            rows.append({**base, **row(keys_a.get(point), keys_b.get(point), hib, confidence, a, b,
+                                       metric=metric, where=where, key_a=(config_a, *point),
+                                       key_b=(config_b, *point))})
     return rows
 
 
@@ -208,7 +236,7 @@ def point_text(row: Mapping) -> str:
 
 
 def point_row(values_a, values_b, hib: bool, confidence: float, a: Side, b: Side, *, metric: str = "value",
-              where: str = "") -> dict:
+              where: str = "", **_keys) -> dict:
     """One point's columns from the repetitions of each side (None: the side has no such point). A side
     whose mean cannot enter a ratio makes the point "not comparable: <reason>", the reason naming that
     side, ``metric`` and ``where`` the point is (``point_text``)."""
@@ -239,7 +267,43 @@ def point_row(values_a, values_b, hib: bool, confidence: float, a: Side, b: Side
             "leader": (a if a_leads else b).name if mean_a != mean_b else "neither",
             "multiple": 1 + difference, "difference": difference,
             "calculation": convention.calculation(better, worse, hib, operand_decimals=decimals),
-            "p": test.p, "significant": test.significant, "verdict": test.verdict(), "present": BOTH}
+            "p": test.p, "significant": test.significant, "verdict": test.verdict(), "present": BOTH,
+            "interval": FIELLER}
+
+
+def _percentile_row(histograms_a: dict, histograms_b: dict, p: float):
+    """``point_row`` for a latency percentile: each side's value is the percentile of its repetitions'
+    histograms merged, the ratio's interval and verdict the bootstrap's (briefkit.core.tails)."""
+    def row(values_a, values_b, hib: bool, confidence: float, a: Side, b: Side, *, metric: str, where: str,
+            key_a: tuple, key_b: tuple) -> dict:
+        found = (histograms_a.get(key_a), histograms_b.get(key_b))
+        # side A's draws from SEED, side B's from SEED + 1: independent, and reproducible by a reader
+        points = [tails.point(h, p, seed=tails.SEED + i, confidence=confidence) if h else None
+                  for i, h in enumerate(found)]
+        if values_a is None or values_b is None:
+            i = 0 if values_b is None else 1
+            value = points[i].value if points[i] is not None else math.nan
+            return {**point_row(values_a, values_b, hib, confidence, a, b), ("mean_a", "mean_b")[i]: value}
+        missing = [side.name for side, found_point in zip((a, b), points) if found_point is None]
+        if missing:
+            at = f" at {where}" if where else ""
+            return {"mean_a": math.nan, "mean_b": math.nan, "n_a": len(values_a), "n_b": len(values_b),
+                    "present": NOT_COMPARABLE, "significant": False,
+                    "verdict": f"not comparable: {' and '.join(missing)}'s {metric} has {tail_points.NO_DISTRIBUTION}{at}"}
+        pa, pb = points
+        ratio = tails.ratio(pa, pb)
+        a_leads = (pa.value >= pb.value) == hib
+        better, worse = (pa.value, pb.value) if a_leads else (pb.value, pa.value)
+        difference = convention.difference(better, worse, hib)
+        return {"mean_a": pa.value, "mean_b": pb.value, "n_a": pa.n, "n_b": pb.n, "ratio": ratio.ratio,
+                "ratio_low": ratio.low, "ratio_high": ratio.high,
+                "leader": (a if a_leads else b).name if pa.value != pb.value else "neither",
+                "multiple": 1 + difference, "difference": difference,
+                "calculation": convention.calculation(better, worse, hib,
+                                                      operand_decimals=operand_decimals(min(pa.value, pb.value))),
+                "p": ratio.p, "significant": ratio.significant, "verdict": ratio.verdict(), "present": BOTH,
+                "interval": f"bootstrap, {ratio.method}"}
+    return row
 
 
 def operand_decimals(value: float) -> int:
@@ -315,8 +379,12 @@ def display_table(comp: Comparison) -> pd.DataFrame:
         rows.append({"Workload": row.workload, load: f"{row.load:g}" if pd.notna(row.load) else "", "Configuration": config,
                      comp.a.name: _value(row.mean_a, row.n_a), comp.b.name: _value(row.mean_b, row.n_b),
                      f"{comp.a.name} / {comp.b.name} (95 % interval)": _ratio_text(row),
-                     "Difference": _difference_text(row), "Welch's test": _test_text(row)})
+                     "Difference": _difference_text(row), test_column(comp): _test_text(row)})
     return pd.DataFrame(rows)
+
+
+def test_column(comp: Comparison) -> str:
+    return "Bootstrap test" if comp.percentile else "Welch's test"
 
 
 def _name(config) -> str:
@@ -335,8 +403,10 @@ def _ratio_text(row) -> str:
     if row.present != BOTH:
         return "-"
     ratio = fmt(row.ratio, 2)
+    # an interval from one run's I/Os says so wherever it is shown: it is not run-to-run variation
+    within = f", {tails.WITHIN_ONE_RUN}" if tails.WITHIN_ONE_RUN in str(getattr(row, "interval", "")) else ""
     if pd.notna(row.ratio_low):
-        return f"{ratio} ({fmt(row.ratio_low, 2)} to {fmt(row.ratio_high, 2)})"
+        return f"{ratio} ({fmt(row.ratio_low, 2)} to {fmt(row.ratio_high, 2)}{within})"
     return f"{ratio} (not tested)" if row.verdict.startswith("not tested") else f"{ratio} (interval unbounded)"
 
 
@@ -360,6 +430,12 @@ def method_text(comp: Comparison) -> str:
     rule = "(superior / inferior) - 1" if comp.higher_is_better else "(inferior / superior) - 1"
     mapping = ("; configurations paired as " + ", ".join(f"{a} with {b}" for a, b in comp.mapping.items())
                if comp.mapping else "; configurations paired by name")
+    if comp.percentile:
+        return (f"Points are matched on workload, load and configuration{mapping}; hosts may differ. "
+                f"{metrics.label(comp.metric)} ({metrics.unit(comp.metric)}): {better} is better, so the difference "
+                f"is {rule}, the leader's multiple written ~N.Nx. " + tails.method_text(confidence=comp.confidence)
+                + f" The ratio is {comp.a.name} / {comp.b.name}; its test's p is twice the smaller share of resampled "
+                f"ratios on either side of 1 (significant: p < {stats.ALPHA}).")
     return (f"Points are matched on workload, load and configuration{mapping}; hosts may differ. "
             f"{metrics.label(comp.metric)} ({metrics.unit(comp.metric)}): {better} is better, so the difference "
             f"is {rule}, the leader's multiple written ~N.Nx. Each side's value is the mean over its repetitions "
@@ -397,6 +473,26 @@ def comparison_figure(comp: Comparison, workload: str):
     bottom.set_xlabel(str(rows["load_kind"].iloc[0] or "load"))
     bottom.set_ylabel(f"{comp.a.name} / {comp.b.name}")
     return fig
+
+
+def distribution_figure(comp: Comparison, workload: str):
+    """Both sides' merged latency distributions at every compared point of ``workload``, as small multiples
+    (briefkit.briefs.shared.tails.exceedance_figure); None for a metric that is no percentile."""
+    if not comp.percentile:
+        return None
+    _, p = tail_points.family_and_percentile(comp.metric)
+    found_a, found_b = comp.histograms.get(comp.a.name, {}), comp.histograms.get(comp.b.name, {})
+    rows = comp.shared[comp.shared["workload"] == workload]
+    points = []
+    for row in rows.itertuples(index=False):
+        point = (row.workload, row.load_kind, row.load)
+        a, b = found_a.get((row.config_a, *point)), found_b.get((row.config_b, *point))
+        if a and b:
+            config = row.config_a if row.config_a == row.config_b else f"{row.config_a} vs {row.config_b}"
+            points.append({"config": config, "load": row.load, "a": a, "b": b,
+                           "value_a": row.mean_a, "value_b": row.mean_b})
+    load_kind = str(rows["load_kind"].iloc[0]) if len(rows) and isinstance(rows["load_kind"].iloc[0], str) else "load"
+    return tail_points.exceedance_figure(points, (comp.a.name, comp.b.name), SIDE_COLOURS, p, load_kind, workload)
 
 
 def _style(i: int) -> dict:
@@ -466,6 +562,11 @@ def _ratio_axis(ax, rows: pd.DataFrame) -> None:
 
 
 def figure_caption(comp: Comparison, workload: str) -> str:
+    if comp.percentile:
+        return (f"{workload}: {metrics.label(comp.metric)} of {comp.a.name} (blue) and {comp.b.name} (orange) against "
+                f"load, each read from its repetitions' histograms merged (top), and the ratio {comp.a.name} / "
+                f"{comp.b.name} with its 95 % bootstrap interval (bottom; 1 = equal; an interval from one repetition "
+                f"is {tails.WITHIN_ONE_RUN}; an open red marker has no interval).")
     return (f"{workload}: {metrics.label(comp.metric)} of {comp.a.name} (blue) and {comp.b.name} (orange) against "
             f"load (top), and the ratio {comp.a.name} / {comp.b.name} with its 95 % Fieller interval (bottom; 1 = equal; "
             "an open red marker has no interval: not tested, or unbounded).")
@@ -483,12 +584,16 @@ def sections(comp: Comparison, out: Blocks, *, heading: str = "", hosts: Mapping
     out.md(f"**{comp.summary()}**")
     for workload in comp.workloads():
         out.figure(comp.figure(workload), figure_caption(comp, workload))
+        distributions = comp.distribution_figure(workload)
+        if distributions is not None:
+            out.figure(distributions, tail_points.exceedance_caption(comp.metric, (comp.a.name, comp.b.name), workload))
     out.md(method_text(comp))
     if hosts:
         out.md("Where they ran: " + "; ".join(f"*{name}* on {where}" for name, where in hosts.items()) + ".")
     full, same = fold_constant(display_table(comp), ("Workload", "Configuration"))
+    value = "the percentile of n repetitions merged" if comp.percentile else "mean over n repetitions"
     caption = (f"{metrics.label(comp.metric)}, {comp.a.name} against {comp.b.name}, every point "
-               f"(values in {metrics.unit(comp.metric)}, mean over n repetitions"
+               f"(values in {metrics.unit(comp.metric)}, {value}"
                + "".join(f"; {column.lower()} {value}" for column, value in same.items()) + ")")
     if len(full) <= body_rows:
         out.table(full, caption, css_class="brief-table wrap")

@@ -31,6 +31,45 @@ INTERVALS = ("Differences and multiples are stated with the 95 % confidence inte
              "with one repetition on a side neither is computed and the difference is *not tested*.")
 
 
+#: storage kinds that are no drive of their own: SNIA PTS rounds on them rehearse the PTS step, since the
+#: writes land in a file, a share or RAM of the host, whose state is not a drive's (briefkit.storage kinds)
+NOT_A_DRIVE = {
+    "loop_xfs": "an image file on the host's own file system",
+    "dir": "a directory of the host's own file system",
+    "tmpfs": "a tmpfs, in RAM",
+    "sshfs": "a directory of another host reached over SSH",
+    "nbd": "an NBD export of an image file, reached over loopback TCP",
+}
+REHEARSAL = "a rehearsal of the PTS step here, not a drive brought to steady state"
+
+
+def _loop_cache(record, config: str) -> str:
+    """How a loop device's writes reached its image file, as recorded (inventory) or declared."""
+    recorded = (((record.inventory or {}).get("configs") or {}).get(config) or {}).get("storage") or {}
+    direct = recorded.get("direct_io", (record.config_specs.get(config) or {}).get("direct_io", True))
+    return (", written through a loop device with direct I/O on (past the host's page cache, into a file whose "
+            "blocks the host's file system lays out)" if direct else
+            ", written through a loop device with direct I/O off (through the host's page cache)")
+
+
+def pts_limit_text(record) -> str:
+    """Where the SNIA PTS rounds ran on storage that is no drive of its own, the sentence that says so; ""
+    without PTS rounds or when every configuration is a drive (a block device)."""
+    if not record.pts_rule:
+        return ""
+    said = []
+    for config in record.configs:
+        kind = (record.config_specs.get(config) or {}).get("kind")
+        if kind in NOT_A_DRIVE:
+            cache = _loop_cache(record, config) if kind == "loop_xfs" else ""
+            said.append(f"*{record.labels.get(config, config)}*: {NOT_A_DRIVE[kind]}{cache}")
+    if not said:
+        return ""
+    verdicts = "Its SNIA PTS verdict is" if len(said) == 1 else "Their SNIA PTS verdicts are"
+    return (f"Where the method is the limit, the SNIA PTS rounds ran on storage that is no drive of its own: "
+            f"{'; '.join(said)}. {verdicts} {REHEARSAL}.")
+
+
 def _point_rule_text(workload: str, spec: Mapping) -> str:
     limit = spec.get("limit")
     return (f"{_POINT_RULE.get(workload, 'fio rule over the interval series, per point')} "
@@ -107,8 +146,9 @@ def method_text(record, samples: pd.DataFrame) -> str:
         lines.append(f"- *{label}*: {precondition_text(record, config)}; {steady_text(record, samples, config)}.")
     dependent = ((record.method or {}).get("precondition") or {}).get("workload_dependent")
     tail = (" The rounds before each steady window are the workload-dependent preconditioning." if dependent else "")
+    limit = pts_limit_text(record)
     return (f"**Preconditioning and steady state** (campaign {record.name}):{tail}\n\n" + "\n".join(lines)
-            + "\n\n" + INTERVALS)
+            + "\n\n" + (f"{limit} " if limit else "") + INTERVALS)
 
 
 def method_table(record, samples: pd.DataFrame) -> pd.DataFrame:
@@ -130,8 +170,10 @@ def summary_text(record, samples: pd.DataFrame, table_label: str, figure_label: 
     counts["reached it at some of their points only"] = len(verdicts) - sum(counts.values())
     said = ", ".join(f"{n} of {len(verdicts)} {what}" for what, n in counts.items() if n)
     drawn = f", its point closest to the limit drawn in {figure_label}" if figure_label else ""
+    limit = pts_limit_text(record)
     return (f"**Preconditioning and steady state** (campaign {record.name}): {said}; each configuration's "
-            f"preconditioning, verdict and rule are in {table_label}{drawn}. " + INTERVALS)
+            f"preconditioning, verdict and rule are in {table_label}{drawn}. " + (f"{limit} " if limit else "")
+            + INTERVALS)
 
 
 def rounds_table(record) -> dict[str, list[float]]:

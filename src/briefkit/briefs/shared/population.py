@@ -38,7 +38,7 @@ from briefkit import processed
 from briefkit.briefs.shared import comparison as pairwise
 from briefkit.briefs.shared import plots
 from briefkit.briefs.shared.sections import Block, Blocks, campaign_table
-from briefkit.core import metrics, stats
+from briefkit.core import metrics, stats, tails
 from briefkit.core.numbers import fmt
 
 #: the tolerance band's half-width when none is given: ratios within ±5 % count as equal
@@ -146,8 +146,11 @@ class Population:
 
 def overall(rows: pd.DataFrame, higher_is_better: bool, confidence: float = 0.95) -> tuple[float, float, float]:
     """The geometric mean over the points of the ratio in the better direction (above 1: better than the
-    reference), with a Student-t interval of the mean log ratio over the points; one point: its Fieller
-    interval. (NaN, NaN, NaN) when no point has a positive ratio."""
+    reference), with the lowest and highest point ratio beside it; one point: its ratio and Fieller interval.
+    The points are different loads, not samples of one quantity: an interval of their mean (a t-interval
+    over two points spanned 0.00x to 1.70x where both points were 20-fold losses) would say nothing about
+    the campaign, so the spread of the points is given instead, and each point's own interval is in the
+    point tables. (NaN, NaN, NaN) when no point has a positive ratio."""
     ratios = rows["ratio"].to_numpy(dtype=float)
     lows, highs = rows["ratio_low"].to_numpy(dtype=float), rows["ratio_high"].to_numpy(dtype=float)
     if not higher_is_better:   # the better direction: reference / member
@@ -158,10 +161,10 @@ def overall(rows: pd.DataFrame, higher_is_better: bool, confidence: float = 0.95
         return math.nan, math.nan, math.nan
     if len(logs) == 1:
         low, high = lows[keep][0], highs[keep][0]
+        if "verdict" in rows and str(rows["verdict"].to_numpy()[keep][0]).startswith("not tested"):
+            low = high = math.nan     # one run's interval (a percentile's, within one run) is not run to run
         return float(ratios[keep][0]), (float(low) if low > 0 else math.nan), (float(high) if high > 0 else math.nan)
-    mean, sem = float(logs.mean()), float(logs.std(ddof=1) / math.sqrt(len(logs)))
-    half = float(stats.student_t().ppf(0.5 + confidence / 2, len(logs) - 1)) * sem
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    return math.exp(float(logs.mean())), float(ratios[keep].min()), float(ratios[keep].max())
 
 
 # ------------------------------------------------------------------------------------ the tables
@@ -240,8 +243,12 @@ def _stack(brief: str, kind: str, comps: list[pairwise.Comparison], reference: s
     tables = []
     for comp in comps:
         table = comp.table.assign(member=comp.a.host if kind == "hosts" else comp.a.name, reference=comp.b.name)
-        table["tally"] = [tally_of(lo, hi, hib, tolerance) if present == pairwise.BOTH else ""
-                          for lo, hi, present in zip(table["ratio_low"], table["ratio_high"], table["present"])]
+        # an interval from one run's I/Os (a latency percentile with one repetition) is no run-to-run
+        # interval: such a point is not tested, whatever its interval says
+        table["tally"] = [(NOT_TESTED if verdict.startswith("not tested") else tally_of(lo, hi, hib, tolerance))
+                          if present == pairwise.BOTH else ""
+                          for lo, hi, present, verdict in zip(table["ratio_low"], table["ratio_high"], table["present"],
+                                                              table["verdict"])]
         tables.append(table)
     members = [comp.a.host if kind == "hosts" else comp.a.name for comp in comps]
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=[*pairwise.COLUMNS, "member"])
@@ -296,7 +303,9 @@ def summary_text(pop: Population) -> str:
 
 
 def _overall_words(row: dict) -> str:
-    return _ratio_words(row["overall"], row["overall_low"], row["overall_high"])
+    if pd.isna(row["overall"]) or row["points"] <= 1:     # one point: its ratio and Fieller interval
+        return _ratio_words(row["overall"], row["overall_low"], row["overall_high"])
+    return f"{fmt(row['overall'], 2)}x (points {fmt(row['overall_low'], 2)}x to {fmt(row['overall_high'], 2)}x)"
 
 
 def tally_table(pop: Population) -> pd.DataFrame:
@@ -311,7 +320,7 @@ def tally_table(pop: Population) -> pd.DataFrame:
         entry = {who: member + (" (outlier)" if member in outliers else ""), "Shared points": int(row["points"]),
                  "Gains": int(row[GAIN]), "Equal": int(row[EQUAL]), "Unclear": int(row[UNCLEAR]),
                  "Losses": int(row[LOSS]), "Not tested": int(row[NOT_TESTED]),
-                 "Overall (95 % interval)": _overall_words(row)}
+                 "Overall": _overall_words(row)}
         rows.append(entry)
     return pd.DataFrame(rows)
 
@@ -343,17 +352,22 @@ def method_text(pop: Population) -> str:
     rule = ("higher is better: above 1 is better" if pop.higher_is_better else "lower is better: below 1 is better")
     band = f"{fmt(1 - pop.tolerance, 2)} to {fmt(1 + pop.tolerance, 2)}"
     ref = (f"the baseline campaign {pop.reference}" if pop.kind == "campaigns" else pop.reference)
+    percentile = metrics.is_percentile(pop.metric)
+    interval, test, test_p = (("bootstrap interval (see below)", "the bootstrap's test", "the bootstrap's p") if percentile
+                              else ("Fieller interval", "Welch's test", "Welch's p"))
+    ratio_of = "percentiles" if percentile else "means"
     return (f"Each {'campaign' if pop.kind == 'campaigns' else 'host'} is compared with {ref} at every point both have "
-            f"(workload, load and configuration), as `briefkit compare` compares two: the ratio of means "
-            f"({metrics.label(pop.metric)}, {rule}) with its Fieller interval at {pop.confidence:.0%} and Welch's test. "
-            "Each point's cell: the ratio, its interval, the tally and Welch's p. "
+            f"(workload, load and configuration), as `briefkit compare` compares two: the ratio of {ratio_of} "
+            f"({metrics.label(pop.metric)}, {rule}) with its {interval} at {pop.confidence:.0%} and {test}. "
+            f"Each point's cell: the ratio, its interval, the tally and {test_p}. "
             f"Tally, from the interval against the band {band} (tolerance ±{_percent(pop.tolerance)} %): "
             "*gain* or *loss*, the whole interval beyond the band; *equal*, the whole interval inside it; *unclear*, "
             "the interval crosses an edge of the band; *not tested*, no interval (one repetition on a side, or the "
             "interval is unbounded). Overall: the geometric mean of the ratios over the shared points in the better "
-            "direction, with a Student-t interval of the mean log ratio over the points."
+            "direction, with the lowest and highest point ratio (one point: its ratio and interval)."
             + (f" A host is an outlier when its interval is wholly outside the band at {fmt(100 * pop.outlier_share, 0)} % "
-               "or more of its tested points." if pop.kind == "hosts" else ""))
+               "or more of its tested points." if pop.kind == "hosts" else "")
+            + (" " + tails.method_text(confidence=pop.confidence) if percentile else ""))
 
 
 # -------------------------------------------------------------------------------------- figures
@@ -451,12 +465,14 @@ def strip_figure(pop: Population, workload: str):
 
 
 def figure_caption(pop: Population, workload: str) -> str:
+    interval = ("bootstrap interval (within one run where a side has one repetition)"
+                if metrics.is_percentile(pop.metric) else "Fieller interval")
     if pop.kind == "hosts":
         return (f"{workload}: each host's {metrics.label(pop.metric)} against {pop.reference}, one dot per host and point "
-                f"with its 95 % Fieller interval; the grey band is the tolerance (±{_percent(pop.tolerance)} %), "
+                f"with its 95 % {interval}; the grey band is the tolerance (±{_percent(pop.tolerance)} %), "
                 "the outliers are in red.")
     return (f"{workload}: {metrics.label(pop.metric)} of each campaign and of the baseline {pop.reference} (black) "
-            f"against load (top), and each campaign's ratio to the baseline with its 95 % Fieller interval (bottom; "
+            f"against load (top), and each campaign's ratio to the baseline with its 95 % {interval} (bottom; "
             f"grey band: the tolerance ±{_percent(pop.tolerance)} %).")
 
 

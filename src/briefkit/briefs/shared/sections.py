@@ -158,8 +158,11 @@ class BriefBase:
         self.names = self.data.selected(show)
         self.records = {name: self.data.campaigns[name] for name in self.names}
         self.out = Blocks()
+        meta = processed.read_brief(brief, processed_dir)
         #: ``compare: [A, B]`` of the brief (params.yaml, copied into brief.json): shown before the appendix
-        self.compare = processed.read_brief(brief, processed_dir).get("compare")
+        self.compare = meta.get("compare")
+        #: ``history: {metric: ...}``: the change points of the metric over campaigns, after the comparison
+        self.history_spec = meta.get("history")
         self._drawn: dict[tuple, Any] = {}
 
     def drawn(self, key: tuple, draw):
@@ -187,15 +190,31 @@ class BriefBase:
     def comparison(self) -> list[Block]:
         """Campaign A against campaign B, point by point, when the brief declares ``compare: [A, B]`` (or
         ``{campaigns: [A, B], map: ..., metric: ...}``; briefkit.briefs.shared.comparison); nothing otherwise.
-        The last section of the body, before the appendix."""
-        if not self.compare:
+        The last section of the body, before the appendix; a declared ``history:`` follows it (``history_section``)."""
+        if not self.compare and not self.history_spec:
             return []
-        from briefkit.briefs.shared import comparison as campaign_compare  # it builds on this module's blocks
+        if self.compare:
+            from briefkit.briefs.shared import comparison as campaign_compare  # it builds on this module's blocks
 
-        a, b, mapping, metric = campaign_compare.parameter(self.compare)
-        comp = campaign_compare.compare(self.data, a, b, mapping=mapping, metric=metric)
-        campaign_compare.sections(comp, self.out, heading=f"## Campaign {a} against campaign {b}")
+            a, b, mapping, metric = campaign_compare.parameter(self.compare)
+            comp = campaign_compare.compare(self.data, a, b, mapping=mapping, metric=metric)
+            campaign_compare.sections(comp, self.out, heading=f"## Campaign {a} against campaign {b}")
+        self.history_section()
         return self.out.take()
+
+    def history_section(self) -> None:
+        """The declared ``history: {metric, host, series, p_value, window}``: the metric over every campaign
+        of the brief in time order with its change points (briefkit.briefs.shared.history)."""
+        if not self.history_spec:
+            return
+        from briefkit.briefs.shared import history  # it builds on this module's blocks
+
+        spec = dict(self.history_spec)
+        found = history.history(self.brief, self.data.samples, spec.get("metric"), host=spec.get("host"),
+                                series=spec.get("series"), p_value=spec.get("p_value", 0.001),
+                                window=spec.get("window", 50), min_shift=spec.get("min_shift", 0.01))
+        self.out.md(f"## {metrics.label(found.metric)} over campaigns")
+        history.sections(found, self.out)
 
     # ------------------------------------------------------------------------- many campaigns
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from briefkit.core import tails
 from briefkit.tools.fio.percentile_names import DEFAULT_PERCENTILES, percentile_label  # noqa: F401  (re-exported)
 
 #: fio's histogram: FIO_IO_U_PLAT_GROUP_NR * FIO_IO_U_PLAT_VAL buckets, FIO_IO_U_PLAT_BITS = 6
@@ -93,8 +94,8 @@ def merge_arrays(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.nda
     return unique, summed
 
 
-#: 1/100 as gcc folds fio's ``/ 100.0`` under -ffast-math (see percentiles_from_arrays)
-FIO_HUNDREDTH = np.longdouble(1) / np.longdouble(100)
+#: 1/100 as gcc folds fio's ``/ 100.0`` under -ffast-math (the rule: briefkit.core.tails.read)
+FIO_HUNDREDTH = tails.HUNDREDTH
 
 
 def percentiles_from_arrays(values: np.ndarray, counts: np.ndarray,
@@ -107,16 +108,10 @@ def percentiles_from_arrays(values: np.ndarray, counts: np.ndarray,
         values, counts = values[order], counts[order]
         if (np.diff(values) == 0).any():
             values, counts = merge_arrays([(values, counts), (values[:0], counts[:0])])
-    keep = counts != 0
-    values, counts = values[keep], counts[keep]
-    cumulative = np.cumsum(counts).astype(np.longdouble)
     # fio is built with -ffast-math (its Makefile's OPTFLAGS), under which gcc turns its ``/ 100.0`` into a
     # product with the long double nearest 1/100: p * 0.01L * N, which is not always p / 100 * N (30 % of 100
     # is exactly 30 this way, 30.0000000000000000017 the other, and fio 3.33 takes the 30th I/O's bucket)
-    thresholds = np.array(wanted, dtype=np.longdouble) * FIO_HUNDREDTH * np.longdouble(total)
-    index = np.searchsorted(cumulative, thresholds, side="left")
-    index = np.minimum(index, len(values) - 1)
-    return {p: int(values[i]) for p, i in zip(wanted, index.tolist())}
+    return {p: int(values[tails.index(counts, p)]) for p in wanted}
 
 
 def percentiles_from_bins(bins: Mapping[Any, int],

@@ -6,6 +6,7 @@ them (None: a stand-alone file, whose units have no host)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from briefkit.tools.base import LatencyHistogram
@@ -17,10 +18,23 @@ def merged(paths: Sequence[Path], host: str | None, percentiles: Sequence[float]
     """One histogram per direction (``read_clat``, ``write_clat``...) with I/Os; raises ParseError
     or FileNotFoundError for a file it cannot read."""
     families: dict[str, dict] = {}
-    for key, bins in jsonplus.merged_histograms(list(paths), "clat").items():
-        if key.host is not None and key.host != host:
-            continue
-        family = f"{key.direction}_clat"
-        families[family] = fio_bins.merge_bins(families.get(family, {}), bins)
+    for path in paths:
+        for key, bins in _file_histograms(Path(path)).items():
+            if key.host is not None and key.host != host:
+                continue
+            family = f"{key.direction}_clat"
+            families[family] = fio_bins.merge_bins(families.get(family, {}), bins)
     return [LatencyHistogram(family, dict(bins), fio_bins.percentiles_from_bins(bins, percentiles))
             for family, bins in sorted(families.items()) if sum(bins.values())]
+
+
+def _file_histograms(path: Path) -> dict:
+    """One file's bins, parsed once: the dataset asks for each repetition's file alone and then for the
+    point's files merged (raw files are never rewritten; the key still holds the file's size and time)."""
+    stat = path.stat()
+    return _parsed(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _parsed(path: str, _size: int, _mtime_ns: int) -> dict:
+    return jsonplus.histograms(path, "clat")

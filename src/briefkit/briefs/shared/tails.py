@@ -1,0 +1,89 @@
+"""A latency percentile of a point, compared: the repetitions' histograms it is read from, and the figure
+of the compared points' merged distributions.
+
+The histograms are the dataset's per-repetition bins (``repetition_bins.parquet``: fio's json+ bins of each
+repetition); the percentile and its bootstrap interval are ``briefkit.core.tails``. A metric whose
+distribution the dataset does not keep (db_bench's and pgbench's percentiles are kept per repetition only,
+fio's ``lat`` has no bins) is "not comparable": its per-repetition percentiles cannot be merged.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import FuncFormatter
+
+from briefkit.briefs.shared import stability
+from briefkit.core import metrics
+
+#: what a point without bins is, in a comparison's verdict
+NO_DISTRIBUTION = "no latency distribution kept (per-repetition percentiles cannot be merged)"
+Histograms = list[tuple[np.ndarray, np.ndarray]]
+
+
+def family_and_percentile(metric: str) -> tuple[str, float]:
+    """``read_clat_p99.9`` -> (``read_clat``, 99.9)."""
+    family, statistic = metrics.split(metric)
+    if not statistic or not statistic.startswith("p"):
+        raise ValueError(f"{metric}: not a latency percentile")
+    return family, float(statistic[1:])
+
+
+def histograms(bins: pd.DataFrame, campaign: str, host: str | None, family: str, point_keys: Sequence[str]
+               ) -> dict[tuple, Histograms]:
+    """{(config, *point_keys): [(values, counts) of each repetition]} of one campaign (one host of it when
+    named) and latency family, from repetition_bins.parquet."""
+    if bins.empty:
+        return {}
+    rows = bins[(bins["campaign"] == campaign) & (bins["family"] == family)]
+    if host is not None:
+        rows = rows[rows["host"] == host]
+    found: dict[tuple, Histograms] = {}
+    for key, group in rows.groupby(["config", *point_keys], dropna=False, sort=False):
+        found[key] = [(rep["value"].to_numpy(dtype=float), rep["count"].to_numpy(dtype=np.int64))
+                      for _, rep in group.groupby("rep", sort=True)]
+    return found
+
+
+def exceedance_figure(points: Sequence[dict], names: tuple[str, str], colours: tuple[str, str], p: float,
+                      load_kind: str, workload: str, ncols: int = 4):
+    """Small multiples, one panel per compared point of ``workload``: the share of I/Os slower than each
+    latency (1 - CDF, log-log) of each side's merged repetitions, the percentile marked on both. ``points``:
+    dicts with ``config``, ``load``, ``a`` and ``b`` (the sides' histograms) and ``value_a``, ``value_b``."""
+    if not points:
+        return None
+    ncols = min(ncols, len(points))
+    nrows = -(-len(points) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7.0, (1.9 if ncols > 2 else 2.5) * nrows + 0.5), squeeze=False,
+                             sharey=True)
+    share = 1 - p / 100
+    for ax, point in zip(axes.flat, points):
+        for side, name, colour in (("a", names[0], colours[0]), ("b", names[1], colours[1])):
+            values = np.concatenate([v for v, _ in point[side]])
+            counts = np.concatenate([c for _, c in point[side]])
+            x, y = stability.exceedance(values, counts)
+            ax.step(x, y, where="post", color=colour, linewidth=1.2, label=name)
+            ax.plot([point[f"value_{side}"]], [share], marker="o", markersize=4, color=colour, linestyle="none")
+        ax.axhline(share, color="#888888", linewidth=0.7, linestyle=":")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_title(f"{point['config']}, {load_kind or 'load'} {point['load']:g}", fontsize=7)
+        ax.set_xlabel("completion latency (us, log)", fontsize=7)
+        ax.tick_params(labelsize=6)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("share of I/Os slower (log)", fontsize=7)
+    for ax in list(axes.flat)[len(points):]:
+        ax.set_visible(False)
+    axes.flat[0].legend(frameon=False, fontsize=6, title=workload, title_fontsize=7, alignment="left")
+    plt.close(fig)   # shown where its block is emitted, never by a notebook cell's end
+    return fig
+
+
+def exceedance_caption(metric: str, names: tuple[str, str], workload: str) -> str:
+    _, p = family_and_percentile(metric)
+    return (f"{workload}: the latency distribution of each compared point, {names[0]} (blue) and {names[1]} (orange): "
+            "the share of I/Os slower than each completion latency (1 - CDF, log-log) from the json+ bins of all "
+            f"the point's repetitions summed; the dotted line is p{p:g} and the dots each side's p{p:g}.")
