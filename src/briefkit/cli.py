@@ -278,10 +278,16 @@ def _import(args) -> int:
 
     base = checkout.root()
     with stop_on_signals():     # the staging folder is removed on SIGTERM and SIGHUP too
-        done = imported.import_campaign(args.brief, args.campaign, args.files, mapping_path=args.map,
-                                        config=args.config, base=base)
-    print(f"{done.folder.relative_to(base)}/: {done.files} {done.tool} file(s) imported as {done.points} point(s), "
-          f"up to {done.repetitions} repetition(s) each; `briefkit build {args.brief}` shows them", file=sys.stderr)
+        outcome = imported.import_files(args.brief, args.campaign, args.files, mapping_path=args.map,
+                                        config=args.config, base=base, skip_unreadable=args.skip_unreadable,
+                                        dry_run=args.dry_run, split_by=args.split_by)
+    print(outcome.plan.text())
+    if args.dry_run:
+        print("--dry-run: nothing written", file=sys.stderr)
+        return 1 if outcome.plan.problems else 0
+    for done in outcome.imported:
+        print(f"{done.folder.relative_to(base)}/: {done.files} {done.tool} file(s) imported as {done.points} point(s), "
+              f"up to {done.repetitions} repetition(s) each; `briefkit build {args.brief}` shows them", file=sys.stderr)
     return 0
 
 
@@ -684,7 +690,10 @@ HELP: dict[str, tuple[str, str, str]] = {
                "--threads and --benchmarks, pgbench's clients), its configuration from --config or the mapping "
                "file, which also gives what a file cannot say. Files with the same configuration and values are "
                "repetitions of one point. A file that cannot be read, a duplicate (same content) or a file already "
-               "imported in the brief is refused, and then nothing is written. An existing campaign is never "
+               "imported in the brief is a problem; every file is read first and the plan printed (files -> points, files "
+               "skipped and why, the groups of settings found): with a problem nothing is written, and every problem "
+               "is named (--skip-unreadable imports the files that can be; --dry-run prints the plan only; --split-by "
+               "SETTING makes one campaign per value of a setting that differs). An existing campaign is never "
                "added to: import every file again under a new name. `briefkit build BRIEF` (or dvc repro) then "
                "shows it. Files, folders and the mapping file are read only inside the checkout (links judged by "
                "where they lead; FIFOs, devices and sockets refused): copy results made elsewhere in first "
@@ -692,6 +701,8 @@ HELP: dict[str, tuple[str, str, str]] = {
                "host: NAME, matrix: {AXIS: VALUE}, tool: fio|dbbench|pgbench}], labels: {CONFIG: TEXT}.",
                "briefkit import fio-6600ion lab-2023 incoming/fio/ --config nvme\n"
                "briefkit import fio-6600ion lab-2023 incoming/fio/ --map incoming/lab-2023.yaml\n"
+               "briefkit import fio-6600ion lab-2023 incoming/fio/ --dry-run\n"
+               "briefkit import fio-6600ion lab-2023 incoming/fio/ --skip-unreadable --split-by size\n"
                "briefkit import oltp-9300 lab-pg incoming/pgbench-c16.stdout incoming/pgbench-c32.stdout"),
 }
 
@@ -809,6 +820,13 @@ def parser() -> argparse.ArgumentParser:
                          help="configuration, host and values of the files that cannot say them (see above)")
     imports.add_argument("--config", default="imported",
                          help="the configuration of every file the mapping does not place (default: %(default)s)")
+    imports.add_argument("--skip-unreadable", action="store_true",
+                         help="import the files that can be; the others (not a tool output, unreadable, another "
+                              "tool's, a duplicate, a value not stated) are listed with their reasons in the campaign")
+    imports.add_argument("--dry-run", action="store_true",
+                         help="print the plan (files -> points, files skipped and why, settings groups); write nothing")
+    imports.add_argument("--split-by", metavar="SETTING",
+                         help="one campaign per value of this setting (e.g. size), named CAMPAIGN-<value>")
     return top
 
 

@@ -134,6 +134,8 @@ class BriefData:
     series: pd.DataFrame = field(default_factory=tidy_series.empty_table)
     latency_bins: pd.DataFrame = field(default_factory=lambda: empty_bins())
     repetition_bins: pd.DataFrame = field(default_factory=lambda: empty_bins(REPETITION_BIN_COLUMNS))
+    #: what the brief's declared campaigns measure (briefkit.core.method_scope): {key: [values]}
+    method: dict = field(default_factory=dict)
 
     def measured_series(self, show: list[str] | str | None = None) -> pd.DataFrame:
         """Series of the selected campaigns only."""
@@ -204,7 +206,7 @@ def load(brief: str, processed_dir: str | Path) -> BriefData:
     return BriefData(brief=meta.get("brief", brief), notebook=meta.get("notebook"), published=meta.get("published"),
                      parameters=meta.get("parameters") or {}, show=meta.get("show"), samples=samples,
                      percentiles=percentiles, campaigns=campaigns, series=series, latency_bins=bins,
-                     repetition_bins=rep_bins)
+                     repetition_bins=rep_bins, method=meta.get("method") or {})
 
 
 def _read_table(path: Path, columns: list[str]) -> pd.DataFrame:

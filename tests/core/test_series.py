@@ -137,7 +137,7 @@ def test_a_window_a_job_did_not_log_counts_as_no_io_not_as_a_window_less(tmp_pat
     _write_log(tmp_path / "fio_bw.2.log", [(100 * w, 3000, 0) for w in job2])
     _write_log(tmp_path / "fio_clat.1.log", [(100 * w, 50_000, 0) for w in job1])
     _write_log(tmp_path / "fio_clat.2.log", [(100 * w, 90_000, 0) for w in job2])
-    found = fio_logs.series(tmp_path, log_avg_msec=100)
+    found = fio_logs.series(tmp_path, fio_version="fio-3.33", log_avg_msec=100)
     bandwidth = found[found["metric"] == "read_bw"].set_index("t_s")["value"]
     assert bandwidth.index.tolist() == pytest.approx([0.1 * w for w in range(1, 8)])
     both = bandwidth.iloc[0]
@@ -149,7 +149,7 @@ def test_a_window_a_job_did_not_log_counts_as_no_io_not_as_a_window_less(tmp_pat
     assert latency.index.tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5, 0.7])
     assert latency.loc[latency.index[2]] == pytest.approx(latency.iloc[0] * 50 / 70)
     # fio measured 1,050 ms: the run went on, without I/O, to its last whole window (10)
-    to_the_end = fio_logs.series(tmp_path, log_avg_msec=100, runtime_ms=1050)
+    to_the_end = fio_logs.series(tmp_path, fio_version="fio-3.33", log_avg_msec=100, runtime_ms=1050)
     bandwidth = to_the_end[to_the_end["metric"] == "read_bw"].set_index("t_s")["value"]
     assert bandwidth.index.tolist() == pytest.approx([0.1 * w for w in range(1, 11)])
     assert bandwidth.tolist()[7:] == pytest.approx([both / 4, 0.0, 0.0])
@@ -198,13 +198,13 @@ def test_a_window_left_by_a_late_sampling_thread_is_left_out_not_a_zero(tmp_path
     of the 300 ms since 500, so window 3 is no stall. It is left out, and the single window after the last
     line is fio's last sample not taken, not a stall either."""
     _write_log(tmp_path / "fio_bw.1.log", [(215, 71274, 0), (500, 80943, 0), (800, 75066, 0)])
-    found = fio_logs.series(tmp_path, log_avg_msec=200, runtime_ms=1001)
+    found = fio_logs.series(tmp_path, fio_version="fio-3.33", log_avg_msec=200, runtime_ms=1001)
     bandwidth = found[found["metric"] == "read_bw"]
     assert bandwidth["t_s"].tolist() == pytest.approx([0.2, 0.4, 0.8])
     assert (bandwidth["value"] > 0).all()
     # the same lines on fio's grid (200, 400, 800 ms): window 3 had a sample without I/O, a 0
     _write_log(tmp_path / "fio_bw.1.log", [(200, 71274, 0), (400, 80943, 0), (800, 75066, 0)])
-    on_grid = fio_logs.series(tmp_path, log_avg_msec=200, runtime_ms=1001)
+    on_grid = fio_logs.series(tmp_path, fio_version="fio-3.33", log_avg_msec=200, runtime_ms=1001)
     assert on_grid.loc[on_grid["metric"] == "read_bw", "value"].tolist()[2] == 0.0
 
 
@@ -225,7 +225,7 @@ def test_a_real_fio_run_that_stalls_keeps_its_idle_windows(tmp_path):
                     "--output-format=json", f"--output={tmp_path / 'fio.json'}"], check=True, capture_output=True,
                    timeout=60)
     runtime_ms = fio_parse.runtime_ms(tmp_path / "fio.json")
-    found = fio_logs.series(tmp_path, log_avg_msec=500, runtime_ms=runtime_ms)
+    found = fio_logs.series(tmp_path, fio_version="fio-3.33", log_avg_msec=500, runtime_ms=runtime_ms)
     samples = fio_parse.parse(tmp_path / "fio.json")
     by_metric = dict(zip(samples["metric"], samples["value"]))
     for direction in ("read", "write"):

@@ -40,7 +40,7 @@ NUMJOBS = (1, 2)
 
 def run_fio(out: Path, data: Path, numjobs: int) -> None:
     subprocess.run(["fio", "--name=mix70", f"--filename={data}", "--size=8M", "--rw=randrw", "--rwmixread=70",
-                    "--bs=256k", f"--numjobs={numjobs}", "--iodepth=4", "--ioengine=psync", "--runtime=1",
+                    "--bs=256k", f"--numjobs={numjobs}", "--iodepth=16", "--ioengine=psync", "--runtime=1",
                     "--time_based", "--group_reporting", "--output-format=json+", f"--output={out}"],
                    check=True, capture_output=True)
 
@@ -118,8 +118,19 @@ def test_fio_results_become_a_campaign_the_brief_labels_imported(lab, checkout):
         assert point["stated"]["job options"] == job["job options"]
         assert point["tool_version"] == json.loads(original.read_text())["fio version"].removeprefix("fio-")
         assert point["values"] == {"rw": "70/30", "bs": "256KiB", "numjobs": int(job["job options"]["numjobs"]),
-                                   "iodepth": 4}
+                                   "iodepth": 16}
         assert point["rep"] == int(re.search(r"#(\d)", original.name).group(1))   # made in this order
+
+    # a sequential 50/50 rw run: a pattern the brief (randrw mixes) does not measure
+    (lab / "seq").mkdir()
+    subprocess.run(["fio", "--name=seq", f"--filename={lab / 'seq.data'}", "--size=4M", "--rw=rw", "--rwmixread=50",
+                    "--bs=256k", "--iodepth=16", "--ioengine=psync", "--output-format=json+",
+                    f"--output={lab / 'seq' / 'seq.json'}"], check=True, capture_output=True)
+    (lab / "seq.data").unlink()
+    said = io.StringIO()
+    with redirect_stdout(said):
+        assert cli.main(["import", FIO_BRIEF, "seq", str(lab / "seq")]) == 0
+    assert "imported, outside this brief's method: pattern rw: the brief lists it in an appendix table" in said.getvalue()
 
     assert briefkit("build", FIO_BRIEF, "--quiet") == 0
     processed = checkout / "data/processed" / FIO_BRIEF
@@ -145,11 +156,15 @@ def test_fio_results_become_a_campaign_the_brief_labels_imported(lab, checkout):
     assert "Campaign lab is imported, not measured by briefkit: 4 result files made elsewhere" in text
     assert "Campaign lab (imported) as recorded with its raw data" in text
     assert "numjobs 1, 2, 2 repetitions each" in text
+    # the outside campaign: a row of the appendix table with its reason, never a mix of the body
+    assert re.search(r"imported, outside this brief's method: pattern rw Table A\d+: Campaigns outside the brief's "
+                     r"methodology", text) and "seq (imported" in text
+    assert "Campaign seq" not in text and "1 campaign is outside the brief's methodology and not compared here: seq" in text
 
 
 @pytest.mark.slow
 def test_an_imported_campaign_is_compared_with_the_reference_campaign(lab, checkout):
-    """The lab's files (70/30 256 KiB at numjobs 1 and 2, iodepth 4) against the committed reference
+    """The lab's files (70/30 256 KiB at numjobs 1 and 2, iodepth 16) against the committed reference
     campaign (the same mix at iodepth 64): the shared points, each Welch test recomputed here from the
     samples, the points only the reference has listed, and the rendered comparison."""
     shutil.copytree(ROOT / "data/raw" / FIO_BRIEF / "local", checkout / "data/raw" / FIO_BRIEF / "local")
@@ -188,7 +203,7 @@ def test_a_duplicate_and_a_file_already_imported_are_refused(lab, checkout):
     with pytest.raises(imported.CampaignError) as refused:
         imported.import_campaign(FIO_BRIEF, "second", [lab / "fio" / "run nj1 #1.json", twice])
     message = str(refused.value)
-    assert "2 file(s) refused, nothing imported" in message
+    assert "2 problem(s), nothing imported" in message
     assert f"{lab / 'fio' / 'run nj1 #1.json'}: already imported in this brief, as first/imported/" in message
     assert f"{twice / 'b.json'}: the same content as {twice / 'a.json'}" in message
     assert raw_listing(checkout) == before
@@ -202,7 +217,7 @@ def test_an_unreadable_file_is_refused_by_name_and_nothing_is_written(lab, check
     (broken / "notes.txt").write_text("lab notebook, page 12\n")
     assert briefkit("import", FIO_BRIEF, "lab", broken) == 2
     err = capsys.readouterr().err
-    assert "2 file(s) refused, nothing imported" in err
+    assert "2 problem(s), nothing imported" in err
     assert re.search(rf"{re.escape(str(broken / 'run nj2 #2.json'))}.*(truncated|invalid|not valid|JSON)", err), err
     assert f"{broken / 'notes.txt'}: cannot tell which tool wrote it" in err
     assert raw_listing(checkout) in ([], [FIO_BRIEF])       # no campaign, no staging folder left
@@ -300,8 +315,8 @@ def test_settings_must_agree_but_a_plain_mode_has_no_mix_pattern(lab, checkout, 
     subprocess.run(["fio", "--name=mix70", f"--filename={tmp_path}/d", "--size=8M", "--rw=randrw", "--rwmixread=70",
                     "--bs=64k", "--iodepth=4", "--ioengine=sync", "--runtime=1", "--time_based",
                     "--output-format=json+", f"--output={other}/other-engine.json"], check=True, capture_output=True)
-    with pytest.raises(imported.CampaignError, match=rf"other-engine.json: ioengine is 'sync', but '{engine}' in .*"
-                                                     r"import these files as two campaigns"):
+    with pytest.raises(imported.CampaignError, match=rf"settings differ \(1 file has settings A \(.*ioengine {engine}.*"
+                                                     r"1 file has B: ioengine sync\).*--split-by ioengine"):
         imported.import_campaign(FIO_BRIEF, "engines", [other / "sync.json", other / "other-engine.json"])
     assert not (checkout / "data/raw" / FIO_BRIEF / "engines").exists()
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from briefkit import store, tools
-from briefkit.config import project
+from briefkit.config import brief_method, project
 from briefkit.core import files
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
@@ -76,7 +76,9 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
     project.check_show(slug, _show(spec, slug), list(campaigns), list(today), "params.yaml")
     meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
             "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug),
-            "compare": spec.get("compare"), "history": spec.get("history")}
+            "compare": spec.get("compare"), "history": spec.get("history"),
+            # what the declared campaigns measure: an imported campaign outside it goes to the appendix
+            "method": brief_method.declared(today if isinstance(today, Mapping) else {})}
     files = {
         "samples.parquet": tidy.concat(tables),
         "percentiles.parquet": pd.concat([p for p in percentiles if len(p)], ignore_index=True)

@@ -14,7 +14,9 @@ of a measured one (briefkit.raw), so that the dataset stage reads them like any 
                                         tool and version, host, times and parameters the file states
 
 Each file is read by its tool's parser (briefkit.tools.parse) and its importer (``importer`` in the tool's
-declaration, briefkit.tools.importers): fio JSON (one job per file, json+ for percentiles), db_bench's
+declaration, briefkit.tools.importers), one point per job of it (``part`` in point.json names the rows of a
+file of several, which the dataset stage reads alone): fio JSON (each job or group a point, numjobs clones one,
+client/server output one point with its servers' and "All clients" rows; json+ for percentiles), db_bench's
 output (stdout with its header; the command line when a ``# command:`` line
 or the shell's echo holds it) and pgbench's summary (its stdout). The point's load and values come from
 what the file states: fio's job options (rw/rwmixread, bs, numjobs, iodepth; an option not printed is
@@ -40,11 +42,15 @@ brief's raw folder), each path resolved through its links and judged by where it
 or a socket is refused at once, by name. A mapping file's errors name its line and the problem and quote
 at most a key (a plain word, cut short), never a line.
 
-Refused, with nothing written: a file no parser reads (the parser's reason, naming the file), a file
-whose tool cannot be told, two files with the same content (SHA-256), a file already imported in a
-campaign of the brief, files of two tools, a campaign name that exists or that params.yaml declares
-for the brief (there is no append: import every file again under a new name), a tool whose workload
-the brief's declared campaigns do not use. Everything is written into a staging folder inside
+Every file is read before anything is decided, and the plan (briefkit.measure.import_plan) says what
+becomes of each. Problems, all named at once, and then nothing is written: a file no parser reads (the
+parser's reason, naming the file), a file whose tool cannot be told, two files with the same content
+(SHA-256), a file already imported in a campaign of the brief, files of two tools, a tool whose workload
+the brief's declared campaigns do not use, settings that differ within one campaign (the groups named),
+a campaign name that exists or that params.yaml declares for the brief (there is no append: import every
+file again under a new name). ``skip_unreadable`` imports the files that can be and records the others
+in ``campaign.json`` (``imported.skipped``: file, kind, reason); ``split_by`` makes one campaign per value
+of a setting; ``dry_run`` only makes the plan. Everything is written into a staging folder inside
 data/raw/<brief>/ and renamed into place in one step.
 
 The staging folder, data/raw/<brief>/.import-<campaign>-<pid>/, is removed on the way out, on Ctrl-C,
@@ -68,12 +74,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from briefkit import tools
-from briefkit.config import project
+from briefkit.config import brief_method, project
 from briefkit.config.yamlload import SAFE_LOADER
+from briefkit.core import method_scope
 from briefkit.core.errors import BriefkitError, CampaignError
 from briefkit.core.interrupts import held_interrupts
 from briefkit.core.reads import ReadRule
 from briefkit.core.validation import NAME_PATTERN, check_name
+from briefkit.measure import import_plan
 from briefkit.measure.lock import alive
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw import records
@@ -247,6 +255,8 @@ class Found:
     started_at: str | None = None
     ended_at: str | None = None
     read_as: dict[str, Any] = field(default_factory=dict)
+    part: dict[str, Any] | None = None       # which rows of the file are the point (None: all of them)
+    same: dict[str, Any] = field(default_factory=dict)   # the settings as the tool reads them, to compare
 
 
 def sha256(path: Path) -> str:
@@ -264,24 +274,72 @@ def detect(path: Path) -> str | None:
     return next((tool for tool, importer in tools.importers().items() if importer.detect(head)), None)
 
 
+def _refusal(path: Path) -> str | None:
+    """A tool's reason to refuse a file it wrote in a form it does not import (fio's normal text output)."""
+    with open(path, "rb") as stream:
+        head = stream.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    for importer in tools.importers().values():
+        hook = getattr(importer, "refusal", None)
+        if hook is not None and (why := hook(head)):
+            return why
+    return None
+
+
 def workload_of(tool: str):
     entry = tools.TOOLS[tool]
     return tools.get(entry.workload_name or entry.name)
 
 
-def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str) -> Found:
-    """One file, read by its tool's parser (a file it cannot read raises with the parser's reason)."""
+#: an option a parser's message names (an option of `briefkit ingest`, not of `briefkit import`)
+_INGEST_OPTION = re.compile(r"(?<![`\w-])(--[a-z][a-z0-9-]*)")
+
+
+class FileRefused(CampaignError):
+    """A file not imported, with the kind of reason (briefkit.measure.import_plan.SKIP_KINDS)."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str, brief: str = "",
+              wanted: Iterable[str] = ()) -> list[Found]:
+    """One file, read by its tool's parser (a file it cannot read raises with the parser's reason): one
+    Found per point it holds (a job of a fio file, a benchmark of a db_bench run). A tool whose workload is
+    not in ``wanted`` (the brief's, when given) is refused before the file is read."""
     given = _applied(mapping, relative)
     tool = given.get("tool") or detect(path)
     importers = tools.importers()
     if tool is None:
-        raise CampaignError(f"{path}: cannot tell which tool wrote it (not the output of {', '.join(importers)}); "
-                            "name the tool in the mapping file (files: [{match: ..., tool: ...}])")
+        why = _refusal(path)
+        if why is not None:
+            raise FileRefused(f"{path}: {why}", import_plan.UNREADABLE)
+        raise FileRefused(f"{path}: cannot tell which tool wrote it (not the output of {', '.join(importers)}); "
+                          "name the tool in the mapping file (--map; files: [{match: ..., tool: ...}])",
+                          import_plan.NOT_OUTPUT)
     if tool not in importers:
-        raise CampaignError(f"{path}: {tool} output cannot be imported (only {', '.join(importers)})")
-    tools.parse(tool, path)      # the parser's own checks: a truncated or failed run is refused here
-    found = importers[tool].read(path)
+        raise FileRefused(f"{path}: {tool} output cannot be imported (only {', '.join(importers)})",
+                          import_plan.OTHER_TOOL)
+    wanted = sorted(wanted)
+    if wanted and workload_of(tool).name not in wanted:
+        raise FileRefused(f"{path}: brief {brief} shows {', '.join(wanted)} campaigns; {tool} output (workload "
+                          f"{workload_of(tool).name}) does not belong in it", import_plan.OTHER_TOOL)
+    try:
+        tools.parse(tool, path)      # the parser's own checks: a truncated or failed run is refused here
+    except BriefkitError as exc:     # its hints name `briefkit ingest` options: say so
+        raise FileRefused(_INGEST_OPTION.sub(r"`briefkit ingest \1`", str(exc)), import_plan.UNREADABLE) from None
+    parts = importers[tool].read(path)
+    parts = parts if isinstance(parts, list) else [parts]    # a file of several jobs or benchmarks: several
+    digest = sha256(path)
+    return [_found(path, relative, tool, part, given, default_config, digest) for part in parts]
+
+
+def _found(path: Path, relative: str, tool: str, found: Mapping[str, Any], given: Mapping[str, Any],
+           default_config: str, digest: str) -> Found:
+    """One point's worth of a file: its values checked against the mapping file and the workload's axes."""
     values = dict(found["values"])
+    part = found.get("part")
+    shown = f"{relative} [{part['workload']}]" if part else relative
     for axis, value in given["matrix"].items():
         if axis in values and str(values[axis]) != str(value):
             raise CampaignError(f"{path}: the mapping file gives {axis} {value!r}, the file states {values[axis]!r}")
@@ -289,17 +347,20 @@ def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str)
     workload = workload_of(tool)
     missing = [axis for axis in workload.axes if axis not in values]
     if missing:
-        raise CampaignError(f"{path}: the file does not state {', '.join(missing)}; give it in the mapping file "
-                            f"(files: [{{match: {relative!r}, matrix: {{{missing[0]}: ...}}}}])")
+        raise FileRefused(f"{path}: the file does not state {', '.join(missing)}; give it in the mapping file "
+                          f"(--map; files: [{{match: {relative!r}, matrix: {{{missing[0]}: ...}}}}])",
+                          import_plan.UNSTATED)
     unknown = [axis for axis in values if axis not in workload.axes]
     if unknown:
         raise CampaignError(f"{path}: {', '.join(unknown)} is not an axis of the {workload.name} workload "
                             f"(axes: {', '.join(workload.axes)})")
-    return Found(path=path, relative=relative, sha256=sha256(path), tool=tool,
+    normalise = getattr(tools.importers()[tool], "same_settings", None)   # equal as the tool reads them
+    return Found(path=path, relative=shown, sha256=digest, tool=tool,
+                 same=normalise(found["settings"]) if normalise else dict(found["settings"]),
                  values={axis: values[axis] for axis in workload.axes}, settings=found["settings"],
                  stated=found["stated"], config=given.get("config") or default_config,
                  host=given.get("host") or found.get("host"), tool_version=found.get("tool_version"),
-                 started_at=found.get("started_at"), ended_at=found.get("ended_at"))
+                 started_at=found.get("started_at"), ended_at=found.get("ended_at"), part=part)
 
 
 # --- the campaign -------------------------------------------------------------------------------
@@ -368,7 +429,7 @@ def common_settings(found: list[Found]) -> dict[str, Any]:
                 continue
             if key not in seen:
                 seen[key] = (value, item)
-            elif seen[key][0] != value:
+            elif seen[key][1].same.get(key, seen[key][0]) != item.same.get(key, value):   # as the tool reads them
                 raise CampaignError(
                     f"{item.path}: {key} is {value!r}, but {seen[key][0]!r} in {seen[key][1].path}; settings that "
                     "are not matrix axes must be the same in one campaign: import these files as two campaigns")
@@ -400,6 +461,23 @@ def import_campaign(brief: str, name: str, arguments: Sequence[str | Path], mapp
                     config: str = DEFAULT_CONFIG, base: Path | None = None) -> Imported:
     """Record the files as campaign ``name`` of ``brief`` (see the module docstring); nothing is written
     unless every file is accepted."""
+    return import_files(brief, name, arguments, mapping_path, config, base).imported[0]
+
+
+@dataclass
+class Outcome:
+    plan: import_plan.Plan
+    imported: list[Imported]
+
+
+def import_files(brief: str, name: str, arguments: Sequence[str | Path], mapping_path: Path | None = None,
+                 config: str = DEFAULT_CONFIG, base: Path | None = None, *, skip_unreadable: bool = False,
+                 dry_run: bool = False, split_by: str | None = None) -> Outcome:
+    """Read every file, make the plan (briefkit.measure.import_plan) and, unless ``dry_run``, write its
+    campaigns: one, or one per value of setting ``split_by`` (``NAME-<value>``). A problem (a file
+    skipped, settings that differ in a campaign, a campaign name taken) refuses the whole import, naming
+    every problem in the plan; ``skip_unreadable`` imports the files that can be, recording the others with
+    their reasons in the campaign."""
     base = Path(base or project.root())
     _name(brief, "brief", "brief")
     _name(name, "campaign", "campaign")
@@ -407,40 +485,107 @@ def import_campaign(brief: str, name: str, arguments: Sequence[str | Path], mapp
     project.brief(brief, base)
     declared = _declared(brief, base)
     brief_dir = base / "data" / "raw" / brief
-    target = brief_dir / name
-    if name in declared:
-        raise CampaignError(f"campaign {name!r}: params.yaml declares it for brief {brief} (a measured campaign); "
-                            "import under another name")
-    if target.exists():
-        raise CampaignError(f"{target}: exists; an import never adds to a campaign: import every file again under a "
-                            "new name, or remove that folder first")
+    if split_by is None:
+        _free(brief, name, declared, brief_dir / name, raise_=True)
     reads = project.read_rule(base, brief_dir)
     mapping_text = mapping_bytes(mapping_path, reads) if mapping_path is not None else None
     mapping = parse_mapping(mapping_text, mapping_path) if mapping_text is not None else _Mapping()
-    found, refused = [], []
-    for path, relative in files_of(arguments, reads):
+    wanted = {str(spec.get("workload")) for spec in declared.values() if isinstance(spec, Mapping)}
+    method = brief_method.declared(declared)
+    found, skipped = [], []
+    listed = files_of(arguments, reads)
+    for path, relative in listed:
         try:
-            found.append(read_file(path, relative, mapping, config))
+            found += read_file(path, relative, mapping, config, brief=brief, wanted=wanted)
+        except FileRefused as exc:
+            skipped.append(import_plan.Skipped(relative, exc.kind, _named(path, exc)))
         except (BriefkitError, OSError, UnicodeDecodeError) as exc:
-            refused.append(f"{path}: {exc}" if str(path) not in str(exc) else str(exc))
-    refused += _duplicates(found, imported_hashes(brief_dir))
-    if refused:
-        raise CampaignError(f"{len(refused)} file(s) refused, nothing imported:\n  " + "\n  ".join(refused))
+            skipped.append(import_plan.Skipped(relative, import_plan.UNREADABLE, _named(path, exc)))
+    duplicates = _duplicates(found, imported_hashes(brief_dir))
+    skipped += [import_plan.Skipped(item.relative, import_plan.DUPLICATE, reason) for item, reason in duplicates]
+    found = [item for item in found if all(item is not other for other, _ in duplicates)]
+    problems = [] if skip_unreadable else [f"{s.relative}: {s.kind}" for s in skipped]
     toolset = sorted({f.tool for f in found})
     if len(toolset) > 1:
-        raise CampaignError(f"files of {', '.join(toolset)} in one campaign: a campaign runs one tool; import them "
-                            "as one campaign per tool (into the briefs that show each)")
+        problems.append(f"files of {', '.join(toolset)}: a campaign runs one tool; import them as one campaign per "
+                        "tool (into the briefs that show each)")
+    if not found:
+        problems.append("no file to import")
+    campaigns = _split(found, name, split_by, problems)
+    plans = []
+    for campaign, members in campaigns.items():
+        groups = import_plan.settings_groups(((f.relative, f.same, f.settings) for f in members), _ONLY_WHERE_SET)
+        if len(groups) > 1:
+            keys = sorted({k for g in groups[1:] for k in import_plan.differences(g, groups[0])})
+            problems.append(f"campaign {campaign}: settings differ ({import_plan.describe_groups(groups)}); settings "
+                            "that are not matrix axes must be the same in one campaign: import the groups as "
+                            f"campaigns of their own, e.g. with --split-by {keys[0]}")
+        taken = _free(brief, campaign, declared, brief_dir / campaign, raise_=False) if split_by else None
+        if taken:
+            problems.append(taken)
+        matrix = {axis: _distinct(f.values[axis] for f in members) for axis in members[0].values} if members else {}
+        beyond = method_scope.outside(method, matrix, groups[0].settings if groups else {})
+        plans.append(import_plan.Campaign(campaign, [(p.id, f.relative) for p, f in plan(members)], groups, taken,
+                                          method_scope.reason(beyond) if beyond else None))
+    outline = import_plan.Plan(brief, toolset[0] if len(toolset) == 1 else None, len(listed), plans, skipped, problems)
+    if dry_run:
+        return Outcome(outline, [])
+    if problems:
+        raise CampaignError(f"{len(problems)} problem(s), nothing imported (--dry-run shows the plan; "
+                            "--skip-unreadable imports the files that can be):\n" + outline.text())
+    done = [_record(brief, campaign, brief_dir, members, skipped, mapping, mapping_text)
+            for campaign, members in campaigns.items()]
+    return Outcome(outline, done)
+
+
+def _named(path: Path, exc: BaseException) -> str:
+    return str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+
+
+def _free(brief: str, name: str, declared: Mapping, target: Path, raise_: bool) -> str | None:
+    """Why campaign ``name`` cannot be imported into (declared in params.yaml, or exists), or None."""
+    why = None
+    if name in declared:
+        why = (f"campaign {name!r}: params.yaml declares it for brief {brief} (a measured campaign); import under "
+               "another name")
+    elif target.exists():
+        why = (f"{target}: exists; an import never adds to a campaign: import every file again under a new name, or "
+               "remove that folder first")
+    if why and raise_:
+        raise CampaignError(why)
+    return why
+
+
+def _split(found: list[Found], name: str, split_by: str | None, problems: list[str]) -> dict[str, list[Found]]:
+    """The campaigns: all files in ``name``, or one campaign per value of setting ``split_by``."""
+    if split_by is None or not found:
+        return {name: found}
+    known = sorted({key for item in found for key in item.settings})
+    if split_by not in known:
+        problems.append(f"--split-by {split_by}: not a setting of these files (settings: {', '.join(known)})")
+        return {name: found}
+    named: dict[str, str] = {}      # a value as the tool reads it -> the campaign (named as the first file writes it)
+    out: dict[str, list[Found]] = {}
+    for item in found:
+        value = item.same.get(split_by, item.settings.get(split_by))
+        suffix = re.sub(r"[^a-z0-9._-]+", "-", str(item.settings.get(split_by)).lower()).strip("-.") or "none"
+        campaign = named.setdefault(repr(value), f"{name}-{suffix}")
+        out.setdefault(campaign, []).append(item)
+    return out
+
+
+def _record(brief: str, name: str, brief_dir: Path, found: list[Found], skipped: list[import_plan.Skipped],
+            mapping: _Mapping, mapping_text: bytes | None) -> Imported:
+    """Write one campaign of the plan: into a staging folder, then renamed into place in one step."""
+    target = brief_dir / name
+    toolset = [found[0].tool]
     workload = workload_of(toolset[0])
-    wanted = {spec.get("workload") for spec in declared.values() if isinstance(spec, Mapping)}
-    if wanted and workload.name not in wanted:
-        raise CampaignError(f"brief {brief} shows {', '.join(sorted(map(str, wanted)))} campaigns; {toolset[0]} output "
-                            f"(workload {workload.name}) does not belong in it")
     settings = common_settings(found)
     points = plan(found)
     remove_dead_staging(brief_dir)
     staging = brief_dir / f".import-{name}-{os.getpid()}"
     try:
-        _write(staging / name, brief, name, workload, settings, points, mapping, mapping_text)
+        _write(staging / name, brief, name, workload, settings, points, mapping, mapping_text, skipped)
         try:
             os.rename(staging / name, target)   # one step; refused if the name was taken meanwhile
         except OSError as exc:
@@ -477,23 +622,24 @@ def _declared(brief: str, base: Path) -> dict:
     return dict((briefs.get(brief) or {}).get("campaigns") or {})
 
 
-def _duplicates(found: list[Found], before: Mapping[str, str]) -> list[str]:
-    seen: dict[str, Found] = {}
+def _duplicates(found: list[Found], before: Mapping[str, str]) -> list[tuple[Found, str]]:
+    seen: dict[tuple, Found] = {}
     out = []
     for item in found:
+        key = (item.sha256, str(item.part))   # the jobs of one file share its content
         if item.sha256 in before:
-            out.append(f"{item.path}: already imported in this brief, as {before[item.sha256]} (same content, "
-                       f"SHA-256 {item.sha256[:12]})")
-        elif item.sha256 in seen:
-            out.append(f"{item.path}: the same content as {seen[item.sha256].path} (SHA-256 {item.sha256[:12]}): "
-                       "a repetition is another run, not a copy")
+            out.append((item, f"{item.path}: already imported in this brief, as {before[item.sha256]} (same content, "
+                       f"SHA-256 {item.sha256[:12]})"))
+        elif key in seen:
+            out.append((item, f"{item.path}: the same content as {seen[key].path} (SHA-256 "
+                              f"{item.sha256[:12]}): a repetition is another run, not a copy"))
         else:
-            seen[item.sha256] = item
+            seen[key] = item
     return out
 
 
 def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, Any], points: list[tuple[Point, Found]],
-           mapping: _Mapping, mapping_text: bytes | None) -> None:
+           mapping: _Mapping, mapping_text: bytes | None, skipped: Sequence[import_plan.Skipped] = ()) -> None:
     found = [item for _, item in points]
     matrix = {axis: _distinct(item.values[axis] for item in found) for axis in workload.axes}
     hook = getattr(tools.importers()[found[0].tool], "campaign_settings", None)
@@ -516,7 +662,8 @@ def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, An
     record["origin"], record["note"] = records.IMPORTED, NOTE
     record["imported"] = {"at": at, "files": len(found), "tool": found[0].tool,
                           "mapping": MAPPING_COPY if mapping_text is not None else None,
-                          "points": [{"config": p.config, "values": dict(p.values), "rep": p.rep} for p, _ in points]}
+                          "points": [{"config": p.config, "values": dict(p.values), "rep": p.rep} for p, _ in points],
+                          "skipped": [s.record() for s in skipped]}
     records.write_campaign(folder, record)
 
 
@@ -538,7 +685,8 @@ def _write_point(folder: Path, point: Point, item: Found, workload, settings: di
         "values": dict(point.values), "rep": point.rep, "attempt": 1, "workload": workload.name, "tool": item.tool,
         "tool_version": item.tool_version, "host": item.host or "not stated", "started_at": item.started_at,
         "ended_at": item.ended_at, "window": None, "jobs": [], "notes": {}, "power": {"kind": "none"}, "error": None,
-        "file": name, "sha256": item.sha256, "imported_from": str(item.path.resolve()), "imported_at": at,
+        "file": name, "sha256": item.sha256, "part": item.part, "imported_from": str(item.path.resolve()),
+        "imported_at": at,
         "stated": item.stated, "read_as": read_as})
     manifest.append(DONE, point=point.id, attempt=1, dir=str(Path(point.id) / "attempt-1"), origin=records.IMPORTED,
                     started_at=item.started_at, ended_at=item.ended_at)

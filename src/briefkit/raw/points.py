@@ -63,11 +63,21 @@ def parameters(rows: int, workload: Workload, settings: Mapping[str, Any], point
 
 def imported_samples(folder: Path, record: Mapping) -> pd.DataFrame:
     """Samples of an imported point (``briefkit import``): its one file, as the tool's parser reads it,
-    with the columns the import decided (workload label, load kind and load) in ``read_as``."""
+    with the columns the import decided (workload label, load kind and load) in ``read_as``; ``part``
+    chooses the rows of a file of several jobs or benchmarks (by the workload the parser gives them)."""
     name = record.get("file")
     if not isinstance(name, str) or name != Path(name).name or name.startswith("."):
         raise CampaignError(f"{folder / records.POINT}: 'file' must name a file in the point's folder, not {name!r}")
-    return tools.parse(record["tool"], folder / name, **record.get("read_as", {}))
+    read_as, part = dict(record.get("read_as") or {}), record.get("part")
+    if not part:
+        return tools.parse(record["tool"], folder / name, **read_as)
+    # one job (fio) or benchmark (db_bench) of a file of several: its rows, as the parser labels them
+    label = read_as.pop("workload", None)
+    table = tools.parse(record["tool"], folder / name, **read_as)
+    table = table[table["workload"] == part.get("workload")].reset_index(drop=True)
+    if table.empty:
+        raise CampaignError(f"{folder / records.POINT}: part {part!r}: no such rows in {name}")
+    return table.assign(workload=label) if label else table
 
 
 def checkout(raw_dir: Path) -> Path:

@@ -7,7 +7,7 @@ Each method returns the blocks of one notebook section (``briefkit.report.displa
 from __future__ import annotations
 
 from briefkit.briefs.fio_mix import analysis as mix
-from briefkit.briefs.shared import plots, population
+from briefkit.briefs.shared import campaign_set, plots, population
 from briefkit.briefs.shared.sections import (
     BriefBase,
     bullets,
@@ -29,7 +29,11 @@ class FioMix(BriefBase):
         plots.setup()
         self.checks_table = self.checks()
         self.campaigns = {}
+        # imported campaigns the brief's method does not measure: an appendix table, never one of its mixes
+        self.outside = campaign_set.outside_methods(self.data, self.names)
         for name in self.names:
+            if name in self.outside and not self.many:    # (with many, the campaign set lists them)
+                continue
             record = self.records[name]
             samples = self.campaign_samples(name)
             configs = [c for c in record.configs if (samples["config"] == c).any()] or list(record.configs)
@@ -214,6 +218,7 @@ class FioMix(BriefBase):
                    + ("" if mix.has_power(c["samples"]) else
                                   " **Power efficiency: not measured.** The host under test has no power source, so "
                                   "MB/s per W and TB/kWh are n/a."))
+        campaign_set.outside_sections(self.data, self.outside, out)
         return out.take()
 
     def _selection(self) -> str:

@@ -18,6 +18,7 @@ from briefkit import processed
 from briefkit.briefs.shared import comparison as pairwise
 from briefkit.briefs.shared import population
 from briefkit.briefs.shared.sections import Blocks, campaign_title, text
+from briefkit.core import method_scope
 
 
 def reference(data: processed.BriefData, names: list[str], declared=None) -> str | None:
@@ -29,8 +30,25 @@ def reference(data: processed.BriefData, names: list[str], declared=None) -> str
     return sorted(measured, key=lambda n: (-int(data.campaigns[n].points.get("done", 0)), n))[0]
 
 
+def outside_method(data: processed.BriefData, name: str) -> str | None:
+    """Why imported campaign ``name`` lies outside what the brief's declared campaigns measure (its pattern,
+    block size, queue depth or benchmark; briefkit.core.method_scope), or None."""
+    record = data.campaigns[name]
+    if not record.is_imported or not data.method:
+        return None
+    found = method_scope.outside(data.method, record.matrix or {}, record.settings or {})
+    return method_scope.reason(found) if found else None
+
+
+def outside_methods(data: processed.BriefData, names: list[str]) -> dict[str, str]:
+    """{imported campaign outside the brief's method: reason} of ``names``."""
+    return {name: why for name in names if (why := outside_method(data, name))}
+
+
 def outside_reason(data: processed.BriefData, name: str, ref: str) -> str | None:
     """Why campaign ``name`` is not compared with ``ref`` in the brief's body, or None when it is."""
+    if (why := outside_method(data, name)) is not None:
+        return why
     record, base = data.campaigns[name], data.campaigns[ref]
     if int(record.points.get("done", 0)) < 2:
         return "a single point: no curve to compare"
@@ -55,11 +73,15 @@ def _list(value) -> list:
 
 
 def split(data: processed.BriefData, names: list[str], declared=None) -> tuple[str | None, list[str], dict[str, str]]:
-    """(reference, the others compared with it, {campaign outside the methodology: reason})."""
-    ref = reference(data, names, declared)
+    """(reference, the others compared with it, {campaign outside the methodology: reason}). An imported
+    campaign outside the brief's method is never the reference."""
+    outside = outside_methods(data, names)
+    ref = reference(data, [n for n in names if n not in outside] or names, declared)
     if ref is None or ref not in data.campaigns:
-        return ref, [], {}
-    inside, outside = [], {}
+        return ref, [], outside
+    if ref in outside:
+        return None, [], outside
+    inside = []
     for name in names:
         if name == ref:
             continue
@@ -103,6 +125,12 @@ def sections(data: processed.BriefData, names: list[str], out: Blocks, declared=
         population.sections(pop, out, heading=f"### The campaigns against the reference {ref}", figures="first")
     elif ref is not None:
         out.md(f"No campaign shares a point with the reference {ref} by the brief's methodology.")
+    outside_sections(data, outside, out)
+
+
+def outside_sections(data: processed.BriefData, outside: Mapping[str, str], out: Blocks) -> None:
+    """The campaigns outside the brief's methodology: a table in the appendix with the reasons, one
+    sentence here (nothing when there are none)."""
     if outside:
         label = out.table(outside_table(data, outside), "Campaigns outside the brief's methodology", appendix=True)
         out.md(f"{len(outside)} campaign{'s are' if len(outside) > 1 else ' is'} outside the brief's methodology and "

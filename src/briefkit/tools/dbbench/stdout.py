@@ -39,7 +39,8 @@ the ``source`` column as ``<file>#<section>``:
 
 Run metadata: the ``RocksDB: version`` header goes to ``tool_version``; a command line, when the
 file holds one (a line ``# command: db_bench ...`` as ``dbbench_cmd.command_header`` writes it,
-or any line starting with a ``db_bench`` executable followed by flags), is kept in
+or any line starting with a ``db_bench`` executable followed by flags, also after a shell prompt,
+``sudo``, ``env VAR=...``, ``VAR=...``, ``time`` or ``nohup`` as pasted from a terminal), is kept in
 ``DataFrame.attrs["command"]`` and in ``read_stdout(path).command``; its ``--threads`` gives
 ``load_kind="threads"``, ``load`` unless the caller passes them, and its ``--benchmarks``,
 ``--histogram`` and ``--statistics`` say which blocks must be present. Repeated runs of one
@@ -57,7 +58,8 @@ repetitions are ``NAME[X<n>]`` in one process), and briefkit's repetitions are o
 campaign's point folders, the files ``briefkit import`` is given. Read as repetitions, two glued
 runs would be two samples of the one repetition a point folder or imported file stands for. Two
 processes with different command lines or key/value sizes are refused as different workloads. A command line
-continued with backslashes is read with its continuation lines. Debug-build warnings
+continued with backslashes is read with its continuation lines. Header and summary lines indented (as
+pasted into an issue thread) are read as they stand. Debug-build warnings
 (``WARNING: Assertions are enabled``) and any other line are ignored. The file is read in
 blocks of lines, never whole: three fast scans per block find the lines that can start what the
 parser reads, and only those are cut out of the block and looked at in Python.
@@ -88,7 +90,8 @@ from briefkit.tools.dbbench.output import checked, provenance_columns
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"
 # A line that claims to be a summary line: "<name> : <anything>" (names are word characters).
-_SUMMARY_START = re.compile(r"^(?P<name>[A-Za-z_][\w\-]*)\s+:\s+(?P<rest>.*)$")
+# Leading blanks are allowed: a summary pasted into an issue thread or a mail is often indented.
+_SUMMARY_START = re.compile(r"^[^\S\n]*(?P<name>[A-Za-z_][\w\-]*)\s+:\s+(?P<rest>.*)$")
 _SUMMARY = re.compile(
     rf"^(?P<micros>{_NUM}) micros/op (?P<ops>{_NUM}) ops/sec"
     rf"(?: (?P<seconds>{_NUM}) seconds (?P<operations>\d+) operations)?;"
@@ -98,7 +101,15 @@ _VERSION = re.compile(r"^RocksDB:\s+version\s+(?P<version>\S+)")
 _DATE = re.compile(r"^Date:\s+(?P<date>.+?)\s*$")
 _KEYS = re.compile(r"^Keys:\s+(?P<size>\d+) bytes each")
 _VALUES = re.compile(r"^Values:\s+(?P<size>\d+) bytes each")
-_COMMAND = re.compile(r"^(?:#\s*command:\s*|[$+]\s+)?(?P<command>(?:\S*/)?db_bench\s(?:.*\s)?--?[A-Za-z].*)$")
+#: what may stand before db_bench on a command line pasted from a terminal, each an allow-listed form:
+#: a shell prompt ("$ ", "user@host:~/rocksdb$ ", "[root@host rocksdb]# ", "(venv) ...$ ", set -x's
+#: "+ "), then any of sudo (with its options), env and VAR=value assignments, time (shell keyword or
+#: /usr/bin/time -p/-v) and nohup, in any order
+_PROMPT = r"(?:\([^()\n]{0,60}\)[^\S\n]*)?(?:\[[^\[\]\n]{1,80}\]|[\w.@~:/-]{0,120})[$#%>+]"
+_WRAPPER = (r"(?:sudo(?:[^\S\n]+-[A-Za-z]*[ugCDprT][^\S\n]+[\w.-]+|[^\S\n]+--?[A-Za-z][\w-]*(?:=\S+)?)*"
+            r"|env(?:[^\S\n]+-[A-Za-z]+)*|(?:/usr/bin/)?time(?:[^\S\n]+-[pv])?|nohup|[A-Za-z_]\w*=\S*)[^\S\n]+")
+_COMMAND = re.compile(rf"^(?:#\s*command:\s*|{_PROMPT}[^\S\n]+)?(?:{_WRAPPER})*"
+                      r"(?P<command>(?:\S*/)?db_bench\s(?:.*\s)?--?[A-Za-z].*)$")
 _HIST_HEAD = re.compile(r"^Microseconds per (?P<op>[\w\-]+):\s*$")
 _HIST_COUNT = re.compile(rf"^Count: (?P<count>\d+) Average: (?P<mean>{_NUM})\s+StdDev: (?P<stddev>{_NUM})\s*$")
 _HIST_MINMAX = re.compile(rf"^Min: (?P<min>{_NUM})\s+Median: (?P<median>{_NUM})\s+Max: (?P<max>{_NUM})\s*$")
@@ -211,13 +222,15 @@ class Run:
 #: long output are periodic stats dumps. (Two scans: a pattern that starts with a literal is
 #: searched for fast, an alternation of two is not.)
 _CANDIDATE = re.compile(rb"\n(?:RocksDB:|Date:|Keys:|Values:|Cumulative stall:|Microseconds per |STATISTICS:"
-                        rb"|[#$+]|[^\s]*db_bench\s|[A-Za-z_][\w\-\x80-\xff]*[^\S\n]+:[^\S\n])")
+                        rb"|[^\S\n]+(?:RocksDB:|Date:|Keys:|Values:)|[#$+]|[^\s]*db_bench\s|[^\n]*\sdb_bench\s|[^\n]*/db_bench\s"
+                        rb"|[^\S\n]*[A-Za-z_][\w\-\x80-\xff]*[^\S\n]+:[^\S\n])")
 _CR = re.compile(rb"\r")
 #: ``_CANDIDATE`` in three fast scans (one regex tries every line of a dump): the lines that start with
 #: a literal; a ":" between blanks, held by a summary line ``name   : ...`` (a literal first
 #: character lets the regex engine skip ahead); "db_bench", held by a command line. A line found by
 #: the last two is checked with ``_CANDIDATE`` from its start.
-_STARTS = re.compile(rb"\n(?:RocksDB:|Date:|Keys:|Values:|Cumulative stall:|Microseconds per |STATISTICS:|[#$+])")
+_STARTS = re.compile(rb"\n(?:RocksDB:|Date:|Keys:|Values:|Cumulative stall:|Microseconds per |STATISTICS:|[#$+]"
+                     rb"|[^\S\n]+(?:RocksDB:|Date:|Keys:|Values:))")
 _BLANK_COLON = re.compile(rb":(?<=[ \t\r\f\v]:)[ \t\r\f\v]")
 
 
@@ -394,7 +407,8 @@ def _read(path: Path, lines: "_Lines") -> Run:
     opened = 0  # the first line printed once per process: where the first output starts (but its command line)
     i = 0
     while lines.has(i := lines.next_candidate(i)):
-        number, line = i + 1, lines[i]
+        # a header or summary line indented, as pasted into an issue thread or a mail, is read as it stands
+        number, line = i + 1, lines[i].lstrip(" \t")
         i += 1
         if m := _VERSION.match(line):
             if run.version is not None and m["version"] != run.version:

@@ -1,4 +1,4 @@
-"""``briefkit import`` of fio output: one JSON / json+ file of one job is one point.
+"""``briefkit import`` of fio output: each job of a JSON / json+ file is one point.
 
 ``detect(head)`` tells fio's JSON from its first bytes; ``read(path)`` gives the point's matrix values
 (rw/rwmixread as the mix, bs, numjobs, iodepth; an option fio did not print is fio's default), the
@@ -28,8 +28,21 @@ FIO_DEFAULTS = {"rw": "read", "bs": "4k", "numjobs": "1", "iodepth": "1"}
 _FIO_MIXED = {"randrw": "randrw", "rw": "rw", "readwrite": "rw"}
 
 
+#: fio's normal (text) output: a job's report line "<name>: (groupid=0, jobs=1): err= 0: ..." or its
+#: start line "<name>: (g=0): rw=..."
+_NORMAL = re.compile(r"^\S[^\n]{0,200}: \((?:groupid=\d+, jobs=\d+\): err=|g=\d+\): rw=)", re.MULTILINE)
+
+
 def detect(head: str) -> bool:
     return '"fio version"' in head
+
+
+def refusal(head: str) -> str | None:
+    """Why a file fio wrote in a form briefkit does not read is refused (None: not such a file)."""
+    if _NORMAL.search(head) and not detect(head):
+        return ("fio's normal (text) output: briefkit reads fio's JSON, which holds every number the text rounds; "
+                "run fio again with --output-format=json+ (or json)")
+    return None
 
 
 def fio_bytes(text: str, kb_base: int = 1024) -> int:
@@ -87,29 +100,54 @@ def _values_and_settings(path: Path, options: dict[str, str]) -> tuple[dict[str,
     return values, settings
 
 
-def read(path: Path) -> dict[str, Any]:
-    """values, settings, stated, version, host and times of one fio JSON file (one job)."""
+def read(path: Path) -> list[dict[str, Any]]:
+    """values, settings, stated, version, host and times of each job of one fio JSON file: one part per
+    reporting unit as ``briefkit ingest`` reads the file (numjobs clones of a job, group_reporting's group:
+    one unit). Client/server output is one part per job, its servers and "All clients" rows of it (the
+    host column), as a measured client/server point is; ``part`` names the unit's workload label."""
     units = jsonplus.describe(path)
-    if len(units) != 1:
-        names = ", ".join(str(w) for w in units["workload"]) if len(units) else "none"
-        raise CampaignError(f"{path}: holds {len(units)} fio jobs ({names}); a point is one job: import files of "
-                            "one job each (numjobs clones of one job are one job)")
-    unit = units.iloc[0]
-    options = {k: str(v) for k, v in dict(unit["options"]).items()}
-    values, settings = _values_and_settings(path, options)
+    if not len(units):
+        raise CampaignError(f"{path}: holds no fio job")
     doc = jsonplus.load(path)
     jobs = doc.get("jobs") or doc.get("client_stats") or []
     elapsed = max((int(j.get("elapsed") or 0) for j in jobs), default=0)
     starts = [int(j["job_start"]) for j in jobs if isinstance(j.get("job_start"), int) and j["job_start"] > 0]
     ended = doc.get("timestamp_ms", (doc.get("timestamp") or 0) * 1000) / 1000.0 or None
     started = min(starts) / 1000.0 if starts else (ended - elapsed if ended and elapsed else None)
-    stated = {"fio version": doc.get("fio version"), "time": doc.get("time"), "timestamp": doc.get("timestamp"),
-              "global options": doc.get("global options"), "jobname": unit["jobname"], "job options": options,
-              "elapsed_s": elapsed}
-    host = unit["host"] if isinstance(unit["host"], str) else None
-    return {"values": values, "settings": settings, "stated": stated, "host": host,
-            "tool_version": str(doc.get("fio version") or "").removeprefix("fio-") or None,
-            "started_at": iso(started) if started else None, "ended_at": iso(ended) if ended else None}
+    served = units["host"].map(lambda h: isinstance(h, str)).any()
+    labels = list(dict.fromkeys(units["workload"]))
+    parts = []
+    for label in labels:
+        rows = units[units["workload"] == label]
+        # client/server: the servers' options (the "All clients" row holds no job of its own)
+        unit = rows[rows["host"] != jsonplus.ALL_CLIENTS].iloc[0] if served else rows.iloc[0]
+        options = {k: str(v) for k, v in dict(unit["options"]).items()}
+        values, settings = _values_and_settings(path, options)
+        stated = {"fio version": doc.get("fio version"), "time": doc.get("time"), "timestamp": doc.get("timestamp"),
+                  "global options": doc.get("global options"), "jobname": unit["jobname"], "job options": options,
+                  "elapsed_s": elapsed}
+        hosts = sorted(h for h in rows["host"] if isinstance(h, str) and h != jsonplus.ALL_CLIENTS)
+        if hosts:
+            stated["hosts"] = hosts
+        parts.append({"values": values, "settings": settings, "stated": stated,
+                      "host": ", ".join(hosts) if hosts else None,
+                      "part": {"workload": str(label)} if len(labels) > 1 else None,
+                      "tool_version": str(doc.get("fio version") or "").removeprefix("fio-") or None,
+                      "started_at": iso(started) if started else None, "ended_at": iso(ended) if ended else None})
+    return parts
+
+
+def same_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings as fio reads them, to compare files by: ``size`` in bytes by fio's suffix rules ("4G",
+    "4GB" and "4294967296" are one size; "4GiB" is 4 * 1000^3 with kb_base=1024). A size fio would not read
+    is compared as written."""
+    out = dict(settings)
+    if out.get("size") is not None:
+        try:
+            out["size"] = fio_bytes(str(out["size"]), int(out.get("kb_base") or 1024))
+        except ValueError:
+            pass
+    return out
 
 
 def campaign_settings(matrix: Mapping[str, list], settings: dict[str, Any]) -> dict[str, Any]:

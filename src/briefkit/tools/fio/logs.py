@@ -34,7 +34,14 @@ logged the window; a window without any has no latency (a gap).
 Histogram bins are summed over the jobs that logged the window, and the window's percentiles read
 from them as fio reads json+ bins (briefkit.tools.fio.bins.percentiles_from_bins).
 
-Versions checked: fio 3.33 (the fio the tests run; the logs of tests/fixtures come from it).
+Latency units by fio version: fio wrote its latency logs in µs up to fio 2.21 and in ns from fio 2.99
+(the 3.0 pre-release) on, when fio's nanosecond timing was merged (axboe/fio commit 22bcb265, 2017-06-22;
+its HOWTO still said "usecs" until fio 3.1). A log does not say which fio wrote it: the version is given
+(``fio_version``) or read from fio's JSON output in the same folder ("fio version"); latency logs whose
+fio version cannot be known are refused, never guessed. µs values are converted to ns.
+
+Versions checked: fio 3.33 (the fio the tests run; the logs of tests/fixtures come from it) and fio 2.21
+(tests/fixtures/fio_logs_2x, see its README).
 """
 from __future__ import annotations
 
@@ -64,6 +71,42 @@ _LINE = re.compile(r"\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*(?:,
                    r"(?:,\s*(-?\d+|0x[0-9a-fA-F]+)\s*)?",
                    re.ASCII)
 _NAME = re.compile(r"^(?P<prefix>.+?)_(?P<kind>bw|iops|lat|clat|slat|clat_hist|lat_hist)(?:\.(?P<job>\d+))?\.log$")
+
+
+#: the first fio release whose latency logs are in ns (see the module docstring)
+NS_LATENCY_LOGS_FROM = (2, 99)
+_FIO_VERSION = re.compile(r"^fio-(\d+)\.(\d+)")
+_JSON_VERSION = re.compile(r'"fio version"\s*:\s*"([^"\n]{1,60})"')
+
+
+def latency_log_scale(folder: Path, fio_version: str | None) -> int:
+    """What a latency log's values are multiplied by to be ns: 1000 for fio before 2.99 (µs), 1 after.
+    The version is ``fio_version`` or that of the fio JSON outputs in ``folder``; unknown: an error."""
+    versions = {fio_version} if fio_version else versions_beside(folder)
+    if len(versions) != 1:
+        stated = f"the fio JSON outputs beside them state {', '.join(sorted(versions))}" if versions else \
+            "no fio JSON output beside them states it"
+        raise ParseError(folder, "fio's latency logs are in µs up to fio 2.21 and in ns from 2.99 on, and a log does "
+                         f"not say which fio wrote it: {stated}; put the run's fio JSON output (its \"fio version\") "
+                         "in the folder with the logs")
+    version = versions.pop()
+    match = _FIO_VERSION.match(version)
+    if match is None:
+        raise ParseError(folder, f"fio version {version[:60]!r} is not 'fio-<major>.<minor>': the unit of its "
+                         "latency logs cannot be told")
+    return 1000 if tuple(map(int, match.groups())) < NS_LATENCY_LOGS_FROM else 1
+
+
+def versions_beside(folder: Path) -> set[str]:
+    """The "fio version" values of the fio JSON outputs in ``folder`` (read from each file's first 64 KiB)."""
+    found = set()
+    for path in sorted(Path(folder).glob("*.json")):
+        if path.is_file():
+            with open(path, "rb") as stream:
+                match = _JSON_VERSION.search(stream.read(1 << 16).decode("utf-8", errors="replace"))
+            if match:
+                found.add(match[1])
+    return found
 
 
 def log_name(name: str) -> str | None:
@@ -300,7 +343,7 @@ def _check_windowed(path: Path, rows: np.ndarray) -> None:
 
 def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0.0, log_avg_msec: float | None = None,
            log_hist_msec: float | None = None, max_values: bool = False,
-           runtime_ms: float | None = None) -> pd.DataFrame:
+           runtime_ms: float | None = None, fio_version: str | None = None) -> pd.DataFrame:
     """Series rows (``t_s, metric, value, unit``) of the fio logs in ``folder`` (see the module
     docstring). ``offset_s`` is added to fio's times (the ramp: fio's clock starts after it);
     ``log_avg_msec`` / ``log_hist_msec`` are the windows, inferred from the lines when not given;
@@ -308,11 +351,18 @@ def series(folder: str | Path, *, prefix: str | None = None, offset_s: float = 0
     Metrics: ``{read,write,trim}_bw`` and ``_iops`` (summed over jobs) and ``total_bw``/``total_iops``
     (over directions), ``{dir}_lat_mean`` and ``{dir}_clat_mean`` (``_max`` with ``max_values``, when
     fio logged each window's maximum: then no bandwidth or IOPS rows), and per histogram window
-    ``{dir}_clat_p50``, ``_p99``, ``_p99.9``. No logs: an empty table."""
+    ``{dir}_clat_p50``, ``_p99``, ``_p99.9``. No logs: an empty table. ``fio_version`` ("fio-3.33") gives
+    the latency logs' unit; else the fio JSON output in ``folder`` does (none: latency logs are refused)."""
     folder = Path(folder)
     files = log_files(folder, prefix)
     tables: dict[str, list[np.ndarray]] = {kind: [_log_rows(path) for _, path in files.get(kind, [])]
                                            for kind in KINDS}
+    if any(files.get(kind) for kind, (_, unit, _) in KINDS.items() if unit == "ns"):
+        scale = latency_log_scale(folder, fio_version)
+        if scale != 1:
+            for kind, (_, unit, _) in KINDS.items():
+                for rows in tables[kind] if unit == "ns" else ():
+                    rows[:, _VALUE] *= scale
     for kind in KINDS:
         for (_, path), rows in zip(files.get(kind, []), tables[kind]):
             _check_windowed(path, rows)

@@ -25,6 +25,8 @@ def read(path: Path) -> dict[str, Any]:
               "threads": summary.threads, "duration_s": summary.duration_s, "transactions": summary.transactions,
               "scripts": [{"number": s.number, "name": s.name, "weight": s.weight} for s in summary.scripts]}
     values = {"clients": summary.clients} if summary.clients is not None else {}
+    # pgbench prints its version line from 14 on; an earlier summary has none
+    version = (summary.version or "").split()[:1]
     # pgbench's summary covers the whole run: nothing of it is a warm-up left out
     return {"values": values, "settings": {"duration_s": summary.duration_s, "warmup_s": 0}, "stated": stated,
-            "tool_version": (summary.version or "").split()[0] or None}
+            "tool_version": version[0] if version else None}
