@@ -164,3 +164,85 @@ def test_the_closure_follows_imports_inside_functions_and_notebooks():
     assert "briefkit.briefs.fio_mix.notebook" in stage_closure("notebook")
     assert registered() <= stage_closure("dataset")
     assert not any(name.split(".")[1] in ("hosts", "storage", "power", "inventory") for name in stage_closure("render"))
+
+
+# ------------------------------------------------------------------------------ no import cycle
+
+
+def static_import_graph(package: Path = SRC / "briefkit") -> dict[str, set[str]]:
+    """Every briefkit module and the briefkit modules it names in an import statement anywhere in its
+    file: at the top, inside functions and under ``if TYPE_CHECKING:`` alike (a deferred or type-only
+    import hides a cycle from the interpreter, not from a reader). Read with ast, nothing is imported."""
+    root = package.parent
+    files = {".".join(path.relative_to(root).with_suffix("").parts[:-1] if path.name == "__init__.py"
+                      else path.relative_to(root).with_suffix("").parts): path
+             for path in package.rglob("*.py")}
+
+    def known(name: str) -> str | None:
+        while name and name not in files:   # `import a.b.c` of a name inside a.b: the module a.b
+            name = name.rpartition(".")[0]
+        return name or None
+
+    edges: dict[str, set[str]] = {}
+    for module, path in files.items():
+        here = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found |= {known(alias.name) for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
+                    base = f"{parent}.{base}" if base else parent
+                # `from pkg import module` names the module, `from module import name` the module
+                found |= {known(f"{base}.{alias.name}") if f"{base}.{alias.name}" in files else known(base)
+                          for alias in node.names}
+        edges[module] = {name for name in found if name and name != module}
+    return edges
+
+
+def import_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as the modules along it (first module repeated at the end), or None."""
+    state: dict[str, int] = {}   # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for other in sorted(edges.get(module, ())):
+            if state.get(other) == 1:
+                return path[path.index(other):] + [other]
+            if other not in state and (cycle := visit(other)):
+                return cycle
+        state[module] = 2
+        path.pop()
+        return None
+
+    for module in sorted(edges):
+        if module not in state and (cycle := visit(module)):
+            return cycle
+    return None
+
+
+def test_no_import_cycle_in_src():
+    """No briefkit module imports, directly or through others, a module that imports it back: each layer
+    and each module builds on the ones below it only. Shared pieces go to the lower module (or a Protocol
+    names what a module needs of another), never into an import moved inside a function."""
+    cycle = import_cycle(static_import_graph())
+    assert cycle is None, "import cycle in src/briefkit: " + " -> ".join(cycle)
+
+
+def test_the_cycle_check_sees_deferred_and_type_only_imports(tmp_path):
+    """The check can fail: a cycle closed only by an import inside a function, or only under
+    TYPE_CHECKING, or through a relative import, is found and named."""
+    for n, closing in enumerate(("def f():\n    from pkg import a\n",
+                    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import X\n",
+                    "from . import a\n")):
+        pkg = tmp_path / str(n) / "pkg"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "a.py").write_text("from pkg.b import Y\n")
+        (pkg / "b.py").write_text(closing)
+        assert import_cycle(static_import_graph(pkg)) == ["pkg.a", "pkg.b", "pkg.a"], closing
+    assert import_cycle({"x": {"y"}, "y": set()}) is None

@@ -23,7 +23,7 @@ from briefkit import processed
 from briefkit.config.params import FIO_SERVER_PORTS
 from briefkit.core.errors import CampaignError
 from briefkit.dataset import build as dataset
-from briefkit.hosts.base import CommandError
+from briefkit.hosts.commands import CommandError
 from briefkit.measure import campaign
 from briefkit.raw import recorded as raw_campaign
 from briefkit.tools.fio.bins import DEFAULT_PERCENTILES

@@ -14,7 +14,7 @@ from scipy import stats as scipy_stats
 
 from briefkit import cli, store
 from briefkit.briefs.shared import history
-from briefkit.briefs.shared.sections import BriefBase
+from briefkit.briefs.shared.base import BriefBase
 from briefkit.measure import campaign
 from tests.fio_rates import IDLE_IOPS
 

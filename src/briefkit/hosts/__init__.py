@@ -10,13 +10,13 @@ Both offer the same synchronous API::
     host.fetch(remote, local); host.put(local, remote)
     host.read_text(path); host.write_text(path, text); host.exists(path); host.mkdir(path); host.listdir(path)
 """
-from briefkit.hosts.base import (
+from briefkit.core.errors import HostError
+from briefkit.hosts.base import Host
+from briefkit.hosts.commands import (
     CommandError,
     CommandTimeout,
     ConnectionLost,
-    Host,
     HostConnectionError,
-    HostError,
     HostKeyError,
     JobError,
     Result,

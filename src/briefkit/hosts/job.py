@@ -29,11 +29,11 @@ import posixpath
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from briefkit.core.interrupts import StopRequested, check_stop, held_interrupts, stop_requested
-from briefkit.hosts.base import (
+from briefkit.hosts.commands import (
     CommandError,
     CommandTimeout,
     HostConnectionError,
@@ -43,8 +43,24 @@ from briefkit.hosts.base import (
     check_argv,
 )
 
-if TYPE_CHECKING:
-    from briefkit.hosts.base import Host
+
+class Host(Protocol):
+    """What a job uses of its host (briefkit.hosts.base.Host has it all): named here, so that the host
+    module, which starts jobs, is imported by none of this module's imports."""
+
+    name: str
+    poll_interval: float
+
+    def run(self, argv: Sequence[str], timeout: float | None = None, check: bool = True,
+            cwd: str | None = None, env: Mapping[str, str] | None = None) -> Result: ...
+
+    def read_text(self, path: str) -> str: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def reconnect(self, deadline: float | None = None) -> None: ...
+
+    def diagnose(self, stderr: str) -> str | None: ...
 
 #: seconds between checks that the job's wrapper is still alive
 ALIVE_EVERY = 2.0

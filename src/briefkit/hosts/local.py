@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from briefkit.hosts import fetched
-from briefkit.hosts.base import CommandTimeout, Host, Result, as_root, check_argv, check_env, env_stdin
+from briefkit.hosts.base import Host
+from briefkit.hosts.commands import CommandTimeout, Result, as_root, check_argv, check_env, env_stdin
 
 #: seconds between TERM and KILL when a command overruns its timeout (as `timeout -k` does remotely)
 KILL_AFTER = 5.0

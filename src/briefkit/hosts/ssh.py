@@ -62,14 +62,14 @@ from typing import Any, TypeVar
 
 import asyncssh
 
+from briefkit.core.errors import HostError
 from briefkit.core.validation import SshUrl
 from briefkit.hosts import fetched
-from briefkit.hosts.base import (
+from briefkit.hosts.base import Host
+from briefkit.hosts.commands import (
     CommandTimeout,
     ConnectionLost,
-    Host,
     HostConnectionError,
-    HostError,
     HostKeyError,
     Result,
     as_root,

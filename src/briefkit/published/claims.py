@@ -30,7 +30,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import asdict, dataclass
 from dataclasses import fields as dataclass_fields
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 import pandas as pd
 from pydantic import Field, model_validator
@@ -41,8 +41,36 @@ from briefkit.core.validation import Model
 from briefkit.core.validation import check as check_model
 from briefkit.published.cells import Cell, Label, Metric, PrintedText, PublishedDataError, Text
 
-if TYPE_CHECKING:
-    from briefkit.published.brief import PublishedBrief
+
+class PublishedBrief(Protocol):
+    """What the checks read of a brief's published numbers (briefkit.published.brief.PublishedBrief has it,
+    and reads the claims file through this module: named here, so neither module imports the other both ways)."""
+
+    claims: list[dict]
+    data_name: str
+
+    @property
+    def subject(self) -> str: ...
+
+    @property
+    def load_kind(self) -> str: ...
+
+    @property
+    def configs(self) -> list[str]: ...
+
+    @property
+    def workloads(self) -> dict: ...
+
+    @property
+    def groups(self) -> dict[str, list[str]]: ...
+
+    @property
+    def metrics(self) -> dict[str, dict]: ...
+
+    def cells(self, workload: str, metric: str) -> dict[tuple[str, float | None], Cell]: ...
+
+    def relative(self) -> pd.DataFrame: ...
+
 
 # --- claims.yaml: one model per claim kind, each checked by its check_<kind> below ----------------
 

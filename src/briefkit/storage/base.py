@@ -27,7 +27,7 @@ from pydantic import AfterValidator
 from briefkit.core.interrupts import HELD
 from briefkit.core.sizes import parse_size
 from briefkit.core.validation import Model, check
-from briefkit.hosts.base import CommandTimeout
+from briefkit.hosts.commands import CommandTimeout
 
 if TYPE_CHECKING:
     from briefkit.hosts import Host

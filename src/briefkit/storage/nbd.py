@@ -38,8 +38,8 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator
 
+from briefkit.core.errors import HostError
 from briefkit.core.validation import AbsPath, Bool, Model, Port
-from briefkit.hosts.base import HostError
 from briefkit.storage.base import (
     FILESYSTEMS,
     LOOP_RELEASE_TIMEOUT,

@@ -19,8 +19,8 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator
 
+from briefkit.core.errors import HostError
 from briefkit.core.validation import AbsPath, Model, Port
-from briefkit.hosts.base import HostError
 from briefkit.storage.base import (
     StorageConfig,
     StorageError,

@@ -317,7 +317,7 @@ def test_briefkit_compare_names_a_stalled_point_and_compares_the_rest(measured, 
 
 @pytest.mark.slow
 def test_the_brief_parameter_shows_the_comparison_before_the_appendix(measured):
-    from briefkit.briefs.shared.sections import BriefBase
+    from briefkit.briefs.shared.base import BriefBase
 
     brief = BriefBase(BRIEF, measured / "data/processed")
     assert processed.read_brief(BRIEF, measured / "data/processed")["compare"] == ["mine", "single"]

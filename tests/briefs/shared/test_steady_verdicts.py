@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from briefkit import processed
-from briefkit.briefs.shared import method, sections, steady_points
+from briefkit.briefs.shared import method, steady_points
+from briefkit.briefs.shared.base import BriefBase
 from tests.paths import ROOT
 
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -58,8 +59,8 @@ NOT_DECLARED = [pair for pair in CAMPAIGNS if not _declares(*pair)
                 and PARAMS["briefs"][pair[0]]["campaigns"][pair[1]]["workload"] in ("dbbench", "oltp")]
 
 
-def _brief(reference_data, brief: str) -> sections.BriefBase:
-    return sections.BriefBase(brief, reference_data(brief) / "data" / "processed")
+def _brief(reference_data, brief: str) -> BriefBase:
+    return BriefBase(brief, reference_data(brief) / "data" / "processed")
 
 
 def test_the_reference_campaigns_have_a_series_judged_criterion():

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from briefkit.briefs.fio_mix import analysis as mix
 from briefkit.briefs.shared import campaign_set, plots, population
+from briefkit.briefs.shared.base import BriefBase
 from briefkit.briefs.shared.sections import (
-    BriefBase,
     bullets,
     campaign_title,
     hosts_text,

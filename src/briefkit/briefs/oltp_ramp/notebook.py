@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 
 from briefkit.briefs.shared import plots
+from briefkit.briefs.shared.base import BriefBase
 from briefkit.briefs.shared.sections import (
-    BriefBase,
     bullets,
     configurations_table,
     hosts_text,

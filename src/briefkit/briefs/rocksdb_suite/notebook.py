@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from briefkit.briefs.rocksdb_suite import analysis as suite
 from briefkit.briefs.shared import plots
+from briefkit.briefs.shared.base import BriefBase
 from briefkit.briefs.shared.sections import (
-    BriefBase,
     bullets,
     configurations_table,
     hosts_text,

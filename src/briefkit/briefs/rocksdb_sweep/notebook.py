@@ -9,8 +9,8 @@ from __future__ import annotations
 from briefkit.briefs.rocksdb_sweep import analysis as sweep
 from briefkit.briefs.rocksdb_sweep.analysis import MetricSpec
 from briefkit.briefs.shared import plots, tables
+from briefkit.briefs.shared.base import BriefBase
 from briefkit.briefs.shared.sections import (
-    BriefBase,
     bullets,
     configurations_table,
     hosts_text,

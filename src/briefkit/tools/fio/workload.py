@@ -58,7 +58,7 @@ import pandas as pd
 from briefkit.core import sizes
 from briefkit.core.errors import CampaignError
 from briefkit.core.validation import defaults as defaults_of
-from briefkit.hosts.base import CommandError, stderr_tail
+from briefkit.hosts.commands import CommandError, stderr_tail
 from briefkit.storage.safety import UnsafeTargetError, check_prepared
 from briefkit.tools import steady_settings as steady
 from briefkit.tools.base import Point, PointRun, Program, Workload
