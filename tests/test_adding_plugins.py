@@ -1,4 +1,5 @@
-"""The README's "Adding a tool, a storage kind or a power source", followed to the letter.
+"""The README's "Adding a tool, a storage kind or a power source" and "Adding a brief with a new method",
+followed to the letter.
 
 In a copy of src/briefkit, a toy tool (one folder: a workload running ``dd`` on the host and a parser of
 dd's report), a toy storage kind (one module: a directory) and a toy power source (one module: a
@@ -6,8 +7,10 @@ file of microwatts) are added, each with its one line in its list; then the copy
 ingests a dd report with ``briefkit ingest toy``, imports one as a campaign (``briefkit import``), and
 measures a one-point campaign (two repetitions)
 ``workload: toy`` on a ``kind: toydir`` configuration with ``power: {kind: toyfile}``, in subprocesses whose
-PYTHONPATH is the copy. Nothing else in the tree is edited: if adding any of them needed another edit, the
-commands here fail.
+PYTHONPATH is the copy. A toy brief (one package: its declaration and its brief class with one section; its
+notebook) is added with its one line too, and the copy's command line builds it from the imported campaign
+(``briefkit dataset``, ``execute``, ``render``). Nothing else in the tree is edited: if adding any of them
+needed another edit, the commands here fail.
 """
 from __future__ import annotations
 
@@ -166,6 +169,47 @@ def build(spec: Spec, host: Host | None, where: str, base: Path | None = None) -
 '''
 
 
+TOY_BRIEF_INIT = '''"""toybrief: the mean of each metric of a brief's campaigns, in one table."""
+from briefkit.briefs import Brief
+
+BRIEF = Brief("toybrief", f"{__name__}.notebook:ToyBrief", tests=("tests/test_adding_plugins.py",))
+'''
+
+TOY_BRIEF = '''"""The toy brief's one section."""
+from __future__ import annotations
+
+from briefkit.briefs.shared.base import BriefBase
+
+
+class ToyBrief(BriefBase):
+    SECTIONS = ("means",)
+
+    def means(self):
+        """The mean of each metric, per campaign and configuration."""
+        frame = self.data.samples.groupby(["campaign", "config", "metric"], as_index=False)["value"].mean()
+        self.out.table(frame, "Toy means of each metric, per campaign and configuration")
+        return self.out.take()
+'''
+
+
+def toy_notebook() -> str:
+    """notebooks/toybrief.ipynb: its parameters, a heading, its one section."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [
+        nbformat.v4.new_code_cell('brief = "toy"\nprocessed_dir = "../data/processed"\npublished_dir = ""\nshow = None',
+                                  metadata={"tags": ["parameters", "remove-cell"]}),
+        nbformat.v4.new_markdown_cell("# A toy brief\n\nThe mean of each metric of the brief's campaigns."),
+        nbformat.v4.new_code_cell("from briefkit.briefs.toybrief.notebook import ToyBrief\n"
+                                  "from briefkit.report.display import emit\n\n"
+                                  "report = ToyBrief(brief, processed_dir, published_dir, show)"),
+        nbformat.v4.new_code_cell("emit(report.means())", metadata={"tags": ["remove-input"]}),
+    ]
+    return nbformat.writes(nb)
+
+
 def add_to_list(path: Path, name: str, new: str) -> None:
     """The one line: ``name = [...]`` gets ``new`` at its end."""
     text = path.read_text()
@@ -190,6 +234,14 @@ def tree(tmp_path_factory) -> Path:
     add_to_list(package / "storage" / "__init__.py", "KIND_MODULES", "toydir")
     (package / "power" / "toyfile.py").write_text(TOY_POWER)
     add_to_list(package / "power" / "config.py", "SOURCE_MODULES", "toyfile")
+    brief = package / "briefs" / "toybrief"
+    brief.mkdir()
+    (brief / "__init__.py").write_text(TOY_BRIEF_INIT)
+    (brief / "notebook.py").write_text(TOY_BRIEF)
+    add_to_list(package / "briefs" / "__init__.py", "BRIEF_PACKAGES", "toybrief")
+    shutil.copytree(paths.ROOT / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    (root / "notebooks" / "toybrief.ipynb").write_text(toy_notebook())
+    shutil.copy(paths.ROOT / "Makefile", root)
     return root
 
 
@@ -298,3 +350,29 @@ def test_a_toy_tools_file_made_elsewhere_is_imported_as_a_campaign(tree, tmp_pat
     assert samples.returncode == 0, samples.stderr
     rows = [r for r in json.loads(samples.stdout) if r["metric"] == "write_bw"]
     assert len(rows) == 1 and rows[0]["value"] > 0 and rows[0]["p_count"] == 3
+
+
+@pytest.mark.slow
+def test_a_toy_brief_is_built_after_one_package_one_notebook_and_one_line(tree):
+    # the Makefile's notebook list (nbval, `make notebooks`) has the toy brief's notebook from its declaration
+    dry = subprocess.run(["make", "-n", "test-notebooks"], cwd=tree, capture_output=True, text=True, check=True)
+    assert "notebooks/toybrief.ipynb" in next(line for line in dry.stdout.splitlines() if "--nbval" in line)
+    # a campaign to show: a dd report made elsewhere, imported (as the toy tool's import above)
+    declared = {"workload": "toy", "host": "local", "configs": {"here": {"kind": "dir", "path": str(tree)}},
+                "matrix": {"count": [4]}, "settings": {}}
+    (tree / "params.yaml").write_text(yaml.safe_dump(
+        {"briefs": {"toy": {"notebook": "toybrief", "campaigns": {"local": declared}}}}))
+    done = subprocess.run(["dd", "if=/dev/zero", "of=/dev/null", "bs=64K", "count=5"],
+                          capture_output=True, text=True, check=True)
+    (tree / "lab").mkdir()
+    (tree / "lab" / "dd.stderr").write_text(done.stderr)
+    out = briefkit(tree, "import", "toy", "lab", "lab", "--config", "lab-disk")
+    assert out.returncode == 0, out.stdout + out.stderr
+    for step in ("dataset", "execute", "render"):
+        out = briefkit(tree, step, "toy", "--quiet")
+        assert out.returncode == 0, f"briefkit {step} toy: " + out.stdout + out.stderr
+    html = (tree / "reports" / "toy.html").read_text()
+    # the toy section's table, its caption numbered by the shared blocks, with the imported campaign's row
+    assert "Table 1: Toy means of each metric, per campaign and configuration" in html
+    assert "lab-disk" in html and "write_bw" in html
+    assert (tree / "reports" / "toy.pdf").read_bytes().startswith(b"%PDF")

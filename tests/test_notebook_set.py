@@ -1,5 +1,6 @@
-"""The notebooks nbval checks are named in the Makefile (never a glob), so a scratch notebook an analyst
-saves in notebooks/ breaks no check; every brief notebook of params.yaml and explore.ipynb are among them.
+"""The notebooks nbval checks are the declared brief packages' (briefkit.briefs, never a glob), so a scratch
+notebook an analyst saves in notebooks/ breaks no check; every brief notebook of params.yaml and explore.ipynb
+are among them, and each brief class names the sections its notebook shows.
 Brief notebooks read as analyses (short visible code cells, Markdown prose) and are committed light
 (no figure data)."""
 from __future__ import annotations
@@ -12,20 +13,24 @@ import nbformat
 import pytest
 import yaml
 
+from briefkit import briefs
 from tests import paths
 
 ROOT = paths.ROOT
-#: The brief notebooks whose figures and ratio tables are drawn by visible one-call cells.
-ANALYSIS_NOTEBOOKS = ["fio_mix", "rocksdb_sweep", "rocksdb_suite", "oltp_ramp"]
+#: The brief notebooks whose figures and ratio tables are drawn by visible one-call cells: those with a brief class.
+ANALYSIS_NOTEBOOKS = [brief.name for brief in briefs.declared() if brief.report]
 MAX_VISIBLE_LINES = 6
 
 
 def checked_notebooks() -> list[str]:
-    """The Makefile's NOTEBOOKS list, continuation lines joined."""
-    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
-    found = re.search(r"^NOTEBOOKS\s*:?=(.*)$", text, re.M)
-    assert found, "Makefile: no NOTEBOOKS variable"
-    return found.group(1).split()
+    """The notebooks of the declared brief packages (the Makefile's NOTEBOOKS)."""
+    return briefs.notebooks()
+
+
+def nbval_command(root) -> str:
+    """The nbval line `make test-notebooks` would run in ``root``."""
+    dry = subprocess.run(["make", "-n", "test-notebooks"], cwd=root, capture_output=True, text=True, check=True)
+    return next(line for line in dry.stdout.splitlines() if "--nbval" in line)
 
 
 def test_the_checked_set_is_explicit_and_complete():
@@ -38,9 +43,45 @@ def test_the_checked_set_is_explicit_and_complete():
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_the_makefile_checks_the_declared_notebooks_in_their_order():
+    assert nbval_command(ROOT).split()[-len(checked_notebooks()):] == checked_notebooks()
+
+
+def test_every_brief_package_is_declared_with_its_tests():
+    """A folder of briefkit/briefs is a declared brief (or the shared helpers), and what a declaration names
+    exists: its notebook, its tests, and each tests/briefs/<package>/ folder belongs to a declared brief."""
+    packages = {p.parent.name for p in (ROOT / "src" / "briefkit" / "briefs").glob("*/__init__.py")} - {"shared"}
+    assert packages == set(briefs.BRIEF_PACKAGES), packages ^ set(briefs.BRIEF_PACKAGES)
+    for brief in briefs.declared():
+        assert (ROOT / brief.notebook).is_file(), brief
+        assert brief.tests and all((ROOT / path).exists() for path in brief.tests), brief
+    folders = {p.name for p in (ROOT / "tests" / "briefs").iterdir() if (p / "__init__.py").exists()} - {"shared"}
+    assert folders <= set(briefs.BRIEF_PACKAGES), folders - set(briefs.BRIEF_PACKAGES)
+
+
+@pytest.mark.parametrize("name", ANALYSIS_NOTEBOOKS)
+def test_the_brief_class_names_the_sections_its_notebook_shows(name):
+    """``SECTIONS`` of the brief's class are the notebook's ``emit(report.NAME())`` cells, in order."""
+    brief = next(b for b in briefs.declared() if b.name == name)
+    nb = nbformat.read(ROOT / brief.notebook, as_version=4)
+    shown = [found for cell in nb.cells if cell.cell_type == "code"
+             for found in re.findall(r"emit\(report\.(\w+)\(\)\)", cell.source)]
+    assert list(briefs.report_class(brief).SECTIONS) == shown
+
+
+def test_a_section_the_class_does_not_define_is_refused():
+    from briefkit.briefs.shared.base import BriefBase
+
+    with pytest.raises(TypeError, match="Toy: SECTIONS names summary, which the class does not define"):
+        type("Toy", (BriefBase,), {"SECTIONS": ("appendix", "summary")})
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_a_scratch_notebook_is_not_checked(tmp_path):
     for name in ("Makefile", "requirements.lock", "requirements-override.txt", "pyproject.toml"):  # the set-up too
         shutil.copy(ROOT / name, tmp_path)
+    # the brief declarations the Makefile reads its notebook list from
+    shutil.copytree(ROOT / "src" / "briefkit", tmp_path / "src" / "briefkit", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "scratch.ipynb").write_text("{}")
     for target in ("test-notebooks", "test"):

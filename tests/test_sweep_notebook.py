@@ -12,14 +12,25 @@ import nbformat
 import pandas as pd
 import papermill
 import pytest
+import yaml
 from jupyter_core.utils import run_sync
 
+from briefkit import briefs
 from briefkit.core import notebooks
 from tests import paths
 
 ROOT = paths.ROOT
-BRIEFS = {"fio-6600ion": "fio_mix", "rocksdb-7600": "rocksdb_sweep", "rocksdb-nvmeof": "rocksdb_suite",
-          "oltp-9300": "oltp_ramp"}
+
+
+def _one_brief_per_notebook() -> dict[str, str]:
+    """The first brief of params.yaml of each declared brief notebook (briefkit.briefs): slug -> notebook."""
+    first: dict[str, str] = {}
+    for slug, spec in yaml.safe_load((ROOT / "params.yaml").read_text())["briefs"].items():
+        first.setdefault(spec["notebook"], slug)
+    return {first[brief.name]: brief.name for brief in briefs.declared() if brief.report}
+
+
+BRIEFS = _one_brief_per_notebook()
 
 pytestmark = pytest.mark.slow
 

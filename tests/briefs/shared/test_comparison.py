@@ -22,7 +22,7 @@ import yaml
 from bs4 import BeautifulSoup
 from scipy import stats as scipy_stats
 
-from briefkit import cli, processed
+from briefkit import briefs, cli, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.core.numbers import fmt
 from tests import paths
@@ -338,7 +338,7 @@ def test_the_brief_parameter_shows_the_comparison_before_the_appendix(measured):
     assert brief.comparison() == []      # a brief that declares no comparison shows none
 
 
-@pytest.mark.parametrize("notebook", ["fio_mix", "rocksdb_sweep", "rocksdb_suite", "oltp_ramp"])
+@pytest.mark.parametrize("notebook", [brief.name for brief in briefs.declared() if brief.report])
 def test_every_brief_notebook_shows_the_comparison_just_before_the_appendix(notebook):
     cells = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())["cells"]
     sources = ["".join(cell["source"]) for cell in cells]

@@ -24,6 +24,9 @@ NO_PUBLISHED_HALF = ("This brief has no published half: params.yaml names no `pu
 
 
 class FioMix(BriefBase):
+    SECTIONS = ("key_findings", "published", "reproduction_check", "measured_intro", "mixes", "tail_latency",
+                "how_tested", "comparison", "appendix")
+
     def __init__(self, brief: str, processed_dir, published_dir: str = "", show=None):
         super().__init__(brief, processed_dir, published_dir, show)
         plots.setup()

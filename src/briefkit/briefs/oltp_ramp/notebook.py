@@ -46,6 +46,10 @@ def step_difference(data: pd.DataFrame, config: str, clients: float, base: str, 
 
 
 class OltpRamp(BriefBase):
+    SECTIONS = ("key_findings", "published_check", "measured_intro", "ramps_section", "wal", "relative_section",
+                "per_transaction", "power", "hammerdb", "published_how", "how_tested", "comparison",
+                "appendix")
+
     def __init__(self, brief: str, processed_dir, published_dir: str = "", show=None, baseline: str | None = None):
         super().__init__(brief, processed_dir, published_dir, show, baseline=baseline)
         plots.setup()

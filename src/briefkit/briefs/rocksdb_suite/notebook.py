@@ -22,6 +22,9 @@ from briefkit.briefs.shared.sections import (
 
 
 class RocksdbSuite(BriefBase):
+    SECTIONS = ("key_findings", "tests", "per_configuration", "ratios", "repetitions", "how_tested", "comparison",
+                "appendix")
+
     def __init__(self, brief: str, processed_dir, published_dir: str = "", show=None, ratios: dict | None = None):
         super().__init__(brief, processed_dir, published_dir, show, ratios=ratios)
         plots.setup()

@@ -28,6 +28,10 @@ from briefkit.published import claims
 
 
 class RocksdbSweep(BriefBase):
+    SECTIONS = ("key_findings", "published_workloads", "reproduction_check", "published_data", "measured_intro",
+                "measured_workloads", "device_bandwidth", "repetitions", "how_tested", "comparison",
+                "appendix")
+
     def __init__(self, brief: str, processed_dir, published_dir: str = "", show=None,
                  latency_unit: str | None = None, published_scale: str | None = None):
         super().__init__(brief, processed_dir, published_dir, show, latency_unit=latency_unit,

@@ -56,6 +56,18 @@ class BriefBase:
     ``show``: campaign names (or None: the brief's selection in brief.json, else every campaign with
     finished points). ``parameters``: the notebook's extras; None takes brief.json's value."""
 
+    #: the brief's sections, in the order its notebook shows them: each names a method that returns the
+    #: blocks of one section (``list[Block]``), shown by the notebook's ``emit(report.NAME())`` cell. The
+    #: shared ones are below (``comparison``, ``appendix``); a subclass names its own and these.
+    SECTIONS: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        missing = [name for name in cls.SECTIONS if not callable(getattr(cls, name, None))]
+        if missing:
+            raise TypeError(f"{cls.__module__}.{cls.__qualname__}: SECTIONS names {', '.join(missing)}, "
+                            "which the class does not define")
+
     def __init__(self, brief: str, processed_dir: str | Path, published_dir: str = "", show=None,
                  **parameters):
         self.data = processed.load(brief, processed_dir)
