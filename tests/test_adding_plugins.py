@@ -92,6 +92,8 @@ class ToyWorkload(Workload):
     programs = (Program("dd", "coreutils"),)
     headline = ("write_bw",)
     parameters = {"p_count": "Int64"}
+    pts_metrics = ("bw",)
+    point_rule = "dd's own report, per point"
 
     def run(self, run):
         argv = ["dd", "if=/dev/zero", f"of={run.storage.path}/toy.bin", "bs=64K",
@@ -125,6 +127,7 @@ class Config(StorageConfig):
     kind: ClassVar[str] = "toydir"
     Spec: ClassVar[type[Model]] = Spec
     mounts_something: ClassVar[bool] = False
+    block_device: ClassVar[bool] = False
 
     def _setup(self, ops, sdir, state, uid):
         _, path = ops.mkdir(self.path)
@@ -319,6 +322,39 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree,
     assert all(r["value"] > 0 and r["p_count"] == 4096 and r["config"] == "here" for r in bandwidth)
     # the toy power source was polled while each point ran: its watts are the window's mean
     assert [r["value"] for r in rows if r["metric"] == "watts"] == [42.0, 42.0]
+    # what the toy plug-ins say of themselves reaches the brief through the dataset: the toy kind is no
+    # block device (so preconditioning does not apply), the toy workload words its per-point rule
+    out = briefkit(tree, "dataset", "demo", "--quiet", cwd=project)
+    assert out.returncode == 0, out.stdout + out.stderr
+    said = subprocess.run(
+        [sys.executable, "-c", "import json; from briefkit import processed; from briefkit.briefs.shared import method; "
+         "record = processed.load('demo', 'data/processed').campaigns['local']; "
+         "print(json.dumps([record.described, method.precondition_text(record, 'here')]))"],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(tree / "src"), "BRIEFKIT_ROOT": str(project)},
+        capture_output=True, text=True, timeout=300)
+    assert said.returncode == 0, said.stderr
+    described, precondition = json.loads(said.stdout)
+    assert described["block_device"] == {"here": False} and described["point_rule"] == "dd's own report, per point"
+    assert described["interval_series"] is None
+    assert precondition == "preconditioning does not apply (toydir storage is not a block device)"
+
+
+def test_a_toy_workload_names_what_its_pts_rounds_may_track(tree):
+    """``steady_state: {rule: snia-pts, metric: ...}`` takes the metrics the toy workload declares."""
+    check = ("from briefkit.config.params import CampaignSpec\n"
+             "for metric in ('bw', 'iops'):\n"
+             "    try:\n"
+             "        CampaignSpec.model_validate({'workload': 'toy', 'configs': {'d': {'kind': 'toydir', 'path': '/tmp/x'}},\n"
+             "                                     'steady_state': {'rule': 'snia-pts', 'metric': metric}})\n"
+             "        print(metric, 'accepted')\n"
+             "    except ValueError as exc:\n"
+             "        print(metric, ' '.join(str(exc).split()))\n")
+    out = subprocess.run([sys.executable, "-c", check], env={**os.environ, "PYTHONPATH": str(tree / "src")},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    bw, iops = out.stdout.splitlines()
+    assert bw == "bw accepted"
+    assert "'iops' is not tracked for workload toy (allowed: bw)" in iops
 
 
 @pytest.mark.slow

@@ -91,6 +91,10 @@ class CampaignRecord:
     #: preconditioning and SNIA PTS rounds: declared ``precondition`` / ``steady_state`` and per
     #: configuration its precondition event, rounds and verdict (briefkit.raw.recorded.RecordedCampaign.method)
     method: dict = field(default_factory=dict)
+    #: what its workload and storage kinds say of themselves that a brief words (point_rule,
+    #: interval_series, unjudged_reason, unpreconditioned_note, block_device per configuration;
+    #: briefkit.dataset.build.described)
+    described: dict = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict) -> CampaignRecord:

@@ -206,12 +206,6 @@ def repetitions_record(value: int | AdaptiveRepetitions) -> int | dict[str, Any]
     return value.model_dump(exclude_none=True) if isinstance(value, AdaptiveRepetitions) else value
 
 
-#: storage kinds whose configuration is a block device (raw, or under a filesystem): preconditioning applies
-DEVICE_KINDS = ("block", "loop_xfs", "nbd", "nvmeof")
-#: what a PTS round tracks, per workload: fio's IO/s or bandwidth, db_bench's ops/s, OLTP's transactions/s
-PTS_METRICS = {"fio": ("iops", "bw"), "dbbench": ("ops",), "oltp": ("tps",)}
-
-
 class WorkloadIndependent(Model):
     """``precondition.workload_independent``: the target written sequentially ``passes`` times
     (SNIA PTS: twice the capacity, 128 KiB sequential writes) before the configuration's first point."""
@@ -280,7 +274,7 @@ class CampaignSpec(Model):
     @model_validator(mode="after")
     def _method(self):
         if self.steady_state is not None:
-            allowed = PTS_METRICS.get(self.workload, ())
+            allowed = tools.get(self.workload).pts_metrics   # the workload's own (imported only here)
             if self.steady_state.metric not in allowed:
                 raise ValueError(f"steady_state.metric: {self.steady_state.metric!r} is not tracked for workload "
                                  f"{self.workload} (allowed: {', '.join(allowed) or 'none'})")

@@ -42,6 +42,7 @@ from briefkit.raw import recorded as raw_campaign
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, FAILED, SKIPPED
 from briefkit.raw.recorded import RecordedCampaign
+from briefkit.storage import KINDS
 
 #: percentiles kept for every point with latency bins: fio's default list
 PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99)
@@ -210,8 +211,21 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
         "adaptive_repetitions": camp.adaptive, "repetition_groups": camp.repetition_groups(),
         "failures": camp.failures(), "skipped": camp.skipped(), "measured": camp.measured(),
         "inventory": camp.inventory(), "prepare": camp.prepare(), "ramp_s": _ramp_seconds(camp),
-        "method": camp.method(),
+        "method": camp.method(), "described": described(camp),
     }
+
+
+def described(camp: RecordedCampaign) -> dict:
+    """What the campaign's workload and storage kinds say of themselves that a brief words (a brief imports
+    no plug-in): how a per-point criterion is judged and on whose series (briefkit.tools.base.Workload),
+    the tool's own reason for no criterion and note on no preconditioning, and per configuration of a
+    known kind whether it is a block device (briefkit.storage.base.StorageConfig)."""
+    workload, settings = camp.workload, camp.settings or {}
+    return {"point_rule": workload.point_rule, "interval_series": workload.interval_series,
+            "unjudged_reason": workload.unjudged_reason(settings),
+            "unpreconditioned_note": workload.unpreconditioned_note(settings),
+            "block_device": {config: KINDS[spec["kind"]].block_device for config, spec in camp.config_specs.items()
+                             if isinstance(spec, Mapping) and spec.get("kind") in KINDS}}
 
 
 def fleet_record(merged: dict, host: dict) -> dict:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 
-from briefkit.config.params import DEVICE_KINDS
 from briefkit.core import sizes
 from briefkit.core.interrupts import check_stop
 from briefkit.hosts import Host
@@ -24,6 +23,7 @@ from briefkit.measure import steps
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.steps import Progress
 from briefkit.raw.manifest import Manifest
+from briefkit.storage import KINDS
 from briefkit.tools.fio.job import FioJob, command, job_file, parse_size
 from briefkit.tools.fio.workload import check_raw_target
 
@@ -45,7 +45,8 @@ def stage(manifest: Manifest, config: str) -> str | None:
 
 def applies(camp: Campaign, config: str) -> bool:
     """Whether the configuration is a block device (raw, or under a filesystem)."""
-    return camp.config_specs[config].get("kind") in DEVICE_KINDS
+    kind = KINDS.get(camp.config_specs[config].get("kind"))
+    return kind is not None and kind.block_device
 
 
 def written_bytes(camp: Campaign) -> int | None:

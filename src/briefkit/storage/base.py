@@ -458,6 +458,9 @@ class StorageConfig:
     mounts_something: ClassVar[bool] = True
     #: whether setup needs /dev/fuse
     needs_fuse: ClassVar[bool] = False
+    #: whether the configuration is a block device (raw, or under a filesystem): SNIA PTS preconditioning
+    #: applies to it (briefkit.measure.precondition), and a brief says it does not apply to the others
+    block_device: ClassVar[bool] = False
     #: the field naming a folder the declaration gives (``dir``'s path): every host of a fleet gets
     #: its own subfolder of it (``for_host``), as two entries may reach one machine
     host_folder_field: ClassVar[str | None] = None

@@ -54,6 +54,7 @@ class BlockConfig(StorageConfig):
     mkfs_options: tuple[str, ...] = ()
     destroy_data: bool = False
     kind: ClassVar[str] = "block"
+    block_device: ClassVar[bool] = True
     Spec: ClassVar[type[Model]] = Spec
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "blkid", "wipefs", "lsblk", "stat")
     needs_root: ClassVar[bool] = True

@@ -43,6 +43,7 @@ class LoopXfsConfig(StorageConfig):
     direct_io: bool = True
     preallocate: bool = False
     kind: ClassVar[str] = "loop_xfs"
+    block_device: ClassVar[bool] = True
     Spec: ClassVar[type[Model]] = Spec
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "mount", "umount", "losetup", "mkfs.xfs", "blkid",
                                         "wipefs", "lsblk", "stat", "truncate", "fallocate")

@@ -170,6 +170,7 @@ class NbdConfig(StorageConfig):
     mkfs_options: tuple[str, ...] = ()
     direct_io: bool = True
     kind: ClassVar[str] = "nbd"
+    block_device: ClassVar[bool] = True
     Spec: ClassVar[type[Model]] = Spec
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "mount", "umount", "losetup", "blkid", "wipefs",
                                         "lsblk", "stat", "truncate", "nbdkit", "setsid", "flock")

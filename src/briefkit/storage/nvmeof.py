@@ -177,6 +177,7 @@ class NvmeofConfig(StorageConfig):
     mount_options: tuple[str, ...] = ()
     mkfs_options: tuple[str, ...] = ()
     kind: ClassVar[str] = "nvmeof"
+    block_device: ClassVar[bool] = True
     Spec: ClassVar[type[Model]] = Spec
     tools: ClassVar[tuple[str, ...]] = ("findmnt", "readlink", "mount", "umount", "blkid", "wipefs", "lsblk",
                                         "stat", "nvme", "modprobe")

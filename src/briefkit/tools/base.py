@@ -176,6 +176,13 @@ class Workload:
     #: reads the merged latency histograms of a point's source files for the dataset stage
     #: (latency_bins.parquet, percentiles.parquet); None: the tool records none
     latency_bins: LatencyBins | None = None
+    #: what a SNIA PTS round may track (``steady_state.metric``): fio's ``iops``/``bw``; none: no rounds
+    pts_metrics: Sequence[str] = ()
+    #: how a per-point criterion (``settings.steady_state``) is judged, as a brief's method section says it
+    point_rule: str = "fio rule over the interval series, per point"
+    #: whose per-second series a per-point criterion is judged on after the run (``db_bench's``), drawn
+    #: in the brief's steady-state figure; None: the tool judges it while it runs (fio) or has none
+    interval_series: str | None = None
 
     # --- declaration -------------------------------------------------------------------------
     def settings_models(self) -> list[type]:
@@ -256,6 +263,16 @@ class Workload:
         (db_bench's flash suite: the keys each test writes or reads at its scale). The dataset stage
         records them in campaigns.json, so that a brief reads them without importing the tool. Default: none."""
         return {}
+
+    def unjudged_reason(self, settings: Mapping[str, Any]) -> str | None:
+        """Why a campaign with these settings declares no steady-state criterion, when the tool has a
+        reason of its own (the brief says it); None: the brief's general wording. Default: None."""
+        return None
+
+    def unpreconditioned_note(self, settings: Mapping[str, Any]) -> str | None:
+        """What the tool wrote before the first point of a campaign that declares no ``precondition:``
+        (the brief says it); None: nothing. Default: None."""
+        return None
 
     def prepare_records(self, raw_dir: Path) -> list[dict]:
         """Records of the configurations' set-up found in a campaign's raw folder

@@ -21,11 +21,6 @@ import pandas as pd
 
 from briefkit.core import pts
 
-#: how each workload's per-point criterion is judged
-_POINT_RULE = {"fio": "fio's own steadystate rule, per point",
-               "dbbench": "fio's rule over db_bench's per-second series, per point",
-               "oltp": "fio's rule over pgbench's per-second series, per point"}
-
 INTERVALS = ("Differences and multiples are stated with the 95 % confidence interval of the ratio of the two means "
              "(Fieller's method, unequal variances, Welch-Satterthwaite degrees of freedom) beside Welch's t-test; "
              "with one repetition on a side neither is computed and the difference is *not tested*.")
@@ -70,9 +65,9 @@ def pts_limit_text(record) -> str:
             f"{'; '.join(said)}. {verdicts} {REHEARSAL}.")
 
 
-def _point_rule_text(workload: str, spec: Mapping) -> str:
+def _point_rule_text(record, spec: Mapping) -> str:
     limit = spec.get("limit")
-    return (f"{_POINT_RULE.get(workload, 'fio rule over the interval series, per point')} "
+    return (f"{record.described['point_rule']} "
             f"({spec.get('metric')} {spec.get('criterion')} within {limit} over {spec.get('window_s')} s)")
 
 
@@ -102,14 +97,11 @@ def steady_text(record, samples: pd.DataFrame, config: str) -> str:
     if spec:
         steady, judged = point_verdicts(samples, config)
         if not judged:
-            return f"not judged: no point has a verdict of {_point_rule_text(record.workload, spec)}"
+            return f"not judged: no point has a verdict of {_point_rule_text(record, spec)}"
         said = "reached steady state" if steady == judged else f"**{judged - steady} of {judged} points did not**"
-        return f"{said} by {_point_rule_text(record.workload, spec)}: {steady} of {judged} points steady"
-    if record.workload == "dbbench" and (record.settings or {}).get("suite") == "flash":
-        return ("not judged: the campaign declared no steady-state criterion, because the flash suite's tests do "
-                "a fixed amount of work (T1-T3 load or overwrite a set number of keys, T4-T5 read one), not a fixed "
-                "duration, and at this scale most end within a few seconds: too few per-second values for "
-                "a window of fio's rule")
+        return f"{said} by {_point_rule_text(record, spec)}: {steady} of {judged} points steady"
+    if reason := record.described.get("unjudged_reason"):
+        return f"not judged: the campaign declared no steady-state criterion, because {reason}"
     return "not judged: the campaign declared no steady-state criterion (fixed-duration points)"
 
 
@@ -120,11 +112,10 @@ def precondition_text(record, config: str) -> str:
     kind = (record.config_specs.get(config) or {}).get("kind")
     independent = declared.get("workload_independent")
     if not independent:
-        if kind in ("dir", "tmpfs", "sshfs"):
+        if record.described.get("block_device", {}).get(config) is False:
             return f"preconditioning does not apply ({kind} storage is not a block device)"
-        if record.workload == "fio" and (record.settings or {}).get("precondition"):
-            return ("not preconditioned by the SNIA PTS (no `precondition:` declared); fio's data file was written "
-                    "once, sequentially, before the first point, so that no read hits unwritten blocks")
+        if note := record.described.get("unpreconditioned_note"):
+            return f"not preconditioned by the SNIA PTS (no `precondition:` declared); {note}"
         return "not preconditioned (the campaign declared no preconditioning)"
     event = (method.get("configs", {}).get(config) or {}).get("precondition") or {}
     stage = event.get("stage")

@@ -31,8 +31,6 @@ from briefkit.core import steady_rule, units
 JUDGED_SERIES = {"ops": ("total_ops", "ops/s"), "tps": ("tpm", "1/s")}
 #: declared metric -> the figure's axis label
 AXIS_LABEL = {"ops": "operations per second", "tps": "transactions per second"}
-#: the tools whose points are judged after the run on their interval series, and that series' name
-TOOLS = {"dbbench": "db_bench's", "oltp": "pgbench's"}
 POINT_KEYS = ("workload", "load", "rep")
 
 
@@ -59,7 +57,7 @@ class PointWindow:
 def spec_of(record) -> dict | None:
     """The campaign's per-point criterion when its points are judged on their interval series, else None."""
     spec = (record.settings or {}).get("steady_state")
-    if not spec or record.workload not in TOOLS or spec.get("metric") not in JUDGED_SERIES:
+    if not spec or not record.described.get("interval_series") or spec.get("metric") not in JUDGED_SERIES:
         return None
     return dict(spec)
 
@@ -228,7 +226,8 @@ def caption(record, samples: pd.DataFrame) -> str:
     ramp = f", the first {spec['ramp_s']:g} s (shaded) not looked at" if spec.get("ramp_s") else ""
     counts = "; ".join(f"{config} {steady} of {judged} points steady" for config in record.configs
                        for steady, judged in [method.point_verdicts(samples, config)] if judged)
-    return (f"Steady state per point of campaign {record.name}, by fio's rule over {TOOLS[record.workload]} per-second "
+    series = record.described["interval_series"]
+    return (f"Steady state per point of campaign {record.name}, by fio's rule over {series} per-second "
             f"{spec['metric']} ({spec['criterion']} within {spec['limit']} of the window's mean over {spec['window_s']:g} s"
             f"{ramp}). Each configuration's closest point (its criterion nearest to, or past, the limit): its "
             "per-second value, the deciding window with its average, the band the limit allows around it and its "
@@ -239,7 +238,7 @@ def missing_text(record, table_label: str) -> str | None:
     """One line for a campaign whose points could have been judged on their series but were not (no
     criterion declared; ``table_label``: the method table, which says why); None when the figure
     applies or the workload is judged otherwise."""
-    if record.workload not in TOOLS or spec_of(record) is not None:
+    if not record.described.get("interval_series") or spec_of(record) is not None:
         return None
     return (f"No per-point steady-state figure for campaign {record.name}: it declared no steady-state criterion "
             f"({table_label} says why).")

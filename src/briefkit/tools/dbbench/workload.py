@@ -142,6 +142,17 @@ class DbBenchWorkload(Workload):
     summary = ("ops",)
     #: a sweep's point has a benchmark and threads, a flash suite's a test (T1..T5)
     parameters = {"p_benchmark": "string", "p_threads": "Int64", "p_test": "string"}
+    pts_metrics = ("ops",)
+    point_rule = "fio's rule over db_bench's per-second series, per point"
+    interval_series = "db_bench's"
+
+    def unjudged_reason(self, settings: Mapping[str, Any]) -> str | None:
+        """The flash suite's tests do a fixed amount of work: too short for a criterion at a small scale."""
+        if settings.get("suite") != "flash":
+            return None
+        return ("the flash suite's tests do a fixed amount of work (T1-T3 load or overwrite a set number of keys, "
+                "T4-T5 read one), not a fixed duration, and at this scale most end within a few seconds: too few "
+                "per-second values for a window of fio's rule")
 
     # --- declaration -------------------------------------------------------------------------
     def settings_models(self) -> list[type]:

@@ -143,6 +143,15 @@ class FioWorkload(Workload):
     defaults = defaults_of(FioSettings)
     parameters = {"p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64", "p_iodepth": "Int64",
                   "p_numjobs": "Int64"}
+    pts_metrics = ("iops", "bw")
+    point_rule = "fio's own steadystate rule, per point"
+
+    def unpreconditioned_note(self, settings: Mapping[str, Any]) -> str | None:
+        """``settings.precondition``: fio lays out its data file before the first point."""
+        if not settings.get("precondition"):
+            return None
+        return ("fio's data file was written once, sequentially, before the first point, so that no read hits "
+                "unwritten blocks")
 
     # --- declaration -------------------------------------------------------------------------
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str

@@ -91,6 +91,9 @@ class OltpWorkload(Workload):
     matrix_model = OltpMatrix
     parameters = {"p_clients": "Int64"}
     defaults = defaults_of(OltpSettings)
+    pts_metrics = ("tps",)
+    point_rule = "fio's rule over pgbench's per-second series, per point"
+    interval_series = "pgbench's"
 
     # --- declaration -------------------------------------------------------------------------
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
