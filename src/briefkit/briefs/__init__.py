@@ -17,6 +17,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from briefkit.core.declared import declared as read_declaration
+
 #: the brief packages (folders of briefkit/briefs), each declaring ``BRIEF`` in its ``__init__``; in this
 #: order the nbval run gets their notebooks
 BRIEF_PACKAGES = ["fio_mix", "rocksdb_sweep", "rocksdb_suite", "oltp_ramp", "explore"]
@@ -37,19 +39,9 @@ class Brief:
         return f"notebooks/{self.name}.ipynb"
 
 
-def _declared(package: str) -> Brief:
-    module = importlib.import_module(f"{__name__}.{package}")
-    brief = getattr(module, "BRIEF", None)
-    if not isinstance(brief, Brief):
-        raise ImportError(f"{module.__file__}: a brief package declares BRIEF = briefkit.briefs.Brief(...)")
-    if brief.name != package:
-        raise ImportError(f"{module.__file__}: BRIEF.name {brief.name!r} is not the package's name {package!r}")
-    return brief
-
-
 def declared() -> list[Brief]:
     """Every brief package's declaration, in BRIEF_PACKAGES' order."""
-    return [_declared(package) for package in BRIEF_PACKAGES]
+    return [read_declaration(f"{__name__}.{package}", "BRIEF", Brief) for package in BRIEF_PACKAGES]
 
 
 def report_class(brief: Brief) -> type:

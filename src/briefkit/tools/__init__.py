@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from briefkit.core.declared import declared
 from briefkit.core.errors import CampaignError
 
 if TYPE_CHECKING:  # the registry itself stays light: `briefkit --help` lists the tools without pandas
@@ -47,13 +48,7 @@ class Tool:
 
 
 def _declared(package: str) -> Tool:
-    module = importlib.import_module(f"{__name__}.{package}")
-    tool = getattr(module, "TOOL", None)
-    if not isinstance(tool, Tool):
-        raise ImportError(f"{module.__file__}: a tool package declares TOOL = briefkit.tools.Tool(...)")
-    if tool.name != package:
-        raise ImportError(f"{module.__file__}: TOOL.name {tool.name!r} is not the package's name {package!r}")
-    return tool
+    return declared(f"{__name__}.{package}", "TOOL", Tool)
 
 
 def _loaded() -> tuple[dict[str, Tool], dict[str, str | type["Workload"]]]:
