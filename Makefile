@@ -145,10 +145,11 @@ endef
 # scratch notebook an analyst saves in notebooks/ is neither checked nor re-executed. Read from the
 # declarations by the interpreter the venv is made from (they import nothing but the standard library),
 # so the list is there before the venv; tests/test_notebook_set.py checks it covers params.yaml's briefs.
-NOTEBOOKS := $(shell PYTHONPATH=src $(PYTHON) -c 'from briefkit.briefs import notebooks; print(*notebooks())')
-ifeq ($(strip $(NOTEBOOKS)),)
-$(error src/briefkit/briefs: the brief packages' declarations could not be read (no notebook list for nbval))
-endif
+# Read when a target first uses it, then kept (a target that runs no notebook, such as params-layout, never
+# reads it).
+NOTEBOOKS = $(eval NOTEBOOKS := $$(or $$(shell PYTHONPATH=src $$(PYTHON) -c 'from briefkit.briefs import \
+  notebooks; print(*notebooks())'),$$(error src/briefkit/briefs: the brief packages' declarations could not \
+  be read (no notebook list for nbval))))$(NOTEBOOKS)
 
 # One notebook per worker at a time (--dist loadfile: a notebook's cells run in order in one kernel), one
 # worker per core, no more workers than notebooks: 37 s -> 20 s for the five on 2 cores.

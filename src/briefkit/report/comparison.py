@@ -9,12 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-
 from briefkit import processed
 from briefkit.briefs.shared import comparison as campaign_compare
-from briefkit.core import files
-from briefkit.report import render
+from briefkit.report import sectioned
 
 #: the sections, one hidden code cell each (``emit`` shows what each returns)
 SECTIONS = ("intro", "body", "appendix")
@@ -40,13 +37,7 @@ def notebook(brief: str, processed_dir: Path, a: str, b: str, mapping: dict[str,
 def sections_notebook(parameters: str, setup: str):
     """The parameters cell (hidden), the set-up cell that makes ``report`` and shows its intro, then one
     cell per further section (code hidden): the shape of every comparison notebook."""
-    cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters", "remove-cell"]}),
-             nbformat.v4.new_code_cell(setup, metadata={"tags": ["remove-input"]})]
-    cells += [nbformat.v4.new_code_cell(f"emit(report.{name}())", metadata={"tags": ["remove-input"]})
-              for name in SECTIONS[1:]]
-    node = nbformat.v4.new_notebook(cells=cells)
-    node.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    return node
+    return sectioned.notebook_of_source(parameters, setup, SECTIONS[1:])
 
 
 def build(base: Path, brief: str, a: str, b: str, mapping: dict[str, str] | None = None, metric: str | None = None,
@@ -54,21 +45,9 @@ def build(base: Path, brief: str, a: str, b: str, mapping: dict[str, str] | None
     """Compare, then write, run and render the comparison notebook; returns the comparison and the paths
     of its ipynb, html and pdf. The comparison is made here first, so that a wrong campaign, host,
     mapping or metric is reported as such rather than as a failed notebook."""
-    import papermill
-
     comparison = campaign_compare.compare(processed.load(brief, base / "data" / "processed"), a, b,
                                           mapping=mapping, metric=metric)
     processed_dir = (base / "data" / "processed").resolve()
-    folder = base / "reports" / "compare"
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {suffix: folder / f"{stem(brief, a, b)}.{suffix}" for suffix in ("ipynb", "html", "pdf")}
-    source = folder / f".{stem(brief, a, b)}.in.ipynb"
-    files.write_text(source, nbformat.writes(notebook(brief, processed_dir, a, b, dict(mapping or {}), metric)))
-    try:
-        with files.replacing(paths["ipynb"], keep_partial=True) as executed:   # never through a link
-            papermill.execute_notebook(str(source), str(executed), cwd=str(folder), progress_bar=not quiet,
-                                       kernel_name="python3")
-    finally:
-        source.unlink()
-    render.render(paths["ipynb"], paths["html"], paths["pdf"])
+    node = notebook(brief, processed_dir, a, b, dict(mapping or {}), metric)
+    paths = sectioned.execute_and_render(node, base / "reports" / "compare", stem(brief, a, b), quiet)
     return comparison, paths

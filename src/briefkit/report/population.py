@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-
 from briefkit import processed
 from briefkit.briefs.shared import population
-from briefkit.report import comparison, render
+from briefkit.report import comparison, sectioned
 
 
 def stem(brief: str, pop: population.Population, baseline_host: str | None = None) -> str:
@@ -44,24 +42,13 @@ def build(base: Path, brief: str, campaigns: list[str], *, hosts: bool = False, 
           quiet: bool = False) -> tuple[population.Population, dict[str, Path]]:
     """Compute the population view first (a wrong campaign, host or metric is reported as such), then write,
     run and render its notebook; returns it and the paths of the ipynb, html and pdf."""
-    import papermill
-
     processed_dir = (base / "data" / "processed").resolve()
     pop = population.build_population(processed.load(brief, processed_dir), campaigns, hosts=hosts,
                                       baseline_host=baseline_host, metric=metric, tolerance=tolerance, mapping=mapping)
-    folder = base / "reports" / "compare"
-    folder.mkdir(parents=True, exist_ok=True)
-    name = stem(brief, pop, baseline_host)
-    paths = {suffix: folder / f"{name}.{suffix}" for suffix in ("ipynb", "html", "pdf")}
-    source = folder / f".{name}.in.ipynb"
     parameters = {"brief": brief, "processed_dir": str(processed_dir), "campaigns": list(campaigns), "hosts": hosts,
                   "baseline_host": baseline_host, "metric": pop.metric, "tolerance": tolerance,
                   "mapping": dict(mapping or {})}
-    nbformat.write(notebook(parameters), source)
-    try:
-        papermill.execute_notebook(str(source), str(paths["ipynb"]), cwd=str(folder), progress_bar=not quiet,
-                                   kernel_name="python3")
-    finally:
-        source.unlink()
-    render.render(paths["ipynb"], paths["html"], paths["pdf"])
+    # written as the two-campaign report is: new files renamed over the targets, never through a link
+    paths = sectioned.execute_and_render(notebook(parameters), base / "reports" / "compare",
+                                         stem(brief, pop, baseline_host), quiet)
     return pop, paths

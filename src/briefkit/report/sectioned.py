@@ -16,8 +16,12 @@ from briefkit.report import render
 def notebook(parameters: Mapping[str, object], setup: str, sections: Sequence[str]):
     """The notebook: ``parameters`` as assignments (repr), ``setup`` (which emits the first section), then
     ``emit(report.<section>())`` for each further section."""
-    cells = [nbformat.v4.new_code_cell("\n".join(f"{k} = {v!r}" for k, v in parameters.items()),
-                                       metadata={"tags": ["parameters", "remove-cell"]}),
+    return notebook_of_source("\n".join(f"{k} = {v!r}" for k, v in parameters.items()), setup, sections)
+
+
+def notebook_of_source(parameters: str, setup: str, sections: Sequence[str]):
+    """``notebook`` with the parameters cell's source as it is."""
+    cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters", "remove-cell"]}),
              nbformat.v4.new_code_cell(setup, metadata={"tags": ["remove-input"]})]
     cells += [nbformat.v4.new_code_cell(f"emit(report.{name}())", metadata={"tags": ["remove-input"]})
               for name in sections]
