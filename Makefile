@@ -112,8 +112,9 @@ lint:
 # at a load of 5. `make test TEST_WORKERS=2` on a machine busy with other work.
 # Fixtures are per worker: ports come from the kernel (free_port), folders from tmp_path, so workers never
 # meet. nbval is not loaded here (slow to import; only test-notebooks uses it).
-TEST_WORKERS ?= $(shell echo $$((2 * $$(nproc 2>/dev/null || echo 1))))
-PYTEST_PARALLEL := pytest -n $(TEST_WORKERS) --dist loadgroup -p no:nbval
+TEST_WORKERS ?= $(shell echo $$((3 * $$(nproc 2>/dev/null || echo 1))))
+# --durations: the 25 slowest tests close every run's log, the first place to look when the suite grows
+PYTEST_PARALLEL := pytest -n $(TEST_WORKERS) --dist loadgroup -p no:nbval --durations=25
 
 test-unit:
 	$(PYTEST_PARALLEL) tests
