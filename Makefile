@@ -109,10 +109,11 @@ lint:
 # (tests/conftest.py marks them). Two workers per core: with one per core the 2-core machine sat idle 45 %
 # of the run, since the real-tool tests mostly wait on fio, sshd or PostgreSQL (15 min 6 s with 2 workers,
 # 11 min 52 s with 4, CPU used 55 % -> 70 %); the tests that interrupt a tool at a chosen moment passed
-# at a load of 5. `make test TEST_WORKERS=2` on a machine busy with other work.
+# at a load of 5. `make test TEST_WORKERS=2` on a machine busy with other work. Three per core were no
+# faster on fresh clones of the same commit (pytest 8 min 34 s against 8 min 40 s, one run each).
 # Fixtures are per worker: ports come from the kernel (free_port), folders from tmp_path, so workers never
 # meet. nbval is not loaded here (slow to import; only test-notebooks uses it).
-TEST_WORKERS ?= $(shell echo $$((3 * $$(nproc 2>/dev/null || echo 1))))
+TEST_WORKERS ?= $(shell echo $$((2 * $$(nproc 2>/dev/null || echo 1))))
 # --durations: the 25 slowest tests close every run's log, the first place to look when the suite grows
 PYTEST_PARALLEL := pytest -n $(TEST_WORKERS) --dist loadgroup -p no:nbval --durations=25
 
