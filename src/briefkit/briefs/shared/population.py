@@ -302,10 +302,15 @@ def summary_text(pop: Population) -> str:
             f"worst {worst['member']} {_overall_words(worst)}, {_tally_words(worst)}.")
 
 
-def _overall_words(row: dict) -> str:
+def _overall_words(row: dict, compact: bool = False) -> str:
+    """The overall ratio in words; ``compact`` for a table cell ("1.20x (1.19-1.20x)"), which the long form
+    wrapped over four lines in the tally table's last column."""
     if pd.isna(row["overall"]) or row["points"] <= 1:     # one point: its ratio and Fieller interval
         return _ratio_words(row["overall"], row["overall_low"], row["overall_high"])
-    return f"{fmt(row['overall'], 2)}x (points {fmt(row['overall_low'], 2)}x to {fmt(row['overall_high'], 2)}x)"
+    low, high = fmt(row["overall_low"], 2), fmt(row["overall_high"], 2)
+    if compact:
+        return f"{fmt(row['overall'], 2)}x ({low}-{high}x)"
+    return f"{fmt(row['overall'], 2)}x (points {low}x to {high}x)"
 
 
 def tally_table(pop: Population) -> pd.DataFrame:
@@ -320,7 +325,7 @@ def tally_table(pop: Population) -> pd.DataFrame:
         entry = {who: member + (" (outlier)" if member in outliers else ""), "Shared points": int(row["points"]),
                  "Gains": int(row[GAIN]), "Equal": int(row[EQUAL]), "Unclear": int(row[UNCLEAR]),
                  "Losses": int(row[LOSS]), "Not tested": int(row[NOT_TESTED]),
-                 "Overall": _overall_words(row)}
+                 "Overall (point range)": _overall_words(row, compact=True)}
         rows.append(entry)
     return pd.DataFrame(rows)
 
