@@ -324,8 +324,11 @@ def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str,
     if wanted and workload_of(tool).name not in wanted:
         raise FileRefused(f"{path}: brief {brief} shows {', '.join(wanted)} campaigns; {tool} output (workload "
                           f"{workload_of(tool).name}) does not belong in it", import_plan.OTHER_TOOL)
+    # how the parser reads the file's parts: whole, or run by run (a file of several runs appended)
+    readings = getattr(importers[tool], "readings", None)
     try:
-        tools.parse(tool, path)      # the parser's own checks: a truncated or failed run is refused here
+        for reading in readings(path) if readings else [{}]:
+            tools.parse(tool, path, **reading)   # the parser's own checks: a truncated or failed run is refused here
     except BriefkitError as exc:     # its hints name `briefkit ingest` options: say so
         raise FileRefused(_INGEST_OPTION.sub(r"`briefkit ingest \1`", str(exc)), import_plan.UNREADABLE) from None
     parts = importers[tool].read(path)
@@ -334,12 +337,17 @@ def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str,
     return [_found(path, relative, tool, part, given, default_config, digest) for part in parts]
 
 
+def _part_label(part: Mapping[str, Any]) -> str:
+    """How a part of a file is named in messages: its workload (a job, a benchmark) or ``run 2``."""
+    return str(part.get("workload") or ", ".join(f"{key} {value}" for key, value in part.items()))
+
+
 def _found(path: Path, relative: str, tool: str, found: Mapping[str, Any], given: Mapping[str, Any],
            default_config: str, digest: str) -> Found:
     """One point's worth of a file: its values checked against the mapping file and the workload's axes."""
     values = dict(found["values"])
     part = found.get("part")
-    shown = f"{relative} [{part['workload']}]" if part else relative
+    shown = f"{relative} [{_part_label(part)}]" if part else relative
     for axis, value in given["matrix"].items():
         if axis in values and str(values[axis]) != str(value):
             raise CampaignError(f"{path}: the mapping file gives {axis} {value!r}, the file states {values[axis]!r}")
