@@ -18,9 +18,9 @@ def checkout(tmp_path, monkeypatch):
     return small_checkout(tmp_path, monkeypatch)
 
 
-def fio(out: Path, *extra: str) -> Path:
+def fio(out: Path, *extra: str, engine: str | None = "psync") -> Path:
     subprocess.run(["fio", "--name=mix70", f"--filename={out.parent / 'data'}", "--size=1M", "--rw=randrw",
-                    "--rwmixread=70", "--bs=4k", "--iodepth=1", "--ioengine=psync", *extra,
+                    "--rwmixread=70", "--bs=4k", "--iodepth=1", *([f"--ioengine={engine}"] if engine else []), *extra,
                     "--output-format=json+", f"--output={out}"], check=True, capture_output=True, timeout=60)
     return out
 
@@ -39,3 +39,17 @@ def test_rates_equal_as_fio_reads_them_share_a_group_and_an_unthrottled_run_does
     # without --dry-run the two groups are named at once, and split by the setting that differs
     code, _ = run("import", BRIEF, "lab", folder)
     assert code == 2 and "--split-by options" in capsys.readouterr().err
+
+
+def test_an_engine_not_printed_is_fios_default_for_its_version(checkout, capsys):
+    version = subprocess.run(["fio", "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    assert tuple(map(int, version.removeprefix("fio-").split(".")[:2])) >= (2, 10)    # psync by default since 2.10
+    folder = checkout / "incoming" / "lab"
+    folder.mkdir()
+    fio(folder / "named.json", engine="psync")
+    fio(folder / "default.json", engine=None)        # fio prints no ioengine: it used its default, psync
+    fio(folder / "other.json", engine="sync")
+    code, out = run("import", BRIEF, "lab", folder, "--dry-run")
+    assert code == 1, capsys.readouterr().err
+    assert "2 files share settings A" in out and "1 file has B" in out, out
+    assert "other.json" in out[out.index("1 file has B"):].splitlines()[0] or "ioengine sync" in out, out

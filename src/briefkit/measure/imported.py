@@ -374,8 +374,11 @@ def _found(path: Path, relative: str, tool: str, workload, found: Mapping[str, A
         raise CampaignError(f"{path}: {', '.join(unknown)} is not an axis of the {workload.name} workload "
                             f"(axes: {', '.join(workload.axes)})")
     normalise = getattr(tools.importers()[tool], "same_settings", None)   # equal as the tool reads them
+    # a setting the file leaves unset is compared as the tool's default for it (fio's engine), if known
+    defaults = {k: v for k, v in (found.get("defaults") or {}).items() if v is not None}
+    compared = {**found["settings"], **{k: v for k, v in defaults.items() if found["settings"].get(k) is None}}
     return Found(path=path, relative=shown, sha256=digest, tool=tool,
-                 same=normalise(found["settings"]) if normalise else dict(found["settings"]),
+                 same=normalise(compared) if normalise else compared,
                  values={axis: values[axis] for axis in workload.axes}, settings=found["settings"],
                  stated=found["stated"], config=given.get("config") or found.get("config") or default_config,
                  workload=workload.name,

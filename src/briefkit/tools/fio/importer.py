@@ -48,6 +48,16 @@ def refusal(head: str) -> str | None:
     return None
 
 
+def default_ioengine(version: str | None) -> str | None:
+    """The engine fio uses when a job names none, on Linux: ``sync`` up to fio 2.9, ``psync`` from fio 2.10
+    (fio commit df96a39e, "Change default IO engine from sync to psync", May 2016); None when the version
+    is not known."""
+    found = re.match(r"^(?:fio-)?(\d+)\.(\d+)", str(version or ""))
+    if not found:
+        return None
+    return "psync" if (int(found[1]), int(found[2])) >= (2, 10) else "sync"
+
+
 def fio_bytes(text: str, kb_base: int = 1024) -> int:
     match = _FIO_SIZE.match(str(text).strip())
     if not match:
@@ -134,7 +144,9 @@ def read(path: Path) -> list[dict[str, Any]]:
         hosts = sorted(h for h in rows["host"] if isinstance(h, str) and h != jsonplus.ALL_CLIENTS)
         if hosts:
             stated["hosts"] = hosts
-        parts.append({"values": values, "settings": settings, "stated": stated,
+        # what fio used where the file prints nothing, to compare files by (never recorded as stated)
+        defaults = {"ioengine": default_ioengine(doc.get("fio version"))}
+        parts.append({"values": values, "settings": settings, "stated": stated, "defaults": defaults,
                       "host": ", ".join(hosts) if hosts else None,
                       "part": {"workload": str(label)} if len(labels) > 1 else None,
                       "tool_version": str(doc.get("fio version") or "").removeprefix("fio-") or None,
