@@ -33,6 +33,7 @@ from briefkit.core.times import iso
 from briefkit.hosts import Host
 from briefkit.hosts.fetched import FetchError
 from briefkit.hosts.job import Job
+from briefkit.measure import startgate
 from briefkit.measure import steady_verdict as steady
 from briefkit.measure.declaration import Campaign, growth
 from briefkit.measure.diagnose import explain, failure_text
@@ -346,6 +347,7 @@ def run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifes
                    progress=lambda text: progress(f"  {point.describe()}{text.strip() and ': ' + text.strip()}"))
     recorder = (power.PowerRecorder(source, attempt.local_dir / "power.csv")
                 if source.polled and source.kind != "none" else None)
+    synchronized = startgate.wait_to_start()    # a fleet's hosts start each point together
     t0 = time.time()
     try:
         if recorder:
@@ -355,6 +357,9 @@ def run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifes
         finally:
             if recorder:
                 recorder.stop()
+            if synchronized is not None:
+                startgate.launched(synchronized, run.jobs[0].started_at if run.jobs else t0)
+                attempt.record["synchronized_start"] = synchronized
     except BaseException as exc:
         error = explain(exc, camp, host, prepared)
         record_failure_of_point(camp, host, attempt, run, t0, time.time(), manifest, error)
