@@ -329,6 +329,11 @@ def _ingest_series(module, args) -> int:
 
 
 def _measure(args) -> int:
+    from briefkit.core import deferred
+
+    # the executor's modules import pandas for the samples a stop rule or adaptive repetitions judge:
+    # a campaign that judges none never loads it (0.4 CPU-s of each `briefkit measure`)
+    deferred.defer("pandas")
     from briefkit.config import project
     from briefkit.measure import campaign
 

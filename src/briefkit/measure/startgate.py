@@ -1,8 +1,9 @@
 """A synchronized start per point across a fleet's hosts in flight (briefkit.measure.fleet).
 
-Each host's thread, about to start a point's job, waits at the gate (``wait_to_start``); once every
-host in flight is waiting (or has left: finished, failed, stopped), the gate names one start time a
-little ahead (LEAD_S) and each host starts its job at that time. How late each host's launch went
+Each host's thread, about to start a point's first job (its job file already written: PointRun's
+``before_first_job``), waits at the gate (``wait_to_start``); once every host in flight is waiting
+(or has left: finished, failed, stopped), the gate names one start time a little ahead (LEAD_S)
+and each host starts its job at that time. How late each host's launch went
 out is kept in its point.json (``synchronized_start``), and the spread of those delays is the
 point's start skew across the fleet. A host still setting up or fetching holds the others back:
 that is the price of starting together, and the reason a point's hosts start within milliseconds

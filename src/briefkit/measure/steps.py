@@ -344,10 +344,10 @@ def run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifes
     check_stop()
     attempt = start_attempt(camp, host, point, manifest, progress)
     run = PointRun(host, point, prepared, camp.settings, attempt.remote_dir, state,
-                   progress=lambda text: progress(f"  {point.describe()}{text.strip() and ': ' + text.strip()}"))
+                   progress=lambda text: progress(f"  {point.describe()}{text.strip() and ': ' + text.strip()}"),
+                   before_first_job=lambda: _start_together(attempt))
     recorder = (power.PowerRecorder(source, attempt.local_dir / "power.csv")
                 if source.polled and source.kind != "none" else None)
-    synchronized = startgate.wait_to_start()    # a fleet's hosts start each point together
     t0 = time.time()
     try:
         if recorder:
@@ -357,14 +357,19 @@ def run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifes
         finally:
             if recorder:
                 recorder.stop()
-            if synchronized is not None:
-                startgate.launched(synchronized, run.jobs[0].started_at if run.jobs else t0)
-                attempt.record["synchronized_start"] = synchronized
     except BaseException as exc:
         error = explain(exc, camp, host, prepared)
         record_failure_of_point(camp, host, attempt, run, t0, time.time(), manifest, error)
         raise PointFailed(error, exc, config=point.config, point=point, recorded=True) from exc
     return record_point(camp, host, attempt, run, t0, time.time(), manifest)
+
+
+def _start_together(attempt: Attempt) -> None:
+    """In a fleet, wait for the hosts in flight and start at their common time (point.json keeps it)."""
+    synchronized = startgate.wait_to_start()
+    if synchronized is not None:
+        startgate.launched(synchronized, time.time())
+        attempt.record["synchronized_start"] = synchronized
 
 
 def start_attempt(camp: Campaign, host: Host, point: Point, manifest: Manifest, progress: Progress) -> Attempt:
