@@ -29,23 +29,21 @@ of every thread (only samples of threads the kernel shows running count: a CPU p
 profile) and prints the functions with most samples. The logins skip ~/.bashrc (SHLVL=1), as in
 controller_cpu.py.
 
-Measured on the shared 2-core development machine (load average 6.5 at the start, 15 at the end:
-other work ran beside it, and the N sshd, login shells and fio share the two cores), 2 points per
-host, median of 3 runs:
+Measured on the shared 2-core development machine with ``fanout`` 32, one run per size (load average
+17-29: other work ran beside it, and the sshd, login shells and fio share the two cores), 2 points per
+host:
 
-    hosts  wall s  CPU s  sys s  CPU/host ms  peak RSS+ MiB  MiB/host  threads  fds
-        2    5.09   0.52   0.10          259            9.0      4.49       14   10
-        4    7.28   1.07   0.16          268           10.1      2.54       19   13
-        8   10.19   2.06   0.29          258           11.7      1.46       24   18
-       16   18.25   3.96   0.66          248           14.8      0.93       33   26
-       32   28.74   6.87   1.09          215           19.6      0.61       50   44
-    CPU s:          slope 0.211 per host, intercept 0.28, R^2 0.994
-    peak RSS+ MiB:  slope 0.349 per host, intercept 8.71, R^2 0.992
-    peak threads:   slope 1.156 per host, intercept 13.67, R^2 0.992 (N + at most 16: one thread
-                    per host, plus 8 shared inventory probes, asyncio's resolver pool, the SSH loop)
-    wall s:         slope 0.790 per host (the shared cores; real hosts do not share them)
+    hosts  wall s  CPU s  CPU/host ms  peak RSS+ MiB  threads  fds  s/round  skew ms (max)
+        8    8.84   0.73           91            5.9       23   18     4.42      8.7 (17)
+       32   31.07   2.77           87           11.0       50   52    15.54      4.3 (5)
+      128  160.86  10.93           85           14.4       50   53    20.11     18.6 (166)
+      256  183.57  17.80           70           15.8       50   52    11.47      3.3 (196)
 
-CPU per host stays flat (about 105 ms per point, set-up included) and does not grow with N. Before
+Threads and memory stop growing at the window (32 host threads + 8 shared inventory probes + the SSH
+loop and asyncio's resolver); CPU stays linear. Before ``fanout`` (all hosts at once), the same
+benchmark at 2-32 hosts gave threads N + at most 16 and 0.35 MiB per host.
+
+CPU per host stays flat (35-45 ms per point, set-up included) and does not grow with N. Before
 this benchmark, 32 hosts showed three faults: 1-4 of 32 hosts failed at random (a job's end between
 the SFTP open and read of /proc/PID/stat gave an SFTP "Failure" no caller expected; now an OSError
 the job wait handles), 115 threads (each inventory collection started a pool of up to 6 threads;

@@ -24,6 +24,12 @@ that before and after alternate in one run under the same load. Every briefkit a
 BRIEFKIT_RUNNING_DIR (another campaign running on this shared machine does not refuse it) and writes its
 bytecode cache (PYTHONDONTWRITEBYTECODE unset, as the Makefile does).
 
+CPU: the wall time of an arm grows with the machine's load by its CPU time (a loaded 2-core machine gives
+each process a share of a core), so each arm's CPU (user+sys of its whole process tree, fio included:
+this process is the subreaper of the detached job wrappers, and reaps them) is measured too, and its
+overhead beyond bare fio computed the same way: a figure the load does not inflate. Local arms only (over
+SSH the target's processes are sshd's).
+
 Overhead beyond bare fio, per run and size: arm's wall - bare's wall (same run). Per point:
 (overhead at the largest size - at the smallest) / (difference in points); per campaign: the
 overhead at the smallest size - its points x per point. Printed: medians over runs, the ratio
@@ -32,7 +38,9 @@ briefkit / bench-fio, and the wall time per point beyond fio's 1 s runtime, with
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -123,13 +131,32 @@ class Arms:
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
+#: CPU seconds of the last timed arm (its process tree)
+CPU: list[float] = []
+
+
 def timed(argv: list[str], cwd: Path, env: dict | None = None) -> float:
+    reap()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env or ENV)
     wall = time.perf_counter() - started
+    reap()      # the detached job wrappers (and their fio), adopted by this subreaper, ended with the arm
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{argv[0]} failed ({done.returncode}) in {cwd}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return wall
+
+
+def reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def main() -> None:
@@ -151,6 +178,8 @@ def main() -> None:
             briefkit_arms[name] = (where == "ssh", str(Path(source).resolve()) if source else None)
     names = ["bare", "bench-fio", *briefkit_arms]
     walls: dict[tuple[str, int], list[float]] = {(a, n): [] for a in names for n in sizes}
+    cpus: dict[tuple[str, int], list[float]] = {(a, n): [] for a in names for n in sizes}
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)    # PR_SET_CHILD_SUBREAPER: orphaned job wrappers come here
     loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="briefkit-vs-benchfio-", dir="/var/tmp") as tmp:
         tmp = Path(tmp)
@@ -167,6 +196,7 @@ def main() -> None:
                     order = names[run % len(names):] + names[:run % len(names)]
                     for arm in order:
                         walls[(arm, n)].append(run_arm[arm](n))
+                        cpus[(arm, n)].append(CPU[-1])
                     loads.append(os.getloadavg()[0])
                     print(f"run {run + 1}, {n} points: " + ", ".join(f"{a} {walls[(a, n)][-1]:.2f} s" for a in names)
                           + f"; load {loads[-1]:.1f}", flush=True)
@@ -176,13 +206,16 @@ def main() -> None:
         finally:
             if server:
                 server.stop()
-    report(walls, names, sizes, args.runs, loads)
-
-
-def report(walls: dict, names: list[str], sizes: list[int], runs: int, loads: list[float]) -> None:
-    low, high = sizes[0], sizes[-1]
-    print(f"\nmedians of {runs} alternated runs; load average (1 min) during the runs: median "
+    print(f"\nmedians of {args.runs} alternated runs; load average (1 min) during the runs: median "
           f"{statistics.median(loads):.1f}, range {min(loads):.1f}-{max(loads):.1f}")
+    print("\nwall time")
+    report(walls, names, sizes)
+    print("\nCPU time of the arm's processes (local arms: fio included, so beyond bare is the harness's own)")
+    report(cpus, [n for n in names if "ssh" not in n], sizes, per_point_beyond=False)
+
+
+def report(walls: dict, names: list[str], sizes: list[int], per_point_beyond: bool = True) -> None:
+    low, high = sizes[0], sizes[-1]
     print(f"{'arm':>20} " + " ".join(f"{f'{n} pts ms/pt':>13}" for n in sizes)
           + f" {'+ms/point':>10} {'+s/campaign':>12}")
     figures = {}
@@ -191,7 +224,8 @@ def report(walls: dict, names: list[str], sizes: list[int], runs: int, loads: li
         per_point = statistics.median([(h - lo) / (high - low) for h, lo in zip(over[high], over[low])])
         per_campaign = statistics.median([lo - low * per_point for lo in over[low]])
         figures[arm] = (per_point, per_campaign)
-        beyond = " ".join(f"{1000 * (statistics.median(walls[(arm, n)]) / n - 1):13.0f}" for n in sizes)
+        beyond = " ".join(f"{1000 * (statistics.median(walls[(arm, n)]) / n - per_point_beyond):13.0f}"
+                          for n in sizes)
         print(f"{arm:>20} {beyond} {1000 * per_point:10.1f} {per_campaign:12.3f}")
     peer = figures["bench-fio"]
     for arm in names[2:]:
