@@ -85,6 +85,9 @@ def test_the_same_host_twice_and_fleet_keys_without_a_fleet_are_refused():
     alone = {**base, "fanout": 2}
     with pytest.raises(ParamsError, match=r"fanout: only for a fleet campaign"):
         validate_params({"briefs": {"b": {"notebook": "nb", "campaigns": {"c": alone}}}})
+    renamed = {**base, "hosts": ["ssh://a", "ssh://b"], "max_parallel_hosts": 2}
+    with pytest.raises(ParamsError, match=r"campaigns\.c.*max_parallel_hosts: renamed fanout"):
+        validate_params({"briefs": {"b": {"notebook": "nb", "campaigns": {"c": renamed}}}})
     port = {**base, "hosts": ["ssh://a", "ssh://b"], "fio_server": True, "fio_server_port": 22}
     with pytest.raises(ParamsError, match=r"fio_server_port.*greater than or equal to 8765"):
         validate_params({"briefs": {"b": {"notebook": "nb", "campaigns": {"c": port}}}})
