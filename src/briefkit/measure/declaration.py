@@ -59,7 +59,8 @@ class Campaign:
     raw_dir: Path
     #: a fleet campaign's hosts by folder name (briefkit.config.params.host_slug); None: one host
     hosts: dict[str, Any] | None = None
-    max_parallel_hosts: int | None = None
+    fanout: int = 32                    # a fleet's hosts in flight at once (briefkit.measure.fleet)
+    stop_on_host_failure: bool = False
     fio_server: bool = False
     fio_server_port: int = 0
     precondition: Precondition | None = None
@@ -134,7 +135,8 @@ def load(slug: str, name: str, base: Path | None = None) -> Campaign:
     return Campaign(slug, name, workload, model.host, model.workdir, model.repetitions, power, configs,
                     {k: dict(v) for k, v in spec["configs"].items()},
                     {k: str(model.labels.get(k, k)) for k in configs}, matrix, settings,
-                    raw_dir, hosts=hosts, max_parallel_hosts=model.max_parallel_hosts,
+                    raw_dir, hosts=hosts, fanout=model.fanout,
+                    stop_on_host_failure=model.stop_on_host_failure,
                     fio_server=model.fio_server, fio_server_port=model.fio_server_port,
                     precondition=model.precondition, steady_rule=model.steady_state,
                     reads=project.read_rule(base, raw_dir))
