@@ -1,29 +1,8 @@
-"""The ``briefkit`` command line.
+"""The ``briefkit`` command line: one sub-command per step of a brief (measure, dataset, execute, render),
+and the commands an analyst runs over the results (compare, query, history, check, ingest, import).
 
-    briefkit list                     briefs declared in params.yaml
-    briefkit dataset BRIEF            data/processed/BRIEF/ (samples, percentiles, brief and campaign records)
-    briefkit execute BRIEF            run the brief's notebook with papermill -> reports/BRIEF.ipynb
-    briefkit render BRIEF             reports/BRIEF.ipynb -> reports/BRIEF.html and .pdf
-    briefkit build BRIEF              dataset, execute and render in one go (what dvc repro does)
-    briefkit check BRIEF              the reproduction check of a published brief, as CSV
-    briefkit compare BRIEF A B        campaign A against campaign B, point by point -> reports/compare/
-    briefkit compare BRIEF A1 A2 B    each campaign against the last, tallied (--hosts: a fleet's hosts)
-    briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout (--series: over time)
-    briefkit import BRIEF CAMPAIGN FILE_OR_FOLDER...   outside fio/db_bench/pgbench results as a campaign
-    briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
-    briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
-    briefkit status BRIEF             points done, skipped, failed and left per campaign
-    briefkit query "SELECT ..."       SQL over the results store data/results/ (every brief), a table or --csv
-    briefkit history BRIEF            change points of a metric over the brief's campaigns -> reports/history/
-    briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
-    briefkit dvc-lock                 dvc.lock checked; put back from its last whole copy if a Ctrl-C cut it
-
-Without an activated venv, run it as .venv/bin/briefkit (after `make setup`).
-
-Each command imports the layers it uses inside its own function: `briefkit --help` and `briefkit ingest
-fio` of a small file load neither pandas, numpy nor PyYAML (fio's samples are written as CSV by the
-standard library, the same bytes): about 0.11 s and 0.16 s of CPU and 14 and 18 MiB at peak, where
-ingest took 1.0 s and 118 MiB with pandas (benchmarks/ingest_speed.py --only cli).
+Each command imports the layers it uses inside its own function, so that ``briefkit --help`` and
+``briefkit ingest fio`` of a small file load neither pandas, numpy nor PyYAML (docs/performance.md).
 """
 from __future__ import annotations
 
@@ -706,14 +685,18 @@ HELP: dict[str, tuple[str, str, str]] = {
                "briefkit import oltp-9300 lab-pg incoming/pgbench-c16.stdout incoming/pgbench-c32.stdout"),
 }
 
+_DESCRIPTION = """Reproducible storage benchmark briefs: measure a brief's campaigns, build its dataset, run
+its notebook, render it as HTML and PDF; compare, query and follow campaigns over time.
+`dvc repro` runs the steps of every brief; these commands run one step, or look at results."""
+
 _EPILOG = """examples:
   .venv/bin/briefkit list                        # without activating the venv
   briefkit measure fio-6600ion --campaign mine --dry-run
-  briefkit measure fio-6600ion --campaign mine --host ssh://root@192.0.2.10:22
+  briefkit compare fio-6600ion mine local
   dvc repro                                      # every brief -> reports/
 
-`briefkit COMMAND --help` describes each command. Measuring your own host: README.md,
-"Measure your own host"."""
+`briefkit COMMAND --help` describes each command, with examples. Guides: README.md and docs/
+(measuring your own host: docs/own-host.md)."""
 
 
 def _command(sub, name: str, func, **extra) -> argparse.ArgumentParser:
@@ -727,7 +710,7 @@ def _command(sub, name: str, func, **extra) -> argparse.ArgumentParser:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="briefkit", description=__doc__, epilog=_EPILOG,
+    top = argparse.ArgumentParser(prog="briefkit", description=_DESCRIPTION, epilog=_EPILOG,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     listing = _command(sub, "list", _list)
