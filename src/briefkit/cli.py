@@ -90,7 +90,7 @@ def _build(args) -> int:
 
 def _compare(args) -> int:
     """Campaign A against campaign B, point by point (briefkit.report.comparison): the summary on stdout,
-    reports/compare/BRIEF--A--B.{html,pdf}."""
+    reports/compare/BRIEF--A--B--METRIC.{html,pdf}."""
     from briefkit.config import project
     from briefkit.report import comparison as compare
 
@@ -595,7 +595,7 @@ HELP: dict[str, tuple[str, str, str]] = {
                 "histograms merged, with a bootstrap interval of the ratio (over repetitions; with one repetition "
                 "over the run's I/Os, labelled \"within one run\" and not tested). Points only one side has are "
                 "listed. Prints a one-sentence summary and writes "
-                "reports/compare/BRIEF--A--B.html and .pdf (needs `briefkit dataset BRIEF` first). A side may be "
+                "reports/compare/BRIEF--A--B--METRIC.html and .pdf (needs `briefkit dataset BRIEF` first). A side may be "
                 "one host of a fleet campaign, CAMPAIGN/HOST (the host as the samples record it).\n\n"
                 "Three campaigns or more, A1 A2 ... BASELINE: each against the last one named, the same way, with a "
                 "tally per campaign at --tolerance (default 5 %): gains and losses (the ratio's interval wholly "

@@ -338,6 +338,26 @@ def summary_text(comp: Comparison) -> str:
     return text + _not_comparable_text(table)
 
 
+def nothing_shared(comp: Comparison) -> str | None:
+    """Why ``briefkit compare`` has nothing to report, with what to try next; None when a point is shared.
+    Configurations of other names are paired in the order each side lists them, as a ``--map`` to try."""
+    if not comp.shared.empty:
+        return None
+    table = comp.table
+    only_a = list(dict.fromkeys(table.loc[table["present"] == ONLY_A, "config_a"].dropna()))
+    only_b = list(dict.fromkeys(table.loc[table["present"] == ONLY_B, "config_b"].dropna()))
+    paired = set(table.loc[table["config_a"].notna() & table["config_b"].notna(), "config_a"])
+    unpaired_a, unpaired_b = [c for c in only_a if c not in paired], [c for c in only_b if c not in set(comp.mapping.values())]
+    if unpaired_a and unpaired_b:
+        tries = " ".join(f"--map {a}={b}" if " " not in f"{a}{b}" else f"--map '{a}={b}'"
+                         for a, b in zip(unpaired_a, unpaired_b))
+        hint = (f"their configurations differ ({comp.a.name}: {', '.join(unpaired_a)}; {comp.b.name}: "
+                f"{', '.join(unpaired_b)}): pair them, e.g. {tries}")
+    else:
+        hint = "the paired configurations share no workload and load: compare campaigns of the same matrix"
+    return f"{summary_text(comp)} Nothing written: {hint}."
+
+
 def _not_comparable_text(table: pd.DataFrame, shown: int = 5) -> str:
     """" 1 point not comparable: mine's total_bw is 0 in all 2 repetitions at workload ..., numjobs 2." """
     verdicts = list(table.loc[table["present"] == NOT_COMPARABLE, "verdict"])
