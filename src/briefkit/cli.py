@@ -318,7 +318,8 @@ def _measure(args) -> int:
         raise SystemExit(f"brief {args.brief!r} declares no campaigns in params.yaml (see README, "
                          f"\"Measure your own host\")")
     if args.dry_run:
-        return _dry_run(args.brief, names, base)
+        _check_host_option(args.host)
+        return _dry_run(args.brief, names, base, host=args.host)
     # SIGTERM (a CI timeout, kill) and SIGHUP (the terminal or SSH session closed) go the same way as
     # Ctrl-C: the running job is stopped on the host, the point's failure recorded, the registry entry removed
     with stop_on_signals():
@@ -378,15 +379,20 @@ def _measure_host(args, campaign, name: str, base: Path):
     return host
 
 
-def _dry_run(slug: str, names: list[str], base: Path) -> int:
+def _dry_run(slug: str, names: list[str], base: Path, host: str | None = None) -> int:
     """The plan, one point per line (campaign TAB point), then per campaign the points already done
-    and the estimated duration of the rest (the workload's own estimate per point)."""
+    and the estimated duration of the rest (the workload's own estimate per point). ``host`` (--host) is
+    judged as the real run judges it, without connecting."""
+    import dataclasses
+
     from briefkit.measure import campaign
     from briefkit.raw.manifest import FINAL, Manifest
 
     summary, total, unknown, refusals = [], 0.0, False, []
     for name in names:
         camp = campaign.load(slug, name, base)
+        if host and camp.hosts is None:
+            camp = dataclasses.replace(camp, host=host)
         refusals += [f"# {slug}/{name}: a run would be refused: {why}" for why in _refusals(camp)]
         # a fleet runs the plan on every host (each its own raw folder); fio client/server runs it once
         members = {"": camp.raw_dir} if camp.hosts is None or camp.fio_server else \
