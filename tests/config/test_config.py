@@ -129,6 +129,16 @@ def test_params_errors_name_file_and_key(data, words):
     assert words in str(err.value)
 
 
+def test_an_unknown_key_gets_the_key_meant_at_any_depth():
+    camp = {"workload": "fio", "configs": {"d": {"kind": "dir", "path": "/x"}}, "repetition": 2}
+    with pytest.raises(ParamsError) as err:
+        validate_params({"briefs": {"a": {"notebook": "x", "campaigns": {"c": camp}}}}, "p.yaml")
+    assert str(err.value).startswith("p.yaml: briefs.a.campaigns.c.repetition: unknown key; did you mean "
+                                     "'repetitions'? (known: workload, host, hosts,")
+    with pytest.raises(ParamsError, match=r"briefs.a.notebok: unknown key; did you mean 'notebook'\?"):
+        validate_params({"briefs": {"a": {"notebook": "x", "notebok": "y"}}}, "p.yaml")
+
+
 def test_compare_names_two_campaigns_or_hosts_of_one():
     for pair in (["mine", "local"], ["fleet/root@10.0.0.5:22", "fleet/root@10.0.0.6:22"]):
         assert validate_params({"briefs": {"a": {"notebook": "x", "compare": pair}}}).briefs["a"].compare == pair
