@@ -198,3 +198,16 @@ def test_list_measured_names_the_measuring_stages_and_nothing_when_none_is_decla
     monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
     assert cli.main(["list", "--measured"]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_status_shows_a_campaign_whose_every_attempt_failed(project_root, capsys):
+    """A first run that never reached its host writes no campaign record: status listed nothing for it."""
+    from briefkit.hosts.sshd import free_port
+
+    declare(project_root, {"quick": {**fio_campaign(project_root), "host": f"ssh://root@127.0.0.1:{free_port()}"}})
+    assert cli.main(["measure", "mine"]) == 2        # connection refused: nothing listens on that port
+    capsys.readouterr()
+    assert cli.main(["status", "mine"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1:] == ["quick\tdisk\tdisk\t4\t0\t0\t0\t4"]
+    assert "# mine/quick: not started: 1 failed attempt, the last: HostConnectionError: cannot connect" in err

@@ -513,10 +513,43 @@ def _say(text: str) -> None:
 
 
 def _status(args) -> int:
+    import pandas as pd
+
     from briefkit.dataset import build
 
-    build.status(args.brief).to_csv(sys.stdout, index=False, sep="\t")
+    base = checkout.root()
+    table = build.status(args.brief, base)
+    shown = {str(name).split(" @ ")[0] for name in table["campaign"]}
+    extra = _not_started(args.brief, base, shown)
+    if extra:
+        table = pd.concat([table, pd.DataFrame(extra, columns=table.columns)], ignore_index=True)
+    table.to_csv(sys.stdout, index=False, sep="\t")
     return 0
+
+
+def _not_started(slug: str, base: Path, shown: set[str]) -> list[dict]:
+    """Declared campaigns that were tried but never started (every attempt failed before the campaign's record
+    was written: a host not reached, a tool missing): every point left, and the last failure on stderr, so
+    that status does not hide them."""
+    from briefkit.measure import campaign
+    from briefkit.raw.manifest import Manifest
+
+    rows = []
+    for name in campaign.declared(slug, base):
+        camp = campaign.load(slug, name, base)
+        manifest = camp.raw_dir / "manifest.jsonl"
+        if name in shown or not manifest.is_file():
+            continue
+        plan = camp.plan()
+        for config in camp.configs:
+            points = sum(p.config == config for p in plan)
+            rows.append({"campaign": name, "config": config, "label": camp.labels.get(config, config),
+                         "points": points, "done": 0, "skipped": 0, "failed": 0, "left": points})
+        failures = [e for e in Manifest(manifest).events() if e.get("event") == "failed"]
+        if failures:
+            print(f"# {slug}/{name}: not started: {len(failures)} failed attempt{'s' if len(failures) > 1 else ''}, "
+                  f"the last: {failures[-1].get('error')}", file=sys.stderr)
+    return rows
 
 
 def _loopback_sshd(args) -> int:
