@@ -884,6 +884,11 @@ def main(argv: list[str] | None = None) -> int:
     except (BriefkitError, ValueError, KeyError, FileNotFoundError, PermissionError, HostError) as exc:
         print(f"briefkit: error: {_message(exc)}", file=sys.stderr)
         return 2
+    except SystemExit as exc:
+        if isinstance(exc.code, str):      # a command's `raise SystemExit("what to do")`: a user error like the rest
+            print(f"briefkit: error: {exc.code}", file=sys.stderr)
+            return 2
+        raise
 
 
 def _message(exc: BaseException) -> str:
