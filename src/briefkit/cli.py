@@ -885,7 +885,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"briefkit: error: {_message(exc)}", file=sys.stderr)
         return 2
     except SystemExit as exc:
-        if isinstance(exc.code, str):      # a command's `raise SystemExit("what to do")`: a user error like the rest
+        # a command's `raise SystemExit("what to do")` is a user error like the rest (ingest's own, already
+        # worded as one, keep their exit code 1)
+        if isinstance(exc.code, str) and not exc.code.startswith("briefkit: error: "):
             print(f"briefkit: error: {exc.code}", file=sys.stderr)
             return 2
         raise
