@@ -425,6 +425,9 @@ def _ratio_text(row) -> str:
     ratio = fmt(row.ratio, 2)
     # an interval from one run's I/Os says so wherever it is shown: it is not run-to-run variation
     within = f", {tails.WITHIN_ONE_RUN}" if tails.WITHIN_ONE_RUN in str(getattr(row, "interval", "")) else ""
+    if pd.notna(row.ratio_low) and row.ratio_low <= 0:
+        # a ratio of two rates is never 0 or below: A's mean is not clearly above zero, no bound to state
+        return f"{ratio} (interval reaches 0: unbounded)"
     if pd.notna(row.ratio_low):
         return f"{ratio} ({fmt(row.ratio_low, 2)} to {fmt(row.ratio_high, 2)}{within})"
     return f"{ratio} (not tested)" if row.verdict.startswith("not tested") else f"{ratio} (interval unbounded)"
@@ -442,7 +445,7 @@ def _difference_text(row) -> str:
         return "-"
     if row.leader == "neither":
         return "equal"
-    return f"{row.leader} ~{fmt(row.multiple, 1)}x: {row.calculation}"
+    return f"{row.leader} {multiple_text(row.multiple)}: {row.calculation}"
 
 
 def method_text(comp: Comparison) -> str:
@@ -463,7 +466,8 @@ def method_text(comp: Comparison) -> str:
             f"{comp.confidence:.0%}, unequal variances, Welch-Satterthwaite degrees of freedom at the estimate; "
             f"the test is Welch's t-test of the two groups of repetitions (significant: p < {stats.ALPHA}). With "
             f"one repetition on a side a point is not tested. An unbounded interval means {comp.b.name}'s mean is "
-            "not clearly above zero at this confidence: too few repetitions for how much they vary.")
+            f"not clearly above zero at this confidence, one reaching 0 that {comp.a.name}'s is not: too few "
+            "repetitions for how much they vary.")
 
 
 # -------------------------------------------------------------------------------------- figures
@@ -618,8 +622,15 @@ def sections(comp: Comparison, out: Blocks, *, heading: str = "", hosts: Mapping
     if len(full) <= body_rows:
         out.table(full, caption, css_class="brief-table wrap")
     else:
-        label = out.table(full, caption, css_class="brief-table wrap", appendix=True)
-        out.table(overview(comp), f"Per workload: who leads and where (every point: {label}, appendix)")
+        # the long table lists the points compared; those one side has are counted, not listed row by row
+        one_side = comp.table["present"].isin([ONLY_A, ONLY_B]).to_numpy()
+        counted = [f"{_count(comp.table, which)} only in {side.name}" for which, side in ((ONLY_A, comp.a), (ONLY_B, comp.b))
+                   if _count(comp.table, which)]
+        caption += f"; not listed, the points one side has: {' and '.join(counted)}" if counted else ""
+        label = out.table(full[~one_side], caption, css_class="brief-table wrap", appendix=True)
+        left_out = comp.table.loc[~comp.table["workload"].isin(comp.shared["workload"]), "workload"].nunique()
+        out.table(overview(comp), f"Per workload: who leads and where (every point: {label}, appendix)"
+                  + (f"; {left_out} workload{'s' if left_out > 1 else ''} with no shared point left out" if left_out else ""))
 
 
 def fold_constant(frame: pd.DataFrame, columns) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -634,6 +645,8 @@ def overview(comp: Comparison) -> pd.DataFrame:
     rows = []
     for workload, group in comp.table.groupby("workload", sort=False):
         shared = group[group["present"] == BOTH]
+        if shared.empty:          # nothing compared there: counted in the caption, not a row of zeros
+            continue
         row = {"Workload": workload, "Shared points": len(shared)}
         for side in (comp.a, comp.b):
             leads = shared[shared["leader"] == side.name]
@@ -647,8 +660,20 @@ def overview(comp: Comparison) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _multiple_decimals(*multiples: float) -> int:
+    """One decimal, as the briefs write ~N.Nx, unless that rounds a difference of 0.5 % or more to 1.0x:
+    a 3 % lead reads ~1.03x, not ~1.0x."""
+    return 2 if any(fmt(m, 1) == "1.0" and abs(m - 1) >= 0.005 for m in multiples) else 1
+
+
+def multiple_text(value: float) -> str:
+    """"~2.5x"; "~1.03x" for a small lead."""
+    return f"~{fmt(value, _multiple_decimals(value))}x"
+
+
 def _spread(multiples: pd.Series) -> str:
-    low, high = fmt(multiples.min(), 1), fmt(multiples.max(), 1)
+    decimals = _multiple_decimals(multiples.min(), multiples.max())
+    low, high = fmt(multiples.min(), decimals), fmt(multiples.max(), decimals)
     return f"~{low}x" if low == high else f"{low}x to {high}x"
 
 
