@@ -3,9 +3,13 @@ an interval that reaches zero is not printed as bounds, a small lead keeps its d
 counts the points one side has instead of listing them."""
 from __future__ import annotations
 
+import dataclasses
+
 import matplotlib
 import pandas as pd
+import pytest
 
+from briefkit import processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.briefs.shared.sections import Blocks
 from tests.briefs.shared.test_comparison import brief_data
@@ -49,3 +53,24 @@ def test_the_long_table_counts_one_sided_points_and_the_overview_keeps_shared_wo
     overview = next(b for b in tables if "Per workload" in b.caption)
     assert list(overview.content["Workload"]) == ["70/30 64 KiB"]
     assert overview.caption.endswith("; 1 workload with no shared point left out")
+
+
+@pytest.mark.slow
+def test_the_method_paragraph_states_the_settings_the_campaigns_differ_in(reference_data):
+    """The committed fio campaign against a copy of it run with 7 s points and no steady-state rule: the
+    paragraph says so, naming both values; against itself under another name, nothing is added."""
+    data = processed.load("fio-6600ion", reference_data("fio-6600ion") / "data" / "processed")
+    local = data.campaigns["local"]
+    data.campaigns["quick"] = dataclasses.replace(local, name="quick", settings={**local.settings, "runtime_s": 7},
+                                                  method={**local.method, "steady_state": None})
+    data.campaigns["twin"] = dataclasses.replace(local, name="twin")
+    data.samples = pd.concat([data.samples, *(data.samples[data.samples["campaign"] == "local"].assign(campaign=name)
+                                              for name in ("quick", "twin"))])
+    said = {}
+    for other in ("quick", "twin"):
+        out = Blocks()
+        campaign_compare.sections(campaign_compare.compare(data, other, "local"), out, records=data.campaigns)
+        said[other] = next(b.content for b in out.take() if b.kind == "md" and b.content.startswith("Points are matched"))
+    assert (f"The two campaigns were measured with different settings: runtime_s 7 (quick) against "
+            f"{local.settings['runtime_s']} (local); steady-state rule none (quick) against snia-pts (local)") in said["quick"]
+    assert "different settings" not in said["twin"]

@@ -448,6 +448,41 @@ def _difference_text(row) -> str:
     return f"{row.leader} {multiple_text(row.multiple)}: {row.calculation}"
 
 
+def _method_of(record: processed.CampaignRecord) -> dict[str, str]:
+    """What decides how a campaign's points were measured, as text per setting: its settings, its
+    repetitions and its steady-state rule (SNIA PTS rounds or none)."""
+    found = {key: fmt_setting(value) for key, value in sorted(record.settings.items())}
+    found["repetitions"] = fmt_setting(record.adaptive_repetitions or record.repetitions)
+    rule = (record.method or {}).get("steady_state")
+    found["steady-state rule"] = fmt_setting(rule.get("rule", "declared") if isinstance(rule, dict) else rule or "none")
+    return found
+
+
+def fmt_setting(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {fmt_setting(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(fmt_setting(v) for v in value) + "]"
+    return "none" if value is None else str(value)
+
+
+def settings_text(comp: Comparison, records: Mapping[str, processed.CampaignRecord]) -> str:
+    """" The two campaigns were measured differently: runtime_s 2 (mine) against 600 (local); ..." when
+    their recorded settings differ, so that a reader does not take a difference of method for one of
+    storage. Empty when they agree, or a side has no record (the published numbers)."""
+    a, b = records.get(comp.a.campaign), records.get(comp.b.campaign)
+    if a is None or b is None or comp.a.campaign == comp.b.campaign:
+        return ""
+    method_a, method_b = _method_of(a), _method_of(b)
+    differ = [f"{key} {method_a.get(key, 'not set')} ({comp.a.campaign}) against {method_b.get(key, 'not set')} "
+              f"({comp.b.campaign})" for key in sorted(set(method_a) | set(method_b))
+              if method_a.get(key) != method_b.get(key)]
+    if not differ:
+        return ""
+    return (" The two campaigns were measured with different settings: " + "; ".join(differ) + ". A difference "
+            "between them may come from the method as well as from the storage.")
+
+
 def method_text(comp: Comparison) -> str:
     better = "higher" if comp.higher_is_better else "lower"
     rule = "(superior / inferior) - 1" if comp.higher_is_better else "(inferior / superior) - 1"
@@ -600,7 +635,7 @@ def figure_caption(comp: Comparison, workload: str) -> str:
 
 
 def sections(comp: Comparison, out: Blocks, *, heading: str = "", hosts: Mapping[str, str] | None = None,
-             body_rows: int = 16) -> None:
+             body_rows: int = 16, records: Mapping[str, processed.CampaignRecord] | None = None) -> None:
     """The comparison as a brief shows it, into ``out``: summary, one figure per workload, the point
     table (in the body when it is short, else in the appendix with a per-workload overview in the body)."""
     if heading:
@@ -611,7 +646,7 @@ def sections(comp: Comparison, out: Blocks, *, heading: str = "", hosts: Mapping
         distributions = comp.distribution_figure(workload)
         if distributions is not None:
             out.figure(distributions, tail_points.exceedance_caption(comp.metric, (comp.a.name, comp.b.name), workload))
-    out.md(method_text(comp))
+    out.md(method_text(comp) + settings_text(comp, records or {}))
     if hosts:
         out.md("Where they ran: " + "; ".join(f"*{name}* on {where}" for name, where in hosts.items()) + ".")
     full, same = fold_constant(display_table(comp), ("Workload", "Configuration"))
@@ -699,7 +734,7 @@ class ComparisonBrief:
     def body(self):
         comp = self.comparison
         self.out.md("## Key findings")
-        sections(comp, self.out, hosts=self._hosts())
+        sections(comp, self.out, hosts=self._hosts(), records=self.data.campaigns)
         return self.out.take()
 
     def appendix(self):
