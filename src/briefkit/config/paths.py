@@ -25,15 +25,6 @@ def root() -> Path:
                       "run from the checkout or set BRIEFKIT_ROOT")
 
 
-def shown(path: str | Path) -> str:
-    """A file as a message names it: relative to the working folder when it lies below it (``params.yaml``
-    from the checkout), else as given, so that every error names params.yaml the same way."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return str(path)
-
-
 def brief_paths(slug: str, notebook: str | None, base: Path) -> dict[str, Path]:
     """A brief's files: its notebook (when named), executed notebook, HTML, PDF and raw folder."""
     found = {} if notebook is None else {"notebook": base / "notebooks" / f"{notebook}.ipynb"}

@@ -19,7 +19,6 @@ from typing import Any
 
 import yaml
 
-from briefkit.config.paths import shown
 from briefkit.core.errors import ParamsError
 
 
@@ -133,6 +132,15 @@ def _scalars(node):
     elif isinstance(node, yaml.SequenceNode):
         for child in node.value:
             yield from _scalars(child)
+
+
+def shown(path: str | Path) -> str:
+    """A file as a message names it: relative to the working folder when it lies below it (``params.yaml``
+    from the checkout), else as given, so that every error names params.yaml the same way."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
 
 
 def _text(path: Path, name: str, error: Callable[[str], Exception]) -> str:
