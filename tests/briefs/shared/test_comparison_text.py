@@ -11,7 +11,7 @@ import pytest
 
 from briefkit import processed
 from briefkit.briefs.shared import comparison as campaign_compare
-from briefkit.briefs.shared.sections import Blocks
+from briefkit.briefs.shared.blocks import Blocks
 from tests.briefs.shared.test_comparison import brief_data
 
 matplotlib.use("Agg")
