@@ -391,8 +391,12 @@ def test_ssh_address_forms():
 def test_refused_key_names_user_keys_and_how_to_install_the_key(sshd, tmp_path):
     stranger = tmp_path / "stranger"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    # its known_hosts away from the sshd's folder: the server is then any sshd, not briefkit's loopback one
+    # (whose own advice test_wrong_client_key_is_an_authentication_error checks)
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(sshd.known_hosts.read_text())
     host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[stranger],
-                   known_hosts=sshd.known_hosts)
+                   known_hosts=known_hosts)
     with pytest.raises(HostConnectionError) as err:
         host.connect()
     message = str(err.value)
