@@ -37,6 +37,20 @@ def test_top_level_help_lists_commands_and_examples(capsys):
     assert "examples:" in out and ".venv/bin/briefkit" in out
 
 
+def test_top_level_help_fits_one_screen_and_says_what_each_command_is_for(capsys):
+    """At most 60 lines; each command with its purpose on its line; measured figures live in
+    docs/performance.md, not here."""
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) <= 60, len(out.splitlines())
+    for name, command in subcommands().items():
+        purpose = next(a.help for a in cli.parser()._subparsers._group_actions[0]._choices_actions if a.dest == name)
+        assert purpose and len(purpose) > 10, name
+        assert re.search(rf"^    {re.escape(name)}\s", out, flags=re.M), name
+    assert "MiB" not in out and "CPU" not in out and "docs/" in out
+
+
 @pytest.mark.parametrize("name", sorted(subcommands()))
 def test_every_subcommand_has_a_description_and_examples(name, capsys):
     with pytest.raises(SystemExit) as exit_:
