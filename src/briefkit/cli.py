@@ -1,29 +1,8 @@
-"""The ``briefkit`` command line.
+"""The ``briefkit`` command line: one sub-command per step of a brief (measure, dataset, execute, render),
+and the commands an analyst runs over the results (compare, query, history, check, ingest, import).
 
-    briefkit list                     briefs declared in params.yaml
-    briefkit dataset BRIEF            data/processed/BRIEF/ (samples, percentiles, brief and campaign records)
-    briefkit execute BRIEF            run the brief's notebook with papermill -> reports/BRIEF.ipynb
-    briefkit render BRIEF             reports/BRIEF.ipynb -> reports/BRIEF.html and .pdf
-    briefkit build BRIEF              dataset, execute and render in one go (what dvc repro does)
-    briefkit check BRIEF              the reproduction check of a published brief, as CSV
-    briefkit compare BRIEF A B        campaign A against campaign B, point by point -> reports/compare/
-    briefkit compare BRIEF A1 A2 B    each campaign against the last, tallied (--hosts: a fleet's hosts)
-    briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout (--series: over time)
-    briefkit import BRIEF CAMPAIGN FILE_OR_FOLDER...   outside fio/db_bench/pgbench results as a campaign
-    briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
-    briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
-    briefkit status BRIEF             points done, skipped, failed and left per campaign
-    briefkit query "SELECT ..."       SQL over the results store data/results/ (every brief), a table or --csv
-    briefkit history BRIEF            change points of a metric over the brief's campaigns -> reports/history/
-    briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
-    briefkit dvc-lock                 dvc.lock checked; put back from its last whole copy if a Ctrl-C cut it
-
-Without an activated venv, run it as .venv/bin/briefkit (after `make setup`).
-
-Each command imports the layers it uses inside its own function: `briefkit --help` and `briefkit ingest
-fio` of a small file load neither pandas, numpy nor PyYAML (fio's samples are written as CSV by the
-standard library, the same bytes): about 0.11 s and 0.16 s of CPU and 14 and 18 MiB at peak, where
-ingest took 1.0 s and 118 MiB with pandas (benchmarks/ingest_speed.py --only cli).
+Each command imports the layers it uses inside its own function, so that ``briefkit --help`` and
+``briefkit ingest fio`` of a small file load neither pandas, numpy nor PyYAML (docs/performance.md).
 """
 from __future__ import annotations
 
@@ -111,7 +90,7 @@ def _build(args) -> int:
 
 def _compare(args) -> int:
     """Campaign A against campaign B, point by point (briefkit.report.comparison): the summary on stdout,
-    reports/compare/BRIEF--A--B.{html,pdf}."""
+    reports/compare/BRIEF--A--B--METRIC.{html,pdf}."""
     from briefkit.config import project
     from briefkit.report import comparison as compare
 
@@ -344,7 +323,8 @@ def _measure(args) -> int:
         raise SystemExit(f"brief {args.brief!r} declares no campaigns in params.yaml (see README, "
                          f"\"Measure your own host\")")
     if args.dry_run:
-        return _dry_run(args.brief, names, base)
+        _check_host_option(args.host)
+        return _dry_run(args.brief, names, base, host=args.host)
     # SIGTERM (a CI timeout, kill) and SIGHUP (the terminal or SSH session closed) go the same way as
     # Ctrl-C: the running job is stopped on the host, the point's failure recorded, the registry entry removed
     with stop_on_signals():
@@ -404,15 +384,20 @@ def _measure_host(args, campaign, name: str, base: Path):
     return host
 
 
-def _dry_run(slug: str, names: list[str], base: Path) -> int:
+def _dry_run(slug: str, names: list[str], base: Path, host: str | None = None) -> int:
     """The plan, one point per line (campaign TAB point), then per campaign the points already done
-    and the estimated duration of the rest (the workload's own estimate per point)."""
+    and the estimated duration of the rest (the workload's own estimate per point). ``host`` (--host) is
+    judged as the real run judges it, without connecting."""
+    import dataclasses
+
     from briefkit.measure import campaign
     from briefkit.raw.manifest import FINAL, Manifest
 
     summary, total, unknown, refusals = [], 0.0, False, []
     for name in names:
         camp = campaign.load(slug, name, base)
+        if host and camp.hosts is None:
+            camp = dataclasses.replace(camp, host=host)
         refusals += [f"# {slug}/{name}: a run would be refused: {why}" for why in _refusals(camp)]
         # a fleet runs the plan on every host (each its own raw folder); fio client/server runs it once
         members = {"": camp.raw_dir} if camp.hosts is None or camp.fio_server else \
@@ -533,10 +518,43 @@ def _say(text: str) -> None:
 
 
 def _status(args) -> int:
+    import pandas as pd
+
     from briefkit.dataset import build
 
-    build.status(args.brief).to_csv(sys.stdout, index=False, sep="\t")
+    base = checkout.root()
+    table = build.status(args.brief, base)
+    shown = {str(name).split(" @ ")[0] for name in table["campaign"]}
+    extra = _not_started(args.brief, base, shown)
+    if extra:
+        table = pd.concat([table, pd.DataFrame(extra, columns=table.columns)], ignore_index=True)
+    table.to_csv(sys.stdout, index=False, sep="\t")
     return 0
+
+
+def _not_started(slug: str, base: Path, shown: set[str]) -> list[dict]:
+    """Declared campaigns that were tried but never started (every attempt failed before the campaign's record
+    was written: a host not reached, a tool missing): every point left, and the last failure on stderr, so
+    that status does not hide them."""
+    from briefkit.measure import campaign
+    from briefkit.raw.manifest import Manifest
+
+    rows = []
+    for name in campaign.declared(slug, base):
+        camp = campaign.load(slug, name, base)
+        manifest = camp.raw_dir / "manifest.jsonl"
+        if name in shown or not manifest.is_file():
+            continue
+        plan = camp.plan()
+        for config in camp.configs:
+            points = sum(p.config == config for p in plan)
+            rows.append({"campaign": name, "config": config, "label": camp.labels.get(config, config),
+                         "points": points, "done": 0, "skipped": 0, "failed": 0, "left": points})
+        failures = [e for e in Manifest(manifest).events() if e.get("event") == "failed"]
+        if failures:
+            print(f"# {slug}/{name}: not started: {len(failures)} failed attempt{'s' if len(failures) > 1 else ''}, "
+                  f"the last: {failures[-1].get('error')}", file=sys.stderr)
+    return rows
 
 
 def _loopback_sshd(args) -> int:
@@ -621,7 +639,7 @@ HELP: dict[str, tuple[str, str, str]] = {
                 "histograms merged, with a bootstrap interval of the ratio (over repetitions; with one repetition "
                 "over the run's I/Os, labelled \"within one run\" and not tested). Points only one side has are "
                 "listed. Prints a one-sentence summary and writes "
-                "reports/compare/BRIEF--A--B.html and .pdf (needs `briefkit dataset BRIEF` first). A side may be "
+                "reports/compare/BRIEF--A--B--METRIC.html and .pdf (needs `briefkit dataset BRIEF` first). A side may be "
                 "one host of a fleet campaign, CAMPAIGN/HOST (the host as the samples record it).\n\n"
                 "Three campaigns or more, A1 A2 ... BASELINE: each against the last one named, the same way, with a "
                 "tally per campaign at --tolerance (default 5 %): gains and losses (the ratio's interval wholly "
@@ -711,14 +729,18 @@ HELP: dict[str, tuple[str, str, str]] = {
                "briefkit import oltp-9300 lab-pg incoming/pgbench-c16.stdout incoming/pgbench-c32.stdout"),
 }
 
+_DESCRIPTION = """Reproducible storage benchmark briefs: measure a brief's campaigns, build its dataset, run
+its notebook, render it as HTML and PDF; compare, query and follow campaigns over time.
+`dvc repro` runs the steps of every brief; these commands run one step, or look at results."""
+
 _EPILOG = """examples:
   .venv/bin/briefkit list                        # without activating the venv
   briefkit measure fio-6600ion --campaign mine --dry-run
-  briefkit measure fio-6600ion --campaign mine --host ssh://root@192.0.2.10:22
+  briefkit compare fio-6600ion mine local
   dvc repro                                      # every brief -> reports/
 
-`briefkit COMMAND --help` describes each command. Measuring your own host: README.md,
-"Measure your own host"."""
+`briefkit COMMAND --help` describes each command, with examples. Guides: README.md and docs/
+(measuring your own host: docs/own-host.md)."""
 
 
 def _command(sub, name: str, func, **extra) -> argparse.ArgumentParser:
@@ -732,7 +754,7 @@ def _command(sub, name: str, func, **extra) -> argparse.ArgumentParser:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="briefkit", description=__doc__, epilog=_EPILOG,
+    top = argparse.ArgumentParser(prog="briefkit", description=_DESCRIPTION, epilog=_EPILOG,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     listing = _command(sub, "list", _list)
@@ -867,6 +889,13 @@ def main(argv: list[str] | None = None) -> int:
     except (BriefkitError, ValueError, KeyError, FileNotFoundError, PermissionError, HostError) as exc:
         print(f"briefkit: error: {_message(exc)}", file=sys.stderr)
         return 2
+    except SystemExit as exc:
+        # a command's `raise SystemExit("what to do")` is a user error like the rest (ingest's own, already
+        # worded as one, keep their exit code 1)
+        if isinstance(exc.code, str) and not exc.code.startswith("briefkit: error: "):
+            print(f"briefkit: error: {exc.code}", file=sys.stderr)
+            return 2
+        raise
 
 
 def _message(exc: BaseException) -> str:
