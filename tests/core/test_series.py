@@ -20,6 +20,7 @@ from briefkit.briefs.shared import stability
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import ParseError
 from briefkit.power import LOG_COLUMNS
+from briefkit.raw import packs
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw.points import power_series
 from briefkit.tools.dbbench import ingest as dbbench_parse
@@ -37,7 +38,8 @@ from tests import paths
 ROOT = paths.ROOT
 FIXTURES = ROOT / "tests" / "fixtures"
 FIO_LOGS = FIXTURES / "fio_logs"
-OLTP_POINT = ROOT / "data/raw/oltp-9300/local/xfs-loop/clients=8/rep1/attempt-1"
+# a committed point (packed: its files written out of the pack, briefkit.raw.packs)
+OLTP_POINT = packs.locate(ROOT / "data/raw/oltp-9300/local/xfs-loop/clients=8/rep1/attempt-1/point.json").parent
 
 
 def mean_of(table: pd.DataFrame, metric: str) -> float:

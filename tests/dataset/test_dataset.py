@@ -17,6 +17,7 @@ from briefkit.core import sizes
 from briefkit.core.errors import BriefkitError, CampaignError, ParseError
 from briefkit.dataset import build
 from briefkit.measure import campaign
+from briefkit.raw import packs
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw.manifest import DONE, Manifest
 from briefkit.tools.base import Workload
@@ -49,6 +50,7 @@ def built(base: Path, slug: str) -> processed.BriefData:
 
 
 def point_records(raw_dir: Path) -> list[dict]:
+    packs.unpack(raw_dir)       # a copy of a committed campaign, whose points are packed
     return [json.loads(p.read_text()) for p in sorted(raw_dir.glob("**/attempt-*/point.json"))]
 
 
@@ -219,8 +221,12 @@ def test_a_measured_fio_points_parameter_columns_are_its_point_json_values(fio_r
     for table in (fio, data.percentiles, data.series, data.latency_bins):
         assert {c: str(table[c].dtype) for c in tidy.parameter_columns(table)} == FIO_PARAMETERS
     checked = 0
-    for record_path in sorted((base / "data/raw/fio-6600ion/local").glob("**/attempt-*/point.json")):
-        rows = fio[fio["source"] == str(record_path.parent.relative_to(base) / "fio.json")]
+    raw = base / "data/raw/fio-6600ion/local"
+    for entry in Manifest(raw / "manifest.jsonl").status().values():
+        if entry.get("event") != DONE:
+            continue
+        record_path = packs.locate(raw / entry["dir"] / "point.json")     # the committed points are packed
+        rows = fio[fio["source"] == str(raw.relative_to(base) / entry["dir"] / "fio.json")]
         if not len(rows):
             continue      # an attempt that failed, or a round before the configuration's steady window
         found = rows[list(FIO_PARAMETERS)].drop_duplicates()

@@ -15,6 +15,7 @@ Ctrl-C: briefkit.core.interrupts.check_stop), so a stopping worker starts nothin
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -37,7 +38,7 @@ from briefkit.measure import steady_verdict as steady
 from briefkit.measure.declaration import Campaign, growth
 from briefkit.measure.diagnose import explain, failure_text
 from briefkit.measure.errors import LockRefused, PointFailed, PrepareFailed, SetupFailed, StepFailed
-from briefkit.raw import records
+from briefkit.raw import packs, records
 from briefkit.raw.manifest import DONE, FAILED, FINAL, GROWN, STARTED, Manifest, now
 from briefkit.raw.points import point_samples
 from briefkit.tools.base import Point, PointRun, Workload
@@ -276,11 +277,12 @@ def attempts(names) -> list[int]:
     return [int(n.split("-", 1)[1]) for n in names if n.startswith("attempt-") and n.split("-", 1)[1].isdigit()]
 
 
-def next_attempt(host: Host, local_point: Path, remote_point: str, progress: Progress) -> int:
-    """The next attempt number, past those in the raw folder and those on the host (which may hold
-    attempts whose raw folder was removed). A job an interrupted attempt left running on the host
-    is stopped first: it would disturb the new measurement."""
-    local = attempts(p.name for p in local_point.glob("attempt-*"))
+def next_attempt(host: Host, local_point: Path, remote_point: str, progress: Progress, packed=()) -> int:
+    """The next attempt number, past those in the raw folder (``packed``: the names of its packed
+    attempt folders of this point) and those on the host (which may hold attempts whose raw folder was
+    removed). A job an interrupted attempt left running on the host is stopped first: it would disturb
+    the new measurement."""
+    local = attempts([*(p.name for p in local_point.glob("attempt-*")), *packed])
     remote = attempts(host.listdir(remote_point)) if host.exists(remote_point) else []
     for number in remote:
         folder = f"{remote_point}/attempt-{number}"
@@ -366,7 +368,9 @@ def start_attempt(camp: Campaign, host: Host, point: Point, manifest: Manifest, 
     """A new attempt folder for ``point``, here and on the host, and its ``started`` event."""
     local_point = camp.raw_dir / point.id
     remote_point = f"{camp.remote_root()}/{point.id}"
-    number = next_attempt(host, local_point, remote_point, progress)
+    prefix = f"{point.id}/"
+    packed = [d[len(prefix):] for d in packs.Packs.of(camp.raw_dir).index if d.startswith(prefix)]
+    number = next_attempt(host, local_point, remote_point, progress, packed)
     attempt = Attempt(point, number, local_point / f"attempt-{number}", f"{remote_point}/attempt-{number}", {})
     host.mkdir(attempt.remote_dir)
     attempt.local_dir.mkdir(parents=True)
@@ -392,7 +396,19 @@ def record_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0
     save_point(camp, attempt, run, t0, t1)
     entry = manifest.append(DONE, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp),
                             started_at=iso(t0), ended_at=iso(t1))
+    if packs.enabled():
+        seal_point(camp, attempt)
     return Measured(point, t1 - t0, camp, entry)
+
+
+def seal_point(camp: Campaign, attempt: Attempt) -> None:
+    """A done point's folder packed (briefkit.raw.packs): one file in git instead of one per output.
+    The point is recorded before; a pack that cannot be made leaves the folder as it is (readers take
+    either form, and ``briefkit raw pack`` packs it later)."""
+    try:
+        packs.seal(camp.raw_dir, [attempt.relative_dir(camp)])
+    except (CampaignError, OSError) as exc:
+        print(f"briefkit: note: {attempt.where(camp)}: left unpacked ({exc})", file=sys.stderr)
 
 
 def record_failure_of_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0: float, t1: float,
