@@ -17,8 +17,8 @@ data/raw/bench, and a dvc.lock recorded by `dvc commit`. Printed per layout and 
                  working checkout; hard-linked copies share an inode, so DVC hashes each content once here)
 DVC push/pull are not timed: in this design raw data is in git, not in a DVC remote. The machine is shared:
 the load average is printed before and after each layout.
-First (--per-point), the cost a measured point pays to be packed when it finishes, and a reader to get it
-back, in ms per point (wall and CPU), over the reference campaign's first points.
+First (--per-point, three times), the cost a measured point pays to be packed at its run's end, and a
+reader to get it back, in ms per point (wall and CPU), over the reference campaign's first points.
 Goals (issue 53): git status <= 1 s and dvc status <= 5 s at 100 campaigns.
 """
 from __future__ import annotations
@@ -98,26 +98,28 @@ def median_of(cmd: list[str], repo: Path, runs: int) -> tuple[float, float]:
 
 
 def per_point(scratch: Path, points: int) -> None:
-    """ms per point of packing a finished point as the executor does (briefkit.raw.packs.seal of one attempt
-    folder: zip, write, read back and compare every byte, remove the folder) and of reading it back (its
-    files written out of the pack), over ``points`` fio points of the reference campaign."""
+    """ms per point of packing a run's finished points as the executor does at the run's end
+    (briefkit.raw.packs.seal of ``points`` fio attempt folders at once: zip, one write and fsync, read back
+    and compare every byte, remove the folders), and of reading a packed point back (its files written out
+    of the pack for the parsers)."""
     campaign = scratch / "per-point"
-    shutil.rmtree(campaign, ignore_errors=True)
-    shutil.copytree(source("unpacked", scratch), campaign)
-    attempts = packs.finished_attempts(campaign)[:points]
-    seal, read = [], []
-    for relative in attempts:
+    for _ in range(3):
+        shutil.rmtree(campaign, ignore_errors=True)
+        shutil.copytree(source("unpacked", scratch), campaign)
+        attempts = packs.finished_attempts(campaign)[:points]
         started, cpu = time.perf_counter(), time.process_time()
-        packs.seal(campaign, [relative])
-        seal.append((time.perf_counter() - started, time.process_time() - cpu))
+        packs.seal(campaign, attempts)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        print(f"pack at a run's end: {1000 * wall / len(attempts):.1f} ms wall, {1000 * cpu / len(attempts):.1f} ms CPU "
+              f"per point ({len(attempts)} fio points)", flush=True)
+    read = []
+    for relative in attempts:
         started, cpu = time.perf_counter(), time.process_time()
         with packs.folder(campaign, relative):
             pass
         read.append((time.perf_counter() - started, time.process_time() - cpu))
-    for what, found in (("pack a finished point", seal), ("read a packed point", read)):
-        print(f"{what}: {1000 * statistics.median(w for w, _ in found):.1f} ms wall, "
-              f"{1000 * statistics.median(c for _, c in found):.1f} ms CPU (medians over {len(found)} fio points)",
-              flush=True)
+    print(f"read a packed point: {1000 * statistics.median(w for w, _ in read):.1f} ms wall, "
+          f"{1000 * statistics.median(c for _, c in read):.1f} ms CPU (medians over {len(read)} fio points)", flush=True)
     shutil.rmtree(campaign)
 
 
@@ -127,7 +129,7 @@ def main() -> int:
     parser.add_argument("--layouts", default="unpacked,packed")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--per-point", type=int, default=50, metavar="POINTS",
-                        help="first, the cost of packing (and reading) one point, over this many points (0: none)")
+                        help="first, the cost per point of packing a run of this many points (and of reading one back; 0: none)")
     parser.add_argument("--dir", type=Path, default=None, help="scratch folder (default: a new one in /var/tmp)")
     args = parser.parse_args()
     scratch = args.dir or Path(tempfile.mkdtemp(prefix="briefkit-raw-scale-", dir="/var/tmp"))
@@ -138,8 +140,8 @@ def main() -> int:
     print(f"{'layout':9} {'N':>4} {'files in git':>12} {'per campaign':>12} {'git add s':>9} "
           f"{'git status s (CPU)':>19} {'dvc status s (CPU)':>19}  load (1 min) before/after", flush=True)
     try:
-        for layout in args.layouts.split(","):
-            for n in (int(c) for c in args.campaigns.split(",")):
+        for layout in filter(None, args.layouts.split(",")):
+            for n in (int(c) for c in args.campaigns.split(",") if c):
                 before = os.getloadavg()[0]
                 repo, added = repository(layout, n, scratch)
                 tracked = subprocess.run(["git", "ls-files", "-z"], cwd=repo, check=True,

@@ -3,11 +3,13 @@ aggregated logs, HammerDB's counter log, power.csv), from real runs and real com
 figures built on them."""
 from __future__ import annotations
 
+import atexit
 import csv
 import io
 import json
 import shutil
 import subprocess
+import tempfile
 import types
 from pathlib import Path
 
@@ -38,8 +40,20 @@ from tests import paths
 ROOT = paths.ROOT
 FIXTURES = ROOT / "tests" / "fixtures"
 FIO_LOGS = FIXTURES / "fio_logs"
-# a committed point (packed: its files written out of the pack, briefkit.raw.packs)
-OLTP_POINT = packs.locate(ROOT / "data/raw/oltp-9300/local/xfs-loop/clients=8/rep1/attempt-1/point.json").parent
+
+
+def committed_point(raw: Path, relative: str) -> Path:
+    """A committed point's folder: its files written out of the campaign's pack (briefkit.raw.packs) into a
+    folder of this test process's own, removed at exit."""
+    if (raw / relative).is_dir():
+        return raw / relative
+    scratch = Path(tempfile.mkdtemp(prefix="briefkit-test-point-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    packs.Packs(raw).extract(relative, scratch / relative)
+    return scratch / relative
+
+
+OLTP_POINT = committed_point(ROOT / "data/raw/oltp-9300/local", "xfs-loop/clients=8/rep1/attempt-1")
 
 
 def mean_of(table: pd.DataFrame, metric: str) -> float:

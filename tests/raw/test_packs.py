@@ -112,28 +112,29 @@ def packing_root(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_points_are_packed_as_they_finish_and_a_resume_counts_packed_attempts(packing_root):
-    """A measured campaign (dd, real, on a local folder) packs each done point as it finishes (one pack
-    per point, no point folder left); an interrupted point's attempt stays a folder until `briefkit raw
-    pack` packs it, and the resume then runs attempt 2, past the packed attempt 1, even with the host's
-    own attempt folders gone. The samples read from the packs are every point's."""
+def test_a_run_packs_its_finished_points_and_a_resume_counts_packed_attempts(packing_root):
+    """A measured campaign (dd, real, on a local folder) interrupted keeps its folders; `briefkit raw pack`
+    packs them (the interrupted point's failed attempt 1 too) into one pack; the resume then runs attempt 2,
+    past the packed attempt 1, even with the host's own attempt folders gone, and packs its own points into a
+    second pack when it ends. The samples read from the packs are every point's."""
     declare(packing_root, settings={"interrupt_at": "b/count=1/rep2"})
     with pytest.raises(KeyboardInterrupt):
         campaign.run("demo", "local", progress=lambda _: None)
     raw = packing_root / "data/raw/demo/local"
     done = [e for e in events(packing_root) if e["event"] == DONE]
-    assert len(done) == 5 and len(packs.pack_files(raw)) == 5
-    assert not any((raw / e["dir"]).exists() for e in done)
-    assert (raw / "b/count=1/rep2/attempt-1/point.json").is_file()       # failed: kept as it is
-    assert cli.main(["raw", "pack", "demo", "local"]) == 0                # packs the failed attempt too
-    assert not (raw / "b/count=1/rep2").exists() and len(packs.pack_files(raw)) == 6
+    assert len(done) == 5 and packs.pack_files(raw) == []           # interrupted: nothing packed yet
+    assert cli.main(["raw", "pack", "demo", "local"]) == 0
+    assert not any((raw / e["dir"]).exists() for e in done) and not (raw / "b/count=1/rep2").exists()
+    assert len(packs.pack_files(raw)) == 1
     shutil.rmtree(packing_root / "host")          # the host's attempt folders gone: only the pack knows attempt 1
     assert campaign.run("demo", "local", progress=lambda _: None).ran == 3
     after = {e["point"]: e for e in events(packing_root) if e["event"] == DONE}
     assert after["b/count=1/rep2"]["attempt"] == 2 and len(after) == 8
+    assert len(packs.pack_files(raw)) == 2 and packs.finished_attempts(raw) == []
+    assert not any(raw.glob("?/count=*/rep*/attempt-*"))
     table = raw_campaign.read(raw, "demo").samples()
     assert len(table) == 8 and (table["value"] > 0).all()
-    assert packs.verify(raw) == [] and packs.finished_attempts(raw) == []
+    assert packs.verify(raw) == []
 
 
 def test_raw_show_and_unpack_to_a_copy(packing_root, capsys):

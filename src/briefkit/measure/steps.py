@@ -15,7 +15,6 @@ Ctrl-C: briefkit.core.interrupts.check_stop), so a stopping worker starts nothin
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -396,19 +395,7 @@ def record_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0
     save_point(camp, attempt, run, t0, t1)
     entry = manifest.append(DONE, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp),
                             started_at=iso(t0), ended_at=iso(t1))
-    if packs.enabled():
-        seal_point(camp, attempt)
     return Measured(point, t1 - t0, camp, entry)
-
-
-def seal_point(camp: Campaign, attempt: Attempt) -> None:
-    """A done point's folder packed (briefkit.raw.packs): one file in git instead of one per output.
-    The point is recorded before; a pack that cannot be made leaves the folder as it is (readers take
-    either form, and ``briefkit raw pack`` packs it later)."""
-    try:
-        packs.seal(camp.raw_dir, [attempt.relative_dir(camp)])
-    except (CampaignError, OSError) as exc:
-        print(f"briefkit: note: {attempt.where(camp)}: left unpacked ({exc})", file=sys.stderr)
 
 
 def record_failure_of_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0: float, t1: float,

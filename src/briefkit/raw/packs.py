@@ -25,6 +25,7 @@ import shutil
 import stat
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +41,8 @@ ENV = "BRIEFKIT_PACK_POINTS"
 _NAME = re.compile(r"[0-9a-f]{64}\.zip")
 #: an attempt folder inside a campaign folder, as the manifest's ``dir`` names it (two or more parts)
 _ATTEMPT = re.compile(r"(?:[^/]+/)+attempt-[0-9]+")
+#: what reading a damaged member raises (a CRC mismatch is BadZipFile, broken deflate data zlib.error)
+_DAMAGED = (zipfile.BadZipFile, zlib.error, OSError)
 #: zip's earliest time stamp: every member gets it, so a pack's bytes depend on the files only
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -120,7 +123,7 @@ class Packs:
             target.parent.mkdir(parents=True, exist_ok=True)
             try:
                 data = pack.read(info)
-            except (zipfile.BadZipFile, OSError) as exc:
+            except _DAMAGED as exc:
                 raise CampaignError(f"{path}: {info.filename}: damaged ({exc})") from None
             with open(target, "xb") as out:
                 out.write(data)
@@ -136,14 +139,18 @@ class Packs:
             if info.filename == member:
                 try:
                     return where, self.zip(path).read(info)
-                except (zipfile.BadZipFile, OSError) as exc:
+                except _DAMAGED as exc:
                     raise CampaignError(f"{where}: damaged ({exc})") from None
         return where, None
 
     def close(self) -> None:
+        """Close the packs and drop the copies written out of them (``unpacked_copy``): the scratch space
+        holds the few campaigns in the cache, not every campaign a long build has read."""
         for pack in self._open.values():
             pack.close()
         self._open.clear()
+        for path in self.paths if _SCRATCH else ():
+            shutil.rmtree(_SCRATCH[0] / path.stem, ignore_errors=True)
 
 
 #: campaign folder -> its Packs (at most _CACHED, the oldest closed first)
@@ -169,7 +176,7 @@ def pack_files(raw_dir: Path) -> list[Path]:
 def _open(path: Path) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except _DAMAGED as exc:
         raise CampaignError(f"{path}: not a readable pack ({exc})") from None
 
 
@@ -260,7 +267,10 @@ def _scratch() -> Path:
     if not _SCRATCH:
         import atexit
 
-        _SCRATCH.append(Path(tempfile.mkdtemp(prefix="briefkit-packs-")))
+        # in memory where the system has it: a point's files are written out to be parsed, then dropped
+        shm = Path("/dev/shm")
+        where = shm if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+        _SCRATCH.append(Path(tempfile.mkdtemp(prefix="briefkit-packs-", dir=where)))
         atexit.register(shutil.rmtree, _SCRATCH[0], True)
     return _SCRATCH[0]
 
@@ -427,6 +437,6 @@ def finished_attempts(raw_dir: Path) -> list[str]:
 
 
 def enabled() -> bool:
-    """Whether a point is packed as it finishes: yes, unless ``BRIEFKIT_PACK_POINTS=0`` (its folders then
-    stay unpacked until ``briefkit raw pack``)."""
+    """Whether a run packs its finished points when it ends: yes, unless ``BRIEFKIT_PACK_POINTS=0`` (the
+    folders then stay unpacked until ``briefkit raw pack``)."""
     return os.environ.get(ENV, "1") != "0"
