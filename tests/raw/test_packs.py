@@ -3,6 +3,7 @@ briefkit reads as it read the folder; the committed reference campaigns are pack
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import shutil
 import zipfile
@@ -97,6 +98,29 @@ def test_a_damaged_pack_is_named_and_nothing_is_guessed(tmp_path):
     (raw / packs.PACKS / "notes.txt").write_text("mine")
     with pytest.raises(CampaignError, match=r"packs/notes.txt: not a pack"):
         packs.pack_files(raw)
+
+
+def test_a_pack_whose_member_would_leave_its_folder_is_refused(tmp_path):
+    """A pack (from a colleague's repository, say) holding '<attempt>/../../../escaped' is refused when read
+    and by verify, naming the pack and the member; nothing is written outside the copy's folder."""
+    raw = copy_of(tmp_path, "rocksdb-7600")
+    (good,) = packs.pack_files(raw)
+    with zipfile.ZipFile(good) as z:
+        first = next(n[:-1] for n in z.namelist() if n.endswith("/"))
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as z:
+        z.writestr(first + "/", b"")
+        z.writestr(first + "/../../../../../escaped", b"planted")
+    good.unlink()
+    evil = raw / packs.PACKS / (hashlib.sha256(data.getvalue()).hexdigest() + ".zip")
+    evil.write_bytes(data.getvalue())
+    packs._CACHE.clear()
+    assert any("not a plain relative path" in p and evil.name in p for p in packs.verify(raw))
+    with pytest.raises(CampaignError, match=r"member '.*/escaped': not a plain relative path"):
+        raw_campaign.read(raw, "rocksdb-7600").point_records()
+    with pytest.raises(CampaignError, match="not a plain relative path"):
+        packs.unpack(raw, tmp_path / "out")
+    assert not list(tmp_path.rglob("escaped"))
 
 
 @pytest.fixture

@@ -41,6 +41,8 @@ ENV = "BRIEFKIT_PACK_POINTS"
 _NAME = re.compile(r"[0-9a-f]{64}\.zip")
 #: an attempt folder inside a campaign folder, as the manifest's ``dir`` names it (two or more parts)
 _ATTEMPT = re.compile(r"(?:[^/]+/)+attempt-[0-9]+")
+#: a member's name: printable characters, no backslash (checked part by part in _check_member)
+_MEMBER = re.compile(r"[^\x00-\x1f\x7f\\]+")
 #: what reading a damaged member raises (a CRC mismatch is BadZipFile, broken deflate data zlib.error)
 _DAMAGED = (zipfile.BadZipFile, zlib.error, OSError)
 #: zip's earliest time stamp: every member gets it, so a pack's bytes depend on the files only
@@ -90,6 +92,8 @@ class Packs:
             for path in self.paths:
                 by_folder: dict[str, list[zipfile.ZipInfo]] = {}
                 infos = self.zip(path).infolist()
+                for info in infos:
+                    _check_member(path, info.filename)
                 for info in infos:
                     if info.is_dir():
                         by_folder.setdefault(info.filename[:-1], [])
@@ -156,6 +160,14 @@ class Packs:
 #: campaign folder -> its Packs (at most _CACHED, the oldest closed first)
 _CACHE: dict[Path, Packs] = {}
 _CACHED = 4
+
+
+def _check_member(pack_path: Path, name: str) -> None:
+    """A member's name is a relative path of plain parts (never '..', '.', absolute, a backslash or a
+    control character), so that writing it out stays inside the folder it is written into."""
+    parts = name.rstrip("/").split("/")
+    if name.startswith("/") or any(p in ("", ".", "..") for p in parts) or not _MEMBER.fullmatch(name):
+        raise CampaignError(f"{pack_path}: member {name[:200]!r}: not a plain relative path; the pack is refused")
 
 
 def pack_files(raw_dir: Path) -> list[Path]:
@@ -383,6 +395,12 @@ def verify(raw_dir: Path) -> list[str]:
             problems.append(f"{path}: its bytes hash to {digest[:12]}..., not its name")
             continue
         with _open(path) as pack:
+            try:
+                for name in pack.namelist():
+                    _check_member(path, name)
+            except CampaignError as exc:
+                problems.append(str(exc))
+                continue
             bad = pack.testzip()
             if bad:
                 problems.append(f"{path}: {bad}: damaged (CRC)")
