@@ -272,10 +272,12 @@ def _parse_maybe_packed(parse, path: Path, options: dict):
     if located == path.absolute():
         return parse(path, **options)      # not in a pack either: the parser says the file is missing
     table = parse(located, **options)
+    # a source may be the file's path with a part after it ("dbbench.stdout#summary")
     if isinstance(table, dict):             # plain columns
-        table["source"] = [str(path) if s == str(located) else s for s in table.get("source", [])]
+        table["source"] = [str(path) + s[len(str(located)):] if isinstance(s, str) and s.startswith(str(located))
+                           else s for s in table.get("source", [])]
     elif "source" in table:
-        table["source"] = table["source"].replace(str(located), str(path))
+        table["source"] = table["source"].str.replace(str(located), str(path), regex=False)
     return table
 
 

@@ -182,3 +182,16 @@ def test_raw_show_and_unpack_to_a_copy(packing_root, capsys):
     assert tree(raw) == before
     assert cli.main(["raw", "show", "demo", "local", folder, "nothing.txt"]) == 2
     assert "nothing.txt: no such file in the pack" in capsys.readouterr().err
+
+
+def test_ingest_reads_a_packed_points_file_by_its_old_path(capsys, monkeypatch):
+    """`briefkit ingest fio data/raw/.../attempt-1/fio.json` of a committed (packed) point: the file is read
+    out of the pack, and the samples name the path given as their source."""
+    raw = ROOT / "data/raw/rocksdb-7600/local"
+    point, entry = raw_campaign.read(raw, "rocksdb-7600").done()[0]
+    given = f"data/raw/rocksdb-7600/local/{entry['dir']}/dbbench.stdout"
+    monkeypatch.chdir(ROOT)
+    assert not Path(given).exists()
+    assert cli.main(["ingest", "dbbench", given]) == 0
+    out = capsys.readouterr().out
+    assert "ops" in out and given in out and "briefkit-pack" not in out
