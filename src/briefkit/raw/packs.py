@@ -11,9 +11,12 @@ so the same folders always make the same pack, and a changed byte is a changed n
 Readers never care which form a point is in: ``folder`` gives the attempt folder itself, or its files
 written out of the pack into a temporary tree that mirrors the checkout (``<tmp>/data/raw/<brief>/
 <campaign>/<dir>``), so the parsers read paths as before and the ``source`` column (relative to the
-checkout) is the same for both forms. One pack may hold one attempt (packed as the point finished) or a
-whole campaign (``briefkit raw pack``). A folder is removed only after the pack on disk was read back
-and every file compared byte for byte; raw data is never rewritten, only moved into a pack and back.
+checkout) is the same for both forms (the copies are written once per process, under /dev/shm where
+there is one, and dropped with their campaign's cached ``Packs``). A pack holds the points one run
+finished (packed when the run ends: briefkit.measure.campaign) or a whole campaign (``briefkit raw
+pack``). A folder is removed only after the pack on disk was read back and every file compared byte for
+byte; raw data is never rewritten, only moved into a pack and back. A pack is built in memory: fine for
+tool output of a few MB a point, not for multi-GB logs.
 """
 from __future__ import annotations
 
