@@ -222,7 +222,7 @@ def _ingest(args) -> int:
             empty.append(path)
             continue
         try:
-            table = parse(Path(path), **options)
+            table = _parse_maybe_packed(parse, Path(path), options)
         except BriefkitError as exc:
             print(f"briefkit: error: {exc}", file=sys.stderr)
             empty.append(path)
@@ -238,6 +238,26 @@ def _ingest(args) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _parse_maybe_packed(parse, path: Path, options: dict):
+    """``parse(path)``; a file of a packed point (data/raw/.../attempt-<n>/fio.json, its folder now in the
+    campaign's pack) is read out of the pack, and its samples name ``path`` as their source."""
+    if path.exists():
+        return parse(path, **options)
+    from briefkit.raw import packs
+
+    located = packs.locate(path.absolute())
+    if located == path.absolute():
+        return parse(path, **options)      # not in a pack either: the parser says the file is missing
+    table = parse(located, **options)
+    # a source may be the file's path with a part after it ("dbbench.stdout#summary")
+    if isinstance(table, dict):             # plain columns
+        table["source"] = [str(path) + s[len(str(located)):] if isinstance(s, str) and s.startswith(str(located))
+                           else s for s in table.get("source", [])]
+    elif "source" in table:
+        table["source"] = table["source"].str.replace(str(located), str(path), regex=False)
+    return table
 
 
 def _write_samples(tables: list, by_column: bool) -> None:
@@ -557,6 +577,84 @@ def _not_started(slug: str, base: Path, shown: set[str]) -> list[dict]:
     return rows
 
 
+def _raw(args) -> int:
+    """``briefkit raw ACTION BRIEF CAMPAIGN``: a campaign's finished point folders packed, unpacked, shown or
+    verified (briefkit.raw.packs); pack and unpack hold the campaign's run lock."""
+    from briefkit.measure.lock import CampaignLock
+    from briefkit.raw import packs
+    from briefkit.raw.recorded import member_folders
+    from briefkit.raw.records import FLEET
+
+    base = checkout.root()
+    slug = checkout.declared_brief(args.brief, base)
+    top = checkout.brief_paths(slug, None, base)["raw"] / args.campaign
+    if not top.is_dir() or args.campaign in ("", ".", "..") or "/" in args.campaign:
+        raise FileNotFoundError(f"{top}: no such campaign folder")
+    # a fleet campaign: each host's folder is a campaign folder of its own
+    folders = member_folders(top) if (top / FLEET).is_file() else [top]
+    if args.action in ("show", "verify"):
+        return _raw_show(args, top, folders, packs) if args.action == "show" else _raw_verify(top, folders, packs)
+    with CampaignLock(top, f"{slug}/{args.campaign}"):
+        for folder in folders:
+            where = folder.relative_to(base)
+            if args.action == "pack":
+                attempts = packs.finished_attempts(folder)
+                started = time.perf_counter()
+                made = packs.seal(folder, attempts)
+                print(f"{where}: {len(attempts)} attempt folders packed, every byte compared"
+                      + (f", into {made.relative_to(base)} in {time.perf_counter() - started:.1f} s" if made else ""),
+                      file=sys.stderr)
+            else:
+                into = Path(args.to) / folder.relative_to(top) if args.to else None
+                written = packs.unpack(folder, into)
+                print(f"{where}: {len(written)} attempt folders unpacked into {into or where}"
+                      + ("" if into else ", every byte compared, packs removed"), file=sys.stderr)
+    return 0
+
+
+def _raw_show(args, top: Path, folders: list[Path], packs) -> int:
+    """Without POINT: every attempt folder and where it is (a pack, or unpacked); with it, its files;
+    with FILE, that file's bytes on stdout."""
+    for folder in folders:
+        prefix = f"{folder.relative_to(top)}/" if folder != top else ""
+        found = packs.Packs.of(folder)
+        if args.dir is None:
+            unpacked = packs.finished_attempts(folder)
+            for relative in sorted([*found.index, *unpacked]):
+                where = f"packs/{found.index[relative][0].name}" if relative in found.index else "unpacked"
+                print(f"{prefix}{relative}\t{where}")
+            continue
+        relative = args.dir[len(prefix):] if prefix and args.dir.startswith(prefix) else args.dir
+        if not found.holds(relative):
+            if (folder / relative).is_dir() and len(folders) == 1:
+                print(f"{folder / relative}: unpacked; read it there", file=sys.stderr)
+                return 0
+            continue
+        if args.file is None:
+            for info in found.index[relative][1]:
+                print(f"{info.filename[len(relative) + 1:]}\t{info.file_size}")
+            return 0
+        where, data = found.read(relative, args.file)
+        if data is None:
+            raise FileNotFoundError(f"{where}: no such file in the pack")
+        sys.stdout.buffer.write(data)
+        return 0
+    if args.dir is not None:
+        raise FileNotFoundError(f"{top}: no attempt folder {args.dir} in a pack (`briefkit raw show BRIEF CAMPAIGN` "
+                                "lists them)")
+    return 0
+
+
+def _raw_verify(top: Path, folders: list[Path], packs) -> int:
+    problems = [p for folder in folders for p in packs.verify(folder)]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    count = sum(len(packs.pack_files(f)) for f in folders)
+    print(f"{top}: {count} packs, {'every byte as named' if not problems else f'{len(problems)} problems'}",
+          file=sys.stderr)
+    return 1 if problems else 0
+
+
 def _loopback_sshd(args) -> int:
     """An sshd on 127.0.0.1 with keys of its own, for storage reached over the network on one
     machine (the sshfs configurations of the embedded rocksdb-nvmeof campaign)."""
@@ -682,6 +780,20 @@ HELP: dict[str, tuple[str, str, str]] = {
     "status": ("points done, skipped, failed and left per campaign",
                "Points done, skipped, failed and left, per campaign and configuration, as TSV.",
                "briefkit status fio-6600ion"),
+    "raw": ("pack, unpack, show or verify a campaign's raw point folders",
+            "A finished point's raw files are kept as one file, packs/<sha256>.zip in the campaign's folder (named "
+            "by the SHA-256 of its bytes), which briefkit reads directly. pack: the campaign's finished attempt "
+            "folders (done or failed) into one pack, each folder removed only after the pack on disk was read back "
+            "and every file compared byte for byte. unpack: the folders written back out of the packs (the packs "
+            "removed once every byte is there), or with --to DIR a copy for inspection, the raw folder untouched. "
+            "show: the attempt folders and their pack; with POINT (an attempt folder, as listed) its files; with "
+            "FILE that file on stdout. verify: every pack's name against its bytes and every member's CRC.",
+            "briefkit raw pack fio-6600ion local\n"
+            "briefkit raw show fio-6600ion local\n"
+            "briefkit raw show fio-6600ion local xfs-loop/rw=70-30_bs=4MiB_numjobs=1_iodepth=16/rep1/attempt-1\n"
+            "briefkit raw show fio-6600ion local xfs-loop/rw=70-30_bs=4MiB_numjobs=1_iodepth=16/rep1/attempt-1 fio.json\n"
+            "briefkit raw unpack fio-6600ion local --to /tmp/fio-local\n"
+            "briefkit raw verify fio-6600ion local"),
     "query": ("SQL over the results store of every brief (a table, or CSV)",
               "Answer a SQL query (DuckDB's dialect) over the results store data/results/, which `briefkit dataset "
               "BRIEF` (and dvc repro) writes for every brief: tables samples, series, percentiles, latency_bins "
@@ -802,6 +914,13 @@ def parser() -> argparse.ArgumentParser:
     notebook.add_argument("--host", help="run on this host instead of the declared one: local or ssh://[user@]host[:port]")
     status = _command(sub, "status", _status)
     status.add_argument("brief", help="the brief's slug (briefkit list)")
+    raw = _command(sub, "raw", _raw)
+    raw.add_argument("action", choices=["pack", "unpack", "show", "verify"])
+    raw.add_argument("brief", help="the brief's slug (briefkit list)")
+    raw.add_argument("campaign", help="a campaign folder of data/raw/BRIEF/")
+    raw.add_argument("dir", nargs="?", metavar="POINT", help="show: an attempt folder (as `raw show` lists them)")
+    raw.add_argument("file", nargs="?", metavar="FILE", help="show: one file of it, written to stdout")
+    raw.add_argument("--to", metavar="DIR", help="unpack: a copy into DIR (a new folder), the raw folder untouched")
     sshd = _command(sub, "loopback-sshd", _loopback_sshd)
     sshd.add_argument("--dir", default="/var/tmp/briefkit/sshd", help="keys, config and log (default: %(default)s)")
     sshd.add_argument("--port", type=int, default=2222, help="default: %(default)s")
