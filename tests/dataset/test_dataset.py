@@ -69,7 +69,9 @@ def test_a_reference_brief_as_declared(tmp_path):
     assert camp.skipped and all(s["reason"] for s in camp.skipped)     # the ramp's stop rule
     assert sorted(p["config"] for p in camp.prepare) == sorted(camp.configs)
     assert camp.inventory is not None and set(camp.inventory["configs"]) == set(camp.configs)
-    assert data.percentiles.empty and list(data.percentiles.columns) == processed.PERCENTILE_COLUMNS
+    # transaction times from pgbench's per-transaction logs: a distribution per step and transaction type
+    assert set(data.percentiles["family"]) == {"txn_lat"} and set(data.repetition_bins["family"]) == {"txn_lat"}
+    assert list(data.percentiles.columns) == [*processed.PERCENTILE_COLUMNS, "p_clients"]
     assert list(data.samples.columns) == [*tidy.COLUMNS, "p_clients"]      # the OLTP ramp's one parameter
     assert (data.samples["p_clients"] == data.samples["load"]).all()
 
