@@ -228,6 +228,7 @@ class RocksdbSuite(BriefBase):
                            "Student-t interval and n. Each layer: the difference of two stacks' means with Welch's "
                            "95 % interval (n per side).",
                       css_class="brief-table auto")
+            out.md(path_latency.WRITES)
             out.table(path_latency.published_table(),
                       "Published figures of networked block storage, beside the measurement above (not in its place)",
                       css_class="brief-table auto")
