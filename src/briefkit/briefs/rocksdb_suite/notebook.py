@@ -79,6 +79,10 @@ class RocksdbSuite(BriefBase):
         fig, ax = plots.figure(height=height) if width is None else plots.figure(width=width, height=height)
         plots.ratio_bars(ax, chart, palette=plots.colours(list(chart.columns)))
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+        # above the axes: the pairs' names (with their network path) are long and would cover bars
+        drawn = ax.get_legend()
+        ax.legend(drawn.legend_handles, [t.get_text() for t in drawn.get_texts()], frameon=False, fontsize=7,
+                  loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2)
         return fig
 
     def headline_figure(self):
@@ -113,8 +117,11 @@ class RocksdbSuite(BriefBase):
         lines = []
         if not self.measured:
             lines.append(selection_text(self.data, self.names, self.show))
-        for name, m in self.measured.items():
+        for index, (name, m) in enumerate(self.measured.items()):
             configs, record = m["configs"], m["record"]
+            if index:   # page 1 keeps the first campaign's findings; the others' ratios are under *Ratios*
+                lines.append(self._other_campaign_line(name, m))
+                continue
             scale = (record.settings or {}).get("scale")
             keys = record.facts.get("keys")
             # names only: what each configuration is, is said under "How we tested" (page 1 keeps its figure)
@@ -149,6 +156,13 @@ class RocksdbSuite(BriefBase):
                 "the tables of *Ratios*). Above 1 the numerator's number is larger: better for ops/s and MB/s, worse "
                 "for time and µs/op.")
         return self.out.take()
+
+    def _other_campaign_line(self, name: str, m: dict) -> str:
+        reps = int(m["data"].groupby(["config", "workload"])["rep"].nunique().min())
+        tested = "tested" if reps > 1 else "not tested (one repetition)"
+        return (f"**Also measured** (campaign {name} on {hosts_text(m['record'])}): {len(m['configs'])} configurations, "
+                + ", ".join(f"*{c}*" for c in m["configs"])
+                + f"; its ratios, {tested}, are under *Ratios ({name})*.")
 
     def tests(self):
         out = self.out
@@ -224,9 +238,11 @@ class RocksdbSuite(BriefBase):
                    + path_latency.summary(data, record.config_specs))
             out.table(path_latency.overhead_table(data, record.config_specs),
                       f"Mean completion latency of each stack and what each layer adds (campaign {name})",
-                      note="Each stack: fio's mean completion latency, the mean over the repetitions with its 95 % "
-                           "Student-t interval and n. Each layer: the difference of two stacks' means with Welch's "
-                           "95 % interval (n per side).",
+                      note="fio at QD1, 4 KiB, O_DIRECT; "
+                           + path_latency.repetitions_text(data, record.config_specs)
+                           + ". Each stack: fio's mean completion latency, the mean over the repetitions with its 95 % "
+                           "Student-t interval. Each layer: the difference of two stacks' means with Welch's 95 % "
+                           "interval.",
                       css_class="brief-table auto")
             out.md(path_latency.WRITES)
             out.table(path_latency.published_table(),

@@ -22,14 +22,13 @@ from briefkit.core.numbers import fmt
 ROLES = {"dir": "local", "loop_xfs": "loop", "nbd": "nbd"}
 #: how a role is named in the brief (the NBD path as the ratio tables name it)
 NBD_LABEL = "NBD over loopback TCP (stand-in for NVMe-oF)"
-LABELS = {"local": "Local file (the disk's own filesystem)", "loop": "loop + XFS over an image on the disk",
-          "nbd": NBD_LABEL}
-#: fio mode -> (the row's words, the mean completion-latency metric of that direction)
-DIRECTIONS = {"randread": ("4 KiB random read, QD1", "read_clat_mean"),
-              "randwrite": ("4 KiB random write, QD1", "write_clat_mean")}
+LABELS = {"local": "Local file on the disk", "loop": "loop + XFS over an image on the disk", "nbd": NBD_LABEL}
+#: fio mode -> (the column's words, the mean completion-latency metric of that direction)
+DIRECTIONS = {"randread": ("Random read, µs (95 % CI)", "read_clat_mean"),
+              "randwrite": ("Random write, µs (95 % CI)", "write_clat_mean")}
 #: what each layer adds: (label, the stack with it, the stack without it)
 ADDED = (("loop + XFS adds (over local)", "loop", "local"),
-         ("nbdkit + TCP + nbdfuse add (NBD over loop + XFS)", "nbd", "loop"),
+         ("nbdkit + TCP + nbdfuse add (over loop + XFS)", "nbd", "loop"),
          ("The whole NBD path adds (over local)", "nbd", "local"))
 #: published figures of networked block storage, beside the measurement (sources as the issue cites them)
 PUBLISHED = (
@@ -97,29 +96,40 @@ def overheads(samples: pd.DataFrame, config_specs: Mapping[str, Mapping]) -> pd.
     return pd.DataFrame(rows, columns=["rw", "kind", "what", "config", "value", "low", "high", "n", "p"])
 
 
-def _cell(row) -> str:
-    sign = "+" if row.kind == "added" else ""
-    value = f"{sign}{fmt(row.value, 1)} µs" if row.kind == "stack" else f"{row.value:+,.1f} µs"
+def _cell(row, with_n: bool = True) -> str:
+    value = f"{fmt(row.value, 1)}" if row.kind == "stack" else f"{row.value:+,.1f}"
+    n = f", n = {row.n}" if with_n else ""
     if not (math.isfinite(row.low) and math.isfinite(row.high)):
-        return f"{value} (n = {row.n}; no interval)"
-    return f"{value} ({fmt(row.low, 1)} to {fmt(row.high, 1)}, n = {row.n})"
+        return f"{value} (no interval{n})"
+    return f"{value} ({fmt(row.low, 1)} to {fmt(row.high, 1)}{n})"
 
 
 def overhead_table(samples: pd.DataFrame, config_specs: Mapping[str, Mapping]) -> pd.DataFrame:
-    """The brief's table: a row per stack and per layer, a column per direction; each cell the mean
-    completion latency (stacks) or what the layer adds (layers), µs, with its 95 % interval and n."""
+    """The brief's table: a row per stack (its mean completion latency) and per layer (what it adds), a
+    column per direction; each cell µs with its 95 % interval (the repetitions: ``repetitions_text``)."""
     table = overheads(samples, config_specs)
     found = roles(config_specs)
     order = [("stack", role) for role in ("local", "loop", "nbd") if role in found] + \
             [("added", label) for label, a, b in ADDED if a in found and b in found]
     out = []
     for kind, what in order:
-        row = {"": (f"{LABELS[what]} ({found[what]}): mean completion latency" if kind == "stack" else what)}
+        row = {"Stack (mean completion latency) or layer (what it adds)":
+               f"{LABELS[what]} ({found[what]})" if kind == "stack" else what}
         for rw, (words, _) in DIRECTIONS.items():
             cells = table[(table["rw"] == rw) & (table["kind"] == kind) & (table["what"] == what)]
-            row[words] = _cell(next(cells.itertuples())) if len(cells) else "not measured"
+            row[words] = _cell(next(cells.itertuples()), with_n=False) if len(cells) else "not measured"
         out.append(row)
     return pd.DataFrame(out)
+
+
+def repetitions_text(samples: pd.DataFrame, config_specs: Mapping[str, Mapping]) -> str:
+    """"n = 5 repetitions per stack" (or each stack's n where they differ)."""
+    stacks = overheads(samples, config_specs)
+    stacks = stacks[stacks["kind"] == "stack"]
+    counts = sorted({int(n) for n in stacks["n"]})
+    if len(counts) == 1:
+        return f"n = {counts[0]} repetitions per stack"
+    return "n = " + ", ".join(f"{r.n} ({r.config}, {r.rw})" for r in stacks.itertuples())
 
 
 def published_table() -> pd.DataFrame:
@@ -130,7 +140,7 @@ def summary(samples: pd.DataFrame, config_specs: Mapping[str, Mapping]) -> str:
     """"Through NBD a 4 KiB random read at QD1 took +N µs (low to high) more than locally; a write +M µs (...)"."""
     table = overheads(samples, config_specs)
     whole = table[(table["kind"] == "added") & (table["what"] == ADDED[2][0])]
-    parts = [f"a {DIRECTIONS[row.rw][0].split(',')[0].removeprefix('4 KiB ')} {_cell(row)}"
+    parts = [f"a random {row.rw.removeprefix('rand')} {_cell(row).replace(' (', ' µs (', 1)}"
              + (" (not like for like: no write through NBD waits for the disk)" if row.rw == "randwrite" else "")
              for row in whole.itertuples()]
     if not parts:
