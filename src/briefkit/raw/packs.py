@@ -253,7 +253,7 @@ def unpacked_copy(raw_dir: Path, relative: str) -> tuple[Path, Path]:
 
 
 def locate(path: Path) -> Path:
-    """``path`` (a file of an attempt folder) where it can be read: itself when it is there, else in the
+    """``path`` (an attempt folder, or a file of one) where it can be read: itself when it is there, else in the
     copy of its packed folder (``unpacked_copy``). For the readers that go by a sample's ``source`` path
     (briefkit.dataset's merged latency bins, ``briefkit ingest``)."""
     path = Path(path)
@@ -263,13 +263,13 @@ def locate(path: Path) -> Path:
         if (campaign / PACKS).is_dir():
             found = Packs.of(campaign)
             relative = str(path.relative_to(campaign))
-            head = relative.rsplit("/", 1)[0]
+            head = relative      # an attempt folder itself (pgbench's logs are read by folder), or a file in one
             while head and not found.holds(head):
                 head = head.rsplit("/", 1)[0] if "/" in head else ""
             if not head:
                 return path
             copy, _ = unpacked_copy(campaign, head)
-            return copy / relative[len(head) + 1:]
+            return copy / relative[len(head) + 1:] if relative != head else copy
         if (campaign / "campaign.json").is_file():
             return path
     return path
