@@ -57,7 +57,8 @@ def build(base: Path, brief: str, a: str, b: str, mapping: dict[str, str] | None
         raise ValueError(refused)
     processed_dir = (base / "data" / "processed").resolve()
     node = notebook(brief, processed_dir, a, b, dict(mapping or {}), metric)
-    paths = sectioned.execute_and_render(node, base / "reports" / "compare", stem(brief, a, b, comparison.metric), quiet)
+    paths = sectioned.execute_and_render(node, base, base / "reports" / "compare", stem(brief, a, b, comparison.metric),
+                                         quiet)
     return comparison, paths
 
 
