@@ -1,7 +1,7 @@
 """A report that is a small notebook of sections: a hidden parameters cell, a setup cell, then one cell per
-section whose code is hidden (``emit`` shows the blocks it returns). Papermill runs it and the brief render
-path (``briefkit.report.render``) turns it into HTML and PDF beside the executed notebook, in the brief's
-layout. ``briefkit history`` is written this way (``briefkit compare``'s notebook has the same cells)."""
+section whose code is hidden (``emit`` shows the blocks it returns). briefkit.notebooks.execute runs it
+and the brief render path (``briefkit.report.render``) turns it into HTML and PDF beside the executed
+notebook, in the brief's layout. ``briefkit history`` is written this way (``briefkit compare``'s notebook has the same cells)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
