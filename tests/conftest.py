@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from briefkit.core.notebooks import defer_iri_parsers
 from briefkit.hosts import LocalHost
 from briefkit.hosts.sshd import SSHD, LoopbackSshd
+from briefkit.notebooks.iri import defer_iri_parsers
 
 # the campaigns the tests measure keep their finished points unpacked, as the tests read them (briefkit.raw.packs;
 # tests/raw/test_packs.py measures with packing on); subprocesses (papermill, the CLI) inherit it

@@ -14,7 +14,7 @@ import yaml
 
 from briefkit import cli
 from briefkit.core.validation import SshUrl
-from briefkit.measure import campaign
+from briefkit.measure import campaign, steps
 from briefkit.raw.manifest import Manifest
 from tests import paths
 
@@ -102,10 +102,11 @@ def fio_campaign(root: Path, **settings) -> dict:
 
 
 def seconds_of(text: str) -> int:
-    found = re.search(r"estimated duration (?:(\d+) h )?(\d+) min (\d+) s", text)
+    """The estimate a dry-run line gives, in the run's own format (``steps.duration``: 1h02m, 3m05s)."""
+    found = re.search(r"estimated duration (?:(\d+)h(\d+)m|(\d+)m(\d+)s)", text)
     assert found, text
-    hours, minutes, secs = (int(g or 0) for g in found.groups())
-    return hours * 3600 + minutes * 60 + secs
+    hours, minutes, long_minutes, secs = (int(g or 0) for g in found.groups())
+    return hours * 3600 + (minutes or long_minutes) * 60 + secs
 
 
 def test_dry_run_prints_the_plan_and_the_estimated_duration(project_root, capsys):
@@ -124,6 +125,8 @@ def test_dry_run_prints_the_plan_and_the_estimated_duration(project_root, capsys
     assert f"{len(plan)} points, 2 already done, {len(plan) - 2} to run" in summary
     expected = sum(camp.workload.expected_seconds(p, camp.settings) for p in plan[2:])
     assert expected > 0 and seconds_of(summary) == round(expected)
+    # one duration format: the dry run's estimate as the run's progress gives the time left
+    assert f"estimated duration {steps.duration(expected)}, host local" in summary
     assert not (project_root / "host").exists()  # nothing ran
 
 

@@ -16,7 +16,7 @@ import yaml
 from jupyter_core.utils import run_sync
 
 from briefkit import briefs
-from briefkit.core import notebooks
+from briefkit.notebooks import kernel as kernels
 from tests import paths
 
 ROOT = paths.ROOT
@@ -90,7 +90,7 @@ def kernel(tmp_path_factory):
     briefs' imports cost about 3 CPU-s, once per worker instead of once per case. Every run begins
     with an empty namespace (``fresh``), so no cell can lean on a name an earlier case left."""
     with open(tmp_path_factory.mktemp("kernel") / "kernel.log", "w+") as log:
-        manager = notebooks.quiet_kernel_manager(log)(kernel_name="python3")
+        manager = kernels.quiet_kernel_manager(log)(kernel_name="python3")
         yield manager
         if manager.has_kernel:
             run_sync(manager.shutdown_kernel)(now=True)

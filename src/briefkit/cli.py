@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -29,10 +28,9 @@ def _dataset(args) -> int:
 
 
 def _execute(args) -> int:
-    import papermill
-
     from briefkit import processed
-    from briefkit.core import files, notebooks
+    from briefkit.notebooks.execute import execute
+    from briefkit.notebooks.scrub import relative_to_folder
 
     base = checkout.root()
     slug = checkout.declared_brief(args.brief, base)
@@ -44,25 +42,11 @@ def _execute(args) -> int:
     paths = checkout.brief_paths(slug, meta["notebook"], base)
     # the kernel runs in notebooks/: the data folder is given from there, so that no absolute path of
     # this checkout enters the executed notebook (two clones must write the same bytes)
-    parameters = {"brief": slug, "processed_dir": notebooks.relative_to_folder(processed_dir, paths["notebook"].parent),
+    parameters = {"brief": slug, "processed_dir": relative_to_folder(processed_dir, paths["notebook"].parent),
                   "show": meta["show"], **meta["parameters"]}
-    paths["executed"].parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    # SIGTERM and SIGHUP as Ctrl-C: the kernel is shut down and its folder removed (briefkit.core.notebooks)
-    with tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log, stop_on_signals():
-        try:
-            # papermill writes a new file beside reports/BRIEF.ipynb, which then replaces it (never through a link)
-            with files.replacing(paths["executed"], keep_partial=True) as executed:
-                papermill.execute_notebook(str(paths["notebook"]), str(executed), parameters=parameters,
-                                           cwd=str(paths["notebook"].parent), progress_bar=not args.quiet,
-                                           kernel_name="python3",
-                                           kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log))
-        except (papermill.PapermillExecutionError, KeyboardInterrupt):
-            raise       # a cell's error is papermill's message; an interrupt is the user's
-        except BaseException:
-            print(notebooks.kernel_log_tail(kernel_log), file=sys.stderr)   # a kernel that died says why
-            raise
-    notebooks.scrub(paths["executed"], base)
+    execute(paths["notebook"], paths["executed"], cwd=paths["notebook"].parent, base=base, parameters=parameters,
+            progress_bar=not args.quiet)
     print(f"{paths['executed'].relative_to(base)}: executed in {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 0
 
@@ -343,8 +327,10 @@ def _measure(args) -> int:
         raise SystemExit(f"brief {args.brief!r} declares no campaigns in params.yaml (see README, "
                          f"\"Measure your own host\")")
     if args.dry_run:
+        from briefkit.measure import dryrun
+
         _check_host_option(args.host)
-        return _dry_run(args.brief, names, base, host=args.host)
+        return 2 if dryrun.dry_run(args.brief, names, base, host=args.host) else 0
     # SIGTERM (a CI timeout, kill) and SIGHUP (the terminal or SSH session closed) go the same way as
     # Ctrl-C: the running job is stopped on the host, the point's failure recorded, the registry entry removed
     with stop_on_signals():
@@ -402,135 +388,6 @@ def _measure_host(args, campaign, name: str, base: Path):
     if args.sudo:
         host.sudo = True
     return host
-
-
-def _dry_run(slug: str, names: list[str], base: Path, host: str | None = None) -> int:
-    """The plan, one point per line (campaign TAB point), then per campaign the points already done
-    and the estimated duration of the rest (the workload's own estimate per point). ``host`` (--host) is
-    judged as the real run judges it, without connecting."""
-    import dataclasses
-
-    from briefkit.measure import campaign
-    from briefkit.raw.manifest import FINAL, Manifest
-
-    summary, total, unknown, refusals = [], 0.0, False, []
-    for name in names:
-        camp = campaign.load(slug, name, base)
-        if host and camp.hosts is None:
-            camp = dataclasses.replace(camp, host=host)
-        refusals += [f"# {slug}/{name}: a run would be refused: {why}" for why in _refusals(camp)]
-        # a fleet runs the plan on every host (each its own raw folder); fio client/server runs it once
-        members = {"": camp.raw_dir} if camp.hosts is None or camp.fio_server else \
-            {f"{host}/": camp.raw_dir / host for host in camp.hosts}
-        plan, todo = [], []
-        for prefix, raw_dir in members.items():
-            status = Manifest(raw_dir / "manifest.jsonl").status()
-            for point in camp.plan():
-                print(f"{name}\t{prefix}{point.id}")
-                plan.append(point)
-                if status.get(point.id, {}).get("event") not in FINAL:
-                    todo.append(point)
-        guesses = [camp.workload.expected_seconds(p, camp.settings) for p in todo]
-        if any(g is None for g in guesses):
-            unknown = True
-            estimate = (f"estimated duration unknown ({camp.workload.name} gives no time estimate for "
-                        f"{sum(g is None for g in guesses)} of these points)")
-        else:
-            # hosts of a fleet run side by side: the longest host's share, about the sum over the width
-            width = min(camp.fanout, len(members))
-            total += sum(guesses) / width
-            estimate = f"estimated duration {_duration(sum(guesses) / width)}"
-        for config_name, config in camp.configs.items():     # storage whose set-up runs commands worth reading
-            for line in config.plan(camp.workdir):
-                print(f"# {name}/{config_name} storage: {line}")
-        estimate += _method_plan(name, camp, guesses)
-        summary.append(f"# {slug}/{name}: {len(plan)} points, {len(plan) - len(todo)} already done, "
-                       f"{len(todo)} to run; {estimate}, {_hosts_text(camp)}")
-    for line in summary:
-        print(line)
-    if len(names) > 1:
-        print(f"# all {len(names)} campaigns: estimated duration "
-              + (f"at least {_duration(total)} (some points unknown)" if unknown else _duration(total)))
-    print("# the estimate is the tools' run time per point, without storage set-up, data loading and "
-          "preconditioning")
-    for line in refusals:
-        print(line)
-    return 2 if refusals else 0
-
-
-def _refusals(camp) -> list[str]:
-    """What `briefkit measure` would refuse before running anything: a declaration changed other than
-    by growth, a campaign pointed at another host than the one it was measured on."""
-    from briefkit.measure import fleet, steps
-
-    if camp.fio_server:
-        return _others_running(camp)
-    members = [camp] if camp.hosts is None else [fleet.member(camp, host, spec) for host, spec in camp.hosts.items()]
-    found = [why for why in (steps.host_refusal(one, None) or steps.declaration_refusal(one) for one in members) if why]
-    return found or _others_running(camp)     # a host refused already is not reached
-
-
-def _others_running(camp) -> list[str]:
-    """Another campaign running on one of the campaign's hosts (briefkit.measure.running): a run would
-    be refused. The hosts are reached for this; one that cannot be is said, not refused."""
-    from briefkit.measure import campaign, running
-
-    specs = {"host": camp.host} if camp.hosts is None else camp.hosts
-    found = []
-    for name, spec in specs.items():
-        host = None
-        try:
-            host = campaign.connect(spec, f"briefs.{camp.brief}.campaigns.{camp.name}.{name}")
-            found += [running.refusal(host.name, {"brief": camp.brief, "campaign": camp.name}, other,
-                                      running.folder()) for other in running.running_on(host)]
-        except Exception as exc:    # a dry run names the problem; the real run reports it in full
-            print(f"# {camp.brief}/{camp.name}: running campaigns on {name} not checked: {exc}")
-        finally:
-            if host is not None:
-                host.close()
-    return found
-
-
-def _method_plan(name: str, camp, guesses: list) -> str:
-    """Print what preconditioning and SNIA PTS rounds add to a dry run; the words to add to its estimate."""
-    from briefkit.measure import precondition
-
-    said = ""
-    lines = precondition.plan_lines(camp)
-    for line, _ in lines:
-        print(f"# {name}/{line}")
-    if lines:
-        known = [s for _, s in lines if s is not None]
-        said += f"; preconditioning ~{_duration(sum(known))}" + (" (some unknown)" if len(known) < len(lines) else "")
-    rule = camp.steady_rule
-    if rule is not None and guesses and all(g is not None for g in guesses):
-        per_round = sum(guesses) / rule.max_rounds
-        said += (f"; SNIA PTS rounds: at least {rule.window_rounds} ({_duration(per_round * rule.window_rounds)}), "
-                 f"at most {rule.max_rounds} (the estimate above)")
-    return said
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
-
-
-def _hosts_text(camp) -> str:
-    if camp.hosts is None:
-        return f"host {_host_text(camp.host)}"
-    mode = "fio client/server" if camp.fio_server else \
-        f"{min(camp.fanout, len(camp.hosts))} at a time"
-    return f"hosts {', '.join(_host_text(h) for h in camp.hosts.values())} ({mode})"
-
-
-def _host_text(spec) -> str:
-    if isinstance(spec, str):
-        return spec
-    ssh = spec.get("ssh") if hasattr(spec, "get") else getattr(spec, "ssh", None)
-    return f"{ssh} (sudo)" if (spec.get("sudo") if hasattr(spec, "get") else getattr(spec, "sudo", False)) \
-        else str(ssh or spec)
 
 
 def _say(text: str) -> None:
@@ -987,7 +844,7 @@ LOCK_READERS = {"dataset", "samples", "execute", "render", "build", "measure", "
 
 def main(argv: list[str] | None = None) -> int:
     from briefkit.core.errors import BriefkitError, HostError
-    from briefkit.core.notebooks import defer_iri_parsers
+    from briefkit.notebooks.iri import defer_iri_parsers
 
     defer_iri_parsers()       # before a command imports nbformat (papermill, nbconvert): about 2 s less
     args = parser().parse_args(argv)

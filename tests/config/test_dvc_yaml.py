@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from briefkit.config import project, yamlload
+from briefkit.config import params_file, project, yamlload
 from briefkit.core.errors import ParamsError
 from tests import checkouts, paths
 
@@ -63,7 +63,7 @@ def test_briefkit_refuses_it_naming_the_line_and_the_block_spelling(tmp_path, li
     path = with_local_host(tmp_path, line)
     number = path.read_text(encoding="utf-8").splitlines().index(line.rstrip("\n")) + 1
     with pytest.raises(ParamsError) as refused:
-        yamlload.load_params(path)
+        params_file.read(tmp_path)
     message = str(refused.value)
     assert message.startswith(f"{path}:{number}: briefs.rocksdb-7600.campaigns.local.host is a one-line")
     assert "block style" in message
@@ -72,7 +72,7 @@ def test_briefkit_refuses_it_naming_the_line_and_the_block_spelling(tmp_path, li
     # the spelling it proposes is one that DVC reads, and still reads after its own writer
     fixed = path.read_text(encoding="utf-8").replace(line, example + "\n")
     path.write_text(fixed, encoding="utf-8")
-    assert yamlload.load_params(path)["briefs"]["rocksdb-7600"]["campaigns"]["local"]["host"]["ssh"].endswith(":2222")
+    assert params_file.read(tmp_path)["briefs"]["rocksdb-7600"]["campaigns"]["local"]["host"]["ssh"].endswith(":2222")
     hydra.apply_overrides(str(path), [])
     parse_yaml(path.read_text(encoding="utf-8"), str(path))
 

@@ -21,9 +21,10 @@ import yaml
 
 from briefkit import cli
 from briefkit import tools as workloads
-from briefkit.core import notebooks, ramp
+from briefkit.core import ramp
 from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
+from briefkit.notebooks import kernel
 from briefkit.raw.manifest import Manifest
 from briefkit.tools.pgbench.workload import OltpWorkload
 from tests import paths
@@ -91,7 +92,7 @@ def brief_text(project, **parameters) -> str:
     with open(project.root / "kernel.log", "w+") as log:   # a kernel on Unix sockets, as briefkit starts it
         done = papermill.execute_notebook(
             str(NOTEBOOK), str(project.root / "executed.ipynb"), cwd=str(NOTEBOOK.parent), progress_bar=False,
-            kernel_name="python3", kernel_manager_class=notebooks.quiet_kernel_manager(log),
+            kernel_name="python3", kernel_manager_class=kernel.quiet_kernel_manager(log),
             parameters={"brief": BRIEF, "processed_dir": str(project.root / "data/processed"),
                         "published_dir": str(CHECKOUT / "data/published/oltp-9300"), **parameters})
     return "\n".join("".join(output.get("data", {}).get(kind, "")) for cell in done["cells"]

@@ -71,7 +71,7 @@ def checkout(reference_data, tmp_path) -> Path:
 
 
 @pytest.mark.slow
-def test_compare_replaces_links_at_its_outputs(checkout, outside):
+def test_compare_replaces_links_at_its_outputs(checkout, outside, capfd):
     folder = checkout / "reports" / "compare"
     stem = f"{BRIEF}--local--published--total_bw"
     links = {folder / f"{stem}.{suffix}": None for suffix in ("html", "pdf", "ipynb")}
@@ -87,6 +87,9 @@ def test_compare_replaces_links_at_its_outputs(checkout, outside):
             replaced(link, target)
     assert (folder / f"{stem}.pdf").read_bytes().startswith(b"%PDF")
     assert [p.name for p in folder.iterdir() if ".tmp-" in p.name] == []
+    # the report's kernel is briefkit's (briefkit.notebooks.execute): its stderr, where ipykernel says
+    # "Kernel is running over TCP without encryption" on a TCP start, is not the command's
+    assert "IPKernelApp" not in capfd.readouterr().err
 
 
 @pytest.mark.slow

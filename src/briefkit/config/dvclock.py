@@ -46,7 +46,7 @@ from pathlib import Path
 
 import yaml
 
-from briefkit.config import yamlload
+from briefkit.config import params_file
 from briefkit.config.yamlload import SAFE_LOADER
 from briefkit.core.errors import ParamsError
 
@@ -314,7 +314,7 @@ def _committed(base: Path) -> dict | None:
 def declared_stages(base: Path) -> set[str]:
     """The stage names dvc.yaml's foreach expands to: measure@KEY for each key of params.yaml's
     measure:, dataset@, notebook@ and render@BRIEF for each brief."""
-    params = yamlload.load_params(base / "params.yaml") or {}
+    params = params_file.read(base)
     briefs = params.get("briefs") or {}
     names = {f"measure@{key}" for key in params.get("measure") or {}}
     return names | {f"{stage}@{brief}" for stage in ("dataset", "notebook", "render") for brief in briefs}

@@ -40,13 +40,13 @@ def brief_paths(slug: str, notebook: str | None, base: Path) -> dict[str, Path]:
 def declared_brief(slug: str, base: Path) -> str:
     """``slug`` if params.yaml declares that brief (its name checked before it becomes a path).
     Only the names are read: the whole file is validated by the dataset stage, which runs first."""
-    from briefkit.config import yamlload  # PyYAML: not for the commands that read no params.yaml (ingest)
+    from briefkit.config import params_file  # PyYAML: not for the commands that read no params.yaml (ingest)
 
     try:
         check_name(slug, "brief")
     except ValueError as exc:
         raise ParamsError(f"brief: {exc}") from None
-    params = yamlload.load_params(base / "params.yaml") or {}
+    params = params_file.read(base)
     known = list(params.get("briefs") or {}) if isinstance(params, dict) else []
     if slug not in known:
         raise ParamsError(f"unknown brief {slug!r}; params.yaml declares: {', '.join(known)}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from briefkit.config import yamlload
+from briefkit.config import params_file
 from briefkit.config.params import ParamsFile, SecretFolders, validate_params
 from briefkit.config.paths import brief_paths, root
 from briefkit.core.errors import ParamsError
@@ -32,18 +32,18 @@ def load_params(base: Path | None = None) -> dict:
     are errors that name the file and the key path."""
     base = base or root()
     raw = _raw(base)
-    _check_shows(validate_params(raw, yamlload.shown(base / "params.yaml")), base)
+    _check_shows(validate_params(raw, params_file.name(base)), base)
     return raw
 
 
 def _raw(base: Path | None = None) -> dict:
-    base = base or root()
-    return yamlload.load_params(base / "params.yaml") or {}
+    """params.yaml as data, not validated (briefkit.config.params_file, the one reader)."""
+    return params_file.read(base or root())
 
 
 def load_model(base: Path | None = None) -> ParamsFile:
     base = base or root()
-    model = validate_params(_raw(base), yamlload.shown(base / "params.yaml"))
+    model = validate_params(_raw(base), params_file.name(base))
     _check_shows(model, base)
     return model
 
@@ -67,14 +67,14 @@ def _check_shows(model: ParamsFile, base: Path) -> None:
         raw = brief_paths(slug, None, base)["raw"]
         measured = sorted(p.name for p in raw.iterdir() if p.is_dir() and not p.name.startswith(".")) \
             if raw.is_dir() else []
-        check_show(slug, spec.show, measured, list(spec.campaigns), yamlload.shown(base / "params.yaml"))
+        check_show(slug, spec.show, measured, list(spec.campaigns), params_file.name(base))
 
 
 def briefs(base: Path | None = None) -> dict[str, Brief]:
     base = base or root()
     out = {}
     for slug, spec in load_model(base).briefs.items():
-        where = f"{base / 'params.yaml'}: briefs.{slug}"
+        where = f"{params_file.name(base)}: briefs.{slug}"
         if not (base / "notebooks" / f"{spec.notebook}.ipynb").exists():
             raise ParamsError(f"{where}.notebook: {spec.notebook!r} is not a notebook in notebooks/")
         if spec.published is not None and not (base / spec.published / "brief.yaml").exists():
@@ -101,12 +101,13 @@ def params_layout(base: Path | None = None) -> None:
     read its own output): the file is never left in a state DVC cannot read."""
     from dvc.utils.hydra import apply_overrides
 
-    path = (base or root()) / "params.yaml"
+    base = base or root()
+    path = params_file.path(base)
     before = path.read_text(encoding="utf-8")
-    yamlload.load_params(path)
+    params_file.read(base)
     apply_overrides(str(path), [])
     try:
-        yamlload.load_params(path)
+        params_file.read(base)
     except ParamsError:
         path.write_text(before, encoding="utf-8")
         raise
@@ -117,7 +118,7 @@ def read_rule(base: Path | None = None, *folders: Path) -> ReadRule:
     ``folders`` (a campaign's raw folder, which may be a link elsewhere); a password file inside a folder
     of params.yaml's ``secret_folders``."""
     base = Path(base or root())
-    where = f"{base / 'params.yaml'}: secret_folders"
+    where = f"{params_file.name(base)}: secret_folders"
     secrets = check(SecretFolders, _raw(base).get("secret_folders") or [], where, ParamsError)
     return ReadRule(folders=(base, *folders), secret_folders=tuple(Path(folder) for folder in secrets))
 

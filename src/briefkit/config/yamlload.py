@@ -158,13 +158,3 @@ def load(path: str | Path, error: Callable[[str], Exception] = ParamsError, name
     path = Path(path)
     return loads(_text(path, str(name or path), error), str(name or path), error)
 
-
-def load_params(path: str | Path, name: str | None = None) -> Any:
-    """params.yaml as briefkit reads it (``load``) and as DVC must be able to read it (``check_dvc_reads``):
-    every command that reads params.yaml reads it here, so none gets past a file DVC would refuse."""
-    path = Path(path)
-    name = str(name or shown(path))
-    text = _text(path, name, ParamsError)
-    data = loads(text, name, ParamsError)
-    check_dvc_reads(text, name, ParamsError, data)
-    return data

@@ -12,10 +12,8 @@ campaign's folder stays byte for byte what was committed.
 """
 from __future__ import annotations
 
-import logging
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,13 +23,13 @@ import pandas as pd
 
 from briefkit.config import project
 from briefkit.config.params import AdaptiveRepetitions
-from briefkit.core import files, notebooks
+from briefkit.core import files
 from briefkit.core.errors import CampaignError
-from briefkit.core.interrupts import stop_on_signals
 from briefkit.hosts import Host
 from briefkit.measure import declaration
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.steps import duration, pending, tool_inventory
+from briefkit.notebooks.execute import NotebookFailed, execute, first_line
 from briefkit.raw.manifest import FINAL, Manifest
 
 RUNS = "runs"
@@ -155,11 +153,6 @@ def next_record(raw_dir: Path) -> Path:
     return raw_dir / RUNS / f"{max(numbers, default=0) + 1}.ipynb"
 
 
-#: papermill's own bookkeeping lines, kept out of the stage's progress
-_PAPERMILL_NOISE = ("Executing Cell", "Ending Cell", "Executing notebook with kernel", "Input Notebook",
-                    "Output Notebook", "Working directory")
-
-
 def complete_marker(camp: Campaign) -> Path:
     """data/raw/<brief>/<campaign>.complete: the measure stage's second output, written only when every
     point of the plan is final. DVC deletes it before the stage's command runs (it is not persistent),
@@ -192,60 +185,20 @@ def run_notebook(slug: str, name: str, host: str | None = None, base: Path | Non
 
 def _run_record(camp: Campaign, host: str | None, base: Path, say: Callable[[str], None]) -> Path:
     slug, name = camp.brief, camp.name
-    import papermill  # seconds to import: only when there is something to measure
-
     notebook = base / NOTEBOOK
     if not notebook.is_file():
         raise CampaignError(f"{notebook}: the measurement notebook is missing")
     out = next_record(camp.raw_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
     say(f"{slug}/{name}: measuring through {NOTEBOOK}; record {out.relative_to(base)}")
-    # papermill logs every output line of the notebook: that is the stage's progress on stderr
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    handler.addFilter(lambda rec: not str(rec.getMessage()).startswith(_PAPERMILL_NOISE))
-    log = logging.getLogger("papermill")
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
-    # SIGTERM and SIGHUP as Ctrl-C (SIGHUP reaches nbclient's SIGTERM handler while the notebook runs, which
-    # interrupts the kernel: the campaign stops its job on the host; then the kernel's folder is removed)
-    with stop_on_signals(), tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as kernel_log:
-        try:
-            # root None: the kernel finds the checkout from its working folder (base), so that the record
-            # holds no absolute path of this checkout
-            # papermill writes a new file beside runs/N.ipynb, which then takes its place (kept if the run fails)
-            with files.replacing(out, keep_partial=True) as record:
-                papermill.execute_notebook(str(notebook), str(record), cwd=str(base), log_output=True,
-                                           progress_bar=False, kernel_name="python3",
-                                           kernel_manager_class=notebooks.quiet_kernel_manager(kernel_log),
-                                           parameters={"brief": slug, "campaign": name, "host": host, "root": None})
-        except papermill.PapermillExecutionError as exc:
-            raise CampaignError(f"{slug}/{name}: the measurement failed ({exc.ename}: {_first_line(exc.evalue)}); "
-                                f"the run's record is {out.relative_to(base)}; finished points are kept, run again "
-                                f"to resume") from None
-        except KeyboardInterrupt:
-            raise           # the kernel's complaints about its sockets closing under Ctrl-C are not worth showing
-        except BaseException:
-            tail = notebooks.kernel_log_tail(kernel_log)   # a kernel that died says why on its stderr
-            if tail:
-                say(tail)
-            raise
-        finally:
-            log.removeHandler(handler)
-            if out.exists():
-                _scrub(out, base, say)
-    return out
-
-
-def _scrub(out: Path, base: Path, say: Callable[[str], None]) -> None:
-    """The record without run times or this checkout's paths; an interrupted run may leave a record
-    papermill had not finished writing, which is said, never raised over the interrupt itself."""
     try:
-        notebooks.scrub(out, base)
-    except (ValueError, OSError) as exc:
-        say(f"warning: {out.relative_to(base)}: run times and paths left in the record ({exc})")
-
-
-def _first_line(text: str) -> str:
-    return (str(text).strip().splitlines() or [""])[0][:500]
+        # echo: the notebook's output lines are the stage's progress on stderr; root None: the kernel finds
+        # the checkout from its working folder (base), so that the record holds no absolute path of it.
+        # A failed run's record is kept (it shows where the run stopped); a Ctrl-C or SIGTERM interrupts the
+        # kernel, and so the campaign, which stops its job on the host
+        execute(notebook, out, cwd=base, base=base, echo=True, say=say,
+                parameters={"brief": slug, "campaign": name, "host": host, "root": None})
+    except NotebookFailed as exc:
+        raise CampaignError(f"{slug}/{name}: the measurement failed ({exc.ename}: {first_line(exc.evalue)}); "
+                            f"the run's record is {out.relative_to(base)}; finished points are kept, run again "
+                            f"to resume") from None
+    return out

@@ -1,7 +1,7 @@
 """``briefkit compare BRIEF A B``: campaign A against campaign B as a brief of its own.
 
 A small notebook is written to reports/compare/<brief>--<A>--<B>.ipynb whose cells show the sections of
-``briefkit.briefs.shared.comparison.ComparisonBrief``; papermill runs it and the brief render path
+``briefkit.briefs.shared.comparison.ComparisonBrief``; briefkit.notebooks.execute runs it and the brief render path
 (``briefkit.report.render``) turns it into HTML and PDF beside it, with the brief's layout: title,
 summary, the first figure on page 1, the tables, the long tables in the appendix. The executed notebook
 stays, so an analyst can open it and go on from the same objects."""
@@ -57,7 +57,8 @@ def build(base: Path, brief: str, a: str, b: str, mapping: dict[str, str] | None
         raise ValueError(refused)
     processed_dir = (base / "data" / "processed").resolve()
     node = notebook(brief, processed_dir, a, b, dict(mapping or {}), metric)
-    paths = sectioned.execute_and_render(node, base / "reports" / "compare", stem(brief, a, b, comparison.metric), quiet)
+    paths = sectioned.execute_and_render(node, base, base / "reports" / "compare", stem(brief, a, b, comparison.metric),
+                                         quiet)
     return comparison, paths
 
 

@@ -35,4 +35,4 @@ def build(base: Path, brief: str, metric: str | None = None, host: str | None = 
              "emit(report.intro())")
     node = sectioned.notebook({"brief": brief, "results_dir": str(results), **{**options, "metric": found.metric}},
                               setup, ("body", "appendix"))
-    return found, sectioned.execute_and_render(node, base / "reports" / "history", stem, quiet)
+    return found, sectioned.execute_and_render(node, base, base / "reports" / "history", stem, quiet)

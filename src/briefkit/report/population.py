@@ -51,6 +51,6 @@ def build(base: Path, brief: str, campaigns: list[str], *, hosts: bool = False, 
                   "baseline_host": baseline_host, "metric": pop.metric, "tolerance": tolerance,
                   "mapping": dict(mapping or {})}
     # written as the two-campaign report is: new files renamed over the targets, never through a link
-    paths = sectioned.execute_and_render(notebook(parameters), base / "reports" / "compare",
+    paths = sectioned.execute_and_render(notebook(parameters), base, base / "reports" / "compare",
                                          stem(brief, pop, baseline_host), quiet)
     return pop, paths

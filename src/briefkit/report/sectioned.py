@@ -1,7 +1,7 @@
 """A report that is a small notebook of sections: a hidden parameters cell, a setup cell, then one cell per
-section whose code is hidden (``emit`` shows the blocks it returns). Papermill runs it and the brief render
-path (``briefkit.report.render``) turns it into HTML and PDF beside the executed notebook, in the brief's
-layout. ``briefkit history`` is written this way (``briefkit compare``'s notebook has the same cells)."""
+section whose code is hidden (``emit`` shows the blocks it returns). briefkit.notebooks.execute runs it
+and the brief render path (``briefkit.report.render``) turns it into HTML and PDF beside the executed
+notebook, in the brief's layout. ``briefkit history`` is written this way (``briefkit compare``'s notebook has the same cells)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -10,6 +10,7 @@ from pathlib import Path
 import nbformat
 
 from briefkit.core import files
+from briefkit.notebooks.execute import execute
 from briefkit.report import render
 
 
@@ -30,18 +31,15 @@ def notebook_of_source(parameters: str, setup: str, sections: Sequence[str]):
     return node
 
 
-def execute_and_render(node, folder: Path, stem: str, quiet: bool = False) -> dict[str, Path]:
-    """Run ``node`` with papermill into ``folder``/``stem``.ipynb, render .html and .pdf; returns the three paths."""
-    import papermill
-
+def execute_and_render(node, base: Path, folder: Path, stem: str, quiet: bool = False) -> dict[str, Path]:
+    """Run ``node`` into ``folder``/``stem``.ipynb (briefkit.notebooks.execute; ``base`` is the checkout),
+    render .html and .pdf; returns the three paths."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {suffix: folder / f"{stem}.{suffix}" for suffix in ("ipynb", "html", "pdf")}
     source = folder / f".{stem}.in.ipynb"
     files.write_text(source, nbformat.writes(node))
     try:
-        with files.replacing(paths["ipynb"], keep_partial=True) as executed:   # never through a link
-            papermill.execute_notebook(str(source), str(executed), cwd=str(folder), progress_bar=not quiet,
-                                       kernel_name="python3")
+        execute(source, paths["ipynb"], cwd=folder, base=base, progress_bar=not quiet)
     finally:
         source.unlink()
     render.render(paths["ipynb"], paths["html"], paths["pdf"])

@@ -1,15 +1,15 @@
-"""briefkit.core.notebooks: what a notebook kernel's log shows when the kernel itself failed, and an
+"""briefkit.notebooks.kernel and .scrub: what a notebook kernel's log shows when the kernel itself failed, and an
 executed notebook scrubbed of where and when it ran."""
 from __future__ import annotations
 
 
 def test_a_kernel_log_is_shown_by_its_last_lines_and_an_empty_one_not_at_all(tmp_path):
-    from briefkit.core import notebooks
+    from briefkit.notebooks import kernel
 
     with open(tmp_path / "log", "w+") as log:
-        assert notebooks.kernel_log_tail(log) == ""
+        assert kernel.kernel_log_tail(log) == ""
         log.write("".join(f"line {n}\n\n" for n in range(30)))
-        shown = notebooks.kernel_log_tail(log).splitlines()
+        shown = kernel.kernel_log_tail(log).splitlines()
     assert shown[0] == "the notebook kernel's log (its last lines):"
     assert shown[1:] == [f"line {n}" for n in range(10, 30)]
 
@@ -20,7 +20,7 @@ def test_scrubbed_notebooks_of_two_runs_are_the_same_bytes(tmp_path):
     cell printed stays."""
     import nbformat
 
-    from briefkit.core import notebooks
+    from briefkit.notebooks.scrub import scrub
 
     def executed(folder, python, started, cell_id):
         nb = nbformat.v4.new_notebook()
@@ -37,7 +37,7 @@ def test_scrubbed_notebooks_of_two_runs_are_the_same_bytes(tmp_path):
         path = folder / "reports" / "nb.ipynb"
         path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
-        notebooks.scrub(path, folder)
+        scrub(path, folder)
         return path
 
     one = executed(tmp_path / "a", "3.11.2", "2026-11-27T10:00:00", "abc123")

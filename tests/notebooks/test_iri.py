@@ -1,4 +1,4 @@
-"""nbformat without rfc3987_syntax's parsers until an IRI is checked (briefkit.core.notebooks.defer_iri_parsers):
+"""nbformat without rfc3987_syntax's parsers until an IRI is checked (briefkit.notebooks.iri.defer_iri_parsers):
 each case runs in a fresh interpreter, since the point is what an import loads."""
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def run(defer: str) -> dict:
 def test_nbformat_loads_without_the_iri_parsers_and_iri_checks_answer_the_same():
     pytest.importorskip("rfc3987_syntax")
     plain = run("")
-    deferred = run("from briefkit.core.notebooks import defer_iri_parsers; defer_iri_parsers()")
+    deferred = run("from briefkit.notebooks.iri import defer_iri_parsers; defer_iri_parsers()")
     assert plain["loaded_at_import"] is True           # what the stand-in saves: jsonschema loads it at import
     assert deferred["loaded_at_import"] is False
     assert deferred["answers"] == plain["answers"]     # the real module answered, loaded at the first check
