@@ -47,6 +47,7 @@ from pathlib import Path
 import yaml
 
 from briefkit.config import yamlload
+from briefkit.config.paths import CAMPAIGN_LIST
 from briefkit.config.yamlload import SAFE_LOADER
 from briefkit.core.errors import ParamsError
 
@@ -313,8 +314,11 @@ def _committed(base: Path) -> dict | None:
 
 def declared_stages(base: Path) -> set[str]:
     """The stage names dvc.yaml's foreach expands to: measure@KEY for each key of params.yaml's
-    measure:, dataset@, notebook@ and render@BRIEF for each brief."""
+    measure:, tidy@KEY for each campaign of data/raw/campaigns.yaml, dataset@, notebook@ and render@BRIEF
+    for each brief."""
     params = yamlload.load_params(base / "params.yaml") or {}
     briefs = params.get("briefs") or {}
     names = {f"measure@{key}" for key in params.get("measure") or {}}
+    listed = yamlload.load_params(base / CAMPAIGN_LIST) if (base / CAMPAIGN_LIST).is_file() else {}
+    names |= {f"tidy@{key}" for key in (listed or {}).get("campaigns") or {}}
     return names | {f"{stage}@{brief}" for stage in ("dataset", "notebook", "render") for brief in briefs}
