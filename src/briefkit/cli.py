@@ -595,8 +595,8 @@ def _list(args) -> int:
         base = checkout.root()
         if args.write:
             _write_campaign_list(base)
-        for key in stages.expected(base):
-            print(f"tidy@{key}")
+        for name in stages.stage_names(base):
+            print(name)
         return 0
     for slug, brief in project.briefs().items():
         print(f"{slug}\tnotebooks/{brief.notebook}.ipynb\t{brief.published or '-'}")
@@ -764,8 +764,8 @@ def parser() -> argparse.ArgumentParser:
     listing.add_argument("--measured", action="store_true",
                          help="the measuring stages (measure@BRIEF--CAMPAIGN) of params.yaml's measure:")
     listing.add_argument("--campaigns", action="store_true",
-                         help="the dataset part stages (tidy@BRIEF--CAMPAIGN): every campaign measure: names or "
-                              "data/raw holds")
+                         help="the dataset part stages: tidy@BRIEF--CAMPAIGN per campaign of measure:, "
+                              "tidy-found@BRIEF--CAMPAIGN per other campaign of data/raw/campaigns.yaml")
     listing.add_argument("--write", action="store_true",
                          help="with --campaigns: bring data/raw/campaigns.yaml (what dvc.yaml's stages expand) up to date")
     for name, func in (("dataset", _dataset), ("samples", _dataset), ("execute", _execute), ("render", _render),
@@ -776,7 +776,8 @@ def parser() -> argparse.ArgumentParser:
         if func is _dataset:
             only = cmd.add_mutually_exclusive_group()
             only.add_argument("--campaign", metavar="CAMPAIGN",
-                              help="only this campaign's part, data/interim/BRIEF/CAMPAIGN/ (DVC's tidy@BRIEF--CAMPAIGN)")
+                              help="only this campaign's part, data/interim/BRIEF/CAMPAIGN/ (DVC's tidy@ or "
+                                   "tidy-found@BRIEF--CAMPAIGN)")
             only.add_argument("--from-parts", action="store_true",
                               help="only concatenate the campaigns' parts into data/processed/BRIEF/ (DVC's dataset@BRIEF)")
     compare = _command(sub, "compare", _compare)

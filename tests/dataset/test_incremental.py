@@ -1,6 +1,6 @@
 """A new campaign costs its own points, not the brief's history: one DVC stage per campaign
-(tidy@BRIEF--CAMPAIGN writes its part, data/interim/BRIEF/CAMPAIGN/) and a brief stage that only concatenates
-the parts (dataset@BRIEF). Real DVC and a real `briefkit import` in a clone of the tree; the stage list
+(tidy@ or tidy-found@BRIEF--CAMPAIGN writes its part, data/interim/BRIEF/CAMPAIGN/) and a brief stage that only
+concatenates the parts (dataset@BRIEF). Real DVC and a real `briefkit import` in a clone of the tree; the stage list
 (data/raw/campaigns.yaml) and the refusals of a stale list or a missing part on copies of the reference data."""
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from tests.dataset.test_dataset import make_project
 
 DVC = str(BIN / "dvc")
 BRIEF = "oltp-9300"     # the quickest dataset of the five
-FIO = ROOT / "tests" / "fixtures" / "fio"
+#: a real pgbench run's summary (tests/fixtures/pgbench/README.md)
+PGBENCH = ROOT / "tests" / "fixtures" / "pgbench" / "tpcc_c2_j2.stdout"
 
 
 def would_run(clone: Path, target: str) -> set[str]:
@@ -43,14 +44,13 @@ def test_a_new_campaign_runs_only_its_own_stage_and_the_briefs_concatenation(tmp
     before = processed.load(BRIEF, clone / "data" / "processed")
     local = part_files(clone, "local")
 
-    # a campaign made elsewhere: two fio json+ files imported (the import writes the stage list)
+    # a campaign made elsewhere: a pgbench summary imported (the import writes the stage list)
     (clone / "incoming").mkdir()
-    for name in ("rep1.jsonplus.json", "rep2.jsonplus.json"):
-        shutil.copy(FIO / name, clone / "incoming" / name)
-    run(["briefkit", "import", BRIEF, "lab", "incoming/rep1.jsonplus.json", "incoming/rep2.jsonplus.json"], cwd=clone)
+    shutil.copy(PGBENCH, clone / "incoming" / PGBENCH.name)
+    run(["briefkit", "import", BRIEF, "lab", f"incoming/{PGBENCH.name}"], cwd=clone)
     listed = yaml.safe_load((clone / CAMPAIGN_LIST).read_text())["campaigns"]
     assert listed[f"{BRIEF}--lab"] == {"brief": BRIEF, "campaign": "lab"}
-    assert would_run(clone, f"dataset@{BRIEF}") == {f"tidy@{BRIEF}--lab", f"dataset@{BRIEF}"}
+    assert would_run(clone, f"dataset@{BRIEF}") == {f"tidy-found@{BRIEF}--lab", f"dataset@{BRIEF}"}
     assert "up to date" in run([DVC, "status", f"tidy@{BRIEF}--local"], cwd=clone).stdout
 
     run([DVC, "repro", f"dataset@{BRIEF}"], cwd=clone)
@@ -68,23 +68,30 @@ def test_a_new_campaign_runs_only_its_own_stage_and_the_briefs_concatenation(tmp
     assert sorted(processed.load(BRIEF, clone / "data" / "processed").campaigns) == ["local"]
 
 
-def test_the_stage_list_is_every_measured_and_every_raw_campaign(tmp_path, capsys, monkeypatch):
+def test_the_stage_list_is_every_raw_campaign_measure_does_not_name(tmp_path, capsys, monkeypatch):
     base = make_project(tmp_path, "rocksdb-nvmeof")
     shutil.copytree(base / "data/raw/rocksdb-nvmeof/local", base / "data/raw/rocksdb-nvmeof/v1.2")
     params = yaml.safe_load((base / "params.yaml").read_text())
-    params["measure"] = {"rocksdb-nvmeof--next": {"brief": "rocksdb-nvmeof", "campaign": "next"}}
-    params["briefs"]["rocksdb-nvmeof"]["campaigns"]["next"] = params["briefs"]["rocksdb-nvmeof"]["campaigns"]["local"]
-    (base / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    campaigns = params["briefs"]["rocksdb-nvmeof"]["campaigns"]
+
+    def measure(name: str) -> None:
+        campaigns[name] = campaigns["local"]
+        params["measure"] = {f"rocksdb-nvmeof--{name}": {"brief": "rocksdb-nvmeof", "campaign": name}}
+        (base / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
     monkeypatch.setenv("BRIEFKIT_ROOT", str(base))
+    measure("next")
     assert cli.main(["list", "--campaigns", "--write"]) == 0
-    # measure: names a campaign not measured yet; a dot is no character of a DVC stage name
-    assert capsys.readouterr().out.split() == ["tidy@rocksdb-nvmeof--local", "tidy@rocksdb-nvmeof--next",
-                                               "tidy@rocksdb-nvmeof--v1_2"]
-    assert stages.listed(base)["rocksdb-nvmeof--v1_2"] == {"brief": "rocksdb-nvmeof", "campaign": "v1.2"}
+    # measure: names a campaign not measured yet: its stage comes from params.yaml, the folders' from the list
+    # (a dot is no character of a DVC stage name)
+    assert capsys.readouterr().out.split() == ["tidy@rocksdb-nvmeof--next", "tidy-found@rocksdb-nvmeof--local",
+                                               "tidy-found@rocksdb-nvmeof--v1_2"]
+    assert stages.listed(base) == {"rocksdb-nvmeof--local": {"brief": "rocksdb-nvmeof", "campaign": "local"},
+                                   "rocksdb-nvmeof--v1_2": {"brief": "rocksdb-nvmeof", "campaign": "v1.2"}}
     assert stages.write(base) is False      # up to date: not written again
-    # two names that make one stage name are refused, naming both
-    shutil.copytree(base / "data/raw/rocksdb-nvmeof/local", base / "data/raw/rocksdb-nvmeof/v1_2")
-    with pytest.raises(stages.StageListError, match=r"'v1\.2' and 'v1_2' make the same DVC stage name"):
+    # two campaigns that would make one stage name are refused, naming both
+    measure("v1_2")
+    with pytest.raises(stages.StageListError, match=r"'v1_2' and 'v1\.2' make the same DVC stage name rocksdb-nvmeof--v1_2"):
         stages.expected(base)
 
 

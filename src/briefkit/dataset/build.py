@@ -177,7 +177,7 @@ def read_part(out_dir: Path, slug: str, name: str) -> dict[str, Any]:
     """The part ``build_campaign`` wrote: each table by name (samples, series, ...), ``record`` and ``recorded``."""
     folder = processed.part_dir(out_dir, slug, name)
     path = folder / processed.PART_RECORD
-    fix = f"write it with `briefkit dataset {slug} --campaign {name}` (or `dvc repro tidy@{slug}--{name}`)"
+    fix = f"write it with `briefkit dataset {slug} --campaign {name}` (or `dvc repro dataset@{slug}`)"
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

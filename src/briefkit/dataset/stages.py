@@ -1,13 +1,14 @@
-"""data/raw/campaigns.yaml: the campaigns dvc.yaml builds a dataset part of, one stage each.
+"""data/raw/campaigns.yaml: the campaigns dvc.yaml builds a dataset part of besides those of measure:.
 
-DVC's ``foreach`` expands one flat collection read when dvc.yaml is parsed, so the campaigns of every
-brief are listed here, keyed ``BRIEF--CAMPAIGN`` (the stage tidy@BRIEF--CAMPAIGN writes that campaign's
-part, data/interim/BRIEF/CAMPAIGN/; the brief's dataset@BRIEF only concatenates the parts). The list is
-made, never typed: every campaign params.yaml's ``measure:`` names (measured by DVC first), and every
-campaign folder of data/raw/ with data (measured with `briefkit measure`, imported, or copied in).
-`briefkit measure` and `briefkit import` write it; `briefkit list --campaigns --write` writes it after a
+A campaign's part (data/interim/BRIEF/CAMPAIGN/) is written by a DVC stage of its own, so that a new or grown
+campaign costs its own points; the brief's dataset@BRIEF only concatenates the parts. DVC's ``foreach``
+expands one flat collection read when dvc.yaml is parsed: the campaigns params.yaml's ``measure:`` names
+get their stage tidy@BRIEF--CAMPAIGN from that list (declaring one is all it takes), and every other
+campaign folder of data/raw/ with data (measured with `briefkit measure`, imported, or copied in) is listed
+here, keyed ``BRIEF--CAMPAIGN``, for its stage tidy-found@BRIEF--CAMPAIGN. The list is made, never typed:
+`briefkit measure` and `briefkit import` write it, `briefkit list --campaigns --write` writes it after a
 campaign folder was copied in or removed by hand (`make reproduce` runs it before DVC), and a brief's
-dataset step refuses a campaign it does not list.
+dataset stage refuses a campaign that has no stage.
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ from briefkit.dataset.build import campaign_names
 
 #: the top key of the list (a key of its own: DVC refuses a ``vars`` file that redefines a params.yaml key)
 KEY = "campaigns"
-HEADER = ("# Made by briefkit (`briefkit list --campaigns --write`), never edited: one DVC stage tidy@KEY per\n"
-          "# campaign (dvc.yaml), which writes its dataset part. See briefkit.dataset.stages.\n")
+HEADER = ("# Made by briefkit (`briefkit list --campaigns --write`), never edited: the campaign folders of data/raw\n"
+          "# that params.yaml's measure: does not name, one DVC stage tidy-found@KEY each (dvc.yaml), which writes\n"
+          "# the campaign's dataset part. See briefkit.dataset.stages.\n")
 #: DVC stage names and params keys allow letters, digits, ``_`` and ``-`` (a campaign name may hold a dot)
 _UNSAFE = re.compile(r"[^a-z0-9_-]")
 
@@ -39,18 +41,25 @@ def key(brief: str, campaign: str) -> str:
     return _UNSAFE.sub("_", f"{brief}--{campaign}")
 
 
+def measured(base: Path) -> set[tuple[str, str]]:
+    """(brief, campaign) of each entry of params.yaml's measure: (their stages are tidy@KEY)."""
+    return {(entry.brief, entry.campaign) for entry in project.load_model(base).measure.values()}
+
+
 def expected(base: Path) -> dict[str, dict[str, str]]:
-    """The list as it should be: params.yaml's measure: entries, then every raw campaign, by brief and name."""
+    """The list as it should be: every raw campaign with data that measure: does not name, by brief and name."""
     params = project.load_model(base)
-    found = {(entry.brief, entry.campaign) for entry in params.measure.values()}
+    found: set[tuple[str, str]] = set()
     for brief in params.briefs:
         found |= {(brief, name) for name in campaign_names(base / "data" / "raw" / brief)}
+    found -= measured(base)
     out: dict[str, dict[str, str]] = {}
     for brief, campaign in sorted(found):
         name = key(brief, campaign)
-        if name in out:
-            raise StageListError(f"data/raw/{brief}: campaigns {out[name]['campaign']!r} and {campaign!r} make the "
-                                 f"same DVC stage name tidy@{name}; rename one of them")
+        if name in out or name in params.measure:
+            other = out[name]["campaign"] if name in out else params.measure[name].campaign
+            raise StageListError(f"data/raw/{brief}: campaigns {other!r} and {campaign!r} make the same DVC stage "
+                                 f"name {name}; rename one of them")
         out[name] = {"brief": brief, "campaign": campaign}
     return out
 
@@ -86,10 +95,17 @@ def listed(base: Path) -> dict[str, dict[str, str]]:
     return entries
 
 
+def stage_names(base: Path) -> list[str]:
+    """The part stages dvc.yaml expands to: tidy@KEY per measure: entry, tidy-found@KEY per campaign listed."""
+    params = project.load_model(base)
+    return [f"tidy@{k}" for k in params.measure] + [f"tidy-found@{k}" for k in listed(base)]
+
+
 def check(base: Path, brief: str, campaigns: list[str]) -> None:
-    """Refuse a campaign of ``brief`` with data that the list lacks: DVC would never build its part."""
-    have = {(e.get("brief"), e.get("campaign")) for e in listed(base).values() if isinstance(e, dict)}
+    """Refuse a campaign of ``brief`` with data that has no part stage: DVC would never build its part."""
+    have = {(e.get("brief"), e.get("campaign")) for e in listed(base).values() if isinstance(e, dict)} | measured(base)
     missing = [c for c in campaigns if (brief, c) not in have]
     if missing:
         raise StageListError(f"{Path(base) / CAMPAIGN_LIST}: no stage for the campaign(s) {', '.join(missing)} of "
-                             f"data/raw/{brief}/; run `briefkit list --campaigns --write`, then `dvc repro`")
+                             f"data/raw/{brief}/ (nor does params.yaml's measure:); run `briefkit list --campaigns --write`, "
+                             "then `dvc repro`")
