@@ -51,7 +51,6 @@ def test_a_new_campaign_runs_only_its_own_stage_and_the_briefs_concatenation(tmp
     listed = yaml.safe_load((clone / CAMPAIGN_LIST).read_text())["campaigns"]
     assert listed[f"{BRIEF}--lab"] == {"brief": BRIEF, "campaign": "lab"}
     assert would_run(clone, f"dataset@{BRIEF}") == {f"tidy-found@{BRIEF}--lab", f"dataset@{BRIEF}"}
-    assert "up to date" in run([DVC, "status", f"tidy@{BRIEF}--local"], cwd=clone).stdout
 
     run([DVC, "repro", f"dataset@{BRIEF}"], cwd=clone)
     after = processed.load(BRIEF, clone / "data" / "processed")
@@ -64,7 +63,7 @@ def test_a_new_campaign_runs_only_its_own_stage_and_the_briefs_concatenation(tmp
     shutil.rmtree(clone / "data" / "raw" / BRIEF / "lab")
     run(["briefkit", "list", "--campaigns", "--write"], cwd=clone)
     assert would_run(clone, f"dataset@{BRIEF}") == {f"dataset@{BRIEF}"}
-    run([DVC, "repro", f"dataset@{BRIEF}"], cwd=clone)
+    build.build_brief(BRIEF, clone)     # what that stage runs, here without DVC's start-up
     assert sorted(processed.load(BRIEF, clone / "data" / "processed").campaigns) == ["local"]
 
 
