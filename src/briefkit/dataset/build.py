@@ -107,9 +107,11 @@ def build_campaign(slug: str, name: str, base: Path | None = None, out_dir: Path
         percentiles.append(found_percentiles)
         bins.append(found_bins)
         rep_bins.append(found_rep_bins)
-    files = {**_tables(tables, percentiles, bins, rep_bins, series),
-             processed.PART_RECORD: {"schema_version": SCHEMA_VERSION, "brief": slug, "campaign": name,
-                                     "record": record, "recorded": recorded}}
+    files = _tables(tables, percentiles, bins, rep_bins, series)
+    # the campaign's figures for `dvc exp show` depend on its own samples only: computed once, here
+    figures = metrics(slug, files[processed.TABLE_FILES["samples"]], {name: record})["campaigns"][name]
+    files[processed.PART_RECORD] = {"schema_version": SCHEMA_VERSION, "brief": slug, "campaign": name,
+                                    "record": record, "recorded": recorded, "metrics": figures}
     return _write_folder(processed.part_dir(out_dir, slug, name), files)
 
 
@@ -127,10 +129,12 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
     if tables:
         tables[0] = tables[0].assign(campaign=PUBLISHED)
     campaigns: dict[str, dict] = {}
+    figures: dict[str, dict] = {}
     percentiles, bins, rep_bins, series = [], [], [], []
     today = spec.get("campaigns") or {}
     for name in campaign_names(base / "data" / "raw" / slug):
         part = read_part(out_dir, slug, name)
+        figures[name] = part["metrics"]
         tables.append(part["samples"])
         series.append(part["series"])
         percentiles.append(part["percentiles"])
@@ -153,7 +157,7 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
     }
     folder = _write_folder(processed.brief_dir(out_dir, slug), files)
     write_store(out_dir.parent / "results", slug, files, campaigns)
-    _write_json(processed.metrics_file(out_dir, slug), metrics(slug, files[processed.TABLE_FILES["samples"]], campaigns))
+    _write_json(processed.metrics_file(out_dir, slug), {"brief": slug, "campaigns": figures})
     return folder
 
 
@@ -174,7 +178,8 @@ def _tables(tables: list[pd.DataFrame], percentiles: list[pd.DataFrame], bins: l
 
 
 def read_part(out_dir: Path, slug: str, name: str) -> dict[str, Any]:
-    """The part ``build_campaign`` wrote: each table by name (samples, series, ...), ``record`` and ``recorded``."""
+    """The part ``build_campaign`` wrote: each table by name (samples, series, ...), ``record``, ``recorded`` and
+    ``metrics`` (its entry of the brief's metrics file)."""
     folder = processed.part_dir(out_dir, slug, name)
     path = folder / processed.PART_RECORD
     fix = f"write it with `briefkit dataset {slug} --campaign {name}` (or `dvc repro dataset@{slug}`)"
@@ -192,7 +197,7 @@ def read_part(out_dir: Path, slug: str, name: str) -> dict[str, Any]:
             tables[table] = pd.read_parquet(folder / file)
         except FileNotFoundError:
             raise BriefkitError(f"{folder / file}: missing; {fix}") from None
-    return {**tables, "record": found["record"], "recorded": found["recorded"]}
+    return {**tables, "record": found["record"], "recorded": found["recorded"], "metrics": found["metrics"]}
 
 
 def write_store(root: Path, slug: str, files: Mapping[str, Any], campaigns: Mapping[str, dict]) -> None:
