@@ -85,9 +85,12 @@ reproduce: setup
 # leads to and says whether the pipeline is up to date.
 # First, `briefkit dvc-lock`: a dvc.lock that a Ctrl-C cut while DVC was writing it (DVC writes it in
 # place) would make every dvc command fail; it is put back from the last whole copy, saying what runs again.
+# Then the list of campaigns dvc.yaml builds a dataset part of (data/raw/campaigns.yaml): a campaign folder
+# copied in by hand gets its stage.
 REPRODUCE_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 briefs:
 	briefkit dvc-lock
+	briefkit list --campaigns --write > /dev/null
 	briefkit list --measured | xargs -r dvc repro
 	briefkit list | cut -f1 | xargs -P $(REPRODUCE_JOBS) -I{} dvc --wait-for-lock repro render@{}
 	dvc repro

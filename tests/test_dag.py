@@ -27,7 +27,7 @@ from tests import paths
 ROOT = paths.ROOT
 SRC = ROOT / "src"
 CLI = SRC / "briefkit" / "cli.py"
-STAGES = ("dataset", "notebook", "render")
+STAGES = ("tidy", "dataset", "notebook", "render")
 
 
 @cache
@@ -114,7 +114,7 @@ def closure(entries: set[str]) -> set[str]:
 
 
 def stage_closure(stage: str) -> set[str]:
-    entries = cli_entries({"dataset": "dataset", "notebook": "execute", "render": "render"}[stage])
+    entries = cli_entries({"tidy": "dataset", "dataset": "dataset", "notebook": "execute", "render": "render"}[stage])
     if stage == "notebook":
         entries |= notebook_entries()
     return closure(entries)

@@ -18,11 +18,18 @@ from briefkit.core.interrupts import stop_on_signals
 
 
 def _dataset(args) -> int:
-    from briefkit.dataset import build
+    from briefkit.dataset import build, stages
 
     base = checkout.root()
     started = time.monotonic()
-    folder = build.build(args.brief, base)
+    if args.campaign:
+        folder = build.build_campaign(checkout.declared_brief(args.brief, base), args.campaign, base)
+    elif args.from_parts:
+        # the DVC stage: a campaign the stage list lacks would never get its part built
+        stages.check(base, args.brief, build.campaign_names(base / "data" / "raw" / checkout.declared_brief(args.brief, base)))
+        folder = build.build_brief(args.brief, base)
+    else:
+        folder = build.build(args.brief, base)
     print(f"{folder.relative_to(base)}/: written in {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 0
 
@@ -268,6 +275,7 @@ def _import(args) -> int:
     if args.dry_run:
         print("--dry-run: nothing written", file=sys.stderr)
         return 1 if outcome.plan.problems else 0
+    _write_campaign_list(base)
     for done in outcome.imported:
         print(f"{done.folder.relative_to(base)}/: {done.files} {done.tool} file(s) imported as {done.points} point(s), "
               f"up to {done.repetitions} repetition(s) each; `briefkit build {args.brief}` shows them", file=sys.stderr)
@@ -342,7 +350,17 @@ def _measure(args) -> int:
             finally:
                 if host is not None:
                     host.close()
+    _write_campaign_list(base)
     return 0
+
+
+def _write_campaign_list(base: Path) -> None:
+    """data/raw/campaigns.yaml brought up to date after a campaign folder was made (one DVC stage each)."""
+    from briefkit.config.paths import CAMPAIGN_LIST
+    from briefkit.dataset import stages
+
+    if stages.write(base):
+        _say(f"{CAMPAIGN_LIST}: updated (one dataset stage per campaign: `dvc repro` builds the new one)")
 
 
 def _unmark_incomplete(camp) -> None:
@@ -549,6 +567,15 @@ def _list(args) -> int:
         for key in project.load_model().measure:
             print(f"measure@{key}")
         return 0
+    if args.campaigns:
+        from briefkit.dataset import stages
+
+        base = checkout.root()
+        if args.write:
+            _write_campaign_list(base)
+        for name in stages.stage_names(base):
+            print(name)
+        return 0
     for slug, brief in project.briefs().items():
         print(f"{slug}\tnotebooks/{brief.notebook}.ipynb\t{brief.published or '-'}")
     return 0
@@ -571,8 +598,11 @@ HELP: dict[str, tuple[str, str, str]] = {
                  "briefkit dvc-lock && dvc status"),
     "dataset": ("write data/processed/BRIEF/ from data/raw/BRIEF and data/published/BRIEF",
                 "Read the brief's raw campaigns (data/raw/BRIEF/) and published data, and write the tidy "
-                "tables the notebook reads to data/processed/BRIEF/. The first stage of `dvc repro`.",
-                "briefkit dataset fio-6600ion"),
+                "tables the notebook reads to data/processed/BRIEF/: each campaign's part first "
+                "(data/interim/BRIEF/CAMPAIGN/, --campaign), then the brief's folder from the parts "
+                "(--from-parts). `dvc repro` runs the two steps as stages of their own (tidy@BRIEF--CAMPAIGN, "
+                "dataset@BRIEF), so that a new campaign costs its own points, not the brief's history.",
+                "briefkit dataset fio-6600ion\nbriefkit dataset fio-6600ion --campaign local"),
     "samples": ("the former name of `dataset`", "The former name of `briefkit dataset`.",
                 "briefkit samples fio-6600ion"),
     "execute": ("run the brief notebook with papermill",
@@ -729,11 +759,23 @@ def parser() -> argparse.ArgumentParser:
     listing = _command(sub, "list", _list)
     listing.add_argument("--measured", action="store_true",
                          help="the measuring stages (measure@BRIEF--CAMPAIGN) of params.yaml's measure:")
+    listing.add_argument("--campaigns", action="store_true",
+                         help="the dataset part stages: tidy@BRIEF--CAMPAIGN per campaign of measure:, "
+                              "tidy-found@BRIEF--CAMPAIGN per other campaign of data/raw/campaigns.yaml")
+    listing.add_argument("--write", action="store_true",
+                         help="with --campaigns: bring data/raw/campaigns.yaml (what dvc.yaml's stages expand) up to date")
     for name, func in (("dataset", _dataset), ("samples", _dataset), ("execute", _execute), ("render", _render),
                        ("build", _build)):
         cmd = _command(sub, name, func)
         cmd.add_argument("brief", help="the brief's slug (briefkit list)")
         cmd.add_argument("--quiet", action="store_true", help="no progress bar")
+        if func is _dataset:
+            only = cmd.add_mutually_exclusive_group()
+            only.add_argument("--campaign", metavar="CAMPAIGN",
+                              help="only this campaign's part, data/interim/BRIEF/CAMPAIGN/ (DVC's tidy@ or "
+                                   "tidy-found@BRIEF--CAMPAIGN)")
+            only.add_argument("--from-parts", action="store_true",
+                              help="only concatenate the campaigns' parts into data/processed/BRIEF/ (DVC's dataset@BRIEF)")
     compare = _command(sub, "compare", _compare)
     compare.add_argument("brief", help="the brief's slug (briefkit list)")
     compare.add_argument("campaigns", nargs="+", metavar="CAMPAIGN",

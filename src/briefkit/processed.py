@@ -18,6 +18,12 @@ typed, NA where a point has none: briefkit.core.samples), which analyses select 
                           (hosts, durations, tool versions, counts), and how today's params.yaml compares
 
 Briefs and notebooks read a brief only through ``load``; nothing here reads data/raw.
+
+Every file name of the folder is named here once (``TABLE_FILES``, ``BRIEF_FILE``, ``CAMPAIGNS_FILE``,
+``metrics_file``), for the writer and the readers alike. So are the per-campaign parts the folder is
+concatenated from, data/interim/<brief>/<campaign>/ (``part_dir``): the same tables restricted to one
+campaign and ``PART_RECORD``, written by ``briefkit dataset BRIEF --campaign CAMPAIGN`` (one DVC stage per
+campaign), so that a new campaign costs its own points and not the brief's history.
 """
 from __future__ import annotations
 
@@ -34,9 +40,16 @@ from briefkit.core.errors import BriefkitError
 
 #: 2: the point parameter columns (p_<name>) in samples, percentiles, latency bins and series
 SCHEMA_VERSION = 2
-FILES = ("brief.json", "campaigns.json", "samples.parquet", "percentiles.parquet")
+#: the folder's tables, each in its own Parquet file (a campaign's part has the same files)
+TABLE_FILES = {name: f"{name}.parquet"
+               for name in ("samples", "percentiles", "latency_bins", "repetition_bins", "series")}
+BRIEF_FILE = "brief.json"
+CAMPAIGNS_FILE = "campaigns.json"
+#: a campaign part's record: its campaigns.json record and the declaration recorded with its raw data
+PART_RECORD = "campaign.json"
+FILES = (BRIEF_FILE, CAMPAIGNS_FILE, TABLE_FILES["samples"], TABLE_FILES["percentiles"])
 #: files of later versions of the folder: an older folder without them reads as "not measured"
-OPTIONAL_FILES = ("series.parquet", "latency_bins.parquet", "repetition_bins.parquet")
+OPTIONAL_FILES = tuple(TABLE_FILES[name] for name in ("series", "latency_bins", "repetition_bins"))
 PERCENTILE_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "percentile", "value",
                       "unit", "files"]
 BIN_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "value", "count", "unit", "files"]
@@ -45,6 +58,27 @@ STATUS_COLUMNS = ["config", "label", "points", "done", "skipped", "failed", "lef
 PUBLISHED = "published"
 #: campaigns.json ``origin`` of a campaign recorded by ``briefkit import`` (briefkit.raw.records.IMPORTED)
 IMPORTED = "imported"
+
+
+def brief_dir(processed_dir: str | Path, brief: str) -> Path:
+    """data/processed/<brief>/."""
+    return Path(processed_dir) / brief
+
+
+def metrics_file(processed_dir: str | Path, brief: str) -> Path:
+    """data/processed/<brief>.metrics.json, the dataset stage's DVC metrics (beside the folder: DVC tracks
+    metrics as files of their own)."""
+    return Path(processed_dir) / f"{brief}.metrics.json"
+
+
+def interim_dir(processed_dir: str | Path) -> Path:
+    """data/interim beside data/processed: the per-campaign parts."""
+    return Path(processed_dir).parent / "interim"
+
+
+def part_dir(processed_dir: str | Path, brief: str, campaign: str) -> Path:
+    """data/interim/<brief>/<campaign>/: one campaign's tables and PART_RECORD."""
+    return interim_dir(processed_dir) / brief / campaign
 
 
 class ProcessedDataError(BriefkitError):
@@ -179,7 +213,7 @@ def empty_bins(columns: list[str] = BIN_COLUMNS) -> pd.DataFrame:
 
 def read_brief(brief: str, processed_dir: str | Path) -> dict:
     """brief.json alone: notebook, published folder, parameters and the campaigns to show."""
-    path = Path(processed_dir) / brief / "brief.json"
+    path = brief_dir(processed_dir, brief) / BRIEF_FILE
     if not path.is_file():
         raise ProcessedDataError(f"{path}: missing; write it with `briefkit dataset {brief}` "
                                  f"(or `dvc repro dataset@{brief}`)")
@@ -191,22 +225,22 @@ def read_brief(brief: str, processed_dir: str | Path) -> dict:
 
 def load(brief: str, processed_dir: str | Path) -> BriefData:
     """The processed data of ``brief`` in ``processed_dir`` (data/processed)."""
-    folder = Path(processed_dir) / brief
+    folder = brief_dir(processed_dir, brief)
     for name in FILES:
         if not (folder / name).is_file():
             raise ProcessedDataError(f"{folder / name}: missing; write it with `briefkit dataset {brief}` "
                                      f"(or `dvc repro dataset@{brief}`)")
-    meta = _json(folder / "brief.json")
-    found = _json(folder / "campaigns.json")
-    samples = _read_table(folder / "samples.parquet", tidy.COLUMNS)
-    percentiles = _read_table(folder / "percentiles.parquet", PERCENTILE_COLUMNS)
+    meta = _json(folder / BRIEF_FILE)
+    found = _json(folder / CAMPAIGNS_FILE)
+    samples = _read_table(folder / TABLE_FILES["samples"], tidy.COLUMNS)
+    percentiles = _read_table(folder / TABLE_FILES["percentiles"], PERCENTILE_COLUMNS)
     campaigns = {name: CampaignRecord.from_json(record) for name, record in found.get("campaigns", {}).items()}
-    series = _read_table(folder / "series.parquet", tidy_series.TABLE_COLUMNS) \
-        if (folder / "series.parquet").is_file() else tidy_series.empty_table()
-    bins = _read_table(folder / "latency_bins.parquet", BIN_COLUMNS) \
-        if (folder / "latency_bins.parquet").is_file() else empty_bins()
-    rep_bins = _read_table(folder / "repetition_bins.parquet", REPETITION_BIN_COLUMNS) \
-        if (folder / "repetition_bins.parquet").is_file() else empty_bins(REPETITION_BIN_COLUMNS)
+    series = _read_table(folder / TABLE_FILES["series"], tidy_series.TABLE_COLUMNS) \
+        if (folder / TABLE_FILES["series"]).is_file() else tidy_series.empty_table()
+    bins = _read_table(folder / TABLE_FILES["latency_bins"], BIN_COLUMNS) \
+        if (folder / TABLE_FILES["latency_bins"]).is_file() else empty_bins()
+    rep_bins = _read_table(folder / TABLE_FILES["repetition_bins"], REPETITION_BIN_COLUMNS) \
+        if (folder / TABLE_FILES["repetition_bins"]).is_file() else empty_bins(REPETITION_BIN_COLUMNS)
     return BriefData(brief=meta.get("brief", brief), notebook=meta.get("notebook"), published=meta.get("published"),
                      parameters=meta.get("parameters") or {}, show=meta.get("show"), samples=samples,
                      percentiles=percentiles, campaigns=campaigns, series=series, latency_bins=bins,

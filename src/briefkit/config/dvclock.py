@@ -46,7 +46,8 @@ from pathlib import Path
 
 import yaml
 
-from briefkit.config import params_file
+from briefkit.config import params_file, yamlload
+from briefkit.config.paths import CAMPAIGN_LIST
 from briefkit.config.yamlload import SAFE_LOADER
 from briefkit.core.errors import ParamsError
 
@@ -312,9 +313,12 @@ def _committed(base: Path) -> dict | None:
 
 
 def declared_stages(base: Path) -> set[str]:
-    """The stage names dvc.yaml's foreach expands to: measure@KEY for each key of params.yaml's
-    measure:, dataset@, notebook@ and render@BRIEF for each brief."""
+    """The stage names dvc.yaml's foreach expands to: measure@KEY and tidy@KEY for each key of params.yaml's
+    measure:, tidy-found@KEY for each campaign of data/raw/campaigns.yaml, dataset@, notebook@ and
+    render@BRIEF for each brief."""
     params = params_file.read(base)
     briefs = params.get("briefs") or {}
-    names = {f"measure@{key}" for key in params.get("measure") or {}}
+    names = {f"{stage}@{key}" for key in params.get("measure") or {} for stage in ("measure", "tidy")}
+    listed = yamlload.load(base / CAMPAIGN_LIST) if (base / CAMPAIGN_LIST).is_file() else {}
+    names |= {f"tidy-found@{key}" for key in (listed or {}).get("campaigns") or {}}
     return names | {f"{stage}@{brief}" for stage in ("dataset", "notebook", "render") for brief in briefs}

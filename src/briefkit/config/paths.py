@@ -12,6 +12,10 @@ from pathlib import Path
 from briefkit.core.errors import ParamsError
 from briefkit.core.names import check_name
 
+#: the campaigns DVC builds a dataset part of, one stage tidy@BRIEF--CAMPAIGN each (dvc.yaml reads it
+#: through ``vars``; written by briefkit.dataset.stages)
+CAMPAIGN_LIST = Path("data") / "raw" / "campaigns.yaml"
+
 
 def root() -> Path:
     """The checkout: $BRIEFKIT_ROOT, else the nearest folder above the cwd holding params.yaml."""

@@ -6,7 +6,13 @@ params.yaml is consulted only to say whether that declaration still stands ("sam
 ("changed", with the keys) or was removed ("not declared"). A removed declaration never drops
 measured data.
 
-The folder is written beside its final place and renamed into it, so a failed build leaves the
+Two steps, so that a new or grown campaign costs its own points and not the brief's history:
+``build_campaign`` reads one campaign folder into its part, data/interim/<brief>/<campaign>/ (its
+tables and record; one DVC stage per campaign), and ``build_brief`` only concatenates the parts of the
+campaigns data/raw/<brief>/ holds, adds the published numbers and today's declaration status, and writes
+the brief's folder and results store partitions. ``build`` runs both.
+
+Each folder is written beside its final place and renamed into it, so a failed build leaves the
 previous folder (or none), never half a new one.
 """
 from __future__ import annotations
@@ -22,12 +28,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from briefkit import store, tools
+from briefkit import processed, store, tools
 from briefkit.config import brief_method, project
 from briefkit.core import files
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError, ParseError
+from briefkit.core.names import check_name
 from briefkit.processed import (
     BIN_COLUMNS,
     PERCENTILE_COLUMNS,
@@ -50,8 +57,69 @@ COMPARED_KEYS = (*records.DECLARATION_KEYS, "labels")
 
 
 def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> Path:
-    """Write data/processed/<slug>/ (or ``out_dir``/<slug>/) and the brief's partitions of the results
-    store beside it (data/results/, briefkit.store); returns the folder."""
+    """Every campaign's part (``build_campaign``), then the brief's folder from them (``build_brief``)."""
+    base = Path(base or project.root())
+    project.brief(slug, base)
+    for name in campaign_names(base / "data" / "raw" / slug):
+        build_campaign(slug, name, base, out_dir)
+    return build_brief(slug, base, out_dir)
+
+
+def campaign_names(brief_dir: Path) -> list[str]:
+    """The campaigns of data/raw/<brief>/ with data, by name: each folder with a campaign.json, and each
+    fleet campaign with a host folder that has started (briefkit.raw.recorded.folders)."""
+    return list(dict.fromkeys(folder.name if folder.parent == brief_dir else folder.parent.name
+                              for folder in raw_campaign.folders(brief_dir)))
+
+
+def build_campaign(slug: str, name: str, base: Path | None = None, out_dir: Path | None = None) -> Path:
+    """data/interim/<slug>/<name>/ (beside ``out_dir``, data/processed): the campaign's tables, each as the
+    brief's folder has it restricted to this campaign, and its record (briefkit.processed.PART_RECORD).
+    Reads data/raw/<slug>/<name> only (a fleet campaign: every host folder), never params.yaml."""
+    base = Path(base or project.root())
+    out_dir = Path(out_dir or base / "data" / "processed")
+    brief_dir = base / "data" / "raw" / slug
+    try:
+        folder = brief_dir / check_name(name, "campaign")
+    except ValueError as exc:
+        raise BriefkitError(f"briefkit dataset {slug} --campaign: {exc}") from None
+    # as briefkit.raw.recorded.folders sees it: a campaign folder, else a fleet's started host folders
+    members = [folder] if (folder / records.CAMPAIGN).is_file() else \
+        raw_campaign.member_folders(folder) if (folder / records.FLEET).is_file() else []
+    if not members:
+        raise BriefkitError(f"{brief_dir / name}: no campaign with data there (no {records.CAMPAIGN}, or a fleet "
+                            f"whose hosts have not started); campaigns: {', '.join(campaign_names(brief_dir)) or 'none'}")
+    tables, series, percentiles, bins, rep_bins = [], [], [], [], []
+    record: dict | None = None
+    recorded: dict = {}
+    for folder in members:
+        camp = raw_campaign.read(folder, slug)
+        table, point_series = camp.samples_and_series()
+        tables.append(table)
+        series.append(point_series)
+        # today's declaration is compared by the brief's step (build_brief), which reads params.yaml
+        found = campaign_record(camp, None)
+        if record is None:
+            record, recorded = found, {"origin": camp.origin, "declaration": {**camp.declaration(), "labels": camp.labels}}
+        else:
+            record = fleet_record(record, found)
+        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base, settings=camp.settings)
+        percentiles.append(found_percentiles)
+        bins.append(found_bins)
+        rep_bins.append(found_rep_bins)
+    files = _tables(tables, percentiles, bins, rep_bins, series)
+    # the campaign's figures for `dvc exp show` depend on its own samples only: computed once, here
+    figures = metrics(slug, files[processed.TABLE_FILES["samples"]], {name: record})["campaigns"][name]
+    files[processed.PART_RECORD] = {"schema_version": SCHEMA_VERSION, "brief": slug, "campaign": name,
+                                    "record": record, "recorded": recorded, "metrics": figures}
+    return _write_folder(processed.part_dir(out_dir, slug, name), files)
+
+
+def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None) -> Path:
+    """Write data/processed/<slug>/ (or ``out_dir``/<slug>/) from the parts of the campaigns data/raw/<slug>/
+    holds (``build_campaign``; a part missing is an error naming the command that writes it) and the
+    published numbers, and the brief's partitions of the results store beside it (data/results/,
+    briefkit.store); returns the folder."""
     base = Path(base or project.root())
     brief = project.brief(slug, base)
     spec = project.load_params(base)["briefs"][slug]
@@ -61,19 +129,21 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
     if tables:
         tables[0] = tables[0].assign(campaign=PUBLISHED)
     campaigns: dict[str, dict] = {}
+    figures: dict[str, dict] = {}
     percentiles, bins, rep_bins, series = [], [], [], []
     today = spec.get("campaigns") or {}
-    for folder in raw_campaign.folders(base / "data" / "raw" / slug):
-        camp = raw_campaign.read(folder, slug)
-        table, point_series = camp.samples_and_series()
-        tables.append(table)
-        series.append(point_series)
-        found = campaign_record(camp, today.get(camp.name) if isinstance(today, Mapping) else None)
-        campaigns[camp.name] = fleet_record(campaigns[camp.name], found) if camp.name in campaigns else found
-        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base, settings=camp.settings)
-        percentiles.append(found_percentiles)
-        bins.append(found_bins)
-        rep_bins.append(found_rep_bins)
+    for name in campaign_names(base / "data" / "raw" / slug):
+        part = read_part(out_dir, slug, name)
+        figures[name] = part["metrics"]
+        tables.append(part["samples"])
+        series.append(part["series"])
+        percentiles.append(part["percentiles"])
+        bins.append(part["latency_bins"])
+        rep_bins.append(part["repetition_bins"])
+        declared = today.get(name) if isinstance(today, Mapping) else None
+        status, changed = compare_recorded(part["recorded"]["origin"], part["recorded"]["declaration"], declared,
+                                           f"params.yaml: briefs.{slug}.campaigns.{name}")
+        campaigns[name] = {**part["record"], "declaration_status": status, "changed_keys": changed}
     project.check_show(slug, _show(spec, slug), list(campaigns), list(today), "params.yaml")
     meta = {"schema_version": SCHEMA_VERSION, "brief": slug, "notebook": brief.notebook,
             "published": brief.published, "parameters": brief.parameters, "show": _show(spec, slug),
@@ -81,21 +151,53 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
             # what the declared campaigns measure: an imported campaign outside it goes to the appendix
             "method": brief_method.declared(today if isinstance(today, Mapping) else {})}
     files = {
-        "samples.parquet": tidy.concat(tables),
-        "percentiles.parquet": pd.concat([p for p in percentiles if len(p)], ignore_index=True)
-        if any(len(p) for p in percentiles) else empty_percentiles(),
-        "latency_bins.parquet": pd.concat([b for b in bins if len(b)], ignore_index=True)
-        if any(len(b) for b in bins) else empty_bins(),
-        "repetition_bins.parquet": pd.concat([b for b in rep_bins if len(b)], ignore_index=True)
-        if any(len(b) for b in rep_bins) else empty_bins(REPETITION_BIN_COLUMNS),
-        "series.parquet": _series_table(series),
-        "brief.json": meta,
-        "campaigns.json": {"schema_version": SCHEMA_VERSION, "brief": slug, "campaigns": campaigns},
+        **_tables(tables, percentiles, bins, rep_bins, series),
+        processed.BRIEF_FILE: meta,
+        processed.CAMPAIGNS_FILE: {"schema_version": SCHEMA_VERSION, "brief": slug, "campaigns": campaigns},
     }
-    folder = _write_folder(out_dir / slug, files)
+    folder = _write_folder(processed.brief_dir(out_dir, slug), files)
     write_store(out_dir.parent / "results", slug, files, campaigns)
-    _write_json(out_dir / f"{slug}.metrics.json", metrics(slug, files["samples.parquet"], campaigns))
+    _write_json(processed.metrics_file(out_dir, slug), {"brief": slug, "campaigns": figures})
     return folder
+
+
+def _tables(tables: list[pd.DataFrame], percentiles: list[pd.DataFrame], bins: list[pd.DataFrame],
+            rep_bins: list[pd.DataFrame], series: list[pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The tables of a brief's folder or of a campaign's part, each one below the other, by file name."""
+    names = processed.TABLE_FILES
+    return {
+        names["samples"]: tidy.concat(tables),
+        names["percentiles"]: pd.concat([p for p in percentiles if len(p)], ignore_index=True)
+        if any(len(p) for p in percentiles) else empty_percentiles(),
+        names["latency_bins"]: pd.concat([b for b in bins if len(b)], ignore_index=True)
+        if any(len(b) for b in bins) else empty_bins(),
+        names["repetition_bins"]: pd.concat([b for b in rep_bins if len(b)], ignore_index=True)
+        if any(len(b) for b in rep_bins) else empty_bins(REPETITION_BIN_COLUMNS),
+        names["series"]: _series_table(series),
+    }
+
+
+def read_part(out_dir: Path, slug: str, name: str) -> dict[str, Any]:
+    """The part ``build_campaign`` wrote: each table by name (samples, series, ...), ``record``, ``recorded`` and
+    ``metrics`` (its entry of the brief's metrics file)."""
+    folder = processed.part_dir(out_dir, slug, name)
+    path = folder / processed.PART_RECORD
+    fix = f"write it with `briefkit dataset {slug} --campaign {name}` (or `dvc repro dataset@{slug}`)"
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BriefkitError(f"{path}: missing; {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise BriefkitError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); {fix}") from None
+    if not isinstance(found, dict) or found.get("schema_version") != SCHEMA_VERSION:
+        raise BriefkitError(f"{path}: not a part of schema_version {SCHEMA_VERSION}; {fix}")
+    tables = {}
+    for table, file in processed.TABLE_FILES.items():
+        try:
+            tables[table] = pd.read_parquet(folder / file)
+        except FileNotFoundError:
+            raise BriefkitError(f"{folder / file}: missing; {fix}") from None
+    return {**tables, "record": found["record"], "recorded": found["recorded"], "metrics": found["metrics"]}
 
 
 def write_store(root: Path, slug: str, files: Mapping[str, Any], campaigns: Mapping[str, dict]) -> None:
@@ -268,12 +370,18 @@ def _ramp_seconds(camp: RecordedCampaign) -> float:
 def compare_declaration(camp: RecordedCampaign, declared: Mapping | None) -> tuple[str, list[str]]:
     """How today's params.yaml declaration of the campaign compares with the recorded one (an imported
     campaign has none: ``briefkit import`` made its declaration from the files)."""
-    if camp.origin == records.IMPORTED:
+    return compare_recorded(camp.origin, {**camp.declaration(), "labels": camp.labels}, declared,
+                            f"params.yaml: briefs.{camp.brief}.campaigns.{camp.name}")
+
+
+def compare_recorded(origin: str, recorded: Mapping, declared: Mapping | None, where: str) -> tuple[str, list[str]]:
+    """``compare_declaration`` on a campaign's origin and recorded declaration (with its labels), as a
+    campaign's part keeps them (``build_campaign``)."""
+    if origin == records.IMPORTED:
         return records.IMPORTED, []
     if declared is None:
         return "not declared", []
-    recorded = {**camp.declaration(), "labels": camp.labels}
-    today = resolved(declared, f"params.yaml: briefs.{camp.brief}.campaigns.{camp.name}")
+    today = resolved(declared, where)
     changed = [k for k in COMPARED_KEYS if records.normalized(today.get(k)) != records.normalized(recorded.get(k))]
     return ("changed" if changed else "same"), changed
 

@@ -1,0 +1,187 @@
+"""The CPU cost of adding one campaign to a brief of 1, 10, 100 (and 1,000) campaigns, and `dvc status`.
+
+    .venv/bin/python benchmarks/campaign_scale.py [--campaigns 1,10,100] [--runs 3] [--before 1] [--old REF]
+
+A scratch checkout holds the fio brief only (params.yaml's entry, its published numbers, src/, and dvc.yaml's
+tidy and dataset stages). The campaign added is the fio reference campaign (data/raw/fio-6600ion/local, 352
+points, its files hard-linked). The N campaigns already there are synthetic equivalents: each a raw folder
+holding the reference's campaign.json only, and a copy of the reference's part (data/interim/...) under its
+own name, so that the brief's concatenation handles N reference-sized campaigns; no raw data is read for them.
+
+after   CPU of `briefkit dataset fio-6600ion --campaign new` (the new campaign's stage, tidy@...) plus
+        `briefkit dataset fio-6600ion --from-parts` (the brief's stage, dataset@..., over N + 1 parts)
+before  CPU of `briefkit dataset fio-6600ion` at ``--old`` (the last commit with one dataset stage per brief),
+        which reads every campaign: measured with N real (hard-linked) reference campaigns for N in --before,
+        and (N + 1) x the one-campaign figure otherwise (the old build is linear in campaigns)
+status  wall and CPU time of `dvc status` in the scratch checkout after `dvc commit` (N + 1 tidy stages)
+
+CPU is user + sys of the child processes (getrusage), which stays stable under load where wall time does
+not; every figure is the median of ``--runs`` runs. The goal (issue 53): adding a campaign to a brief of 100
+costs at most 2x adding it to a brief of 1.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+BRIEF = "fio-6600ion"
+REFERENCE = ROOT / "data" / "raw" / BRIEF / "local"
+#: the last commit whose dvc.yaml built a brief's dataset in one stage (every campaign read on every build)
+OLD = "6b3fe493"
+
+
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], cwd: Path, **env) -> tuple[float, float]:
+    """(CPU s, wall s) of ``argv`` run to completion in ``cwd``."""
+    cpu, wall = child_cpu(), time.monotonic()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1",
+                               "BRIEFKIT_ROOT": str(cwd), **env})
+    if done.returncode:
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-3000:]}")
+    return child_cpu() - cpu, time.monotonic() - wall
+
+
+def link_tree(source: Path, target: Path) -> None:
+    """``source`` copied as hard links (raw files are never written in place)."""
+    shutil.copytree(source, target, copy_function=os.link)
+
+
+def checkout(folder: Path, src: Path = ROOT / "src") -> Path:
+    """A scratch checkout with the fio brief only and dvc.yaml's tidy and dataset stages."""
+    folder.mkdir(parents=True)
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    spec = params["briefs"][BRIEF]
+    # no campaign under measure: (dvc.yaml's tidy stages expand it): every one here is a tidy-found stage
+    (folder / "params.yaml").write_text(yaml.safe_dump({"briefs": {BRIEF: spec}, "measure": {}}, sort_keys=False),
+                                        encoding="utf-8")
+    (folder / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks" / f"{spec['notebook']}.ipynb", folder / "notebooks")
+    shutil.copytree(ROOT / "data" / "published" / BRIEF, folder / "data" / "published" / BRIEF)
+    (folder / "data" / "raw" / BRIEF).mkdir(parents=True)
+    shutil.copytree(src, folder / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
+    dvc["stages"] = {name: stage for name, stage in dvc["stages"].items() if name in ("tidy", "dataset")}
+    (folder / "dvc.yaml").write_text(yaml.safe_dump(dvc, sort_keys=False), encoding="utf-8")
+    subprocess.run([str(BIN / "dvc"), "init", "--no-scm", "-q"], cwd=folder, check=True)
+    return folder
+
+
+def synthetic_campaigns(base: Path, count: int) -> None:
+    """``count`` campaigns c0000...: the reference's campaign.json and its part, renamed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from briefkit import processed
+
+    template = processed.part_dir(base / "data" / "processed", BRIEF, "template")
+    for i in range(count):
+        name = f"c{i:04d}"
+        raw = base / "data" / "raw" / BRIEF / name
+        raw.mkdir()
+        shutil.copy(REFERENCE / "campaign.json", raw / "campaign.json")
+        part = processed.part_dir(base / "data" / "processed", BRIEF, name)
+        part.mkdir(parents=True)
+        shutil.copy(template / processed.PART_RECORD, part / processed.PART_RECORD)
+        for file in processed.TABLE_FILES.values():
+            table = pq.read_table(template / file)
+            if "campaign" in table.column_names and table.num_rows:
+                where = table.column_names.index("campaign")
+                table = table.set_column(where, "campaign", pa.array([name] * table.num_rows, table.schema.field(where).type))
+            pq.write_table(table, part / file)
+
+
+def after(count: int, runs: int, scratch: Path) -> dict[str, float]:
+    """Adding the reference campaign to a brief of ``count`` synthetic ones, with a stage per campaign."""
+    base = checkout(scratch / f"after-{count}")
+    link_tree(REFERENCE, base / "data" / "raw" / BRIEF / "template")
+    timed(["briefkit", "dataset", BRIEF, "--campaign", "template"], base)
+    synthetic_campaigns(base, count)
+    shutil.rmtree(base / "data" / "raw" / BRIEF / "template")
+    link_tree(REFERENCE, base / "data" / "raw" / BRIEF / "new")
+    timed(["briefkit", "list", "--campaigns", "--write"], base)
+    campaign, brief = [], []
+    for _ in range(runs):
+        shutil.rmtree(base / "data" / "interim" / BRIEF / "new", ignore_errors=True)
+        campaign.append(timed(["briefkit", "dataset", BRIEF, "--campaign", "new", "--quiet"], base)[0])
+        brief.append(timed(["briefkit", "dataset", BRIEF, "--from-parts", "--quiet"], base)[0])
+    shutil.rmtree(processed_template(base), ignore_errors=True)
+    timed([str(BIN / "dvc"), "commit", "-f", "-q"], base)
+    status = [timed([str(BIN / "dvc"), "status", "-q"], base) for _ in range(runs)]
+    out = {"campaign": statistics.median(campaign), "brief": statistics.median(brief),
+           "added": statistics.median(c + b for c, b in zip(campaign, brief)),
+           "status_cpu": statistics.median(s[0] for s in status), "status_wall": statistics.median(s[1] for s in status)}
+    shutil.rmtree(base)
+    return out
+
+
+def processed_template(base: Path) -> Path:
+    from briefkit import processed
+
+    return processed.part_dir(base / "data" / "processed", BRIEF, "template")
+
+
+def before(count: int, runs: int, scratch: Path, old_src: Path) -> float:
+    """CPU of the old whole-brief build of ``count`` + 1 real (hard-linked) reference campaigns."""
+    base = checkout(scratch / f"before-{count}", old_src)
+    for i in range(count + 1):
+        link_tree(REFERENCE, base / "data" / "raw" / BRIEF / f"c{i:04d}")
+    found = [timed(["briefkit", "dataset", BRIEF, "--quiet"], base, PYTHONPATH=str(old_src))[0] for _ in range(runs)]
+    shutil.rmtree(base)
+    return statistics.median(found)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--campaigns", default="1,10,100", help="brief sizes, comma-separated (1000 takes minutes)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--before", default="1", help="brief sizes at which the old build is measured, not scaled")
+    parser.add_argument("--old", default=OLD, help="the commit of the old whole-brief build")
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.campaigns.split(",") if n]
+    measured_before = [int(n) for n in args.before.split(",") if n]
+    print(f"load at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
+          f"({os.cpu_count()} CPUs; a shared machine: CPU seconds are the figure, wall times vary with the load)")
+    with tempfile.TemporaryDirectory(prefix="campaign-scale-") as tmp:
+        scratch = Path(tmp)
+        old_src = scratch / "old"
+        old_src.mkdir()
+        archive = subprocess.run(["git", "archive", args.old, "src"], cwd=ROOT, check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old_src)], input=archive, check=True)
+        old_src = old_src / "src"
+        old = {}
+        for n in measured_before:
+            old[n] = before(n, args.runs, scratch, old_src)
+            print(f"before, {n} campaign(s) + 1 added: the whole brief's build {old[n]:.2f} CPU-s", flush=True)
+        per_campaign = old[min(old)] / (min(old) + 1) if old else None
+        print(f"{'campaigns':>9} {'before CPU-s':>13} {'after CPU-s':>12} {'(campaign':>10} {'+ brief)':>9} "
+              f"{'after/after@1':>13} {'dvc status s':>13} {'(CPU s)':>8}")
+        first = None
+        for n in sizes:
+            found = after(n, args.runs, scratch)
+            first = first or found["added"]
+            old_cost = f"{old[n]:.1f}" if n in old else (f"~{per_campaign * (n + 1):.0f}" if per_campaign else "-")
+            print(f"{n:>9} {old_cost:>13} {found['added']:>12.2f} {found['campaign']:>10.2f} {found['brief']:>9.2f} "
+                  f"{found['added'] / first:>13.2f} {found['status_wall']:>13.2f} {found['status_cpu']:>8.2f}", flush=True)
+    print(f"load at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}; before: '~' is "
+          f"(N + 1) x the measured per-campaign cost; medians of {args.runs} runs")
+
+
+if __name__ == "__main__":
+    main()

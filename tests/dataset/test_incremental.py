@@ -1,0 +1,116 @@
+"""A new campaign costs its own points, not the brief's history: one DVC stage per campaign
+(tidy@ or tidy-found@BRIEF--CAMPAIGN writes its part, data/interim/BRIEF/CAMPAIGN/) and a brief stage that only
+concatenates the parts (dataset@BRIEF). Real DVC and a real `briefkit import` in a clone of the tree; the stage list
+(data/raw/campaigns.yaml) and the refusals of a stale list or a missing part on copies of the reference data."""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from briefkit import cli, processed
+from briefkit.config.paths import CAMPAIGN_LIST
+from briefkit.core.errors import BriefkitError
+from briefkit.dataset import build, stages
+from tests.checkouts import BIN, ROOT, run
+from tests.dataset.test_dataset import make_project
+
+DVC = str(BIN / "dvc")
+BRIEF = "oltp-9300"     # the quickest dataset of the five
+#: a real pgbench run's summary (tests/fixtures/pgbench/README.md)
+PGBENCH = ROOT / "tests" / "fixtures" / "pgbench" / "tpcc_c2_j2.stdout"
+
+
+def would_run(clone: Path, target: str) -> set[str]:
+    """The stages `dvc repro --dry TARGET` would run."""
+    out = run([DVC, "repro", "--dry", target], cwd=clone).stdout
+    return set(re.findall(r"Running stage '([^']+)'", out))
+
+
+def part_files(clone: Path, campaign: str) -> dict[str, tuple[int, int]]:
+    folder = processed.part_dir(clone / "data" / "processed", BRIEF, campaign)
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.iterdir()}
+
+
+@pytest.mark.slow
+def test_a_new_campaign_runs_only_its_own_stage_and_the_briefs_concatenation(tmp_path):
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(ROOT), str(clone)], cwd=ROOT)
+    run([DVC, "repro", f"dataset@{BRIEF}"], cwd=clone)
+    before = processed.load(BRIEF, clone / "data" / "processed")
+    local = part_files(clone, "local")
+
+    # a campaign made elsewhere: a pgbench summary imported (the import writes the stage list)
+    (clone / "incoming").mkdir()
+    shutil.copy(PGBENCH, clone / "incoming" / PGBENCH.name)
+    run(["briefkit", "import", BRIEF, "lab", f"incoming/{PGBENCH.name}"], cwd=clone)
+    listed = yaml.safe_load((clone / CAMPAIGN_LIST).read_text())["campaigns"]
+    assert listed[f"{BRIEF}--lab"] == {"brief": BRIEF, "campaign": "lab"}
+    assert would_run(clone, f"dataset@{BRIEF}") == {f"tidy-found@{BRIEF}--lab", f"dataset@{BRIEF}"}
+
+    run([DVC, "repro", f"dataset@{BRIEF}"], cwd=clone)
+    after = processed.load(BRIEF, clone / "data" / "processed")
+    assert sorted(after.campaigns) == ["lab", "local"] and after.campaigns["lab"].is_imported
+    assert part_files(clone, "local") == local, "the old campaign's part was written again"
+    pd.testing.assert_frame_equal(after.measured("local"), before.measured("local"))
+    assert after.campaigns["local"] == before.campaigns["local"]
+
+    # a campaign folder removed by hand: the list written again drops its stage, and the brief its data
+    shutil.rmtree(clone / "data" / "raw" / BRIEF / "lab")
+    run(["briefkit", "list", "--campaigns", "--write"], cwd=clone)
+    assert would_run(clone, f"dataset@{BRIEF}") == {f"dataset@{BRIEF}"}
+    build.build_brief(BRIEF, clone)     # what that stage runs, here without DVC's start-up
+    assert sorted(processed.load(BRIEF, clone / "data" / "processed").campaigns) == ["local"]
+
+
+def test_the_stage_list_is_every_raw_campaign_measure_does_not_name(tmp_path, capsys, monkeypatch):
+    base = make_project(tmp_path, "rocksdb-nvmeof")
+    shutil.copytree(base / "data/raw/rocksdb-nvmeof/local", base / "data/raw/rocksdb-nvmeof/v1.2")
+    params = yaml.safe_load((base / "params.yaml").read_text())
+    campaigns = params["briefs"]["rocksdb-nvmeof"]["campaigns"]
+
+    def measure(name: str) -> None:
+        campaigns[name] = campaigns["local"]
+        params["measure"] = {f"rocksdb-nvmeof--{name}": {"brief": "rocksdb-nvmeof", "campaign": name}}
+        (base / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(base))
+    measure("next")
+    assert cli.main(["list", "--campaigns", "--write"]) == 0
+    # measure: names a campaign not measured yet: its stage comes from params.yaml, the folders' from the list
+    # (a dot is no character of a DVC stage name)
+    assert capsys.readouterr().out.split() == ["tidy@rocksdb-nvmeof--next", "tidy-found@rocksdb-nvmeof--local",
+                                               "tidy-found@rocksdb-nvmeof--v1_2"]
+    assert stages.listed(base) == {"rocksdb-nvmeof--local": {"brief": "rocksdb-nvmeof", "campaign": "local"},
+                                   "rocksdb-nvmeof--v1_2": {"brief": "rocksdb-nvmeof", "campaign": "v1.2"}}
+    assert stages.write(base) is False      # up to date: not written again
+    # two campaigns that would make one stage name are refused, naming both
+    measure("v1_2")
+    with pytest.raises(stages.StageListError, match=r"'v1_2' and 'v1\.2' make the same DVC stage name rocksdb-nvmeof--v1_2"):
+        stages.expected(base)
+
+
+def test_the_brief_step_refuses_a_campaign_without_a_stage_or_a_part(tmp_path, capsys, monkeypatch):
+    base = make_project(tmp_path, "rocksdb-nvmeof")
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(base))
+    # no stage listed for the campaign: DVC would never build its part
+    assert cli.main(["dataset", "rocksdb-nvmeof", "--from-parts"]) == 2
+    err = capsys.readouterr().err
+    assert f"{CAMPAIGN_LIST}: no stage for the campaign(s) local of data/raw/rocksdb-nvmeof/" in err
+    assert "briefkit list --campaigns --write" in err and "Traceback" not in err
+    # listed, but its part not built yet
+    stages.write(base)
+    assert cli.main(["dataset", "rocksdb-nvmeof", "--from-parts"]) == 2
+    err = capsys.readouterr().err
+    assert "data/interim/rocksdb-nvmeof/local/campaign.json: missing" in err
+    assert "briefkit dataset rocksdb-nvmeof --campaign local" in err and "Traceback" not in err
+    assert not (base / "data" / "processed" / "rocksdb-nvmeof").exists()
+    # a name that is no campaign folder, or no name at all
+    with pytest.raises(BriefkitError, match=r"data/raw/rocksdb-nvmeof/other: no campaign with data there"):
+        build.build_campaign("rocksdb-nvmeof", "other", base)
+    with pytest.raises(BriefkitError, match=r"--campaign: campaign '\.\./x' must match"):
+        build.build_campaign("rocksdb-nvmeof", "../x", base)
