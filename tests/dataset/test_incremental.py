@@ -68,14 +68,14 @@ def test_a_new_campaign_runs_only_its_own_stage_and_the_briefs_concatenation(tmp
 
 
 def test_the_stage_list_is_every_raw_campaign_measure_does_not_name(tmp_path, capsys, monkeypatch):
-    base = make_project(tmp_path, "rocksdb-nvmeof")
-    shutil.copytree(base / "data/raw/rocksdb-nvmeof/local", base / "data/raw/rocksdb-nvmeof/v1.2")
+    base = make_project(tmp_path, "rocksdb-7600")
+    shutil.copytree(base / "data/raw/rocksdb-7600/local", base / "data/raw/rocksdb-7600/v1.2")
     params = yaml.safe_load((base / "params.yaml").read_text())
-    campaigns = params["briefs"]["rocksdb-nvmeof"]["campaigns"]
+    campaigns = params["briefs"]["rocksdb-7600"]["campaigns"]
 
     def measure(name: str) -> None:
         campaigns[name] = campaigns["local"]
-        params["measure"] = {f"rocksdb-nvmeof--{name}": {"brief": "rocksdb-nvmeof", "campaign": name}}
+        params["measure"] = {f"rocksdb-7600--{name}": {"brief": "rocksdb-7600", "campaign": name}}
         (base / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
     monkeypatch.setenv("BRIEFKIT_ROOT", str(base))
@@ -83,34 +83,34 @@ def test_the_stage_list_is_every_raw_campaign_measure_does_not_name(tmp_path, ca
     assert cli.main(["list", "--campaigns", "--write"]) == 0
     # measure: names a campaign not measured yet: its stage comes from params.yaml, the folders' from the list
     # (a dot is no character of a DVC stage name)
-    assert capsys.readouterr().out.split() == ["tidy@rocksdb-nvmeof--next", "tidy-found@rocksdb-nvmeof--local",
-                                               "tidy-found@rocksdb-nvmeof--v1_2"]
-    assert stages.listed(base) == {"rocksdb-nvmeof--local": {"brief": "rocksdb-nvmeof", "campaign": "local"},
-                                   "rocksdb-nvmeof--v1_2": {"brief": "rocksdb-nvmeof", "campaign": "v1.2"}}
+    assert capsys.readouterr().out.split() == ["tidy@rocksdb-7600--next", "tidy-found@rocksdb-7600--local",
+                                               "tidy-found@rocksdb-7600--v1_2"]
+    assert stages.listed(base) == {"rocksdb-7600--local": {"brief": "rocksdb-7600", "campaign": "local"},
+                                   "rocksdb-7600--v1_2": {"brief": "rocksdb-7600", "campaign": "v1.2"}}
     assert stages.write(base) is False      # up to date: not written again
     # two campaigns that would make one stage name are refused, naming both
     measure("v1_2")
-    with pytest.raises(stages.StageListError, match=r"'v1_2' and 'v1\.2' make the same DVC stage name rocksdb-nvmeof--v1_2"):
+    with pytest.raises(stages.StageListError, match=r"'v1_2' and 'v1\.2' make the same DVC stage name rocksdb-7600--v1_2"):
         stages.expected(base)
 
 
 def test_the_brief_step_refuses_a_campaign_without_a_stage_or_a_part(tmp_path, capsys, monkeypatch):
-    base = make_project(tmp_path, "rocksdb-nvmeof")
+    base = make_project(tmp_path, "rocksdb-7600")
     monkeypatch.setenv("BRIEFKIT_ROOT", str(base))
     # no stage listed for the campaign: DVC would never build its part
-    assert cli.main(["dataset", "rocksdb-nvmeof", "--from-parts"]) == 2
+    assert cli.main(["dataset", "rocksdb-7600", "--from-parts"]) == 2
     err = capsys.readouterr().err
-    assert f"{CAMPAIGN_LIST}: no stage for the campaign(s) local of data/raw/rocksdb-nvmeof/" in err
+    assert f"{CAMPAIGN_LIST}: no stage for the campaign(s) local of data/raw/rocksdb-7600/" in err
     assert "briefkit list --campaigns --write" in err and "Traceback" not in err
     # listed, but its part not built yet
     stages.write(base)
-    assert cli.main(["dataset", "rocksdb-nvmeof", "--from-parts"]) == 2
+    assert cli.main(["dataset", "rocksdb-7600", "--from-parts"]) == 2
     err = capsys.readouterr().err
-    assert "data/interim/rocksdb-nvmeof/local/campaign.json: missing" in err
-    assert "briefkit dataset rocksdb-nvmeof --campaign local" in err and "Traceback" not in err
-    assert not (base / "data" / "processed" / "rocksdb-nvmeof").exists()
+    assert "data/interim/rocksdb-7600/local/campaign.json: missing" in err
+    assert "briefkit dataset rocksdb-7600 --campaign local" in err and "Traceback" not in err
+    assert not (base / "data" / "processed" / "rocksdb-7600").exists()
     # a name that is no campaign folder, or no name at all
-    with pytest.raises(BriefkitError, match=r"data/raw/rocksdb-nvmeof/other: no campaign with data there"):
-        build.build_campaign("rocksdb-nvmeof", "other", base)
+    with pytest.raises(BriefkitError, match=r"data/raw/rocksdb-7600/other: no campaign with data there"):
+        build.build_campaign("rocksdb-7600", "other", base)
     with pytest.raises(BriefkitError, match=r"--campaign: campaign '\.\./x' must match"):
-        build.build_campaign("rocksdb-nvmeof", "../x", base)
+        build.build_campaign("rocksdb-7600", "../x", base)
