@@ -420,7 +420,7 @@ def _dry_run(slug: str, names: list[str], base: Path) -> int:
                 plan.append(point)
                 if status.get(point.id, {}).get("event") not in FINAL:
                     todo.append(point)
-        guesses = [camp.workload.expected_seconds(p, camp.settings) for p in todo]
+        guesses = [camp.workload.expected_seconds(p, camp.declaration.settings) for p in todo]
         if any(g is None for g in guesses):
             unknown = True
             estimate = (f"estimated duration unknown ({camp.workload.name} gives no time estimate for "
@@ -492,7 +492,7 @@ def _method_plan(name: str, camp, guesses: list) -> str:
     if lines:
         known = [s for _, s in lines if s is not None]
         said += f"; preconditioning ~{_duration(sum(known))}" + (" (some unknown)" if len(known) < len(lines) else "")
-    rule = camp.steady_rule
+    rule = camp.declaration.pts
     if rule is not None and guesses and all(g is not None for g in guesses):
         per_round = sum(guesses) / rule.max_rounds
         said += (f"; SNIA PTS rounds: at least {rule.window_rounds} ({_duration(per_round * rule.window_rounds)}), "

@@ -75,6 +75,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from briefkit import tools
 from briefkit.config import brief_method, project
+from briefkit.config.declaration import Declaration, normalized
 from briefkit.config.yamlload import SAFE_LOADER
 from briefkit.core import method_scope
 from briefkit.core.errors import BriefkitError, CampaignError
@@ -646,8 +647,10 @@ def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, An
     if hook is not None:           # what the tool's display needs of the whole campaign (fio: QD<n> labels)
         settings = hook(matrix, settings)
     configs = list(dict.fromkeys(item.config for item in found))
-    declaration = {"workload": workload.name, "repetitions": max(p.rep for p, _ in points),
-                   "configs": {c: {"kind": records.IMPORTED} for c in configs}, "matrix": matrix, "settings": settings}
+    declaration = Declaration(workload=workload.name, repetitions=max(p.rep for p, _ in points),
+                              configs={c: {"kind": records.IMPORTED} for c in configs},
+                              labels={c: str(mapping.labels.get(c, c)) for c in configs}, matrix=matrix,
+                              settings=normalized(settings))
     at = now()
     folder.mkdir(parents=True)
     if mapping_text is not None:       # the bytes read and checked, not the path again
@@ -656,7 +659,7 @@ def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, An
     for point, item in points:
         _write_point(folder, point, item, workload, settings, at, manifest)
     record = records.campaign_record(
-        brief, name, declaration=declaration, labels={c: mapping.labels.get(c, c) for c in configs},
+        brief, name, declaration=declaration,
         host=", ".join(sorted({item.host for item in found if item.host})) or "not stated", points=len(points),
         configs_order=configs, created_at=at)
     record["origin"], record["note"] = records.IMPORTED, NOTE

@@ -39,7 +39,7 @@ class RocksdbSuite(BriefBase):
             configs = ordered(data["config"].unique(), record.configs)
             self.measured[name] = {
                 "data": data, "record": record, "configs": configs,
-                "labels": {c: (record.labels or {}).get(c) or c for c in record.configs},
+                "labels": {c: (record.declaration.labels or {}).get(c) or c for c in record.configs},
                 "pairs": suite.ratio_pairs(ratios, configs, self.pub.meta.tables) if len(configs) > 1 else []}
 
     def _suffix(self, name: str, fmt: str = " ({})") -> str:
@@ -101,7 +101,7 @@ class RocksdbSuite(BriefBase):
             lines.append(selection_text(self.data, self.names, self.show))
         for name, m in self.measured.items():
             configs, record = m["configs"], m["record"]
-            scale = (record.settings or {}).get("scale")
+            scale = (record.declaration.settings or {}).get("scale")
             keys = record.facts.get("keys")
             # names only: what each configuration is, is said under "How we tested" (page 1 keeps its figure)
             lines.append(f"**Measured** (campaign {name} on {hosts_text(record)}): {len(configs)} configurations, "
@@ -211,7 +211,7 @@ class RocksdbSuite(BriefBase):
             record = m["record"]
             versions = sorted(m["data"]["tool_version"].dropna().unique())
             post = suite.fraction(pub.meta.scale) if pub.meta.scale else "a scale it does not state"
-            scale = suite.scale_statement(record.settings or {}, record.facts.get("keys"), memory_bytes(record))
+            scale = suite.scale_statement(record.declaration.settings or {}, record.facts.get("keys"), memory_bytes(record))
             out.md(f"**Scale.** This campaign ran {scale} "
                    f"The post ran {post} of the wiki's data, on the system of the last table, the remote SSD behind "
                    "a 56 Gbps RDMA network. The numbers here show how the suite and its ratio tables are computed "

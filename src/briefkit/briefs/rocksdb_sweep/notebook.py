@@ -418,7 +418,8 @@ measured campaign can compare its own.""")
             record, data = m["record"], m["data"]
             out.md(f"### How we tested{self._suffix(name, ' ({})')}")
             loads = sorted(data["load"].dropna().unique())
-            out.md(f"**Scale.** This campaign ran {sweep.dbbench_scale(record.settings, memory_bytes(record), loads)} "
+            scale = sweep.dbbench_scale(record.declaration.settings, memory_bytes(record), loads)
+            out.md(f"**Scale.** This campaign ran {scale} "
                    f"The published brief ran {self.published_scale}. The numbers here show how the pipeline measures "
                    "and compares storage configurations; they are not a measurement of the published drives.")
             versions = sorted(data["tool_version"].dropna().unique())
