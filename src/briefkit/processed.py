@@ -116,8 +116,8 @@ class CampaignRecord:
     @property
     def pts_rule(self) -> dict | None:
         """The SNIA PTS rule the campaign's rounds ran under (``pts: {rule: snia-pts, ...}``), or None."""
-        rule = self.declaration.pts
-        return rule.model_dump() if rule is not None else None
+        rule = (self.method or {}).get("pts")
+        return rule if isinstance(rule, dict) and rule.get("rule") == "snia-pts" else None
 
     @property
     def reported_repetitions(self) -> int:
