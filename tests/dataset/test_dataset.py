@@ -383,5 +383,5 @@ def test_a_campaign_with_a_failed_point(tmp_path, monkeypatch):
     assert data.published is None and data.selected() == ["local"]
     assert camp.measured["point_seconds"]["min"] > 0 and camp.measured["tool_versions"] == []
     record = json.loads((tmp_path / "data/raw/demo/local/campaign.json").read_text())
-    assert record["schema_version"] == 1 and record["configs_order"] == ["b", "a"]
+    assert record["schema_version"] == 2 and record["configs_order"] == ["b", "a"]
     assert record["declared_host"] == "local"

@@ -85,7 +85,7 @@ def _deviation_window(values: np.ndarray, limit_pct: float, size: int) -> tuple[
 def test_figure_draws_the_deciding_window_of_each_configurations_closest_point(reference_data, brief, campaign):
     report = _brief(reference_data, brief)
     record, samples = report.records[campaign], report.campaign_samples(campaign)
-    spec = record.settings["steady_state"]
+    spec = record.declaration.settings["steady_state"]
     assert spec["criterion"] == "deviation"   # the rule written out above
     limit = float(spec["limit"].rstrip("%"))
     fig = report.steady_points_figure(campaign)
