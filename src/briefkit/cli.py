@@ -113,7 +113,7 @@ def _compare(args) -> int:
     """Campaign A against campaign B, point by point (briefkit.report.comparison): the summary on stdout,
     reports/compare/BRIEF--A--B.{html,pdf}."""
     from briefkit.config import project
-    from briefkit.report import comparison as compare
+    from briefkit.report import comparison as report_comparison
 
     base = checkout.root()
     brief = project.brief(args.brief, base)
@@ -123,7 +123,7 @@ def _compare(args) -> int:
         raise ValueError("--tolerance and --baseline-host apply to three campaigns or more, or to --hosts; "
                          "two campaigns are compared point by point without a tally")
     campaign_a, campaign_b = args.campaigns
-    comparison, paths = compare.build(base, brief.slug, campaign_a, campaign_b, mapping=_mapping(args.map),
+    comparison, paths = report_comparison.build(base, brief.slug, campaign_a, campaign_b, mapping=_mapping(args.map),
                                       metric=args.metric, quiet=args.quiet)
     print(comparison.summary())
     print(", ".join(str(p.relative_to(base)) for p in (paths["html"], paths["pdf"])) + ": written; the notebook "

@@ -280,7 +280,8 @@ def test_the_mapping_file_gives_what_a_file_cannot_say(lab, checkout, tmp_path):
                        "    matrix: {threads: 2}\nlabels:\n  box-a: Lab A's NVMe drive\n")
     done = imported.import_campaign(DB_BRIEF, "lab", [tmp_path / "results"], mapping_path=mapping)
     record = json.loads((done.folder / "campaign.json").read_text())
-    assert record["declaration"]["labels"] == {"box-a": "Lab A's NVMe drive"} and record["declaration"]["matrix"]["threads"] == [2]
+    declared = record["declaration"]
+    assert declared["labels"] == {"box-a": "Lab A's NVMe drive"} and declared["matrix"]["threads"] == [2]
     assert (done.folder / "mapping.yaml").read_bytes() == mapping.read_bytes()
     point = json.loads(next(done.folder.rglob("point.json")).read_text())
     assert (point["config"], point["host"]) == ("box-a", "box-a.lab")

@@ -14,7 +14,7 @@ comparison of two declarations (``changed``, ``growth``) that a resume, ``--dry-
     power: {kind: none}             briefkit.power.config.PowerSpec
     precondition: {...}             before a configuration's first point (briefkit.measure.precondition)
     pts: {rule: snia-pts, ...}      the campaign-level SNIA PTS rounds (briefkit.measure.rounds); the
-                                    per-point rule is ``settings.steady_state`` (briefkit.tools.point_steady)
+                                    per-point rule is ``settings.steady_state`` (briefkit.tools.steady_settings)
 
 campaign.json's ``schema_version`` 2 records all of it under ``declaration``. Versions 0 and 1 kept
 ``labels`` and ``power`` beside the declaration and called ``pts`` ``steady_state``; ``from_record``

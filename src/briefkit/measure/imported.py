@@ -526,7 +526,7 @@ def import_files(brief: str, name: str, arguments: Sequence[str | Path], mapping
             problems.append(taken)
         matrix = {axis: _distinct(f.values[axis] for f in members) for axis in members[0].values} if members else {}
         beyond = method_scope.outside(method, matrix, groups[0].settings if groups else {})
-        plans.append(import_plan.Campaign(campaign, [(p.id, f.relative) for p, f in plan(members)], groups, taken,
+        plans.append(import_plan.PlannedCampaign(campaign, [(p.id, f.relative) for p, f in plan(members)], groups, taken,
                                           method_scope.reason(beyond) if beyond else None))
     outline = import_plan.Plan(brief, toolset[0] if len(toolset) == 1 else None, len(listed), plans, skipped, problems)
     if dry_run:

@@ -1,4 +1,4 @@
-"""Rounds until steady state by the SNIA PTS rule (``steady_state: {rule: snia-pts, ...}``).
+"""Rounds until steady state by the SNIA PTS rule (the campaign's ``pts: {rule: snia-pts, ...}``).
 
 A round is one pass over a configuration's points: round ``r`` runs the points of repetition ``r``
 of the plan (the plan holds ``max_rounds`` repetitions). After each round the tracked value (the

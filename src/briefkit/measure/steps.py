@@ -33,7 +33,7 @@ from briefkit.core.times import iso
 from briefkit.hosts import Host
 from briefkit.hosts.fetched import FetchError
 from briefkit.hosts.job import Job
-from briefkit.measure import steady_verdict as steady
+from briefkit.measure import steady_verdict
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.diagnose import explain, failure_text
 from briefkit.measure.errors import LockRefused, PointFailed, PrepareFailed, SetupFailed, StepFailed
@@ -384,7 +384,7 @@ def record_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0
         save_point(camp, attempt, run, t0, t1, error=failure_text(error))
         record_failure(manifest, error, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp))
         raise PointFailed(error, config=point.config, point=point, recorded=True) from None
-    steady.note(camp.workload, attempt.local_dir, point, camp.declaration.settings, run.notes)
+    steady_verdict.note(camp.workload, attempt.local_dir, point, camp.declaration.settings, run.notes)
     save_point(camp, attempt, run, t0, t1)
     entry = manifest.append(DONE, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp),
                             started_at=iso(t0), ended_at=iso(t1))

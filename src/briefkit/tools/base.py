@@ -31,7 +31,7 @@ from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError
 from briefkit.core.samples import PARAMETER_PREFIX
 from briefkit.core.validation import Axis, Model, check
-from briefkit.tools import steady_settings as steady
+from briefkit.tools import steady_settings
 
 if TYPE_CHECKING:
     from briefkit.hosts import Host
@@ -176,7 +176,7 @@ class Workload:
     #: reads the merged latency histograms of a point's source files for the dataset stage
     #: (latency_bins.parquet, percentiles.parquet); None: the tool records none
     latency_bins: LatencyBins | None = None
-    #: what a SNIA PTS round may track (``steady_state.metric``): fio's ``iops``/``bw``; none: no rounds
+    #: what a SNIA PTS round may track (``pts.metric``): fio's ``iops``/``bw``; none: no rounds
     pts_metrics: Sequence[str] = ()
     #: how a per-point criterion (``settings.steady_state``) is judged, as a brief's method section says it
     point_rule: str = "fio rule over the interval series, per point"
@@ -200,7 +200,7 @@ class Workload:
         checked = check(matrix_model, dict(matrix), f"{where}.matrix", CampaignError)
         check(settings_model, dict(settings), f"{where}.settings", CampaignError)
         full_matrix = {axis: list(getattr(checked, axis)) for axis in self.axes}
-        return full_matrix, steady.normalize({**self.defaults, **settings})
+        return full_matrix, steady_settings.normalize({**self.defaults, **settings})
 
     def plan(self, configs: Sequence[str], matrix: Mapping[str, list], repetitions: int) -> list[Point]:
         """Configurations outermost (each is prepared once), then the axes in order, then reps."""

@@ -3,7 +3,7 @@ stated, for each measured configuration; and the SNIA PTS steady-state figure wh
 
 Steady state is judged by one of three rules, or not at all:
 
-* the SNIA PTS rule over rounds (the campaign's ``steady_state: {rule: snia-pts, ...}``): the verdict
+* the SNIA PTS rule over rounds (the campaign's ``pts: {rule: snia-pts, ...}``): the verdict
   recorded with the rounds (briefkit.core.pts);
 * per point, on the point's own series (``settings.steady_state``): fio's own ``steadystate`` option
   for fio, fio's rule over the interval series for db_bench and OLTP (briefkit.core.steady_rule): the count

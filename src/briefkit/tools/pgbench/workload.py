@@ -46,7 +46,7 @@ from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.times import iso
 from briefkit.core.validation import defaults as defaults_of
-from briefkit.tools import steady_settings as steady
+from briefkit.tools import steady_settings
 from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.pgbench import progress as pgbench_progress
 from briefkit.tools.pgbench import summary as pgbench_summary
@@ -112,7 +112,7 @@ class OltpWorkload(Workload):
             raise CampaignError(f"{where}.matrix.clients: {clients[-1]} clients need max_connections >= "
                                 f"{clients[-1] + RESERVED_CONNECTIONS} (settings.server.max_connections, now {limit})")
         try:
-            steady.check_fits(settings, settings["duration_s"], where)
+            steady_settings.check_fits(settings, settings["duration_s"], where)
         except ValueError as exc:
             raise CampaignError(str(exc)) from None
         return matrix, settings
@@ -327,7 +327,7 @@ class OltpWorkload(Workload):
     @staticmethod
     def _steady_samples(folder: Path, settings: Mapping[str, Any], table: pd.DataFrame) -> pd.DataFrame:
         """fio's rule on pgbench's --progress series (tps per second, on stderr), for ``workload=all``."""
-        spec = steady.declared(settings)
+        spec = steady_settings.declared(settings)
         if spec is None:
             return table.iloc[0:0]
         path, progress = folder / "pgbench.stderr", None
@@ -338,7 +338,7 @@ class OltpWorkload(Workload):
                 break
         rates = progress["tps"] if progress is not None else []
         interval = float(progress["time_s"].diff().median()) if progress is not None and len(progress) > 1 else 1.0
-        return steady.series_samples(rates, spec, interval, table[table["workload"] == "all"],
+        return steady_settings.series_samples(rates, spec, interval, table[table["workload"] == "all"],
                                      f"{path}#steady_state")
 
 
