@@ -64,6 +64,8 @@ class CampaignRecord:
     declared_host: Any
     #: as recorded with the raw data (briefkit.config.declaration), configurations in the order they ran
     declaration: Declaration
+    repetitions: int                      # the most a point gets (adaptive: its ``max``; SNIA PTS: ``max_rounds``)
+    configs: list[str]                    # in the order they ran (the declaration's order)
     declaration_status: str               # "same" | "changed" | "not declared" | "imported"
     changed_keys: list[str]
     points: dict[str, int]                # planned, done, skipped, failed, left
@@ -98,16 +100,6 @@ class CampaignRecord:
         declaration = Declaration.model_validate(data["declaration"])
         return cls(**{**{k: v for k, v in data.items() if k in cls.__dataclass_fields__}, "status": status,
                       "declaration": declaration})
-
-    @property
-    def configs(self) -> list[str]:
-        """The configurations in the order they ran."""
-        return list(self.declaration.configs)
-
-    @property
-    def repetitions(self) -> int:
-        """The most repetitions a point may get (adaptive: its ``max``; SNIA PTS: ``max_rounds``)."""
-        return self.declaration.most_repetitions
 
     @property
     def is_imported(self) -> bool:

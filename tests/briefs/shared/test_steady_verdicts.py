@@ -184,11 +184,13 @@ def test_pts_rounds_on_storage_that_is_no_drive_are_called_a_rehearsal(reference
     assert said.index("2 of 2 reached steady state") < said.index("a rehearsal") < said.index("Fieller")
     assert method.REHEARSAL in method.method_text(record, samples)
     # the loop device written without direct I/O: through the page cache
-    buffered = dataclasses.replace(record, declaration=only(record, {"xfs-loop": record.declaration.configs["xfs-loop"]}),
+    buffered = dataclasses.replace(record, configs=["xfs-loop"],
+                                   declaration=only(record, {"xfs-loop": record.declaration.configs["xfs-loop"]}),
                                    inventory={"configs": {"xfs-loop": {"storage": {"direct_io": False}}}})
     assert "with direct I/O off (through the host's page cache). Its SNIA PTS verdict is" in method.pts_limit_text(buffered)
     # a drive of its own, or no PTS rounds: nothing to add
-    block = dataclasses.replace(record, declaration=only(record, {"nvme": {"kind": "block", "device": "/dev/x"}}))
+    block = dataclasses.replace(record, configs=["nvme"],
+                                declaration=only(record, {"nvme": {"kind": "block", "device": "/dev/x"}}))
     assert method.pts_limit_text(block) == "" and method.pts_limit_text(dataclasses.replace(record, method={})) == ""
 
 
