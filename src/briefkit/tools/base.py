@@ -30,7 +30,7 @@ from pydantic import create_model
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError
 from briefkit.core.samples import PARAMETER_PREFIX
-from briefkit.core.validation import Axis, Model, check
+from briefkit.core.validation import Axis, Model, check, defaults
 from briefkit.tools import steady_settings
 
 if TYPE_CHECKING:
@@ -154,8 +154,9 @@ class Workload:
     #: the matrix axis that is the brief's load (``numjobs``, ``threads``, ``clients``)
     load_axis: str = ""
     #: matrix axes (in plan order, outermost first) and their defaults; other keys are rejected
+    #: (derived from ``matrix_model`` when the workload has one)
     axes: Mapping[str, Sequence[Any]] = {}
-    #: settings and their defaults; other keys are rejected
+    #: settings and their defaults; other keys are rejected (derived from ``settings_model`` when it has one)
     defaults: Mapping[str, Any] = {}
     #: the tool whose version is recorded with every sample
     tool: str = ""
@@ -183,6 +184,15 @@ class Workload:
     #: whose per-second series a per-point criterion is judged on after the run (``db_bench's``), drawn
     #: in the brief's steady-state figure; None: the tool judges it while it runs (fio) or has none
     interval_series: str | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """``axes`` and ``defaults`` follow from ``matrix_model`` / ``settings_model`` (their fields'
+        defaults), so a workload with models declares its options once; one without keeps its own."""
+        super().__init_subclass__(**kwargs)
+        if cls.matrix_model is not None and "axes" not in cls.__dict__:
+            cls.axes = defaults(cls.matrix_model)
+        if cls.settings_model is not None and "defaults" not in cls.__dict__:
+            cls.defaults = defaults(cls.settings_model)
 
     # --- declaration -------------------------------------------------------------------------
     def settings_models(self) -> list[type]:

@@ -57,7 +57,6 @@ import pandas as pd
 
 from briefkit.core import sizes
 from briefkit.core.errors import CampaignError
-from briefkit.core.validation import defaults as defaults_of
 from briefkit.hosts.commands import CommandError, stderr_tail
 from briefkit.storage.safety import UnsafeTargetError, check_prepared
 from briefkit.tools import steady_settings
@@ -139,8 +138,6 @@ class FioWorkload(Workload):
     latency_bins = staticmethod(latency.merged)
     settings_model = FioSettings
     matrix_model = FioMatrix
-    axes = defaults_of(FioMatrix)
-    defaults = defaults_of(FioSettings)
     parameters = {"p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64", "p_iodepth": "Int64",
                   "p_numjobs": "Int64"}
     pts_metrics = ("iops", "bw")

@@ -45,7 +45,6 @@ from briefkit.core import samples as tidy
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.times import iso
-from briefkit.core.validation import defaults as defaults_of
 from briefkit.tools import steady_settings
 from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.pgbench import progress as pgbench_progress
@@ -86,11 +85,9 @@ class OltpWorkload(Workload):
     #: the ``all`` row's (briefkit.measure.repetitions)
     headline = ("nopm", "tpm")
     summary = ("nopm", "tpm")
-    axes = defaults_of(OltpMatrix)
     settings_model = OltpSettings
     matrix_model = OltpMatrix
     parameters = {"p_clients": "Int64"}
-    defaults = defaults_of(OltpSettings)
     pts_metrics = ("tps",)
     point_rule = "fio's rule over pgbench's per-second series, per point"
     interval_series = "pgbench's"
