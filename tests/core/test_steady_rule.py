@@ -259,7 +259,7 @@ def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
     assert camp.status()[["done", "skipped", "left"]].values.tolist() == [[expected, 5 - expected, 0]]
     assert camp.declaration.adaptive == adaptive and camp.repetition_groups()[0]["stopped"] == "target"
     record = build.campaign_record(camp, None)      # campaigns.json: what the briefs read
-    assert record["adaptive_repetitions"] == adaptive and record["repetitions"] == 5
+    assert record["declaration"]["repetitions"] == adaptive and record["repetitions"] == 5
     assert [g["n"] for g in record["repetition_groups"]] == [expected]
 
     events = Manifest(raw / "noisy" / "manifest.jsonl").events()
