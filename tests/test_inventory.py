@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from briefkit import inventory
-from briefkit.briefs.shared import sections
+from briefkit.briefs.shared.inventory_tables import inventory_tables
 from briefkit.hosts import LocalHost
 
 MISSING = "briefkit-missing-tool"
@@ -95,7 +95,7 @@ def test_tool_versions_and_missing_tools(collected):
 def test_tables_are_readable(collected, xfs_mount):
     inv, _ = collected
     mountpoint, _, size = xfs_mount
-    found = dict(sections.inventory_tables(inv))
+    found = dict(inventory_tables(inv))
     assert list(found) == ["Server hardware", "Software and filesystem", "Tool versions"]
     hardware = dict(found["Server hardware"].values)
     assert hardware["Memory"] == f"{inv['memory']['total_bytes'] / 2**30:.1f} GiB"

@@ -5,6 +5,7 @@ Brief notebooks read as analyses (short visible code cells, Markdown prose) and 
 (no figure data)."""
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -20,6 +21,9 @@ ROOT = paths.ROOT
 #: The brief notebooks whose figures and ratio tables are drawn by visible one-call cells: those with a brief class.
 ANALYSIS_NOTEBOOKS = [brief.name for brief in briefs.declared() if brief.report]
 MAX_VISIBLE_LINES = 6
+#: The narrative a brief notebook holds itself (Markdown cells and the prose templates written in its cells),
+#: so that an analyst opening it reads the analysis, not calls into the brief's Python
+MIN_NARRATIVE_WORDS = 500
 
 
 def checked_notebooks() -> list[str]:
@@ -76,6 +80,25 @@ def test_a_section_the_class_does_not_define_is_refused():
         type("Toy", (BriefBase,), {"SECTIONS": ("appendix", "summary")})
 
 
+def test_a_sections_wording_comes_from_the_notebook():
+    """``report.prose(name=template)`` in the notebook, filled by the section (``say``); a wording the notebook
+    does not give, or a field without a value, is an error naming it, never a gap in the brief."""
+    from briefkit.briefs.shared.base import BriefBase
+
+    toy = object.__new__(type("Toy", (BriefBase,), {"SECTIONS": ()}))   # no data: only the wording is used
+    toy.templates = {}
+    toy.prose(scale="""
+        **Scale.** {name} ran
+        {points} points.
+        """)
+    assert toy.say("scale", name="local", points=3) == "**Scale.** local ran\n3 points."
+    assert toy.say_line("scale", name="local", points=3) == "**Scale.** local ran 3 points."
+    with pytest.raises(LookupError, match="Toy: the notebook gives no wording 'campaign'"):
+        toy.say("campaign", name="local")
+    with pytest.raises(KeyError, match="no value given for points"):
+        toy.say("scale", name="local")
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_a_scratch_notebook_is_not_checked(tmp_path):
     for name in ("Makefile", "requirements.lock", "requirements-override.txt", "pyproject.toml"):  # the set-up too
@@ -103,6 +126,45 @@ def test_brief_notebook_reads_as_an_analysis(name):
     assert "samples, series, campaigns =" in loading and "_figure(" in loading
     assert sum(c.cell_type == "markdown" for c in nb.cells) >= 2   # Key findings, Appendix, ...
     assert any("prose(" in c.source for c in nb.cells if "remove-input" in tags(c))
+
+
+def words(text: str) -> int:
+    """Words of prose, a template's {fields} left out."""
+    return len(re.findall(r"[A-Za-z0-9][\w'’.,%-]*", re.sub(r"\{[^{}]*\}", " ", text)))
+
+
+def prose_templates(source: str) -> list[str]:
+    """The string literals passed to the prose helper in a code cell: ``prose(template, ...)`` (shown at once)
+    and ``report.prose(name=template, ...)`` (filled by the section that shows it)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and "prose" in (getattr(node.func, "id", None), getattr(node.func, "attr", None)):
+            for arg in [*node.args, *(keyword.value for keyword in node.keywords)]:
+                found += [s.value for s in ast.walk(arg) if isinstance(s, ast.Constant) and isinstance(s.value, str)]
+    return found
+
+
+def narrative_words(nb) -> int:
+    markdown = sum(words(cell.source) for cell in nb.cells if cell.cell_type == "markdown")
+    return markdown + sum(words(text) for cell in nb.cells if cell.cell_type == "code"
+                          for text in prose_templates(cell.source))
+
+
+def test_narrative_counts_markdown_and_prose_templates_only():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Key findings\n\nTwo drives compared."),
+        nbformat.v4.new_code_cell('prose("""{title}: a reproduction of {claims} claims""", **facts)'),
+        nbformat.v4.new_code_cell('report.prose(scale="Ran {scale} here" if x else "Ran once")\nemit(report.appendix())'),
+        nbformat.v4.new_code_cell('fig = explore.metric_figure(samples, "total_bw")  # a comment of five words')])
+    assert narrative_words(nb) == 5 + 4 + 4
+
+
+@pytest.mark.parametrize("name", ANALYSIS_NOTEBOOKS)
+def test_brief_notebook_holds_its_narrative(name):
+    """What the brief says is written in its notebook: at least MIN_NARRATIVE_WORDS words of Markdown and
+    prose templates, not only calls that return text made in briefkit.briefs."""
+    nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    assert narrative_words(nb) >= MIN_NARRATIVE_WORDS, f"{name}: {narrative_words(nb)} words of narrative"
 
 
 @pytest.mark.parametrize("path", checked_notebooks())

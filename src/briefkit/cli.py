@@ -329,6 +329,11 @@ def _ingest_series(module, args) -> int:
 
 
 def _measure(args) -> int:
+    from briefkit.core import deferred
+
+    # the executor's modules import pandas for the samples a stop rule or adaptive repetitions judge:
+    # a campaign that judges none never loads it (0.4 CPU-s of each `briefkit measure`)
+    deferred.defer("pandas")
     from briefkit.config import project
     from briefkit.measure import campaign
 
@@ -427,7 +432,7 @@ def _dry_run(slug: str, names: list[str], base: Path) -> int:
                         f"{sum(g is None for g in guesses)} of these points)")
         else:
             # hosts of a fleet run side by side: the longest host's share, about the sum over the width
-            width = min(camp.max_parallel_hosts or len(members), len(members))
+            width = min(camp.fanout, len(members))
             total += sum(guesses) / width
             estimate = f"estimated duration {_duration(sum(guesses) / width)}"
         for config_name, config in camp.configs.items():     # storage whose set-up runs commands worth reading
@@ -511,7 +516,7 @@ def _hosts_text(camp) -> str:
     if camp.hosts is None:
         return f"host {_host_text(camp.host)}"
     mode = "fio client/server" if camp.fio_server else \
-        f"{min(camp.max_parallel_hosts or len(camp.hosts), len(camp.hosts))} at a time"
+        f"{min(camp.fanout, len(camp.hosts))} at a time"
     return f"hosts {', '.join(_host_text(h) for h in camp.hosts.values())} ({mode})"
 
 

@@ -82,9 +82,12 @@ def test_the_same_host_twice_and_fleet_keys_without_a_fleet_are_refused():
     twice = {**base, "hosts": ["ssh://root@node-a:22", "ssh://other@NODE-A"]}
     with pytest.raises(ParamsError, match=r"hosts\[1\]: .*same host as \[0\].*'node-a'"):
         validate_params({"briefs": {"b": {"notebook": "nb", "campaigns": {"c": twice}}}})
-    alone = {**base, "max_parallel_hosts": 2}
-    with pytest.raises(ParamsError, match=r"max_parallel_hosts: only for a fleet campaign"):
+    alone = {**base, "fanout": 2}
+    with pytest.raises(ParamsError, match=r"fanout: only for a fleet campaign"):
         validate_params({"briefs": {"b": {"notebook": "nb", "campaigns": {"c": alone}}}})
+    renamed = {**base, "hosts": ["ssh://a", "ssh://b"], "max_parallel_hosts": 2}
+    with pytest.raises(ParamsError, match=r"campaigns\.c.*max_parallel_hosts: renamed fanout"):
+        validate_params({"briefs": {"b": {"notebook": "nb", "campaigns": {"c": renamed}}}})
     port = {**base, "hosts": ["ssh://a", "ssh://b"], "fio_server": True, "fio_server_port": 22}
     with pytest.raises(ParamsError, match=r"fio_server_port.*greater than or equal to 8765"):
         validate_params({"briefs": {"b": {"notebook": "nb", "campaigns": {"c": port}}}})
@@ -310,9 +313,9 @@ def _running(pid_file: Path) -> bool:
 
 
 @pytest.mark.slow
-def test_max_parallel_hosts_caps_the_hosts_measured_at_once(root, sshd_factory):
+def test_fanout_caps_the_hosts_measured_at_once(root, sshd_factory):
     servers = [sshd_factory(), sshd_factory()]
-    declare(root, servers, numjobs=(1,), max_parallel_hosts=1)
+    declare(root, servers, numjobs=(1,), fanout=1)
     lines: list[str] = []
     assert campaign.run(BRIEF, "fleet", progress=lines.append).ran == 2
     assert any("a fleet of 2 hosts" in line and "1 at a time" in line for line in lines), lines
@@ -337,3 +340,75 @@ def test_fleet_hosts_on_one_machine_never_share_a_dir_configuration(root, sshd_f
             list(member_dir(root, server).glob("**/*.job"))
         assert jobs and all(f"filename={paths[server.port]}/" in job.read_text() for job in jobs), jobs
     assert len(set(paths.values())) == 2
+
+
+# --- fan-out window, synchronized start, stop on failure ------------------------------------------
+
+@pytest.mark.slow
+def test_fleet_hosts_start_each_point_together_and_keep_the_skew(root, sshd_factory):
+    servers = [sshd_factory(), sshd_factory()]
+    declare(root, servers)
+    lines: list[str] = []
+    campaign.run(BRIEF, "fleet", progress=lines.append)
+    by_round: dict[int, list[tuple[dict, float]]] = {}
+    for server in servers:
+        for _, record in raw_campaign.read(member_dir(root, server), BRIEF).point_records():
+            sync = record["synchronized_start"]
+            by_round.setdefault(sync["round"], []).append((sync, record["jobs"][0]["started_at"]))
+    assert sorted(by_round) == [1, 2]
+    for started in by_round.values():
+        assert len(started) == 2 and started[0][0]["at"] == started[1][0]["at"]    # one start time per point
+        # each host's launch left within a fraction of a second of it (a shared, loaded 2-core machine)
+        assert all(0 <= sync["late_s"] < 0.5 and sent == pytest.approx(sync["at"] + sync["late_s"], abs=1e-3)
+                   for sync, sent in started)
+    assert sum("2 hosts started together, start skew" in line for line in lines) == 2, lines
+    assert any("start skew per point: median" in line for line in lines), lines
+
+
+@pytest.mark.slow
+def test_threads_stay_within_the_fanout_window_with_more_hosts_than_it(root, sshd_factory):
+    servers = [sshd_factory() for _ in range(4)]
+    declare(root, servers, numjobs=(1,), fanout=2)
+    peak = {"hosts": 0, "all": 0}
+    before = threading.active_count()
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.01):
+            names = [t.name for t in threading.enumerate()]
+            peak["hosts"] = max(peak["hosts"], sum(n.startswith("briefkit-host") for n in names))
+            peak["all"] = max(peak["all"], len(names) - 1)
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    lines: list[str] = []
+    try:
+        assert campaign.run(BRIEF, "fleet", progress=lines.append).ran == 4
+    finally:
+        done.set()
+        sampler.join()
+    assert peak["hosts"] == 2
+    # the window's 2 host threads, the SSH event loop, the shared inventory probes (at most 8), asyncio's
+    # resolver: not one more per host
+    assert peak["all"] - before <= 2 + 12, peak
+    spans = sorted(w for s in servers for w in windows(root, s))
+    assert all(sum(a < end and start < b for a, b in spans) <= 2 for start, end in spans)    # 2 in flight at most
+    assert any("a fleet of 4 hosts" in line and "2 at a time" in line for line in lines), lines
+    assert any("hosts: 2 finished, 0 failed, 0 stopped, 2 to go (of 4)" in line for line in lines), lines
+
+
+@pytest.mark.slow
+def test_stop_on_host_failure_stops_the_others_and_names_the_failed_host(root, sshd_factory):
+    down, up = sshd_factory(), sshd_factory()
+    down.stop()     # unreachable: its connection is refused at once
+    declare(root, [down, up], numjobs=(1,), fanout=1, stop_on_host_failure=True)
+    lines: list[str] = []
+    with pytest.raises(CampaignError, match=r"1 of 2 hosts failed \(127\.0\.0\.1-%d: .*\); 1 hosts stopped on the "
+                                            r"first failure \(stop_on_host_failure\)" % down.port) as caught:
+        campaign.run(BRIEF, "fleet", progress=lines.append)
+    assert set(caught.value.failed_hosts) == {member_dir(root, s).name for s in (down, up)}
+    assert not any(e["event"] == "done" for e in events(root, up)) if member_dir(root, up).exists() else True
+    # without it, the same failure leaves the other host measured
+    declare(root, [down, up], numjobs=(1,), fanout=1)
+    with pytest.raises(CampaignError, match=r"1 of 2 hosts failed \(127\.0\.0\.1-%d" % down.port):
+        campaign.run(BRIEF, "fleet", progress=lines.append)
+    assert sum(e["event"] == "done" for e in events(root, up)) == 1

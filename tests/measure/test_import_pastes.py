@@ -15,6 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from briefkit.tools.dbbench import stdout as dbbench_stdout
@@ -24,6 +25,7 @@ from tests.measure.importing import run, small_checkout
 ROOT = paths.ROOT
 FIXTURES = ROOT / "tests/fixtures"
 PG95 = FIXTURES / "pgbench/pg95_latency_limit_mailing_list.stdout"
+THREE_RUNS = FIXTURES / "pgbench/three_runs.stdout"
 PROMPT_SUDO = FIXTURES / "dbbench/pasted_prompt_sudo_env_time.txt"
 ROOT_PROMPT = FIXTURES / "dbbench/pasted_root_prompt_time.txt"
 INDENTED = FIXTURES / "dbbench/pasted_indented.txt"
@@ -58,6 +60,29 @@ def test_a_pgbench_summary_without_a_version_line_imports_and_ingests(checkout, 
     code, out = run("ingest", "pgbench", PG95)
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and {r["metric"] for r in rows} >= {"txn_lat_mean"} and "Traceback" not in capsys.readouterr().err
+
+
+def test_a_pgbench_file_of_several_runs_is_a_point_per_run_grouped_by_clients(checkout, capsys):
+    # what each run says, read with plain text handling: runs begin at each version line
+    runs = re.split(r"^(?=pgbench \()", THREE_RUNS.read_text(), flags=re.MULTILINE)[1:]
+    said = [(int(re.search(r"^number of clients: (\d+)", r, re.M)[1]),
+             float(re.search(r"^tps = ([\d.]+) \(without", r, re.M)[1])) for r in runs]
+    assert len(said) == 3 and len({c for c, _ in said}) == 2     # two runs share a client count
+    (copy,) = incoming(checkout, THREE_RUNS)
+    assert run("import", "oltp-9300", "loop", copy)[0] == 0, capsys.readouterr().err
+    found = points(checkout, "oltp-9300", "loop")
+    assert sorted((p["values"]["clients"], p["part"]["run"]) for p in found) == \
+        sorted((clients, number) for number, (clients, _) in enumerate(said, 1))
+    # runs of equal options are repetitions of one point
+    by_point = {}
+    for p in found:
+        by_point.setdefault(p["values"]["clients"], []).append(p["rep"])
+    assert {c: sorted(reps) for c, reps in by_point.items()} == \
+        {c: list(range(1, [x for x, _ in said].count(c) + 1)) for c, _ in said}
+    assert run("dataset", "oltp-9300")[0] == 0, capsys.readouterr().err
+    samples = pd.read_parquet(checkout / "data/processed/oltp-9300/samples.parquet")
+    tpm = samples[(samples["campaign"] == "loop") & (samples["metric"] == "tpm") & (samples["workload"] == "all")]
+    assert sorted(zip(tpm["load"], tpm["value"])) == pytest.approx(sorted((c, tps * 60) for c, tps in said))
 
 
 @pytest.mark.parametrize("path", [PROMPT_SUDO, ROOT_PROMPT], ids=["prompt-sudo-env-time", "root-prompt-time"])

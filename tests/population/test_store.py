@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from briefkit import cli, processed, store
-from briefkit.briefs.explore import notebook as explore
+from briefkit import cli, explore, processed, store
 from briefkit.dataset import build
 from tests.dataset.test_dataset import make_project
 

@@ -16,7 +16,8 @@
             workload: fio           briefkit.tools.REGISTRY
             host: local | ssh://[user@]host[:port] | {ssh: ..., known_hosts: ..., client_keys: [...], sudo: false}
             hosts: [<host>, ...]        a fleet instead of ``host`` (never both): every host runs the plan
-            max_parallel_hosts: 16      a fleet's hosts measured at once (default: all)
+            fanout: 32                  a fleet's hosts in flight at once (default 32, as pdsh's window)
+            stop_on_host_failure: false a fleet: one host's failure stops the others (default: they go on)
             fio_server: false           fio only, with hosts: one fio --client run from this machine
             fio_server_port: 8765       against ``fio --server`` on each host (port, port+1, ...)
             workdir: /var/tmp/briefkit
@@ -146,7 +147,9 @@ class CampaignSpec(Model):
     workload: Annotated[str, AfterValidator(_workload)]
     host: HostSpec = "local"
     hosts: HostList | None = None
-    max_parallel_hosts: Annotated[int, Field(ge=1, le=1024)] | None = None
+    #: a fleet's hosts in flight at once (threads, SSH connections, set-ups); the rest wait their turn
+    fanout: Annotated[int, Field(ge=1, le=1024)] = 32
+    stop_on_host_failure: Bool = False
     fio_server: Bool = False
     fio_server_port: Annotated[int, Field(ge=FIO_SERVER_PORTS.start, lt=FIO_SERVER_PORTS.stop)] = FIO_SERVER_PORTS.start
     workdir: AbsPath = DEFAULT_WORKDIR
@@ -209,13 +212,20 @@ class CampaignSpec(Model):
             raise ValueError(f"labels: {unknown} are not configurations of this campaign ({', '.join(self.configs)})")
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data):
+        if isinstance(data, dict) and "max_parallel_hosts" in data:
+            raise ValueError("max_parallel_hosts: renamed fanout (a fleet's hosts in flight at once, default 32)")
+        return data
+
     @model_validator(mode="after")
     def _fleet(self):
         given = self.model_fields_set
         if self.hosts is not None and "host" in given:
             raise ValueError("host: give either host (one host) or hosts (a fleet), not both")
         if self.hosts is None:
-            for key in ("max_parallel_hosts", "fio_server", "fio_server_port"):
+            for key in ("fanout", "stop_on_host_failure", "fio_server", "fio_server_port"):
                 if key in given:
                     raise ValueError(f"{key}: only for a fleet campaign (declare hosts: [...] instead of host)")
         if "fio_server_port" in given and not self.fio_server:

@@ -13,14 +13,10 @@ clock times: they are the record).
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
-import sys
-import types
 from pathlib import Path
 
-from briefkit.core import files
+from briefkit.core import deferred, files
 
 #: papermill's per-run and per-cell timing keys
 TIMING_KEYS = ("start_time", "end_time", "duration")
@@ -78,29 +74,7 @@ def defer_iri_parsers() -> None:
     takes its place in ``sys.modules``; its ``is_valid_syntax`` (what jsonschema imports) and any other
     attribute load the real module at first use, so a check gives the same answer. Call it before the
     first import of nbformat; it does nothing once the module is loaded or where it is not installed."""
-    if IRI_MODULE in sys.modules or importlib.util.find_spec(IRI_MODULE) is None:
-        return
-    stand_in = types.ModuleType(IRI_MODULE, "stand-in: the real module loads at first use (briefkit.core.notebooks)")
-    loaded: list[types.ModuleType] = []
-
-    def real() -> types.ModuleType:
-        if not loaded:
-            if sys.modules.get(IRI_MODULE) is stand_in:
-                del sys.modules[IRI_MODULE]
-            loaded.append(importlib.import_module(IRI_MODULE))
-        return loaded[0]
-
-    def is_valid_syntax(term: str, value: str) -> bool:
-        return real().is_valid_syntax(term, value)
-
-    def other(name: str):     # PEP 562: any other public name; the import system's probes (__path__,
-        if name.startswith("__"):      # __file__ ...) must not load it
-            raise AttributeError(name)
-        return getattr(real(), name)
-
-    stand_in.is_valid_syntax = is_valid_syntax
-    stand_in.__getattr__ = other
-    sys.modules[IRI_MODULE] = stand_in
+    deferred.defer(IRI_MODULE, functions=("is_valid_syntax",))
 
 
 def quiet_kernel_manager(stderr):

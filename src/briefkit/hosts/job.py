@@ -90,15 +90,18 @@ echo $rc >"$name.rc.tmp" && mv -f "$name.rc.tmp" "$name.rc"
 '''
 
 # $1 = job script, $2 = workdir, $3 = name, then the command. Prints the pid and the absolute workdir
-# once the job holds its lock (a FIFO hand-shake: no polling, so starting costs no sleep).
+# once the job holds its lock (a FIFO hand-shake: no polling, so starting costs no sleep). Every
+# program started here delays the job's start (a few ms each on a loaded machine): the folder is made
+# and a stale FIFO removed only when needed (test, a shell builtin, forks nothing).
 _LAUNCH = r'''
 js=$1; wd=$2; name=$3; shift 3
-mkdir -p -- "$wd" && cd -- "$wd" || exit 125
+{ [ -d "$wd" ] || mkdir -p -- "$wd"; } && cd -- "$wd" || exit 125
 if [ -e "$name.pid" ] || [ -e "$name.rc" ]; then
   echo "job $name already exists in $(pwd -P) (raw outputs are never overwritten)" >&2; exit 17
 fi
 command -v setsid >/dev/null && command -v flock >/dev/null || { echo "setsid and flock (util-linux) are needed" >&2; exit 125; }
-rm -f -- "$name.started"; mkfifo -- "$name.started" || exit 125
+if [ -e "$name.started" ] || [ -h "$name.started" ]; then rm -f -- "$name.started"; fi
+mkfifo -- "$name.started" || exit 125
 setsid sh -c "$js" briefkit-job "$name" "$@" </dev/null >/dev/null 2>&1 &
 read -r pid <"$name.started"; rm -f -- "$name.started"
 case $pid in ''|*[!0-9]*) cat -- "$name.failed" >&2 2>/dev/null || echo "job $name did not start" >&2; exit 125;; esac

@@ -50,7 +50,8 @@ class Campaign:
     raw_dir: Path
     #: a fleet campaign's hosts by folder name (briefkit.config.params.host_slug); None: one host
     hosts: dict[str, Any] | None = None
-    max_parallel_hosts: int | None = None
+    fanout: int = 32                    # a fleet's hosts in flight at once (briefkit.measure.fleet)
+    stop_on_host_failure: bool = False
     fio_server: bool = False
     fio_server_port: int = 0
     #: where a file the declaration names may be read (power.password_file: params.yaml's secret_folders)
@@ -107,7 +108,8 @@ def load(slug: str, name: str, base: Path | None = None) -> Campaign:
     hosts = {host_slug(h): h for h in model.hosts} if model.hosts is not None else None
     raw_dir = base / "data" / "raw" / slug / name
     return Campaign(slug, name, workload, declaration(model, spec, where), model.host, model.workdir,
-                    configs, raw_dir, hosts=hosts, max_parallel_hosts=model.max_parallel_hosts,
+                    configs, raw_dir, hosts=hosts, fanout=model.fanout,
+                    stop_on_host_failure=model.stop_on_host_failure,
                     fio_server=model.fio_server, fio_server_port=model.fio_server_port,
                     reads=project.read_rule(base, raw_dir))
 

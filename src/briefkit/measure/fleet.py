@@ -10,9 +10,14 @@ unchanged, in a thread of its own and with its own Host object:
     <workdir>/<host>/...                         on each host: storage, run folders and the target lock
 
 One point per host at a time (a host never disturbs its own measurement); hosts run side by side, at
-most ``max_parallel_hosts`` at once. A host that fails (unreachable, its disk full, a point that
-fails) stops only its own member campaign: its failure is in its own manifest, the others go on,
-and a re-run resumes it alone (the finished members have nothing left to run). The work folder of
+most ``fanout`` at once (default 32, the window pdsh and ClusterShell keep), so threads and SSH
+connections are bounded by the window, not by the fleet; the rest start as others end. The hosts in
+flight start each point together (briefkit.measure.startgate): each point.json keeps the common
+start time and how late its launch went out, and a progress line per point round says the skew.
+A host that fails (unreachable, its disk full, a point that fails) stops only its own member
+campaign: its failure is in its own manifest, the others go on (``stop_on_host_failure: true``
+stops them instead, as Ctrl-C would), and a re-run resumes it alone (the finished members have
+nothing left to run). The work folder of
 a host is ``<workdir>/<host>``, and a declared ``dir`` path becomes ``<path>/<host>``, so that two
 entries reaching the same machine (two ports, as in the tests) never share storage, locks or run
 folders.
@@ -34,13 +39,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from briefkit.core.errors import CampaignError
-from briefkit.core.interrupts import held_interrupts, stoppable
+from briefkit.core.interrupts import StopRequested, held_interrupts, stoppable
 from briefkit.measure import steps
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.diagnose import one_line
 from briefkit.measure.errors import FleetFailed
 from briefkit.measure.lock import CampaignLock
 from briefkit.measure.onehost import run_host
+from briefkit.measure.startgate import StartGate
 from briefkit.measure.steps import Progress, Summary, duration
 from briefkit.raw import records
 
@@ -83,19 +89,25 @@ def run_fleet(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summary
                             f"keeps each host's points apart: declare a new campaign name for the fleet")
     record_fleet(camp)
     members = {name: member(camp, name, spec) for name, spec in camp.hosts.items()}
-    width = min(camp.max_parallel_hosts or len(members), len(members))
-    progress(f"{camp.brief}/{camp.name}: a fleet of {len(members)} hosts ({', '.join(members)}), "
+    width = min(camp.fanout, len(members))
+    progress(f"{camp.brief}/{camp.name}: a fleet of {len(members)} hosts ({_named(list(members))}), "
              f"{width} at a time")
+    fleet_say = _fleet_progress(progress, f"{camp.brief}/{camp.name}")
+    gate = StartGate(fleet_say)
     with _shared_arrow_allocator():
-        results, failures = _run_members(members, lock, width, progress)
+        results, failures, stopped = _run_members(members, lock, width, progress, gate,
+                                                  camp.stop_on_host_failure)
+    progress(f"{camp.brief}/{camp.name}: {gate.finish()}")
     summary = Summary(total=sum(s.total for s in results.values()), done=sum(s.done for s in results.values()),
                       skipped=sum(s.skipped for s in results.values()), ran=sum(s.ran for s in results.values()),
                       seconds=time.monotonic() - started)
     if failures:
-        said = "; ".join(f"{name}: {one_line(exc)}" for name, exc in failures.items())
-        raise FleetFailed(f"{camp.brief}/{camp.name}: {len(failures)} of {len(members)} hosts failed ({said}); "
-                          f"the other hosts' points are kept; run the same command again to resume the "
-                          f"failed hosts", summary, sorted(failures))
+        said = "; ".join(f"{name}: {one_line(exc)}" for name, exc in failures.items() if name not in stopped)
+        halted = (f"; {len(stopped)} hosts stopped on the first failure (stop_on_host_failure)"
+                  if stopped else "")
+        raise FleetFailed(f"{camp.brief}/{camp.name}: {len(failures) - len(stopped)} of {len(members)} hosts "
+                          f"failed ({said}){halted}; the other hosts' points are kept; run the same command again "
+                          f"to resume the failed hosts", summary, sorted(failures))
     progress(f"{camp.brief}/{camp.name}: fleet finished: {summary.ran} points run on {len(members)} hosts in "
              f"{duration(summary.seconds)}")
     return summary
@@ -117,38 +129,68 @@ def _shared_arrow_allocator() -> Iterator[None]:
         pyarrow.set_memory_pool(before)  # each buffer keeps the pool it came from: mixing is safe
 
 
-Outcomes = tuple[dict[str, Summary], dict[str, BaseException]]     # summaries and errors by host
+#: summaries and errors by host, and the hosts stopped (not failed) because another failed
+Outcomes = tuple[dict[str, Summary], dict[str, BaseException], set[str]]
 
 
-def _run_members(members: dict[str, Campaign], lock: CampaignLock, width: int, progress: Progress) -> Outcomes:
+def _named(names: list[str], shown: int = 8) -> str:
+    """The hosts by name, the first few of a big fleet and how many more."""
+    return ", ".join(names) if len(names) <= shown else f"{', '.join(names[:shown])} and {len(names) - shown} more"
+
+
+def _fleet_progress(progress: Progress, where: str) -> Progress:
+    """The fleet's own lines (point rounds, hosts ended), said once for the hosts in flight."""
+    return lambda text: progress(f"{where}: {text}")
+
+
+def _run_members(members: dict[str, Campaign], lock: CampaignLock, width: int, progress: Progress,
+                 gate: StartGate, stop_on_failure: bool) -> Outcomes:
     """Each member in a worker thread, at most ``width`` at once; their summaries and their errors.
-    An interrupt of the main thread stops every worker (the stop event) and waits for them."""
+    An interrupt of the main thread stops every worker (the stop event) and waits for them; so does a
+    host's failure with ``stop_on_failure``."""
     say_lock = threading.Lock()
     stop = threading.Event()
     results: dict[str, Summary] = {}
     failures: dict[str, BaseException] = {}
+    stopped: set[str] = set()
     pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="briefkit-host")
     futures: dict[Future, str] = {}
     try:
         for name, one in members.items():
-            futures[pool.submit(_run_member, one, lock, prefixed(progress, name, say_lock), stop)] = name
+            futures[pool.submit(_run_member, one, lock, prefixed(progress, name, say_lock), stop, gate)] = name
         for future in as_completed(futures):
             name = futures[future]
+            if future.cancelled():
+                stopped.add(name)
+                failures[name] = StopRequested("not started: another host failed (stop_on_host_failure)")
+                continue
             error = future.exception()
             if error is None:
                 results[name] = future.result()
+            elif stop.is_set() and isinstance(error, KeyboardInterrupt):
+                stopped.add(name)
+                failures[name] = error
             else:
                 failures[name] = error
                 progress(f"[{name}] failed: {one_line(error)}")
+                if stop_on_failure and not stop.is_set():
+                    progress(f"{name} failed: stopping the other hosts (stop_on_host_failure)")
+                    stop.set()
+                    for other in futures:
+                        other.cancel()
+            ended = len(results) + len(failures)
+            if ended % width == 0 or ended == len(members):   # one line per window of hosts ended
+                progress(f"hosts: {len(results)} finished, {len(failures) - len(stopped)} failed, "
+                         f"{len(stopped)} stopped, {len(members) - ended} to go (of {len(members)})")
     except BaseException:
         stop.set()
         with held_interrupts():     # a second Ctrl-C must not cut the wait for the hosts' jobs to stop
             pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    return results, failures
+    return results, failures, stopped
 
 
-def _run_member(one: Campaign, lock: CampaignLock, say: Progress, stop: threading.Event) -> Summary:
-    with stoppable(stop):
+def _run_member(one: Campaign, lock: CampaignLock, say: Progress, stop: threading.Event, gate: StartGate) -> Summary:
+    with stoppable(stop), gate.member():
         return run_host(one, lock, None, say)

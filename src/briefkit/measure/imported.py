@@ -257,6 +257,7 @@ class Found:
     ended_at: str | None = None
     read_as: dict[str, Any] = field(default_factory=dict)
     part: dict[str, Any] | None = None       # which rows of the file are the point (None: all of them)
+    workload: str = ""                       # the workload it is a point of (briefkit.tools.get)
     same: dict[str, Any] = field(default_factory=dict)   # the settings as the tool reads them, to compare
 
 
@@ -286,8 +287,15 @@ def _refusal(path: Path) -> str | None:
     return None
 
 
-def workload_of(tool: str):
+def workload_of(tool: str, wanted: Sequence[str] = ()):
+    """The workload a file of ``tool`` is a point of: the tool's own, or, for a format of any tool's results
+    (a tidy CSV: a tool with no workload), the one workload the brief shows (``wanted``)."""
     entry = tools.TOOLS[tool]
+    if entry.workload is None:
+        if len(wanted) != 1:
+            raise FileRefused(f"{tool} rows enter a brief that shows one workload; this one shows "
+                              f"{', '.join(wanted) or 'none declared'}", import_plan.OTHER_TOOL)
+        return tools.get(wanted[0])
     return tools.get(entry.workload_name or entry.name)
 
 
@@ -322,30 +330,41 @@ def read_file(path: Path, relative: str, mapping: _Mapping, default_config: str,
         raise FileRefused(f"{path}: {tool} output cannot be imported (only {', '.join(importers)})",
                           import_plan.OTHER_TOOL)
     wanted = sorted(wanted)
-    if wanted and workload_of(tool).name not in wanted:
-        raise FileRefused(f"{path}: brief {brief} shows {', '.join(wanted)} campaigns; {tool} output (workload "
-                          f"{workload_of(tool).name}) does not belong in it", import_plan.OTHER_TOOL)
     try:
-        tools.parse(tool, path)      # the parser's own checks: a truncated or failed run is refused here
+        workload = workload_of(tool, wanted)
+    except FileRefused as exc:
+        raise FileRefused(f"{path}: {exc}", exc.kind) from None
+    if wanted and workload.name not in wanted:
+        raise FileRefused(f"{path}: brief {brief} shows {', '.join(wanted)} campaigns; {tool} output (workload "
+                          f"{workload.name}) does not belong in it", import_plan.OTHER_TOOL)
+    # how the parser reads the file's parts: whole, or run by run (a file of several runs appended)
+    readings = getattr(importers[tool], "readings", None)
+    try:
+        for reading in readings(path) if readings else [{}]:
+            tools.parse(tool, path, **reading)   # the parser's own checks: a truncated or failed run is refused here
     except BriefkitError as exc:     # its hints name `briefkit ingest` options: say so
         raise FileRefused(_INGEST_OPTION.sub(r"`briefkit ingest \1`", str(exc)), import_plan.UNREADABLE) from None
     parts = importers[tool].read(path)
     parts = parts if isinstance(parts, list) else [parts]    # a file of several jobs or benchmarks: several
     digest = sha256(path)
-    return [_found(path, relative, tool, part, given, default_config, digest) for part in parts]
+    return [_found(path, relative, tool, workload, part, given, default_config, digest) for part in parts]
 
 
-def _found(path: Path, relative: str, tool: str, found: Mapping[str, Any], given: Mapping[str, Any],
+def _part_label(part: Mapping[str, Any]) -> str:
+    """How a part of a file is named in messages: its workload (a job, a benchmark) or ``run 2``."""
+    return str(part.get("workload") or ", ".join(f"{key} {value}" for key, value in part.items()))
+
+
+def _found(path: Path, relative: str, tool: str, workload, found: Mapping[str, Any], given: Mapping[str, Any],
            default_config: str, digest: str) -> Found:
     """One point's worth of a file: its values checked against the mapping file and the workload's axes."""
     values = dict(found["values"])
     part = found.get("part")
-    shown = f"{relative} [{part['workload']}]" if part else relative
+    shown = f"{relative} [{_part_label(part)}]" if part else relative
     for axis, value in given["matrix"].items():
         if axis in values and str(values[axis]) != str(value):
             raise CampaignError(f"{path}: the mapping file gives {axis} {value!r}, the file states {values[axis]!r}")
         values[axis] = value
-    workload = workload_of(tool)
     missing = [axis for axis in workload.axes if axis not in values]
     if missing:
         raise FileRefused(f"{path}: the file does not state {', '.join(missing)}; give it in the mapping file "
@@ -356,10 +375,14 @@ def _found(path: Path, relative: str, tool: str, found: Mapping[str, Any], given
         raise CampaignError(f"{path}: {', '.join(unknown)} is not an axis of the {workload.name} workload "
                             f"(axes: {', '.join(workload.axes)})")
     normalise = getattr(tools.importers()[tool], "same_settings", None)   # equal as the tool reads them
+    # a setting the file leaves unset is compared as the tool's default for it (fio's engine), if known
+    defaults = {k: v for k, v in (found.get("defaults") or {}).items() if v is not None}
+    compared = {**found["settings"], **{k: v for k, v in defaults.items() if found["settings"].get(k) is None}}
     return Found(path=path, relative=shown, sha256=digest, tool=tool,
-                 same=normalise(found["settings"]) if normalise else dict(found["settings"]),
+                 same=normalise(compared) if normalise else compared,
                  values={axis: values[axis] for axis in workload.axes}, settings=found["settings"],
-                 stated=found["stated"], config=given.get("config") or default_config,
+                 stated=found["stated"], config=given.get("config") or found.get("config") or default_config,
+                 workload=workload.name,
                  host=given.get("host") or found.get("host"), tool_version=found.get("tool_version"),
                  started_at=found.get("started_at"), ended_at=found.get("ended_at"), part=part)
 
@@ -579,14 +602,17 @@ def _record(brief: str, name: str, brief_dir: Path, found: list[Found], skipped:
             mapping: _Mapping, mapping_text: bytes | None) -> Imported:
     """Write one campaign of the plan: into a staging folder, then renamed into place in one step."""
     target = brief_dir / name
-    toolset = [found[0].tool]
-    workload = workload_of(toolset[0])
+    workload = tools.get(found[0].workload)
     settings = common_settings(found)
+    assumed = tools.TOOLS[found[0].tool].workload is None
+    if assumed:   # a tidy CSV states no settings: the workload's defaults are assumed, and the record says so
+        settings = dict(workload.defaults)
     points = plan(found)
     remove_dead_staging(brief_dir)
     staging = brief_dir / f".import-{name}-{os.getpid()}"
     try:
-        _write(staging / name, brief, name, workload, settings, points, mapping, mapping_text, skipped)
+        _write(staging / name, brief, name, workload, settings, points, mapping, mapping_text, skipped,
+               SETTINGS_ASSUMED if assumed else None)
         try:
             os.rename(staging / name, target)   # one step; refused if the name was taken meanwhile
         except OSError as exc:
@@ -594,7 +620,8 @@ def _record(brief: str, name: str, brief_dir: Path, found: list[Found], skipped:
     finally:
         with held_interrupts():     # a second Ctrl-C does not cut the clean-up short
             shutil.rmtree(staging, ignore_errors=True)
-    return Imported(target, toolset[0], len({p.id.rsplit("/", 1)[0] for p, _ in points}), len(points),
+    # a file of several jobs, runs or rows is one file however many points it gives
+    return Imported(target, found[0].tool, len({p.id.rsplit("/", 1)[0] for p, _ in points}), len({f.path for f in found}),
                     max(p.rep for p, _ in points))
 
 
@@ -640,7 +667,8 @@ def _duplicates(found: list[Found], before: Mapping[str, str]) -> list[tuple[Fou
 
 
 def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, Any], points: list[tuple[Point, Found]],
-           mapping: _Mapping, mapping_text: bytes | None, skipped: Sequence[import_plan.Skipped] = ()) -> None:
+           mapping: _Mapping, mapping_text: bytes | None, skipped: Sequence[import_plan.Skipped] = (),
+           settings_note: str | None = None) -> None:
     found = [item for _, item in points]
     matrix = {axis: _distinct(item.values[axis] for item in found) for axis in workload.axes}
     hook = getattr(tools.importers()[found[0].tool], "campaign_settings", None)
@@ -667,7 +695,13 @@ def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, An
                           "mapping": MAPPING_COPY if mapping_text is not None else None,
                           "points": [{"config": p.config, "values": dict(p.values), "rep": p.rep} for p, _ in points],
                           "skipped": [s.record() for s in skipped]}
+    if settings_note:
+        record["imported"]["settings"] = settings_note
     records.write_campaign(folder, record)
+
+
+#: what a campaign of tidy CSV rows records about its settings
+SETTINGS_ASSUMED = "not stated by the file (a tidy CSV): the workload's defaults are assumed"
 
 
 def _distinct(values: Iterable) -> list:

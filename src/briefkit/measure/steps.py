@@ -33,7 +33,7 @@ from briefkit.core.times import iso
 from briefkit.hosts import Host
 from briefkit.hosts.fetched import FetchError
 from briefkit.hosts.job import Job
-from briefkit.measure import steady_verdict
+from briefkit.measure import startgate, steady_verdict
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.diagnose import explain, failure_text
 from briefkit.measure.errors import LockRefused, PointFailed, PrepareFailed, SetupFailed, StepFailed
@@ -339,7 +339,8 @@ def run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifes
     check_stop()
     attempt = start_attempt(camp, host, point, manifest, progress)
     run = PointRun(host, point, prepared, camp.declaration.settings, attempt.remote_dir, state,
-                   progress=lambda text: progress(f"  {point.describe()}{text.strip() and ': ' + text.strip()}"))
+                   progress=lambda text: progress(f"  {point.describe()}{text.strip() and ': ' + text.strip()}"),
+                   before_first_job=lambda: _start_together(attempt))
     recorder = (power.PowerRecorder(source, attempt.local_dir / "power.csv")
                 if source.polled and source.kind != "none" else None)
     t0 = time.time()
@@ -356,6 +357,14 @@ def run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifes
         record_failure_of_point(camp, host, attempt, run, t0, time.time(), manifest, error)
         raise PointFailed(error, exc, config=point.config, point=point, recorded=True) from exc
     return record_point(camp, host, attempt, run, t0, time.time(), manifest)
+
+
+def _start_together(attempt: Attempt) -> None:
+    """In a fleet, wait for the hosts in flight and start at their common time (point.json keeps it)."""
+    synchronized = startgate.wait_to_start()
+    if synchronized is not None:
+        startgate.launched(synchronized, time.time())
+        attempt.record["synchronized_start"] = synchronized
 
 
 def start_attempt(camp: Campaign, host: Host, point: Point, manifest: Manifest, progress: Progress) -> Attempt:

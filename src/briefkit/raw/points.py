@@ -64,13 +64,17 @@ def parameters(rows: int, workload: Workload, settings: Mapping[str, Any], point
 def imported_samples(folder: Path, record: Mapping) -> pd.DataFrame:
     """Samples of an imported point (``briefkit import``): its one file, as the tool's parser reads it,
     with the columns the import decided (workload label, load kind and load) in ``read_as``; ``part``
-    chooses the rows of a file of several jobs or benchmarks (by the workload the parser gives them)."""
+    chooses the rows of a file of several jobs or benchmarks (by the workload the parser gives them), or
+    a part the tool's parser reads itself (``{"run": k}``: a run of several appended; ``{"point": key}``: a tidy
+    CSV's point), passed to it as keyword arguments."""
     name = record.get("file")
     if not isinstance(name, str) or name != Path(name).name or name.startswith("."):
         raise CampaignError(f"{folder / records.POINT}: 'file' must name a file in the point's folder, not {name!r}")
     read_as, part = dict(record.get("read_as") or {}), record.get("part")
     if not part:
         return tools.parse(record["tool"], folder / name, **read_as)
+    if "workload" not in part:   # a part the tool's parser chooses itself: a run of several appended (pgbench
+        return tools.parse(record["tool"], folder / name, **part, **read_as)   # run=k), a tidy CSV's point=key
     # one job (fio) or benchmark (db_bench) of a file of several: its rows, as the parser labels them
     label = read_as.pop("workload", None)
     table = tools.parse(record["tool"], folder / name, **read_as)

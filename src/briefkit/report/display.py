@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import base64
 import html
-import inspect
 import itertools
 import os
 import re
-import string
 
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
+from briefkit.core.wording import fill
 from briefkit.report import svg as figures
 
 VERDICT_CLASS = {"matches": "ok", "rounding": "round", "does not match": "bad", "not checkable": "unchecked"}
@@ -36,17 +35,6 @@ def md(text: str) -> None:
 def prose(template: str, **values) -> None:
     """The glue: ``template`` (Markdown with ``{name}`` fields) filled with ``values`` and shown as Markdown."""
     md(fill(template, **values))
-
-
-def fill(template: str, **values) -> str:
-    """``template`` (dedented) with its fields filled; an error names each field without a value."""
-    fields = {name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(template) if name}
-    missing = sorted(fields - values.keys())
-    if missing:
-        start = inspect.cleandoc(template)[:60]
-        raise KeyError(f"prose template {start!r}...: no value given for {', '.join(missing)} "
-                       f"(given: {', '.join(sorted(values)) or 'none'})")
-    return inspect.cleandoc(template).format(**values)
 
 
 def table(frame: pd.DataFrame, caption: str, *, note: str = "", css_class: str = "brief-table") -> None:
@@ -96,7 +84,7 @@ def bullets(items: list[str]) -> str:
 
 
 def emit(blocks) -> None:
-    """Show the blocks a brief section returns (``briefkit.briefs.shared.sections.Block``), in order."""
+    """Show the blocks a brief section returns (``briefkit.briefs.shared.blocks.Block``), in order."""
 
     for block in blocks:
         if block.kind == "md":

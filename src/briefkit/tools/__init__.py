@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the registry itself stays light: `briefkit --help` lists th
     from briefkit.tools.base import Workload
 
 #: the tool packages (folders of briefkit/tools), each declaring ``TOOL`` in its ``__init__``
-TOOL_PACKAGES = ["fio", "dbbench", "pgbench", "hammerdb"]
+TOOL_PACKAGES = ["fio", "dbbench", "pgbench", "hammerdb", "tidy"]
 
 
 

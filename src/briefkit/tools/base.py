@@ -125,6 +125,8 @@ class PointRun:
     progress: Callable[[str], None] = print
     jobs: list[JobRecord] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)   # kept in the point's record (point.json)
+    #: called once, just before the point's first job starts (a fleet's synchronized start)
+    before_first_job: Callable[[], None] | None = field(default=None, repr=False)
 
     def run_job(self, argv: Sequence[str], name: str, timeout: float | None = None,
                 expected_s: float | None = None) -> int:
@@ -135,6 +137,8 @@ class PointRun:
             left = f", ~{max(expected_s - elapsed, 0):.0f} s left" if expected_s else ""
             self.progress(f"  {name}: {elapsed:.0f} s{left}")
 
+        if self.before_first_job is not None and not self.jobs:
+            self.before_first_job()
         started = time.time()
         rc = self.host.start_and_wait(list(argv), self.remote_dir, name, timeout=timeout, progress=tick,
                                       interval=10.0).returncode

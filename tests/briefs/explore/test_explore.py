@@ -1,4 +1,4 @@
-"""briefkit.briefs.explore.notebook on a brief's processed data built by the real `briefkit dataset` from the
+"""briefkit.explore on a brief's processed data built by the real `briefkit dataset` from the
 committed campaigns, and the prose glue of briefkit.report.display."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from matplotlib.figure import Figure
 from scipy import stats as scipy_stats
 
-from briefkit.briefs.explore import notebook as explore
+from briefkit import explore
 from briefkit.report import display
 from tests import paths
 

@@ -11,7 +11,7 @@ import pytest
 
 from briefkit.briefs.rocksdb_sweep import analysis as sweep
 from briefkit.briefs.rocksdb_sweep.analysis import MetricSpec
-from briefkit.briefs.shared import sections, tables
+from briefkit.briefs.shared import campaign_record, phrases, tables
 from briefkit.core.numbers import fmt
 from briefkit.published import brief as published
 from tests import paths
@@ -137,7 +137,7 @@ def test_repetition_table_shows_every_repetition_as_measured(measured):
 
 
 def test_order():
-    assert sections.ordered(["c", "a", "b"], ["b", "z"]) == ["b", "a", "c"]
+    assert phrases.ordered(["c", "a", "b"], ["b", "z"]) == ["b", "a", "c"]
 
 
 def test_decimals_for_small_values():
@@ -188,7 +188,6 @@ def test_scale_is_stated_against_the_hosts_memory():
 
 
 def test_a_campaign_no_longer_declared_is_shown_from_its_record():
-    from briefkit.briefs.shared import sections
     from briefkit.processed import CampaignRecord
     record = CampaignRecord.from_json({
         "name": "gone", "workload": "dbbench", "tool": "db_bench", "hosts": ["root@10.0.0.5:2223"],
@@ -198,11 +197,11 @@ def test_a_campaign_no_longer_declared_is_shown_from_its_record():
         "declaration_status": "not declared", "changed_keys": [],
         "points": {"planned": 4, "done": 4, "skipped": 0, "failed": 0, "left": 0},
         "measured": {"point_seconds": {"median": 2.4, "min": 2.3, "max": 2.6}}})
-    table = sections.campaign_table(record).set_index("Item")["Value"]
+    table = campaign_record.campaign_table(record).set_index("Item")["Value"]
     assert table["Host(s) the points ran on"] == "root@10.0.0.5:2223"
     assert table["Wall time per finished point"] == "2.4 s (median; 2.3 to 2.6 s)"
-    assert "no longer declared in params.yaml" in sections.declaration_line(record)
-    configs = sections.configurations_table(record)
+    assert "no longer declared in params.yaml" in campaign_record.declaration_line(record)
+    configs = campaign_record.configurations_table(record)
     assert list(configs["Configuration"]) == ["tmpfs", "disk"] and configs["Label"][0] == "RAM"
 
 
@@ -260,7 +259,6 @@ def test_one_repetition_per_point_is_never_a_finding(measured):
 
 @pytest.mark.parametrize("sudo", [True, False])
 def test_the_declared_host_cell_is_the_ssh_url_not_a_mapping(tmp_path, sudo):
-    from briefkit.briefs.shared import sections
     from briefkit.config import params
     from briefkit.processed import CampaignRecord
     key = tmp_path / "id_ed25519"
@@ -271,10 +269,10 @@ def test_the_declared_host_cell_is_the_ssh_url_not_a_mapping(tmp_path, sudo):
         "repetitions": 1, "configs": ["disk"], "declaration": {"workload": "dbbench", "configs": {"disk": {}}},
         "declaration_status": "as declared", "changed_keys": [],
         "points": {"planned": 1, "done": 0, "skipped": 0, "failed": 0, "left": 1}, "measured": {}})
-    cell = sections.campaign_table(record).set_index("Item")["Value"]["Host as declared"]
+    cell = campaign_record.campaign_table(record).set_index("Item")["Value"]["Host as declared"]
     assert cell == ("ssh://bench@10.0.0.5:2223 (with sudo)" if sudo else "ssh://bench@10.0.0.5:2223")
-    assert str(key) not in sections.hosts_text(record) and "{" not in sections.hosts_text(record)
-    assert sections.declared_host_text("local") == "local" and sections.declared_host_text(None) == "not reported"
+    assert str(key) not in campaign_record.hosts_text(record) and "{" not in campaign_record.hosts_text(record)
+    assert campaign_record.declared_host_text("local") == "local" and campaign_record.declared_host_text(None) == "not reported"
 
 
 def test_repetition_table_beside_ops_says_what_db_bench_did_not_give(measured):

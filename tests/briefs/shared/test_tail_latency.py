@@ -20,8 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from briefkit import cli, processed
-from briefkit.briefs.explore import notebook as explore
+from briefkit import cli, explore, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.briefs.shared import population
 from tests import paths

@@ -436,3 +436,23 @@ def test_raw_device_with_a_filesystem_is_refused_without_consent(tmp_path, local
     run_one(local_host, workload, no_precondition, {"rw": "70/30", "bs": "64KiB", "numjobs": 1,
                                                     "iodepth": 2}, consenting, tmp_path / "pt2", {})
     assert (tmp_path / "pt2" / "fio.json").exists()
+
+
+def test_prepare_asks_fio_for_its_version_once_for_the_whole_campaign(tmp_path, local_host, fio_installed):
+    """The program check's `fio --version` is the version every point records: not asked again."""
+    workload = FioWorkload()
+    _, settings = workload.validate({}, {"ioengine": "psync", "size": "1MiB", "precondition": False}, "c")
+    asked: list[list[str]] = []
+    run = local_host.run
+
+    def counted(argv, *args, **kwargs):
+        asked.append(list(argv))
+        return run(argv, *args, **kwargs)
+    local_host.run = counted    # this instance only
+    try:
+        workload.prepare(local_host, storage(tmp_path), settings, str(tmp_path / "p"), lambda _m: None)
+        version = workload.tool_version(local_host, settings)
+    finally:
+        del local_host.run
+    assert version == subprocess.run([FIO, "--version"], capture_output=True, text=True).stdout.strip()[4:]
+    assert sum("--version" in argv for argv in asked) == 1, asked

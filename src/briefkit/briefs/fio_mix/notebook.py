@@ -9,18 +9,9 @@ from __future__ import annotations
 from briefkit.briefs.fio_mix import analysis as mix
 from briefkit.briefs.shared import campaign_set, plots, population
 from briefkit.briefs.shared.base import BriefBase
-from briefkit.briefs.shared.sections import (
-    bullets,
-    campaign_title,
-    hosts_text,
-    plural,
-    published_how,
-    selection_text,
-)
-
-#: Part A of a brief that params.yaml gives no ``published:`` folder
-NO_PUBLISHED_HALF = ("This brief has no published half: params.yaml names no `published:` folder for it, so there "
-                     "are no published numbers to re-derive or check. Part B is the whole brief.")
+from briefkit.briefs.shared.campaign_record import campaign_title, hosts_text, selection_text
+from briefkit.briefs.shared.phrases import bullets, plural
+from briefkit.briefs.shared.published_half import published_how
 
 
 class FioMix(BriefBase):
@@ -153,37 +144,29 @@ class FioMix(BriefBase):
     def published(self):
         pub, out = self.pub, self.out
         if pub is None:
-            out.md(NO_PUBLISHED_HALF)
+            out.md(self.say("no_published_half"))
             return out.take()
         with out.appendix():
             out.md("### The published numbers")
             labels = [
                 out.table(mix.published_mapping_table(pub), "Workload mapping (published Table 1)"),
-                out.table(mix.published_throughput_table(pub),
-                          "Published throughput (MB/s) at the lowest and highest numjobs, and the "
-                          f"{pub.subject} multiple recomputed from those numbers (published Figures 1, 4, 7, 10 and their "
-                          "text)", note="Published, no repetitions: the multiples are not tested for significance."),
-                out.table(mix.published_efficiency_table(pub),
-                          "Published power efficiency, with 3.6 x MB/s per W beside each TB/kWh "
-                          "(published Figures 2, 5, 8, 11 and their text)",
-                          note="1 MB/s per W = 1 MB per J, and 1 kWh = 3.6 MJ, so TB/kWh = 3.6 x MB/s per W. The watts "
-                               "behind these figures are not published."),
+                out.table(mix.published_throughput_table(pub), self.say_line("throughput_caption", subject=pub.subject),
+                          note=self.say_line("throughput_note")),
+                out.table(mix.published_efficiency_table(pub), self.say_line("efficiency_caption"),
+                          note=self.say_line("efficiency_note")),
                 out.table(mix.published_latency_table(pub),
                           "Published mean completion latency (ms) and the multiples recomputed "
                           "from the printed numbers (published Figures 3, 6, 9, 12 and their text)")]
-        out.figure(self.efficiency_figure(),
-                   "Published power efficiency, MB/s per W, per mix and block size (log scale; numjobs not stated "
-                   f"by the brief). TB/kWh beside 3.6 x MB/s per W: {labels[2]}.")
-        out.figure(self.latency_figure(),
-                   "Published mean completion latency (ms, log scale), read and write, per mix and block size. "
-                   f"The multiples recomputed from these numbers: {labels[3]}.")
-        out.md(f"The workload mapping ({labels[0]}), the throughput the brief prints with its multiples recomputed "
-               f"({labels[1]}), its efficiency ({labels[2]}) and latency ({labels[3]}) are in the appendix.")
+        mapping, throughput, efficiency, latency = labels
+        out.figure(self.efficiency_figure(), self.say_line("efficiency_figure", efficiency=efficiency))
+        out.figure(self.latency_figure(), self.say_line("latency_figure", latency=latency))
+        out.md(self.say("published_tables", mapping=mapping, throughput=throughput, efficiency=efficiency,
+                        latency=latency))
         return out.take()
 
     def reproduction_check(self):
         if self.pub is None:
-            self.out.md("Nothing to check: this brief has no published text.")
+            self.out.md(self.say("nothing_to_check"))
             return self.out.take()
         if len(self.checks_table):
             label = self.out.verdicts(self.checks_table, "Published claims against the published numbers",
@@ -202,8 +185,7 @@ class FioMix(BriefBase):
         out.md(self._selection())
         if self.many:
             reference = self.campaign_set() or self.names[0]
-            out.md("With more than two campaigns the body compares them as a set; a campaign's own mixes, tables "
-                   f"and figures are in the brief built with `show: [{reference}]` (params.yaml) for that campaign.")
+            out.md(self.say("many_campaigns", reference=reference))
             return out.take()
         for name, c in self.campaigns.items():
             record, summary = c["record"], c["summary"]
@@ -216,11 +198,8 @@ class FioMix(BriefBase):
             record_label = self.campaign_record(name)
             label = out.table(mix.configurations_table(record), f"The configurations compared (campaign {name})",
                               appendix=True)
-            out.md(f"The campaign as recorded ({record_label}), the configurations compared ({label}), the fio "
-                   "parameters and the host's hardware and software (*How it was tested*) are in the appendix."
-                   + ("" if mix.has_power(c["samples"]) else
-                                  " **Power efficiency: not measured.** The host under test has no power source, so "
-                                  "MB/s per W and TB/kWh are n/a."))
+            out.md(self.say("campaign_record", record=record_label, configurations=label)
+                   + ("" if mix.has_power(c["samples"]) else " " + self.say("no_power")))
         campaign_set.outside_sections(self.data, self.outside, out)
         return out.take()
 
@@ -329,14 +308,10 @@ class FioMix(BriefBase):
                 continue
             out.md("### Tail latency at the highest numjobs" + ("" if len(self.names) == 1 else f" (campaign {name})"))
             if c["percentiles"].empty:
-                out.md("The processed data holds no merged fio histograms for this campaign, so the 99th "
-                       "percentiles are not shown.")
+                out.md(self.say("no_histograms"))
                 continue
-            out.md(("The published brief gives mean latencies only. " if self.pub is not None else "")
-                   + "The 99th percentile completion latency below is read from the fio json+ histograms of all "
-                   "repetitions of a point merged, as fio computes percentiles; percentiles are never averaged.")
-            out.table(mix.percentile_table(c["percentiles"], c["configs"]),
-                      "99th percentile completion latency (ms) at the highest numjobs, repetitions merged")
+            out.md(self.say("tail_latency"))
+            out.table(mix.percentile_table(c["percentiles"], c["configs"]), self.say_line("tail_caption"))
         for name, c in ({} if self.many else self.campaigns).items():
             if c["summary"] is None or not len(c["summary"]):
                 continue
@@ -365,11 +340,7 @@ class FioMix(BriefBase):
             self.inventory(name)
         if not self.campaigns and pub is not None:
             out.table(published_how(pub), "The system and method of the published brief")
-        source = (f"from `{self.published_path}` (points.csv, claims.yaml; the published text is `source.txt` beside "
-                  "them) and " if pub else "")
-        out.md(f"This brief was computed by briefkit {source}from the processed data of the measured "
-               f"campaigns under `data/processed/{self.brief}/` (`briefkit measure {self.brief}` measures again; "
-               "`--host ssh://user@host:port` measures another machine).")
+        out.md(self.say("computed_from", brief=self.brief, path=self.published_path))
 
 
 __all__ = ["FioMix"]

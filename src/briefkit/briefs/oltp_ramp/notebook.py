@@ -10,15 +10,8 @@ import pandas as pd
 
 from briefkit.briefs.shared import plots
 from briefkit.briefs.shared.base import BriefBase
-from briefkit.briefs.shared.sections import (
-    bullets,
-    configurations_table,
-    hosts_text,
-    memory_bytes,
-    named,
-    ordered,
-    selection_text,
-)
+from briefkit.briefs.shared.campaign_record import configurations_table, hosts_text, memory_bytes, selection_text
+from briefkit.briefs.shared.phrases import bullets, named, ordered
 from briefkit.core import ramp, stats
 from briefkit.core import ratios as compare
 from briefkit.core.numbers import fmt
@@ -247,8 +240,8 @@ class OltpRamp(BriefBase):
         (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
          out) = self._vars()
         label = out.verdicts(checks, "Published claims against the published numbers", appendix=True)
-        out.md(f"{self.headline} (page 1) re-draws what the text states from its own words; {label} (appendix) checks "
-               f"each of its {len(checks)} comparisons: " + ", ".join(f"{n} {v}" for v, n in verdicts.items() if n) + ".")
+        out.md(self.say("published_check", headline=self.headline, label=label, comparisons=len(checks),
+                        counts=", ".join(f"{n} {v}" for v, n in verdicts.items() if n)))
         slips = pub.meta.text_slips or []
         if slips:
             out.md("Other slips in the text:\n\n" + bullets(slips))
@@ -264,21 +257,14 @@ class OltpRamp(BriefBase):
             watts = (data["metric"] == "watts").any()
             out.md(f"## Measured{'' if len(measured) == 1 else f': {name}'}\n\n"
                    + selection_text(self.data, self.names, self.show) + "\n\n"
-                   f"Campaign *{name}* on {hosts_text(self.records[name])}: the project's TPC-C-like transaction mix "
-                   "on PostgreSQL, run by pgbench, "
-                      f"on {len(m_configs[name])} storage configurations, each with its own database "
-                      "server whose data directory and WAL (the transaction log) live on that configuration. "
-                      "The load (pgbench clients) rises step by step. "
-                      + ("Power was measured, so relative power per NOPM is shown." if watts else
-                         "Power was not measured (the campaign has no power source): relative power per NOPM is "
-                         "*not measured*, n/a."))
+                   + self.say("campaign", name=name, hosts=hosts_text(self.records[name]), configurations=len(m_configs[name]),
+                              power=self.say("power_measured" if watts else "power_not_measured")))
             out.md("Configurations: " + "; ".join(named(c, labels[name]) for c in m_configs[name])
                       + f". Baseline: *{base}*" + ("" if base == baseline else f" (the brief's baseline {baseline} "
                                                      "was not measured in this campaign)") + ".")
             out.md(f"**Stop rule.** {ramp.describe(rules[name])}")
             label = self.campaign_record(name)
-            out.md(f"How it was run: the campaign as recorded ({label}), its scale, the workload and the host "
-                   "(*How we tested*) are in the appendix.")
+            out.md(self.say("how_run", label=label))
         return out.take()
 
     def ramps_section(self):
@@ -289,14 +275,9 @@ class OltpRamp(BriefBase):
             shown = [c for c in configs if c in found]
             label = out.table(ramp.steps_table({c: found[c] for c in shown}),
                               f"Every step of the ramps (campaign {name})",
-                              note="NOPM gain and 99.9% rise: against the step before, (this / before - 1). WAL write: "
-                                   "mean write plus flush time per WAL flush over the step (pg_stat_wal).",
+                              note=self.say_line("steps_note"),
                               css_class="brief-table auto", appendix=True)
-            out.figure(self.ramp_figure(name),
-                       "Stop conditions: NOPM against the 99.9th percentile (left) and mean (right) transaction time, "
-                       "one path per configuration in client order (labels: clients). The green circle marks each "
-                       "configuration's reported step, the last one before a stop condition, as the published "
-                       f"figures 4 and 5 do. Every step: {label}.")
+            out.figure(self.ramp_figure(name), self.say_line("ramp_caption", label=label))
             reasons = [f"*{c}*: {found[c].reason}" for c in shown]
             out.md("Where each ramp stopped:\n\n" + bullets(reasons))
         return out.take()
@@ -308,9 +289,7 @@ class OltpRamp(BriefBase):
             wal, limit = self._wal(name), rules[name].wal_limit_ms
             note = "" if limit is None or wal.max().max() >= limit / 4 else \
                 f" The {limit:g} ms limit lies far above every step (largest: {fmt(wal.max().max(), 3)} ms) and is not drawn."
-            out.figure(self.wal_figure(name),
-                       "Mean WAL (log) write latency of each step: write plus flush time per flush, from pg_stat_wal "
-                       f"before and after the step (an interval mean, not a percentile).{note}")
+            out.figure(self.wal_figure(name), self.say_line("wal_caption") + note)
         return out.take()
 
     def relative_section(self):
@@ -320,18 +299,11 @@ class OltpRamp(BriefBase):
             base, table = bases[name], self.relative_table(name)
             out.md(f"### At the stop condition: relative to *{base}*")
             if table.empty:
-                out.md(f"*{base}* has no reported step (its first step already met a stop condition), so nothing is "
-                          "compared with it.")
+                out.md(self.say("no_baseline_step", base=base))
                 continue
-            out.figure(self.relative_figure(name),
-                       "NOPM, mean and 99.9th percentile transaction time of each configuration's reported step, "
-                       f"relative to *{base}*'s (the published figures 1, 2a and 2b).")
+            out.figure(self.relative_figure(name), self.say_line("relative_caption", base=base))
             out.table(table, f"Each configuration at its reported step, against {base}",
-                         note="NOPM as a multiple of the baseline's, (a / b). Transaction times as the brief writes them, "
-                              "'% lower' = 1 - (value / baseline). Difference: the briefs' convention, (superior / inferior) - 1 "
-                              "for NOPM and (inferior / superior) - 1 for the times (lower is better); negative: the baseline "
-                              "is better. Significance: Welch's t-test of the repetitions of the two steps (p < 0.05 "
-                              "counts); with one repetition a difference is not tested.", css_class="brief-table auto")
+                         note=self.say_line("relative_note"), css_class="brief-table auto")
         return out.take()
 
     def per_transaction(self):
@@ -354,8 +326,7 @@ class OltpRamp(BriefBase):
             if rows:
                 out.table(pd.DataFrame(rows), f"Per transaction type at each reported step "
                              f"(campaign {name})", appendix=True,
-                             note="From pgbench's per-transaction log: exact nearest-rank percentiles. A 99.9th percentile "
-                                  "of fewer than 1,000 transactions is the largest time or close to it.",
+                             note=self.say_line("per_transaction_note"),
                              css_class="brief-table auto")
         return out.take()
 
@@ -374,8 +345,7 @@ class OltpRamp(BriefBase):
                              "per_nopm": w.mean() / step.nopm if len(w) else None})
             per = {r["config"]: r for r in rows}
             if not rows or all(r["watts"] is None for r in rows):
-                out.md("Not measured: the campaign recorded no power (no power source), so watts per NOPM and their "
-                          "ratio to the baseline are n/a. The published brief prints no value for its figure 3 either.")
+                out.md(self.say("no_power"))
                 continue
             b = per.get(base)
             table = pd.DataFrame([{"Config": r["config"], "Clients": r["clients"],
@@ -391,14 +361,7 @@ class OltpRamp(BriefBase):
     def hammerdb(self):
         (pub, checks, verdicts, relative, measured, labels, m_configs, rules, ramps, bases, baseline, brief,
          out) = self._vars()
-        out.md(appendix=True, text=f"""### HammerDB results
-
-The published brief does not name its load driver. Users who run HammerDB themselves can ingest its
-logs (`briefkit ingest hammerdb hammerdb.log hdbxtprofile.log`): the TEST RESULT line gives NOPM
-and TPM, the time profile (xtprof) gives per-transaction mean and percentiles up to the 99th. HammerDB
-reports no 99.9th percentile in any version, so a brief built from HammerDB output shows the 99.9%
-transaction time as *not available from HammerDB* ({", ".join(HAMMERDB_MISSING)}) and never
-extrapolates it. The runs above use pgbench's per-transaction log, which gives it exactly.""")
+        out.md(self.say("hammerdb", missing=", ".join(HAMMERDB_MISSING)), appendix=True)
         return out.take()
 
     def published_how(self):
@@ -409,8 +372,7 @@ extrapolates it. The runs above use pgbench's per-transaction log, which gives i
             out.table(pd.DataFrame(list(pub.meta.how_tested.items()), columns=["", "Published system"]),
                       "The system and software of the published brief", css_class="brief-table wrap")
             files = [f for f in ("points.csv", "relative.csv", "claims.yaml") if (pub.folder / f).exists()]
-            out.md(f"The published numbers were transcribed into `{self.published_path}` "
-                   f"({', '.join(files)}; the published text is `source.txt` beside them).")
+            out.md(self.say("published_source", path=self.published_path, files=", ".join(files)))
         return out.take()
 
     def how_tested(self):
@@ -438,25 +400,15 @@ extrapolates it. The runs above use pgbench's per-transaction log, which gives i
             versions = sorted({str(r.get("server_version_num")) for r in records.values()})
             pg = ", ".join(f"{int(v) // 10000}.{int(v) % 10000}" for v in versions if v.isdigit()) or "not recorded"
             tools = sorted(data["tool_version"].dropna().unique())
-            out.md(
-                f"**Scale.** {settings.get('warehouses')} warehouses with items and customers divided by "
-                f"{settings.get('shrink')} ({fmt(scale.get('items', float('nan')), 0)} items, "
-                f"{fmt(scale.get('customers', float('nan')), 0)} customers per district), a database of "
-                + (f"{fmt(min(sizes) / 1e6, 0)} MB when loaded" if sizes else "unrecorded size")
-                + f" ({'far smaller than' if sizes and mem and max(sizes) < mem / 10 else 'compared with'} "
-                f"the host's memory; the published data set was larger than its server's memory). "
-                f"Steps of {settings.get('duration_s')} s at {', '.join(f'{x:g}' for x in steps)} clients"
-                + (f", the first {settings.get('warmup_s')} s of each left out" if settings.get("warmup_s") else "")
-                + f"; each configuration's database is loaded once and the ramp runs on it in client order. "
-                f"PostgreSQL {pg} with fsync and synchronous commit on; pgbench {', '.join(tools) or 'version not recorded'} "
-                "runs on the same host and shares its CPUs with the server. The published brief ran SQL Server 2017 on "
-                "two 24-core Xeons. The numbers here show how the pipeline measures and compares storage configurations "
-                "under this method; they are not a measurement of the published drives.")
-            out.md("**The workload.** The project's own TPC-C-like schema and five transactions as pgbench scripts in "
-                      "the standard mix (New-Order 45 %, of which 1 % roll back, Payment 43 %, Order-Status, Delivery and "
-                      "Stock-Level 4 % each), without keying or think time. NOPM counts committed New-Orders per minute "
-                      "of pgbench's per-transaction log (the same count as the database's order ids handed out); it is not "
-                      "TPC-C's tpmC. Transaction times are exact percentiles of every logged transaction.")
+            out.md(self.say(
+                "scale", warehouses=settings.get("warehouses"), shrink=settings.get("shrink"),
+                items=fmt(scale.get("items", float("nan")), 0), customers=fmt(scale.get("customers", float("nan")), 0),
+                database=f"{fmt(min(sizes) / 1e6, 0)} MB when loaded" if sizes else "unrecorded size",
+                against="far smaller than" if sizes and mem and max(sizes) < mem / 10 else "compared with",
+                duration=settings.get("duration_s"), clients=", ".join(f"{x:g}" for x in steps),
+                warmup=f", the first {settings.get('warmup_s')} s of each left out" if settings.get("warmup_s") else "",
+                postgresql=pg, pgbench=", ".join(tools) or "version not recorded"))
+            out.md(self.say("workload"))
             self.inventory(name)
             out.table(configurations_table(record), f"Storage configurations of campaign {name}",
                       css_class="brief-table wrap")

@@ -9,16 +9,9 @@ from __future__ import annotations
 from briefkit.briefs.rocksdb_suite import analysis as suite
 from briefkit.briefs.shared import plots
 from briefkit.briefs.shared.base import BriefBase
-from briefkit.briefs.shared.sections import (
-    bullets,
-    configurations_table,
-    hosts_text,
-    memory_bytes,
-    named,
-    ordered,
-    published_how,
-    selection_text,
-)
+from briefkit.briefs.shared.campaign_record import configurations_table, hosts_text, memory_bytes, selection_text
+from briefkit.briefs.shared.phrases import bullets, named, ordered
+from briefkit.briefs.shared.published_half import published_how
 
 
 class RocksdbSuite(BriefBase):
@@ -109,7 +102,7 @@ class RocksdbSuite(BriefBase):
                          + " (what each is: *How we tested*), at "
                          + f"{suite.scale_text(scale, keys) if scale and keys else 'a scale not recorded'}.")
             if len(configs) < 2:
-                lines.append("Only one configuration was measured: there is no ratio to compute.")
+                lines.append(self.say("one_configuration"))
             for pair in m["pairs"]:
                 as_table = f" (laid out as the post's {pair.published}: {pair.caption})" if pair.published else ""
                 said = (f"not measured: {', '.join(pair.missing)} has no samples" if pair.missing else
@@ -120,10 +113,7 @@ class RocksdbSuite(BriefBase):
         self.out.md(bullets(lines))
         self.headline, name = "", self._headline_campaign()
         if name is not None:
-            self.headline = self.out.figure(
-                self.headline_figure(), f"Every ratio of campaign {name}'s ratio tables (log scale; the values are in "
-                "the tables of *Ratios*). Above 1 the numerator's number is larger: better for ops/s and MB/s, worse "
-                "for time and µs/op.")
+            self.headline = self.out.figure(self.headline_figure(), self.say_line("headline_caption", name=name))
         return self.out.take()
 
     def tests(self):
@@ -134,14 +124,9 @@ class RocksdbSuite(BriefBase):
             out.md(f"## The five tests{self._suffix(name)}")
             out.table(suite.tests_table(m["data"], m["record"].facts.get("keys"), self.pub.workloads),
                       f"The flash benchmark tests as run here (campaign {name})",
-                      note="Keys (--num): db_bench's --num at this scale (T3: keys overwritten; T4: reads; T5: reads "
-                           "per reader). Threads: as measured (T5: the readers; one more thread writes).",
+                      note=self.say_line("tests_note"),
                       css_class="brief-table auto")
-            out.md("Time: how long the test's db_bench processes ran (database open and close included; T1 with its "
-                   "compaction). µs/op: db_bench's micros/op, the time per operation of each thread (about threads / "
-                   "ops/s; RocksDB before 6.0.1, as in the wiki's 2018 tables, printed 1e6 / ops/s instead). MB/s: "
-                   "db_bench's own rate of key and value bytes, in SI megabytes. Each number is the mean over the "
-                   "repetitions (see *Repetitions as measured*).")
+            out.md(self.say("columns"))
         return out.take()
 
     def per_configuration(self):
@@ -152,7 +137,7 @@ class RocksdbSuite(BriefBase):
                                          f"Performance of {named(config, m['labels'], emphasis=False)}",
                                          css_class="brief-table auto")
                           for config in m["configs"]]
-            self.out.md(f"The results of each configuration, test by test, are in the appendix ({', '.join(labels)}).")
+            self.out.md(self.say("per_configuration", labels=", ".join(labels)))
         return self.out.take()
 
     def ratios(self):
@@ -162,11 +147,9 @@ class RocksdbSuite(BriefBase):
                 continue
             out.md(f"## Ratios{self._suffix(name)}")
             if self.headline and name == next(iter(self.measured)):
-                out.md(f"{self.headline} (page 1) draws every ratio below.")
+                out.md(self.say("ratios_drawn", headline=self.headline))
             elif len(self._chart(name).columns):
-                out.figure(self.ratio_figure(name),
-                           "Every ratio of the tables below (log scale; the values are in the tables). Above 1 "
-                           "the numerator's number is larger: better for ops/s and MB/s, worse for time and µs/op.")
+                out.figure(self.ratio_figure(name), self.say_line("ratio_caption"))
             for pair in m["pairs"]:
                 published_as = f" (as the post's {pair.published}: {pair.caption})" if pair.published else ""
                 if pair.missing:
@@ -177,10 +160,8 @@ class RocksdbSuite(BriefBase):
                 out.table(self.ratio_table(name, pair.numerator, pair.denominator),
                           f"{pair.numerator} / {pair.denominator} ratios{published_as}"
                           + (f"; {pair.numerator}: {path}" if path else ""),
-                          note=suite.ratio_summary(m["data"], pair.numerator, pair.denominator) + ". Cells: the "
-                               "numerator's mean over its repetitions divided by the denominator's. Significance: "
-                               "Welch's t-test of the two configurations' repetitions (p < 0.05 counts; with one "
-                               "repetition a ratio is not tested).",
+                          note=self.say_line("ratio_note", summary=suite.ratio_summary(m["data"], pair.numerator,
+                                                                                        pair.denominator)),
                           css_class="brief-table auto")
         return out.take()
 
@@ -192,8 +173,7 @@ class RocksdbSuite(BriefBase):
         for name, m in self.measured.items():
             self.out.md(f"### Repetitions as measured{self._suffix(name)}")
             if m["data"].groupby(["config", "workload"])["rep"].nunique().max() == 1:
-                self.out.md("Each test ran once on each configuration, as the post ran them: the tables per "
-                            "configuration above are the measurements themselves.")
+                self.out.md(self.say("ran_once"))
                 continue
             self.out.table(suite.repetition_table(m["data"], m["configs"]),
                            f"Each repetition of each test, in order (campaign {name})", css_class="brief-table auto")
@@ -212,10 +192,7 @@ class RocksdbSuite(BriefBase):
             versions = sorted(m["data"]["tool_version"].dropna().unique())
             post = suite.fraction(pub.meta.scale) if pub.meta.scale else "a scale it does not state"
             scale = suite.scale_statement(record.declaration.settings or {}, record.facts.get("keys"), memory_bytes(record))
-            out.md(f"**Scale.** This campaign ran {scale} "
-                   f"The post ran {post} of the wiki's data, on the system of the last table, the remote SSD behind "
-                   "a 56 Gbps RDMA network. The numbers here show how the suite and its ratio tables are computed "
-                   "with briefkit; they are not a measurement of NVMe-oF or of the post's SSDs.")
+            out.md(self.say("scale", scale=scale, post=post))
             for config in m["configs"]:
                 path = network_path(record, config)
                 if path:
@@ -225,21 +202,16 @@ class RocksdbSuite(BriefBase):
                 out.table(suite.ratio_chart(m["data"], side_by_side).map(lambda v: f"{v:.2f}"),
                           f"Network block device (NBD) over local, next to the sshfs ratios it replaces "
                           f"(campaign {name})",
-                          note="Each cell: the networked configuration's number over the local one's (above 1: "
-                               "larger; better for ops/s and MB/s, worse for time and µs/op). sshfs is a "
-                               "file-level protocol through encrypted SSH, NBD a block protocol over plain TCP; "
-                               "both stay on this machine's loopback and say nothing about a NIC or RDMA.",
+                          note=self.say_line("replaced_note"),
                           css_class="brief-table auto")
             if versions:
-                out.md(f"db_bench version {', '.join(versions)} (Debian's rocksdb-tools, built with assertions on; "
-                       "the post used a release build of RocksDB 6.0.1).")
+                out.md(self.say("tool_version", versions=", ".join(versions)))
             self.campaign_record(name)
             self.inventory(name)
             out.table(configurations_table(record), f"Storage configurations of campaign {name}",
                       css_class="brief-table wrap")
         out.table(published_how(pub), "The system and software of the published post")
-        out.md(f"The post's methodology is transcribed in `{self.published_path}` (brief.yaml; "
-               "the published text is `source.txt` beside it).")
+        out.md(self.say("published_source", path=self.published_path))
 
 
 def network_path(record, config: str, short: bool = False) -> str:

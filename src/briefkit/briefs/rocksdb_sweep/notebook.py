@@ -10,18 +10,9 @@ from briefkit.briefs.rocksdb_sweep import analysis as sweep
 from briefkit.briefs.rocksdb_sweep.analysis import MetricSpec
 from briefkit.briefs.shared import plots, tables
 from briefkit.briefs.shared.base import BriefBase
-from briefkit.briefs.shared.sections import (
-    bullets,
-    configurations_table,
-    hosts_text,
-    memory_bytes,
-    named,
-    ordered,
-    plural,
-    published_files,
-    published_how,
-    selection_text,
-)
+from briefkit.briefs.shared.campaign_record import configurations_table, hosts_text, memory_bytes, selection_text
+from briefkit.briefs.shared.phrases import bullets, named, ordered, plural
+from briefkit.briefs.shared.published_half import published_files, published_how
 from briefkit.core import units
 from briefkit.published import brief as published
 from briefkit.published import claims
@@ -260,14 +251,11 @@ class RocksdbSweep(BriefBase):
         out = self.out
         for workload in self.pub_workloads:
             data, title = self.tables[workload], self.pub.workloads[workload]["title"]
-            out.md(f"## {title}\n\nPerformance and 99% latency of each drive over the thread counts "
-                   f"({', '.join(f'{t:g}' for t in data['ops'].index)}) are in {self.headline}; below, the drive "
-                   "power and the operations per second per watt derived from it, then the brief's calculation.")
+            out.md(self.say("published_workload", title=title, headline=self.headline,
+                            loads=", ".join(f"{t:g}" for t in data["ops"].index)))
             out.figure(self.power_figure(workload), f"{title} power and power efficiency (published data).")
             out.table(self.max_difference(workload), f"{title}: calculated maximum difference values",
-                      note=f"Each row is taken at the thread count where the {self.subject} leads by the most, "
-                           "against the competitor it leads by the most. Published numbers, no repetitions: not "
-                           "tested for significance.")
+                      note=self.say_line("published_difference_note", subject=self.subject))
         return out.take()
 
     def reproduction_check(self):
@@ -278,10 +266,9 @@ class RocksdbSweep(BriefBase):
                 self._verdicts_legend()
                 label = self.out.verdicts(self.checks_table, "Published claims against the published data")
         if label:
-            self.out.md(f"## Reproduction check\n\n{label} (appendix) recomputes each of the {len(self.checks_table)} "
-                        f"numbers the published text states and gives its verdict: {counts}.")
+            self.out.md(self.say("reproduction_check", label=label, claims=len(self.checks_table), counts=counts))
         else:
-            self.out.md("## Reproduction check\n\nThe published text makes no numeric claim.")
+            self.out.md(self.say("no_claims"))
         wrong = self.checks_table[self.checks_table["verdict"] == claims.MISMATCH] if label else []
         if len(wrong):
             self.out.md("What does not match:\n\n" + bullets(
@@ -293,21 +280,7 @@ class RocksdbSweep(BriefBase):
         return self.out.take()
 
     def _verdicts_legend(self):
-        if len(self.pub.points):
-            self.out.md("""### Reproduction check
-
-Every number the published text states, recomputed from the brief's own appendix data.
-*matches*: the published data gives the printed number. *rounding*: it does not exactly, but the
-printed number lies within what the rounding of the published inputs allows (watts are printed to
-0.1 W). *does not match*: neither; the last column says what the data gives and where the printed
-number really comes from.""")
-        else:
-            self.out.md("""## Reproduction check
-
-Every number the published text states. Its figures were images without their data, so a claim can
-be recomputed only where the text itself prints the numbers it rests on; the others are *not
-checkable* here, and the last column says which metric and configurations they compare, the way a
-measured campaign can compare its own.""")
+        self.out.md(self.say("verdicts_legend"))   # the notebook's, for a brief with or without published data
 
     def published_data(self):
         """The published data and system, in the appendix; the body names where they are."""
@@ -321,8 +294,7 @@ measured campaign can compare its own.""")
                                f"(published {info['table']}, transcribed exactly)")
             self.out.md("### How the published brief was tested")
             self.out.table(published_how(self.pub), "The system and software of the published brief")
-            self.out.md(f"This reproduction was computed by briefkit from `{self.published_path}` "
-                        f"({published_files(self.pub)}; the published text is `source.txt` beside them).")
+            self.out.md(self.say("published_source", path=self.published_path, files=published_files(self.pub)))
         return self.out.take()
 
     def measured_intro(self):
@@ -333,14 +305,11 @@ measured campaign can compare its own.""")
             loads = sorted(data["load"].dropna().unique())
             reps = int(data.groupby(["config", "workload", "load"])["rep"].nunique().max())
             watts = (data["metric"] == "watts").any()
-            out.md(f"### Campaign {name}\n\n"
-                   f"Campaign *{name}* on {hosts_text(record)}: db_bench {', '.join(m['workloads'])} at "
-                   f"{', '.join(f'{x:g}' for x in loads)} {self.load_kind}, {plural(reps, 'repetition')} of each point, "
-                   f"on {plural(len(m['configs']), 'storage configuration')}. Figures show the mean over the repetitions "
-                   "for operations per second and the median repetition for the 99% latency (percentiles are not "
-                   "averaged); every repetition is listed in the appendix. "
-                   + ("Power was measured, so efficiency is shown." if watts else
-                      "Power was not measured (the campaign has no power source): efficiency is *not measured*, n/a."))
+            out.md(self.say("campaign", name=name, hosts=hosts_text(record), workloads=", ".join(m["workloads"]),
+                            loads=", ".join(f"{x:g}" for x in loads), load_kind=self.load_kind,
+                            repetitions=plural(reps, "repetition"),
+                            configurations=plural(len(m["configs"]), "storage configuration"),
+                            power=self.say("power_measured" if watts else "power_not_measured")))
             table = configurations_table(record)
             out.md("Configurations: " + "; ".join(named(r.Configuration, {r.Configuration: r.Label})
                                                   for r in table.itertuples()) + ".")
@@ -358,18 +327,12 @@ measured campaign can compare its own.""")
                 out.md(f"### {title}")
                 path = self._has_path(name)
                 out.figure(self.measured_figure(name, workload),
-                           (f"{title}: 99% latency against operations per second, one path per configuration in "
-                            f"{kind} order (left); " if path else f"{title}: ")
-                           + f"operations per second and 99% latency against {kind}.")
+                           self.say_line("measured_caption_path" if path else "measured_caption", title=title, kind=kind))
                 efficiency = self.efficiency_figure(name, workload)
                 if efficiency is not None:
-                    out.figure(efficiency, f"{title}: operations per second per watt.")
+                    out.figure(efficiency, self.say_line("efficiency_caption", title=title))
                 out.table(self.measured_difference(name, workload), f"{title}: calculated maximum difference values",
-                          note=f"Each row is taken at the {kind} count where one configuration leads another by the "
-                               "most beyond run-to-run noise (Leads), else where the gap is largest; the calculation is "
-                               "the briefs': (superior / inferior) - 1. Significance: Welch's t-test of the two "
-                               "points' repetitions (p < 0.05 counts), n repetitions on each side; with one "
-                               "repetition a difference is not tested.",
+                          note=self.say_line("measured_difference_note", kind=kind),
                           css_class="brief-table auto")
         return out.take()
 
@@ -379,9 +342,7 @@ measured campaign can compare its own.""")
             top, bw = tables.top_load(m["data"]), self._bandwidth(name)
             out.md(f"### Device bandwidth at {top:g} {kind}{self._suffix(name, ' (campaign {})')}")
             missing = [c for c in bw.columns if bw[c].isna().all()]
-            out.figure(self.bandwidth_figure(name), f"Bandwidth of each configuration's block device at {top:g} {kind} "
-                            "(MB/s, bytes read and written together, from /proc/diskstats over the db_bench process; "
-                            "the counters are the whole device's, so other I/O to it at the same time counts too)."
+            out.figure(self.bandwidth_figure(name), self.say_line("bandwidth_caption", top=f"{top:g}", kind=kind)
                        + (f" {', '.join(missing)}: no block device, not measured." if missing else ""))
         return out.take()
 
@@ -401,13 +362,7 @@ measured campaign can compare its own.""")
                            if unmeasured else "")
                 self.out.table(reps, f"{sweep.workload_title(workload, self.pub.workloads)} (measured): "
                                      "each repetition, in order",
-                               note="Spread: (largest - smallest) / the value the figures use (mean; median for "
-                                    "the 99% latency). Beside ops/s, as RocksDB's benchmark.sh reports them, each repetition in "
-                                    "order: CPU use, user / system in % of one CPU (db_bench prints none of its own, "
-                                    "so not measured here); the write stall % of db_bench's DB stats (when it printed "
-                                    "them); write amplification (not measured: neither compaction statistics nor the "
-                                    "bytes the application wrote are recorded); whether the point reached steady state "
-                                    "(\"not asked\" when the campaign did not ask)." + missing, css_class="brief-table auto")
+                               note=self.say_line("repetitions_note") + missing, css_class="brief-table auto")
             self.stability(name, "total_ops", m["workloads"], m["palette"], load_label=self.load_kind,
                            why_missing="its points kept no db_bench --report_file interval CSV")
         return self.out.take()
@@ -418,17 +373,13 @@ measured campaign can compare its own.""")
             record, data = m["record"], m["data"]
             out.md(f"### How we tested{self._suffix(name, ' ({})')}")
             loads = sorted(data["load"].dropna().unique())
-            scale = sweep.dbbench_scale(record.declaration.settings, memory_bytes(record), loads)
-            out.md(f"**Scale.** This campaign ran {scale} "
-                   f"The published brief ran {self.published_scale}. The numbers here show how the pipeline measures "
-                   "and compares storage configurations; they are not a measurement of the published drives.")
+            out.md(self.say("scale", scale=sweep.dbbench_scale(record.declaration.settings, memory_bytes(record), loads),
+                            published_scale=self.published_scale))
             versions = sorted(data["tool_version"].dropna().unique())
             if versions:
-                out.md(f"db_bench version {', '.join(versions)} (Debian's rocksdb-tools is built with assertions on, "
-                       "which slows it down; the published brief used a release build of RocksDB 8.1.1).")
+                out.md(self.say("tool_version", versions=", ".join(versions)))
             self.inventory(name)
             label = out.table(configurations_table(record), f"Storage configurations of campaign {name}",
                               css_class="brief-table wrap", appendix=True)
-            out.md(f"The system as recorded with the campaign (hardware, software, tool versions, {label}) is in "
-                   "the appendix.")
+            out.md(self.say("system", label=label))
         return out.take()

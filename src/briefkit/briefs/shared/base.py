@@ -1,5 +1,6 @@
 """What every brief notebook shares: the brief object (``BriefBase``), which loads a brief's processed
-data and published half and assembles the shared sections (briefkit.briefs.shared.sections) from them.
+data and published half and assembles the shared sections from them: blocks (what a section returns),
+campaign_record (a measured campaign's record in words and tables), inventory_tables, phrases.
 
 Everything here reads ``data/processed/<brief>/`` (``briefkit.processed``) and
 ``data/published/<brief>/``; a brief never reads raw data or today's params.yaml. Display is left to
@@ -17,18 +18,18 @@ from matplotlib.figure import Figure
 from briefkit import processed
 from briefkit.briefs.shared import campaign_set, history, method, plots, stability, steady_points
 from briefkit.briefs.shared import comparison as campaign_compare
-from briefkit.briefs.shared.sections import (
-    Block,
-    Blocks,
+from briefkit.briefs.shared.blocks import Block, Blocks
+from briefkit.briefs.shared.campaign_record import (
     campaign_table,
     campaign_title,
     declaration_line,
     hosts_text,
-    inventory_tables,
     progress,
     selection_text,
 )
+from briefkit.briefs.shared.inventory_tables import inventory_tables
 from briefkit.core import metrics
+from briefkit.core.wording import fill, one_line
 from briefkit.published import brief as published
 from briefkit.published import claims
 
@@ -86,6 +87,26 @@ class BriefBase:
         #: ``history: {metric: ...}``: the change points of the metric over campaigns, after the comparison
         self.history_spec = meta.get("history")
         self._drawn: dict[tuple, Any] = {}
+        #: the notebook's wording of the text its sections fill in place (``prose``)
+        self.templates: dict[str, str] = {}
+
+    def prose(self, **templates: str) -> None:
+        """The notebook's wording for text a section writes where a notebook cell cannot: once per campaign,
+        or in the appendix. Each ``name=template`` (Markdown with ``{field}``s) is filled by the section
+        (``say``); the notebook writes it in the cell before the section's ``emit``."""
+        self.templates.update(templates)
+
+    def say(self, name: str, /, **values) -> str:
+        """The notebook's template ``name`` filled with ``values``; an error names a template the notebook
+        does not give."""
+        if name not in self.templates:
+            raise LookupError(f"{type(self).__name__}: the notebook gives no wording {name!r} "
+                           f"(a cell before the section's emit: report.prose({name}=\"\"\"...\"\"\"))")
+        return fill(self.templates[name], **values)
+
+    def say_line(self, name: str, /, **values) -> str:
+        """``say`` as one line: a caption or a table note."""
+        return one_line(self.say(name, **values))
 
     def drawn(self, key: tuple, draw):
         """The figure (or table) ``key``, made by ``draw()`` once: the sections show the very object a

@@ -17,7 +17,9 @@ import pandas as pd
 from briefkit import processed
 from briefkit.briefs.shared import comparison as pairwise
 from briefkit.briefs.shared import population
-from briefkit.briefs.shared.sections import Blocks, campaign_title, text
+from briefkit.briefs.shared.blocks import Blocks
+from briefkit.briefs.shared.campaign_record import campaign_title
+from briefkit.briefs.shared.phrases import text
 from briefkit.core import method_scope
 
 

@@ -31,7 +31,8 @@ from matplotlib.ticker import LogLocator
 from briefkit import processed
 from briefkit.briefs.shared import plots
 from briefkit.briefs.shared import tails as tail_points
-from briefkit.briefs.shared.sections import Block, Blocks, campaign_table, hosts_text
+from briefkit.briefs.shared.blocks import Block, Blocks
+from briefkit.briefs.shared.campaign_record import campaign_table, hosts_text
 from briefkit.core import metrics, stats, tails
 from briefkit.core import ratios as convention
 from briefkit.core.numbers import fmt

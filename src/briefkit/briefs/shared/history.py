@@ -15,8 +15,8 @@ import pandas as pd
 
 from briefkit import processed, store
 from briefkit.briefs.shared import plots
+from briefkit.briefs.shared.blocks import Block, Blocks
 from briefkit.briefs.shared.comparison import default_metric, fold_constant
-from briefkit.briefs.shared.sections import Block, Blocks
 from briefkit.core import changepoints, metrics, stats
 from briefkit.core.numbers import fmt
 

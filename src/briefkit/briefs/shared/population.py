@@ -37,7 +37,8 @@ import pandas as pd
 from briefkit import processed
 from briefkit.briefs.shared import comparison as pairwise
 from briefkit.briefs.shared import plots
-from briefkit.briefs.shared.sections import Block, Blocks, campaign_table
+from briefkit.briefs.shared.blocks import Block, Blocks
+from briefkit.briefs.shared.campaign_record import campaign_table
 from briefkit.core import metrics, stats, tails
 from briefkit.core.numbers import fmt
 

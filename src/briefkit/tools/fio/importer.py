@@ -26,6 +26,9 @@ _FIO_SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 8
 #: fio's own defaults of the options the workload's matrix sweeps (fio's HOWTO), for a file that prints none
 FIO_DEFAULTS = {"rw": "read", "bs": "4k", "numjobs": "1", "iodepth": "1"}
 _FIO_MIXED = {"randrw": "randrw", "rw": "rw", "readwrite": "rw"}
+#: fio's throttling options: bytes per second (a size, per direction "read,write") and I/Os per second
+RATE_OPTIONS = ("rate", "rate_min", "rate_iops", "rate_iops_min")
+_RATE_BYTES = ("rate", "rate_min")
 
 
 #: fio's normal (text) output: a job's report line "<name>: (groupid=0, jobs=1): err= 0: ..." or its
@@ -43,6 +46,16 @@ def refusal(head: str) -> str | None:
         return ("fio's normal (text) output: briefkit reads fio's JSON, which holds every number the text rounds; "
                 "run fio again with --output-format=json+ (or json)")
     return None
+
+
+def default_ioengine(version: str | None) -> str | None:
+    """The engine fio uses when a job names none, on Linux: ``sync`` up to fio 2.9, ``psync`` from fio 2.10
+    (fio commit df96a39e, "Change default IO engine from sync to psync", May 2016); None when the version
+    is not known."""
+    found = re.match(r"^(?:fio-)?(\d+)\.(\d+)", str(version or ""))
+    if not found:
+        return None
+    return "psync" if (int(found[1]), int(found[2])) >= (2, 10) else "sync"
 
 
 def fio_bytes(text: str, kb_base: int = 1024) -> int:
@@ -96,7 +109,9 @@ def _values_and_settings(path: Path, options: dict[str, str]) -> tuple[dict[str,
                 "direct": options.get("direct", "0") not in ("0", "false"),
                 "ramp_s": int(ramp),
                 "runtime_s": _number(fio_seconds(options["runtime"])) if "runtime" in options else None,
-                "size": options.get("size")}   # valueless flags (time_based) are not printed: not stated
+                "size": options.get("size"),    # valueless flags (time_based) are not printed: not stated
+                # a throttled run is another method: fio's rate options, kept as fio job options
+                "options": {k: options[k] for k in RATE_OPTIONS if k in options} or None}
     return values, settings
 
 
@@ -129,7 +144,9 @@ def read(path: Path) -> list[dict[str, Any]]:
         hosts = sorted(h for h in rows["host"] if isinstance(h, str) and h != jsonplus.ALL_CLIENTS)
         if hosts:
             stated["hosts"] = hosts
-        parts.append({"values": values, "settings": settings, "stated": stated,
+        # what fio used where the file prints nothing, to compare files by (never recorded as stated)
+        defaults = {"ioengine": default_ioengine(doc.get("fio version"))}
+        parts.append({"values": values, "settings": settings, "stated": stated, "defaults": defaults,
                       "host": ", ".join(hosts) if hosts else None,
                       "part": {"workload": str(label)} if len(labels) > 1 else None,
                       "tool_version": str(doc.get("fio version") or "").removeprefix("fio-") or None,
@@ -137,16 +154,33 @@ def read(path: Path) -> list[dict[str, Any]]:
     return parts
 
 
+def _per_direction(text: str, bytes_: bool, kb_base: int) -> tuple:
+    """A rate as fio reads it: per direction ("1m,512k": read, write), sizes by fio's suffix rules."""
+    parts = [part.strip() for part in str(text).split(",")]
+    return tuple(fio_bytes(part, kb_base) if bytes_ and part else int(part) if part else None for part in parts)
+
+
 def same_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The settings as fio reads them, to compare files by: ``size`` in bytes by fio's suffix rules ("4G",
-    "4GB" and "4294967296" are one size; "4GiB" is 4 * 1000^3 with kb_base=1024). A size fio would not read
-    is compared as written."""
+    "4GB" and "4294967296" are one size; "4GiB" is 4 * 1000^3 with kb_base=1024), and so are the rates
+    ("rate=1m" and "rate=1024k" are one rate; "rate_iops=500" a number). A value fio would not read is
+    compared as written."""
     out = dict(settings)
+    kb_base = int(out.get("kb_base") or 1024)
     if out.get("size") is not None:
         try:
-            out["size"] = fio_bytes(str(out["size"]), int(out.get("kb_base") or 1024))
+            out["size"] = fio_bytes(str(out["size"]), kb_base)
         except ValueError:
             pass
+    if out.get("options"):
+        options = dict(out["options"])
+        for key in RATE_OPTIONS:
+            if key in options:
+                try:
+                    options[key] = _per_direction(options[key], key in _RATE_BYTES, kb_base)
+                except ValueError:
+                    pass
+        out["options"] = options
     return out
 
 

@@ -220,7 +220,8 @@ class FioWorkload(Workload):
                 progress: Callable[[str], None]) -> dict[str, Any]:
         """Check the engine, then precondition the target (lay the data file out) once."""
         fio, engine = settings["fio"], settings["ioengine"]
-        _check_program(host, fio)
+        # the check's answer is the version every point records: one `fio --version` fewer per campaign
+        self._versions.setdefault((host.name, fio), _check_program(host, fio))
         if not _has_engine(host, fio, engine):
             raise CampaignError(f"settings.ioengine: fio on {host.name} has no engine {engine!r} "
                                 f"(not in `{fio} --enghelp`); the campaign does not fall back to "
@@ -360,15 +361,16 @@ def _params_key(message: str) -> str:
             "runtime": "settings.runtime_s"}.get(field, f"settings.{field}")
 
 
-def _check_program(host: Host, fio: str) -> None:
+def _check_program(host: Host, fio: str) -> str:
     """``settings.fio`` must run on the host: otherwise every later question (engines, version)
-    fails for that reason, and would be blamed on something else."""
+    fails for that reason, and would be blamed on something else. Its version (``3.33``)."""
     res = host.run([fio, "--version"], check=False)
     if res.returncode != 0 or not res.stdout.startswith("fio-"):
         why = "not found" if res.returncode == 127 else \
             f"exited with code {res.returncode}: {(res.stderr or res.stdout).strip()[:200]!r}"
         raise CampaignError(f"settings.fio: the program {fio!r} does not run on {host.name} ({why}); "
                             "install fio there or set settings.fio to its path")
+    return res.stdout.strip().removeprefix("fio-")
 
 
 def _has_engine(host: Host, fio: str, engine: str) -> bool:

@@ -38,17 +38,19 @@ def kind(path: Path) -> str:
 
 def parse(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
           window: tuple[float, float] | None = None, new_order: str = "new_order",
-          skip_s: float = 0.0, **provenance) -> pd.DataFrame:
+          skip_s: float = 0.0, run: int | None = None, **provenance) -> pd.DataFrame:
     """Tidy samples of one pgbench output file: a per-transaction log (``txlog.parse_log``, which
     says what ``scripts``, ``window``, ``new_order`` and ``skip_s`` mean), an aggregated log (any
     pgbench version, ``aggregate.parse_aggregate``) or pgbench's summary stdout
-    (``summary.parse_summary``)."""
+    (``summary.parse_summary``; ``run``: one run of a file of several appended)."""
     path = Path(path)
     found = kind(path)
+    if run is not None and found != "summary":
+        raise ParseError(path, f"run {run}: only pgbench's summary output is read run by run, not a {found} log")
     if found == "aggregate":
         return parse_aggregate(path, **provenance)
     if found == "summary":
-        return parse_summary(path, scripts=scripts, new_order=new_order, **provenance)
+        return parse_summary(path, scripts=scripts, new_order=new_order, run=run, **provenance)
     return parse_log(path, scripts=scripts, window=window, new_order=new_order, skip_s=skip_s, **provenance)
 
 

@@ -26,16 +26,19 @@ _PROGRESS = re.compile(
     rf"(?:, (\d+) failed)?(?:, lag {NUMBER} ms)?(?:, (\d+) skipped)?")
 
 
-def read_progress(path: str | Path) -> pd.DataFrame:
+def read_progress(path: str | Path, span: tuple[int, int] | None = None) -> pd.DataFrame:
     """pgbench's ``--progress`` lines (``progress: 5.0 s, 803.0 tps, lat 2.478 ms stddev 1.507[, 0
     failed][, lag 0.1 ms][, 0 skipped]``, PostgreSQL 9.4 to 15+) as ``time_s, tps, lat_ms,
-    stddev_ms, failed, lag_ms, skipped`` (absent fields NaN), read line by line. A line that starts
+    stddev_ms, failed, lag_ms, skipped`` (absent fields NaN), read line by line; ``span`` (first,
+    last line, 1-based): those lines only (one run of several in one file). A line that starts
     like one but does not match is an error naming the line; so is time going backwards (two
     runs' output glued together)."""
     path = Path(path)
     rows = []
     with open(path, encoding="utf-8", errors="replace") as stream:
         for number, text in enumerate(stream, 1):
+            if span and not span[0] <= number <= span[1]:
+                continue
             if not text.startswith("progress: "):
                 continue
             match = _PROGRESS.match(text)

@@ -6,7 +6,8 @@ names a summary gives a per-transaction log (``scripts_from_summary``, ``script_
 Versions checked: pgbench 15.18 (tests/fixtures/pgbench); the ``tps = ...`` line in its forms
 "without initial connection time" (14+), "including reconnection times" (14+, ``-C``) and "excluding
 connections establishing" (up to 13); ``latency average: x ms`` with a colon (9.5, 9.6; a public
-9.5 output). A file holding several runs' summaries is refused at the second run's first line, and
+9.5 output). A file holding several runs' summaries is refused at the second run's first line unless
+one run of it is asked for (``run``, as ``briefkit import`` reads such a file: a point per run), and
 a latency or transaction-count line in no known form is refused naming its line.
 """
 from __future__ import annotations
@@ -91,15 +92,42 @@ _CASTS = {"version": str, "transaction_type": str, "clients": int, "threads": in
           "transactions": int, "failed": int, "weight": int}
 
 
-def read_summary(path: str | Path) -> Summary:
-    """Parse pgbench's stdout (progress lines and per-statement reports are skipped)."""
+#: the first line of a run's output: its version line (pgbench 14+), else its transaction type
+_RUN_START = re.compile(r"^(?:pgbench \(|transaction type: )")
+
+
+def run_spans(text: str) -> list[tuple[int, int]]:
+    """The lines (first, last; 1-based) of each run in the output of several pgbench runs appended to one
+    file (a shell loop's ``>>``). A run ends after its ``tps = ...`` line (per-script and per-statement
+    reports follow it); the next one begins at the next version or ``transaction type:`` line."""
+    lines = text.splitlines()
+    starts, finished = [1], False
+    for number, line in enumerate(lines, 1):
+        if _TOP["tps"].match(line):
+            finished = True
+        elif finished and _RUN_START.match(line):
+            starts.append(number)
+            finished = False
+    return list(zip(starts, [start - 1 for start in starts[1:]] + [len(lines)]))
+
+
+def read_summary(path: str | Path, run: int | None = None) -> Summary:
+    """Parse pgbench's stdout (progress lines and per-statement reports are skipped). ``run`` (1-based)
+    reads that run of a file of several runs (``run_spans``); without it, a second run is refused."""
     path = Path(path)
     with open_input(path, "pgbench output", errors="replace") as stream:
         text = stream.read()
+    lines, offset, span = text.splitlines(), 0, None
+    if run is not None:
+        spans = run_spans(text)
+        if not 1 <= run <= len(spans):
+            raise ParseError(path, f"run {run}: the file holds {len(spans)} pgbench run(s)")
+        span = spans[run - 1]
+        offset, lines = span[0] - 1, lines[span[0] - 1:span[1]]
     summary = Summary()
     current: ScriptSummary | None = None
     seen: dict[str, int] = {}  # top-level key -> line it was read at
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(lines, offset + 1):
         if "Run was aborted" in line:
             summary.aborted = True
         head = _SCRIPT_HEAD.match(line)
@@ -124,7 +152,7 @@ def read_summary(path: str | Path) -> Summary:
                 break
         else:
             _known_form(path, number, line)
-    progress = read_progress(path)
+    progress = read_progress(path, span)
     summary.progress = progress if len(progress) else None
     if summary.tps is None or summary.transactions is None:
         after = (f" ({len(progress)} --progress lines, the last at {progress['time_s'].iloc[-1]:g} s: the run "
@@ -141,7 +169,8 @@ def _once(path: Path, number: int, key: str, seen: dict[str, int]) -> None:
     if key in seen:
         first = min(seen.values())
         raise ParseError(path, f"a second pgbench run's summary (the first starts at line {first}): several runs "
-                         "pasted into one file; give each run's output on its own", line=number)
+                         "pasted into one file; give each run's output on its own (`briefkit import` reads each run of such a "
+                         "file as a point of its own)", line=number)
     seen[key] = number
 
 
@@ -154,15 +183,15 @@ def _known_form(path: Path, number: int, line: str) -> None:
 
 
 def parse_summary(path, scripts: Mapping[int, str] | Sequence[str] | str | None = None,
-                  new_order: str = "new_order", **provenance) -> pd.DataFrame:
+                  new_order: str = "new_order", run: int | None = None, **provenance) -> pd.DataFrame:
     """Tidy samples of pgbench's summary on stdout (``read_summary``): for ``workload=all`` and per
     script, ``tpm`` (tps x 60, pgbench's tps without the initial connection time), ``txn_count``,
     ``txn_failed`` (15+), ``txn_lat_mean`` and ``txn_lat_stddev`` (ms, as printed); ``nopm`` only
     when a script is named ``new_order`` (pgbench's tps of that script x 60). Script names are
     ``scripts`` when given, else pgbench's own (``script_label``). No percentile: pgbench prints
-    none. A run pgbench reports as aborted is an error."""
+    none. A run pgbench reports as aborted is an error. ``run``: one run of a file of several."""
     path = Path(path)
-    summary = read_summary(path)
+    summary = read_summary(path, run)
     if summary.aborted:
         raise ParseError(path, "pgbench reports 'Run was aborted; the above results are incomplete'")
     given, _ = script_map(scripts) if scripts is not None else (None, "")

@@ -1,8 +1,11 @@
-"""What an analyst needs in a notebook: a brief's tidy tables as named DataFrames, and one call per
-figure (each returns a matplotlib Figure to restyle): any metric against load for any campaigns,
-hosts and configurations; one point's series over time; one point's latency distribution.
+"""The public notebook API (``from briefkit import explore``): what an analyst needs in a notebook: a
+brief's tidy tables as named DataFrames, and one call per figure (each returns a matplotlib Figure to
+restyle): any metric against load for any campaigns, hosts and configurations; one point's series over
+time; one point's latency distribution.
 
-Everything reads ``data/processed/<brief>/`` (``briefkit.processed``), like the briefs.
+Everything reads ``data/processed/<brief>/`` (``briefkit.processed``), like the briefs. A layer above the
+briefs (it draws with their shared figures), beside the report layer: the brief notebooks and explore.ipynb
+import it, no module of the briefs does.
 """
 from __future__ import annotations
 
