@@ -25,7 +25,7 @@ APT_PACKAGES += $(if $(filter /usr/bin/python3.11,$(PYTHON)),python3.11-venv)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help setup system python reproduce briefs test test-fast lint test-unit test-notebooks lab notebooks lock clean params-layout
+.PHONY: help setup system python reproduce briefs test test-fast lint test-unit test-notebooks lab notebooks lock clean params-layout docs-params
 
 help:
 	@echo "make reproduce   set up, then regenerate every brief into reports/ (dvc repro, briefs in parallel)"
@@ -35,6 +35,7 @@ help:
 	@echo "make lab         JupyterLab on notebooks/ with the project's environment"
 	@echo "make notebooks   re-execute the committed notebooks (the outputs nbval compares)"
 	@echo "make lock        re-pin requirements.lock from requirements.in"
+	@echo "make docs-params docs/params.md, the params.yaml reference, from the JSON Schema"
 
 setup: system python
 
@@ -186,6 +187,10 @@ lock: python
 # writer would leave unreadable to DVC is refused first, naming the line (briefkit.config.yamlload).
 params-layout:
 	python -m briefkit.config.project
+
+# docs/params.md, the params.yaml reference, from the models' JSON Schema (a test checks it is current).
+docs-params:
+	python -m briefkit.config.reference > docs/params.md
 
 clean:
 	rm -rf reports/*.ipynb reports/*.html reports/*.pdf data/processed

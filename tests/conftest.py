@@ -25,6 +25,9 @@ from briefkit.core.notebooks import defer_iri_parsers
 from briefkit.hosts import LocalHost
 from briefkit.hosts.sshd import SSHD, LoopbackSshd
 
+# the campaigns the tests measure keep their finished points unpacked, as the tests read them (briefkit.raw.packs;
+# tests/raw/test_packs.py measures with packing on); subprocesses (papermill, the CLI) inherit it
+os.environ.setdefault("BRIEFKIT_PACK_POINTS", "0")
 defer_iri_parsers()      # the tests that run papermill or read notebooks import nbformat: 2 s less per worker
 
 # Several tests press Ctrl-C: they send SIGINT to a `briefkit measure` or `dvc repro` they started. A shell

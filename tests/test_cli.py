@@ -37,6 +37,20 @@ def test_top_level_help_lists_commands_and_examples(capsys):
     assert "examples:" in out and ".venv/bin/briefkit" in out
 
 
+def test_top_level_help_fits_one_screen_and_says_what_each_command_is_for(capsys):
+    """At most 60 lines; each command with its purpose on its line; measured figures live in
+    docs/performance.md, not here."""
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) <= 60, len(out.splitlines())
+    for name, command in subcommands().items():
+        purpose = next(a.help for a in cli.parser()._subparsers._group_actions[0]._choices_actions if a.dest == name)
+        assert purpose and len(purpose) > 10, name
+        assert re.search(rf"^    {re.escape(name)}\s", out, flags=re.M), name
+    assert "MiB" not in out and "CPU" not in out and "docs/" in out
+
+
 @pytest.mark.parametrize("name", sorted(subcommands()))
 def test_every_subcommand_has_a_description_and_examples(name, capsys):
     with pytest.raises(SystemExit) as exit_:
@@ -198,3 +212,16 @@ def test_list_measured_names_the_measuring_stages_and_nothing_when_none_is_decla
     monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
     assert cli.main(["list", "--measured"]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_status_shows_a_campaign_whose_every_attempt_failed(project_root, capsys):
+    """A first run that never reached its host writes no campaign record: status listed nothing for it."""
+    from briefkit.hosts.sshd import free_port
+
+    declare(project_root, {"quick": {**fio_campaign(project_root), "host": f"ssh://root@127.0.0.1:{free_port()}"}})
+    assert cli.main(["measure", "mine"]) == 2        # connection refused: nothing listens on that port
+    capsys.readouterr()
+    assert cli.main(["status", "mine"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1:] == ["quick\tdisk\tdisk\t4\t0\t0\t0\t4"]
+    assert "# mine/quick: not started: 1 failed attempt, the last: HostConnectionError: cannot connect" in err

@@ -1,5 +1,5 @@
-"""`dvc exp run -S` as the README writes it: params.yaml is kept in the layout DVC's override writer
-produces, so an override changes only the lines it sets (every comment kept); the README's host forms
+"""`dvc exp run -S` as docs/measuring.md writes it: params.yaml is kept in the layout DVC's override writer
+produces, so an override changes only the lines it sets (every comment kept); its host forms
 give the host they promise. DVC's own override code (what `dvc exp run -S` calls), on copies."""
 from __future__ import annotations
 
@@ -49,13 +49,13 @@ def test_an_override_changes_only_its_line_and_keeps_every_comment(params):
 
 
 def test_the_readme_host_forms(params):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "measuring.md").read_text(encoding="utf-8")
     mapping = "{ssh: ssh://bench@192.0.2.10:2222, known_hosts: /keys/known_hosts, client_keys: [/keys/id]}"
     assert "-S '...host={ssh: ssh://..., known_hosts: /path, client_keys: [/path]}'" in readme
     hydra.apply_overrides(params, [f"{HOST}={mapping}"])       # over a string host: replaced
     assert host(params) == {"ssh": "ssh://bench@192.0.2.10:2222", "known_hosts": "/keys/known_hosts",
                             "client_keys": ["/keys/id"]}
-    # over a mapping, = (and ++) merge: the old keys stay, as the README warns
+    # over a mapping, = (and ++) merge: the old keys stay, as docs/measuring.md warns
     hydra.apply_overrides(params, [f"{HOST}={{ssh: ssh://root@192.0.2.11:22}}"])
     assert host(params)["known_hosts"] == "/keys/known_hosts"
     assert "-S '~...host' -S '+...host={ssh: ssh://..., known_hosts: /path}'" in readme

@@ -1,29 +1,8 @@
-"""The ``briefkit`` command line.
+"""The ``briefkit`` command line: one sub-command per step of a brief (measure, dataset, execute, render),
+and the commands an analyst runs over the results (compare, query, history, check, ingest, import).
 
-    briefkit list                     briefs declared in params.yaml
-    briefkit dataset BRIEF            data/processed/BRIEF/ (samples, percentiles, brief and campaign records)
-    briefkit execute BRIEF            run the brief's notebook with papermill -> reports/BRIEF.ipynb
-    briefkit render BRIEF             reports/BRIEF.ipynb -> reports/BRIEF.html and .pdf
-    briefkit build BRIEF              dataset, execute and render in one go (what dvc repro does)
-    briefkit check BRIEF              the reproduction check of a published brief, as CSV
-    briefkit compare BRIEF A B        campaign A against campaign B, point by point -> reports/compare/
-    briefkit compare BRIEF A1 A2 B    each campaign against the last, tallied (--hosts: a fleet's hosts)
-    briefkit ingest TOOL FILE...      tidy samples of raw tool output, as CSV on stdout (--series: over time)
-    briefkit import BRIEF CAMPAIGN FILE_OR_FOLDER...   outside fio/db_bench/pgbench results as a campaign
-    briefkit measure BRIEF            run (or resume) the brief's campaigns -> data/raw/BRIEF/<campaign>/
-    briefkit measure-notebook BRIEF CAMPAIGN   the same through the measurement notebook (the dvc stage)
-    briefkit status BRIEF             points done, skipped, failed and left per campaign
-    briefkit query "SELECT ..."       SQL over the results store data/results/ (every brief), a table or --csv
-    briefkit history BRIEF            change points of a metric over the brief's campaigns -> reports/history/
-    briefkit loopback-sshd            an sshd on 127.0.0.1:2222 for the sshfs configurations
-    briefkit dvc-lock                 dvc.lock checked; put back from its last whole copy if a Ctrl-C cut it
-
-Without an activated venv, run it as .venv/bin/briefkit (after `make setup`).
-
-Each command imports the layers it uses inside its own function: `briefkit --help` and `briefkit ingest
-fio` of a small file load neither pandas, numpy nor PyYAML (fio's samples are written as CSV by the
-standard library, the same bytes): about 0.11 s and 0.16 s of CPU and 14 and 18 MiB at peak, where
-ingest took 1.0 s and 118 MiB with pandas (benchmarks/ingest_speed.py --only cli).
+Each command imports the layers it uses inside its own function, so that ``briefkit --help`` and
+``briefkit ingest fio`` of a small file load neither pandas, numpy nor PyYAML (docs/performance.md).
 """
 from __future__ import annotations
 
@@ -111,7 +90,7 @@ def _build(args) -> int:
 
 def _compare(args) -> int:
     """Campaign A against campaign B, point by point (briefkit.report.comparison): the summary on stdout,
-    reports/compare/BRIEF--A--B.{html,pdf}."""
+    reports/compare/BRIEF--A--B--METRIC.{html,pdf}."""
     from briefkit.config import project
     from briefkit.report import comparison as report_comparison
 
@@ -243,7 +222,7 @@ def _ingest(args) -> int:
             empty.append(path)
             continue
         try:
-            table = parse(Path(path), **options)
+            table = _parse_maybe_packed(parse, Path(path), options)
         except BriefkitError as exc:
             print(f"briefkit: error: {exc}", file=sys.stderr)
             empty.append(path)
@@ -259,6 +238,26 @@ def _ingest(args) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _parse_maybe_packed(parse, path: Path, options: dict):
+    """``parse(path)``; a file of a packed point (data/raw/.../attempt-<n>/fio.json, its folder now in the
+    campaign's pack) is read out of the pack, and its samples name ``path`` as their source."""
+    if path.exists():
+        return parse(path, **options)
+    from briefkit.raw import packs
+
+    located = packs.locate(path.absolute())
+    if located == path.absolute():
+        return parse(path, **options)      # not in a pack either: the parser says the file is missing
+    table = parse(located, **options)
+    # a source may be the file's path with a part after it ("dbbench.stdout#summary")
+    if isinstance(table, dict):             # plain columns
+        table["source"] = [str(path) + s[len(str(located)):] if isinstance(s, str) and s.startswith(str(located))
+                           else s for s in table.get("source", [])]
+    elif "source" in table:
+        table["source"] = table["source"].str.replace(str(located), str(path), regex=False)
+    return table
 
 
 def _write_samples(tables: list, by_column: bool) -> None:
@@ -344,7 +343,8 @@ def _measure(args) -> int:
         raise SystemExit(f"brief {args.brief!r} declares no campaigns in params.yaml (see README, "
                          f"\"Measure your own host\")")
     if args.dry_run:
-        return _dry_run(args.brief, names, base)
+        _check_host_option(args.host)
+        return _dry_run(args.brief, names, base, host=args.host)
     # SIGTERM (a CI timeout, kill) and SIGHUP (the terminal or SSH session closed) go the same way as
     # Ctrl-C: the running job is stopped on the host, the point's failure recorded, the registry entry removed
     with stop_on_signals():
@@ -404,15 +404,20 @@ def _measure_host(args, campaign, name: str, base: Path):
     return host
 
 
-def _dry_run(slug: str, names: list[str], base: Path) -> int:
+def _dry_run(slug: str, names: list[str], base: Path, host: str | None = None) -> int:
     """The plan, one point per line (campaign TAB point), then per campaign the points already done
-    and the estimated duration of the rest (the workload's own estimate per point)."""
+    and the estimated duration of the rest (the workload's own estimate per point). ``host`` (--host) is
+    judged as the real run judges it, without connecting."""
+    import dataclasses
+
     from briefkit.measure import campaign
     from briefkit.raw.manifest import FINAL, Manifest
 
     summary, total, unknown, refusals = [], 0.0, False, []
     for name in names:
         camp = campaign.load(slug, name, base)
+        if host and camp.hosts is None:
+            camp = dataclasses.replace(camp, host=host)
         refusals += [f"# {slug}/{name}: a run would be refused: {why}" for why in _refusals(camp)]
         # a fleet runs the plan on every host (each its own raw folder); fio client/server runs it once
         members = {"": camp.raw_dir} if camp.hosts is None or camp.fio_server else \
@@ -533,10 +538,121 @@ def _say(text: str) -> None:
 
 
 def _status(args) -> int:
+    import pandas as pd
+
     from briefkit.dataset import build
 
-    build.status(args.brief).to_csv(sys.stdout, index=False, sep="\t")
+    base = checkout.root()
+    table = build.status(args.brief, base)
+    shown = {str(name).split(" @ ")[0] for name in table["campaign"]}
+    extra = _not_started(args.brief, base, shown)
+    if extra:
+        table = pd.concat([table, pd.DataFrame(extra, columns=table.columns)], ignore_index=True)
+    table.to_csv(sys.stdout, index=False, sep="\t")
     return 0
+
+
+def _not_started(slug: str, base: Path, shown: set[str]) -> list[dict]:
+    """Declared campaigns that were tried but never started (every attempt failed before the campaign's record
+    was written: a host not reached, a tool missing): every point left, and the last failure on stderr, so
+    that status does not hide them."""
+    from briefkit.measure import campaign
+    from briefkit.raw.manifest import Manifest
+
+    rows = []
+    for name in campaign.declared(slug, base):
+        camp = campaign.load(slug, name, base)
+        manifest = camp.raw_dir / "manifest.jsonl"
+        if name in shown or not manifest.is_file():
+            continue
+        plan = camp.plan()
+        for config in camp.configs:
+            points = sum(p.config == config for p in plan)
+            rows.append({"campaign": name, "config": config, "label": camp.labels.get(config, config),
+                         "points": points, "done": 0, "skipped": 0, "failed": 0, "left": points})
+        failures = [e for e in Manifest(manifest).events() if e.get("event") == "failed"]
+        if failures:
+            print(f"# {slug}/{name}: not started: {len(failures)} failed attempt{'s' if len(failures) > 1 else ''}, "
+                  f"the last: {failures[-1].get('error')}", file=sys.stderr)
+    return rows
+
+
+def _raw(args) -> int:
+    """``briefkit raw ACTION BRIEF CAMPAIGN``: a campaign's finished point folders packed, unpacked, shown or
+    verified (briefkit.raw.packs); pack and unpack hold the campaign's run lock."""
+    from briefkit.measure.lock import CampaignLock
+    from briefkit.raw import packs
+    from briefkit.raw.recorded import member_folders
+    from briefkit.raw.records import FLEET
+
+    base = checkout.root()
+    slug = checkout.declared_brief(args.brief, base)
+    top = checkout.brief_paths(slug, None, base)["raw"] / args.campaign
+    if not top.is_dir() or args.campaign in ("", ".", "..") or "/" in args.campaign:
+        raise FileNotFoundError(f"{top}: no such campaign folder")
+    # a fleet campaign: each host's folder is a campaign folder of its own
+    folders = member_folders(top) if (top / FLEET).is_file() else [top]
+    if args.action in ("show", "verify"):
+        return _raw_show(args, top, folders, packs) if args.action == "show" else _raw_verify(top, folders, packs)
+    with CampaignLock(top, f"{slug}/{args.campaign}"):
+        for folder in folders:
+            where = folder.relative_to(base)
+            if args.action == "pack":
+                attempts = packs.finished_attempts(folder)
+                started = time.perf_counter()
+                made = packs.seal(folder, attempts)
+                print(f"{where}: {len(attempts)} attempt folders packed, every byte compared"
+                      + (f", into {made.relative_to(base)} in {time.perf_counter() - started:.1f} s" if made else ""),
+                      file=sys.stderr)
+            else:
+                into = Path(args.to) / folder.relative_to(top) if args.to else None
+                written = packs.unpack(folder, into)
+                print(f"{where}: {len(written)} attempt folders unpacked into {into or where}"
+                      + ("" if into else ", every byte compared, packs removed"), file=sys.stderr)
+    return 0
+
+
+def _raw_show(args, top: Path, folders: list[Path], packs) -> int:
+    """Without POINT: every attempt folder and where it is (a pack, or unpacked); with it, its files;
+    with FILE, that file's bytes on stdout."""
+    for folder in folders:
+        prefix = f"{folder.relative_to(top)}/" if folder != top else ""
+        found = packs.Packs.of(folder)
+        if args.dir is None:
+            unpacked = packs.finished_attempts(folder)
+            for relative in sorted([*found.index, *unpacked]):
+                where = f"packs/{found.index[relative][0].name}" if relative in found.index else "unpacked"
+                print(f"{prefix}{relative}\t{where}")
+            continue
+        relative = args.dir[len(prefix):] if prefix and args.dir.startswith(prefix) else args.dir
+        if not found.holds(relative):
+            if (folder / relative).is_dir() and len(folders) == 1:
+                print(f"{folder / relative}: unpacked; read it there", file=sys.stderr)
+                return 0
+            continue
+        if args.file is None:
+            for info in found.index[relative][1]:
+                print(f"{info.filename[len(relative) + 1:]}\t{info.file_size}")
+            return 0
+        where, data = found.read(relative, args.file)
+        if data is None:
+            raise FileNotFoundError(f"{where}: no such file in the pack")
+        sys.stdout.buffer.write(data)
+        return 0
+    if args.dir is not None:
+        raise FileNotFoundError(f"{top}: no attempt folder {args.dir} in a pack (`briefkit raw show BRIEF CAMPAIGN` "
+                                "lists them)")
+    return 0
+
+
+def _raw_verify(top: Path, folders: list[Path], packs) -> int:
+    problems = [p for folder in folders for p in packs.verify(folder)]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    count = sum(len(packs.pack_files(f)) for f in folders)
+    print(f"{top}: {count} packs, {'every byte as named' if not problems else f'{len(problems)} problems'}",
+          file=sys.stderr)
+    return 1 if problems else 0
 
 
 def _loopback_sshd(args) -> int:
@@ -621,7 +737,7 @@ HELP: dict[str, tuple[str, str, str]] = {
                 "histograms merged, with a bootstrap interval of the ratio (over repetitions; with one repetition "
                 "over the run's I/Os, labelled \"within one run\" and not tested). Points only one side has are "
                 "listed. Prints a one-sentence summary and writes "
-                "reports/compare/BRIEF--A--B.html and .pdf (needs `briefkit dataset BRIEF` first). A side may be "
+                "reports/compare/BRIEF--A--B--METRIC.html and .pdf (needs `briefkit dataset BRIEF` first). A side may be "
                 "one host of a fleet campaign, CAMPAIGN/HOST (the host as the samples record it).\n\n"
                 "Three campaigns or more, A1 A2 ... BASELINE: each against the last one named, the same way, with a "
                 "tally per campaign at --tolerance (default 5 %): gains and losses (the ratio's interval wholly "
@@ -664,6 +780,20 @@ HELP: dict[str, tuple[str, str, str]] = {
     "status": ("points done, skipped, failed and left per campaign",
                "Points done, skipped, failed and left, per campaign and configuration, as TSV.",
                "briefkit status fio-6600ion"),
+    "raw": ("pack, unpack, show or verify a campaign's raw point folders",
+            "A finished point's raw files are kept as one file, packs/<sha256>.zip in the campaign's folder (named "
+            "by the SHA-256 of its bytes), which briefkit reads directly. pack: the campaign's finished attempt "
+            "folders (done or failed) into one pack, each folder removed only after the pack on disk was read back "
+            "and every file compared byte for byte. unpack: the folders written back out of the packs (the packs "
+            "removed once every byte is there), or with --to DIR a copy for inspection, the raw folder untouched. "
+            "show: the attempt folders and their pack; with POINT (an attempt folder, as listed) its files; with "
+            "FILE that file on stdout. verify: every pack's name against its bytes and every member's CRC.",
+            "briefkit raw pack fio-6600ion local\n"
+            "briefkit raw show fio-6600ion local\n"
+            "briefkit raw show fio-6600ion local xfs-loop/rw=70-30_bs=4MiB_numjobs=1_iodepth=16/rep1/attempt-1\n"
+            "briefkit raw show fio-6600ion local xfs-loop/rw=70-30_bs=4MiB_numjobs=1_iodepth=16/rep1/attempt-1 fio.json\n"
+            "briefkit raw unpack fio-6600ion local --to /tmp/fio-local\n"
+            "briefkit raw verify fio-6600ion local"),
     "query": ("SQL over the results store of every brief (a table, or CSV)",
               "Answer a SQL query (DuckDB's dialect) over the results store data/results/, which `briefkit dataset "
               "BRIEF` (and dvc repro) writes for every brief: tables samples, series, percentiles, latency_bins "
@@ -711,14 +841,18 @@ HELP: dict[str, tuple[str, str, str]] = {
                "briefkit import oltp-9300 lab-pg incoming/pgbench-c16.stdout incoming/pgbench-c32.stdout"),
 }
 
+_DESCRIPTION = """Reproducible storage benchmark briefs: measure a brief's campaigns, build its dataset, run
+its notebook, render it as HTML and PDF; compare, query and follow campaigns over time.
+`dvc repro` runs the steps of every brief; these commands run one step, or look at results."""
+
 _EPILOG = """examples:
   .venv/bin/briefkit list                        # without activating the venv
   briefkit measure fio-6600ion --campaign mine --dry-run
-  briefkit measure fio-6600ion --campaign mine --host ssh://root@192.0.2.10:22
+  briefkit compare fio-6600ion mine local
   dvc repro                                      # every brief -> reports/
 
-`briefkit COMMAND --help` describes each command. Measuring your own host: README.md,
-"Measure your own host"."""
+`briefkit COMMAND --help` describes each command, with examples. Guides: README.md and docs/
+(measuring your own host: docs/own-host.md)."""
 
 
 def _command(sub, name: str, func, **extra) -> argparse.ArgumentParser:
@@ -732,7 +866,7 @@ def _command(sub, name: str, func, **extra) -> argparse.ArgumentParser:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="briefkit", description=__doc__, epilog=_EPILOG,
+    top = argparse.ArgumentParser(prog="briefkit", description=_DESCRIPTION, epilog=_EPILOG,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     listing = _command(sub, "list", _list)
@@ -780,6 +914,13 @@ def parser() -> argparse.ArgumentParser:
     notebook.add_argument("--host", help="run on this host instead of the declared one: local or ssh://[user@]host[:port]")
     status = _command(sub, "status", _status)
     status.add_argument("brief", help="the brief's slug (briefkit list)")
+    raw = _command(sub, "raw", _raw)
+    raw.add_argument("action", choices=["pack", "unpack", "show", "verify"])
+    raw.add_argument("brief", help="the brief's slug (briefkit list)")
+    raw.add_argument("campaign", help="a campaign folder of data/raw/BRIEF/")
+    raw.add_argument("dir", nargs="?", metavar="POINT", help="show: an attempt folder (as `raw show` lists them)")
+    raw.add_argument("file", nargs="?", metavar="FILE", help="show: one file of it, written to stdout")
+    raw.add_argument("--to", metavar="DIR", help="unpack: a copy into DIR (a new folder), the raw folder untouched")
     sshd = _command(sub, "loopback-sshd", _loopback_sshd)
     sshd.add_argument("--dir", default="/var/tmp/briefkit/sshd", help="keys, config and log (default: %(default)s)")
     sshd.add_argument("--port", type=int, default=2222, help="default: %(default)s")
@@ -867,6 +1008,13 @@ def main(argv: list[str] | None = None) -> int:
     except (BriefkitError, ValueError, KeyError, FileNotFoundError, PermissionError, HostError) as exc:
         print(f"briefkit: error: {_message(exc)}", file=sys.stderr)
         return 2
+    except SystemExit as exc:
+        # a command's `raise SystemExit("what to do")` is a user error like the rest (ingest's own, already
+        # worded as one, keep their exit code 1)
+        if isinstance(exc.code, str) and not exc.code.startswith("briefkit: error: "):
+            print(f"briefkit: error: {exc.code}", file=sys.stderr)
+            return 2
+        raise
 
 
 def _message(exc: BaseException) -> str:

@@ -21,21 +21,39 @@ from briefkit import processed, store
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.briefs.shared import plots, stability
 from briefkit.briefs.shared import tails as tail_points
+from briefkit.config import paths as checkout
 from briefkit.core import metrics, stats, tails
+from briefkit.core.errors import ParamsError
 
 #: What names a point of a measured campaign: the brief's point plus where it ran.
 POINT = ["campaign", "host", "config", "workload", "load"]
 
 
+def _checkout_data(name: str, variable: str) -> Path:
+    """$variable, else ../data/<name> where a notebook runs (notebooks/, kept relative: the executed
+    notebooks record no path of the checkout), else data/<name> of the checkout around the working folder
+    (Python started anywhere inside it)."""
+    if os.environ.get(variable):
+        return Path(os.environ[variable])
+    beside = Path("..") / "data" / name
+    if beside.is_dir():
+        return beside
+    try:
+        return checkout.root() / "data" / name
+    except ParamsError:
+        return beside          # outside any checkout: the error names the folder tried
+
+
 def processed_dir() -> Path:
     """Where ``briefkit dataset`` wrote the processed data: $BRIEFKIT_PROCESSED, else ../data/processed
-    (a notebook runs in notebooks/)."""
-    return Path(os.environ.get("BRIEFKIT_PROCESSED", "../data/processed"))
+    (a notebook runs in notebooks/), else the checkout's data/processed."""
+    return _checkout_data("processed", "BRIEFKIT_PROCESSED")
 
 
 def results_dir() -> Path:
-    """Where the results store is (every brief's tables, briefkit.store): $BRIEFKIT_RESULTS, else ../data/results."""
-    return Path(os.environ.get("BRIEFKIT_RESULTS", "../data/results"))
+    """Where the results store is (every brief's tables, briefkit.store): $BRIEFKIT_RESULTS, else ../data/results,
+    else the checkout's data/results."""
+    return _checkout_data("results", "BRIEFKIT_RESULTS")
 
 
 def query(sql: str, folder: str | Path | None = None) -> pd.DataFrame:

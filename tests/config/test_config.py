@@ -129,6 +129,16 @@ def test_params_errors_name_file_and_key(data, words):
     assert words in str(err.value)
 
 
+def test_an_unknown_key_gets_the_key_meant_at_any_depth():
+    camp = {"workload": "fio", "configs": {"d": {"kind": "dir", "path": "/x"}}, "repetition": 2}
+    with pytest.raises(ParamsError) as err:
+        validate_params({"briefs": {"a": {"notebook": "x", "campaigns": {"c": camp}}}}, "p.yaml")
+    assert str(err.value).startswith("p.yaml: briefs.a.campaigns.c.repetition: unknown key; did you mean "
+                                     "'repetitions'? (known: workload, host, hosts,")
+    with pytest.raises(ParamsError, match=r"briefs.a.notebok: unknown key; did you mean 'notebook'\?"):
+        validate_params({"briefs": {"a": {"notebook": "x", "notebok": "y"}}}, "p.yaml")
+
+
 def test_compare_names_two_campaigns_or_hosts_of_one():
     for pair in (["mine", "local"], ["fleet/root@10.0.0.5:22", "fleet/root@10.0.0.6:22"]):
         assert validate_params({"briefs": {"a": {"notebook": "x", "compare": pair}}}).briefs["a"].compare == pair
@@ -254,3 +264,21 @@ def test_a_device_two_fleet_hosts_would_share_is_refused_naming_both(hosts, conf
 ])
 def test_devices_that_are_not_shared_at_once_are_accepted(hosts, configs):
     validate_params(_fleet(hosts, configs), "p.yaml")
+
+
+def test_params_yaml_is_named_relative_to_the_working_folder(tmp_path, monkeypatch, capsys):
+    """The same file was named 'params.yaml' by some commands and by its absolute path by others."""
+    from briefkit import cli
+
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "params.yaml").write_text("briefs:\n  a:\n    notebook: x\n    extra: 1\n")
+    monkeypatch.setenv("BRIEFKIT_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    for argv in (["list"], ["status", "a"], ["measure", "a", "--dry-run"]):
+        assert cli.main(argv) == 2
+        assert capsys.readouterr().err.startswith("briefkit: error: params.yaml: briefs.a.extra: unknown key"), argv
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)            # outside the checkout: the path as found
+    assert cli.main(["list"]) == 2
+    assert capsys.readouterr().err.startswith(f"briefkit: error: {tmp_path}/params.yaml: ")

@@ -25,9 +25,10 @@ QUOTED_HOST = "        host: {ssh: 'ssh://analyst@127.0.0.1:2222', sudo: true}\n
 
 
 def readme_yaml_examples() -> list[str]:
-    """The README's ```yaml blocks, without their "..." lines; a block of top-level alternatives (three
-    `host:` lines) gives one example each."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The ```yaml blocks of the README and the guides in docs/, without their "..." lines; a block of
+    top-level alternatives (three `host:` lines) gives one example each."""
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    readme = "\n".join(path.read_text(encoding="utf-8") for path in documents)
     examples = []
     for indent, block in re.findall(r"^( *)```yaml\n(.*?)^\1```", readme, flags=re.S | re.M):
         lines = [line[len(indent):] for line in block.splitlines() if line.strip() != "..."]
@@ -110,9 +111,9 @@ def test_make_params_layout_says_so_in_one_line(tmp_path):
 
 def test_every_readme_yaml_example_is_read_by_dvc_before_and_after_its_writer(tmp_path):
     examples = readme_yaml_examples()
-    assert len(examples) >= 5, "the README's ```yaml examples were not found"
+    assert len(examples) >= 5, "the ```yaml examples of README.md and docs/ were not found"
     for index, text in enumerate(examples):
-        name = f"README.md yaml example {index + 1}"
+        name = f"README.md or docs yaml example {index + 1}"
         data = yamlload.loads(text, name)
         if not isinstance(data, dict):
             continue

@@ -3,11 +3,13 @@ aggregated logs, HammerDB's counter log, power.csv), from real runs and real com
 figures built on them."""
 from __future__ import annotations
 
+import atexit
 import csv
 import io
 import json
 import shutil
 import subprocess
+import tempfile
 import types
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from briefkit.briefs.shared import stability
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import ParseError
 from briefkit.power import LOG_COLUMNS
+from briefkit.raw import packs
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw.points import power_series
 from briefkit.tools.dbbench import ingest as dbbench_parse
@@ -37,7 +40,20 @@ from tests import paths
 ROOT = paths.ROOT
 FIXTURES = ROOT / "tests" / "fixtures"
 FIO_LOGS = FIXTURES / "fio_logs"
-OLTP_POINT = ROOT / "data/raw/oltp-9300/local/xfs-loop/clients=8/rep1/attempt-1"
+
+
+def committed_point(raw: Path, relative: str) -> Path:
+    """A committed point's folder: its files written out of the campaign's pack (briefkit.raw.packs) into a
+    folder of this test process's own, removed at exit."""
+    if (raw / relative).is_dir():
+        return raw / relative
+    scratch = Path(tempfile.mkdtemp(prefix="briefkit-test-point-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    packs.Packs(raw).extract(relative, scratch / relative)
+    return scratch / relative
+
+
+OLTP_POINT = committed_point(ROOT / "data/raw/oltp-9300/local", "xfs-loop/clients=8/rep1/attempt-1")
 
 
 def mean_of(table: pd.DataFrame, metric: str) -> float:

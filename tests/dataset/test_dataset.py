@@ -17,6 +17,7 @@ from briefkit.core import sizes
 from briefkit.core.errors import BriefkitError, CampaignError, ParseError
 from briefkit.dataset import build
 from briefkit.measure import campaign
+from briefkit.raw import packs
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw.manifest import DONE, Manifest
 from briefkit.tools.base import Workload
@@ -49,6 +50,7 @@ def built(base: Path, slug: str) -> processed.BriefData:
 
 
 def point_records(raw_dir: Path) -> list[dict]:
+    packs.unpack(raw_dir)       # a copy of a committed campaign, whose points are packed
     return [json.loads(p.read_text()) for p in sorted(raw_dir.glob("**/attempt-*/point.json"))]
 
 
@@ -111,6 +113,7 @@ def test_a_removed_declaration_does_not_drop_measured_data(tmp_path):
 def test_hosts_come_from_the_point_records(tmp_path):
     base = make_project(tmp_path, "rocksdb-7600")
     raw = base / "data" / "raw" / "rocksdb-7600" / "local"
+    packs.unpack(raw)           # the committed points are packed: this test edits one point.json
     record_path = sorted(raw.glob("disk/**/point.json"))[0]
     record = json.loads(record_path.read_text())
     record["host"] = "ssh://root@127.0.0.1:2223"
@@ -143,7 +146,7 @@ def test_percentiles_of_one_file_equal_fios_own(tmp_path):
     assert len(pct) and set(pct["files"]) == {1} and set(pct["family"]) == {"read_clat", "write_clat"}
     checked = 0
     for source in sorted(set(data.measured().query("tool == 'fio'")["source"]))[:6]:
-        doc = fio_parse.load(base / source)
+        doc = fio_parse.load(packs.locate(base / source))     # the committed points are packed
         job = doc["jobs"][0]
         point = data.measured()[data.measured()["source"] == source].iloc[0]
         mine = pct[(pct["config"] == point["config"]) & (pct["workload"] == point["workload"])
@@ -178,7 +181,7 @@ def test_percentiles_merge_the_bins_of_every_repetition(fio_reference):
     sources = sorted(set(fio[(fio["config"] == p99["config"]) & (fio["workload"] == p99["workload"])
                              & (fio["load"] == p99["load"])]["source"]))
     assert len(sources) == p99["files"] > 1
-    bins = fio_bins.merge_bins(*(fio_parse.load(base / s)["jobs"][0]["write"]["clat_ns"]["bins"] for s in sources))
+    bins = fio_bins.merge_bins(*(fio_parse.load(packs.locate(base / s))["jobs"][0]["write"]["clat_ns"]["bins"] for s in sources))
     assert p99["value"] == fio_bins.percentiles_from_bins(bins, [99.0])[99.0] / 1000.0
 
 
@@ -219,8 +222,12 @@ def test_a_measured_fio_points_parameter_columns_are_its_point_json_values(fio_r
     for table in (fio, data.percentiles, data.series, data.latency_bins):
         assert {c: str(table[c].dtype) for c in tidy.parameter_columns(table)} == FIO_PARAMETERS
     checked = 0
-    for record_path in sorted((base / "data/raw/fio-6600ion/local").glob("**/attempt-*/point.json")):
-        rows = fio[fio["source"] == str(record_path.parent.relative_to(base) / "fio.json")]
+    raw = base / "data/raw/fio-6600ion/local"
+    for entry in Manifest(raw / "manifest.jsonl").status().values():
+        if entry.get("event") != DONE:
+            continue
+        record_path = packs.locate(raw / entry["dir"] / "point.json")     # the committed points are packed
+        rows = fio[fio["source"] == str(raw.relative_to(base) / entry["dir"] / "fio.json")]
         if not len(rows):
             continue      # an attempt that failed, or a round before the configuration's steady window
         found = rows[list(FIO_PARAMETERS)].drop_duplicates()

@@ -189,8 +189,24 @@ def test_wrong_client_key_is_an_authentication_error(sshd, tmp_path):
                    known_hosts=sshd.known_hosts)
     with pytest.raises(HostConnectionError, match=f"cannot log in to {sshd.hostname}:{sshd.port}") as refused:
         host.connect()
-    # sshd answers a locked account (useradd's default) as it answers a missing key: both ways out said
-    assert "ssh-copy-id" in str(refused.value) and f"usermod -p '*' {sshd.username}" in str(refused.value)
+    # sshd answers a locked account (useradd's default) as it answers a missing key: both ways out said, for
+    # the loopback sshd its own: its one authorized_keys file, its key, its log (not ssh-copy-id, journalctl)
+    message = str(refused.value)
+    assert f"usermod -p '*' {sshd.username}" in message
+    assert f"reads {sshd.dir}/authorized_keys for every user" in message and f"{sshd.dir}/client_ed25519" in message
+    assert message.endswith(f"Its log says which: {sshd.dir}/sshd.log")
+    assert "journalctl" not in message and "ssh-copy-id -i" not in message
+
+
+def test_an_unknown_user_on_this_machine_is_told_so_not_the_locked_account_advice(sshd):
+    host = SshHost(sshd.hostname, sshd.port, username="nosuchuser55", client_keys=[sshd.client_key],
+                   known_hosts=sshd.known_hosts)
+    with pytest.raises(HostConnectionError) as refused:
+        host.connect()
+    message = str(refused.value)
+    assert message.startswith(f"cannot log in to {sshd.hostname}:{sshd.port} as nosuchuser55: this machine (the "
+                              f"target) has no user 'nosuchuser55'")
+    assert "locked" not in message and "authorized_keys" not in message
 
 
 # -- detached jobs -------------------------------------------------------------------------
@@ -375,8 +391,12 @@ def test_ssh_address_forms():
 def test_refused_key_names_user_keys_and_how_to_install_the_key(sshd, tmp_path):
     stranger = tmp_path / "stranger"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    # its known_hosts away from the sshd's folder: the server is then any sshd, not briefkit's loopback one
+    # (whose own advice test_wrong_client_key_is_an_authentication_error checks)
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(sshd.known_hosts.read_text())
     host = SshHost(sshd.hostname, sshd.port, username=sshd.username, client_keys=[stranger],
-                   known_hosts=sshd.known_hosts)
+                   known_hosts=known_hosts)
     with pytest.raises(HostConnectionError) as err:
         host.connect()
     message = str(err.value)

@@ -312,6 +312,10 @@ def test_a_finished_campaign_pointed_at_another_host_is_refused_and_the_dry_run_
     assert "declare a new campaign name" in err and "0 to run" not in err
     # --host another (real) host: refused too, naming both
     declare(project_root, repetitions=1)
+    # ... and the dry run of --host says the same, not "0 to run"
+    assert cli.main(["measure", "demo", "--dry-run", "--host", "ssh://root@192.0.2.1:2222"]) == 2
+    out = capsys.readouterr().out
+    assert "# demo/local: a run would be refused:" in out and "192.0.2.1-2222" in out and "declare a new campaign" in out
     host = sshd.new_host()
     try:
         with pytest.raises(CampaignError, match=rf"was measured on {measured_on}; it is now pointed at "

@@ -189,8 +189,8 @@ def test_an_imported_campaign_is_compared_with_the_reference_campaign(lab, check
     # the reference's numjobs 4 and 8 of the same mix are listed as the reference's only, not dropped
     assert {4, 8} <= set(only_reference[only_reference["workload"] == "70/30 256 KiB"]["load"])
     assert f"of {len(shared)} points" in said.getvalue()
-    html = (checkout / "reports/compare" / f"{FIO_BRIEF}--lab--local.html").read_text(encoding="utf-8")
-    assert "lab" in html and (checkout / "reports/compare" / f"{FIO_BRIEF}--lab--local.pdf").stat().st_size > 0
+    html = (checkout / "reports/compare" / f"{FIO_BRIEF}--lab--local--total_bw.html").read_text(encoding="utf-8")
+    assert "lab" in html and (checkout / "reports/compare" / f"{FIO_BRIEF}--lab--local--total_bw.pdf").stat().st_size > 0
 
 
 def test_a_duplicate_and_a_file_already_imported_are_refused(lab, checkout):

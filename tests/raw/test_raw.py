@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from briefkit.core.errors import CampaignError
+from briefkit.raw import packs, records
 from briefkit.raw import recorded as raw_campaign
-from briefkit.raw import records
 from briefkit.raw.manifest import DONE, SKIPPED, Manifest
 from tests import paths
 
@@ -99,7 +99,7 @@ def test_a_pts_campaign_plans_its_maximum_rounds_and_records_what_it_did_not_nee
     assert all(e["reason"].startswith("SNIA PTS: steady in rounds") for e in events if e["event"] == SKIPPED)
     bandwidth: dict[tuple[str, int], list[float]] = {}
     for point in done:
-        doc = json.loads((FIO / status[point]["dir"] / "fio.json").read_text())
+        doc = json.loads(packs.locate(FIO / status[point]["dir"] / "fio.json").read_text())
         total = sum(job[d]["bw_bytes"] for job in doc["jobs"] for d in ("read", "write")) / 1e6
         bandwidth.setdefault((point.split("/")[0], int(point.rsplit("/rep", 1)[1])), []).append(total)
     for config, entry in camp.method()["configs"].items():
@@ -122,6 +122,7 @@ def test_a_pts_campaign_plans_its_maximum_rounds_and_records_what_it_did_not_nee
 def test_samples_carry_the_point_records_provenance(tmp_path):
     copy = tmp_path / "data" / "raw" / "oltp-9300" / "local"
     shutil.copytree(OLTP, copy)
+    packs.unpack(copy)          # the committed points are packed: this test edits one point.json
     camp = raw_campaign.read(copy)
     point, entry = camp.done()[0]
     record_path = copy / entry["dir"] / "point.json"

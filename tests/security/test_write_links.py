@@ -73,12 +73,12 @@ def checkout(reference_data, tmp_path) -> Path:
 @pytest.mark.slow
 def test_compare_replaces_links_at_its_outputs(checkout, outside):
     folder = checkout / "reports" / "compare"
-    stem = f"{BRIEF}--local--local"
+    stem = f"{BRIEF}--local--published--total_bw"
     links = {folder / f"{stem}.{suffix}": None for suffix in ("html", "pdf", "ipynb")}
     links[folder / f".{stem}.in.ipynb"] = None          # the notebook it writes and runs
     for link in links:
         links[link] = plant(link, outside)
-    status, err = run_cli(["compare", BRIEF, "local", "local", "--quiet"], checkout)
+    status, err = run_cli(["compare", BRIEF, "local", "published", "--map", "xfs-loop=1x SSD", "--quiet"], checkout)
     assert status == 0, err
     for link, target in links.items():
         if link.name.startswith("."):

@@ -32,7 +32,7 @@ def load_params(base: Path | None = None) -> dict:
     are errors that name the file and the key path."""
     base = base or root()
     raw = _raw(base)
-    _check_shows(validate_params(raw, str(base / "params.yaml")), base)
+    _check_shows(validate_params(raw, yamlload.shown(base / "params.yaml")), base)
     return raw
 
 
@@ -43,7 +43,7 @@ def _raw(base: Path | None = None) -> dict:
 
 def load_model(base: Path | None = None) -> ParamsFile:
     base = base or root()
-    model = validate_params(_raw(base), str(base / "params.yaml"))
+    model = validate_params(_raw(base), yamlload.shown(base / "params.yaml"))
     _check_shows(model, base)
     return model
 
@@ -67,7 +67,7 @@ def _check_shows(model: ParamsFile, base: Path) -> None:
         raw = brief_paths(slug, None, base)["raw"]
         measured = sorted(p.name for p in raw.iterdir() if p.is_dir() and not p.name.startswith(".")) \
             if raw.is_dir() else []
-        check_show(slug, spec.show, measured, list(spec.campaigns), str(base / "params.yaml"))
+        check_show(slug, spec.show, measured, list(spec.campaigns), yamlload.shown(base / "params.yaml"))
 
 
 def briefs(base: Path | None = None) -> dict[str, Brief]:

@@ -134,25 +134,37 @@ def _scalars(node):
             yield from _scalars(child)
 
 
+def shown(path: str | Path) -> str:
+    """A file as a message names it: relative to the working folder when it lies below it (``params.yaml``
+    from the checkout), else as given, so that every error names params.yaml the same way."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def _text(path: Path, name: str, error: Callable[[str], Exception]) -> str:
+    """The file's text; missing, or not UTF-8 (a file saved as UTF-16 by an editor), is ``error`` naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{name}: missing") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{name}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8") from None
+
+
 def load(path: str | Path, error: Callable[[str], Exception] = ParamsError, name: str | None = None) -> Any:
     """Parse the YAML file ``path``; a missing file, bad YAML or a duplicate key raise ``error``."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(f"{name or path}: missing") from None
-    return loads(text, str(name or path), error)
+    return loads(_text(path, str(name or path), error), str(name or path), error)
 
 
 def load_params(path: str | Path, name: str | None = None) -> Any:
     """params.yaml as briefkit reads it (``load``) and as DVC must be able to read it (``check_dvc_reads``):
     every command that reads params.yaml reads it here, so none gets past a file DVC would refuse."""
     path = Path(path)
-    name = str(name or path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ParamsError(f"{name}: missing") from None
+    name = str(name or shown(path))
+    text = _text(path, name, ParamsError)
     data = loads(text, name, ParamsError)
     check_dvc_reads(text, name, ParamsError, data)
     return data

@@ -11,10 +11,13 @@ value is accepted only if it matches, never because it lacks something known to 
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import posixpath
 import re
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -252,15 +255,30 @@ def _where(base: str, loc: tuple) -> str:
     return path
 
 
+def _model_in(schema: Any) -> Any:
+    """``X | None`` (and Annotated[X, ...]) as X, so that the path goes on through an optional model."""
+    while typing.get_origin(schema) is typing.Annotated:
+        schema = typing.get_args(schema)[0]
+    if typing.get_origin(schema) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(schema) if a is not type(None)]
+        if len(members) == 1:
+            return _model_in(members[0])
+    return schema
+
+
 def _known(model: Any, loc: tuple) -> list[str]:
     """The keys the model accepts at ``loc`` (for 'unknown key' messages), best effort."""
     schema = model
     for part in loc:
+        schema = _model_in(schema)
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             field = schema.model_fields.get(part) if isinstance(part, str) else None
             schema = getattr(field, "annotation", None) if field else None
+        elif typing.get_origin(schema) in (dict, list, tuple):
+            schema = typing.get_args(schema)[-1] if typing.get_args(schema) else None   # a name or index: its value
         else:
             return []
+    schema = _model_in(schema)
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return [f.alias or n for n, f in schema.model_fields.items()]
     return []
@@ -300,7 +318,9 @@ def messages(exc: ValidationError, where: str, model: Any = None, data: Any = No
             text = text.removeprefix("Assertion failed, ")
         elif kind == "extra_forbidden":
             known = _known(model, loc[:-1]) if model is not None else []
-            text = "unknown key" + (f" (known: {', '.join(known)})" if known else "")
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1) if loc else []
+            text = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "") + \
+                (f" (known: {', '.join(known)})" if known else "")
         elif kind in ("union_tag_not_found", "union_tag_invalid"):
             tags = error.get("ctx", {}).get("expected_tags", "")
             tag = error.get("ctx", {}).get("discriminator", "'kind'").strip("'")

@@ -40,8 +40,8 @@ from briefkit.processed import (
     empty_percentiles,
 )
 from briefkit.published import brief as published_mod
+from briefkit.raw import packs, records
 from briefkit.raw import recorded as raw_campaign
-from briefkit.raw import records
 from briefkit.raw.manifest import DONE, FAILED, SKIPPED
 from briefkit.raw.recorded import RecordedCampaign
 from briefkit.storage import KINDS
@@ -380,7 +380,8 @@ def _latency_hooks(tools_found: set[str]) -> dict[str, Any]:
 
 def _locate(source: str, base: Path) -> Path:
     path = Path(source)
-    return path if path.is_absolute() else base / path
+    # a packed point's file is written out of its pack (briefkit.raw.packs)
+    return packs.locate(path if path.is_absolute() else base / path)
 
 
 def campaign_samples(slug: str, name: str, base: Path | None = None) -> pd.DataFrame:

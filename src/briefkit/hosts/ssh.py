@@ -48,6 +48,7 @@ import errno
 import getpass
 import io
 import posixpath
+import pwd
 import re
 import secrets
 import shlex
@@ -512,6 +513,24 @@ class SshHost(Host):
             f"make a key: mkdir -p -m 700 {folder} && ssh-keygen -t ed25519 -N '' -f {shlex.quote(key)}; then "
         user_host = f"{self.username}@{self.hostname}"
         user = shlex.quote(self.username)
+        if self._on_this_machine():
+            # the target is this machine: what sshd cannot tell us apart, we can look up
+            try:
+                pwd.getpwnam(self.username)
+            except KeyError:
+                return (f"cannot log in to {where} as {self.username}: this machine (the target) has no user "
+                        f"{self.username!r}. Log in as an existing user, or make this one for key login only: "
+                        f"useradd -m {user} && usermod -p '*' {user}")
+            folder = self._loopback_sshd_folder()
+            if folder is not None:
+                return (f"cannot log in to {where} as {self.username}: the server refused key authentication "
+                        f"({source}; key files tried: {files}). This is briefkit's loopback sshd in {folder}: it "
+                        f"reads {folder}/authorized_keys for every user (not ~{self.username}/.ssh/authorized_keys), "
+                        f"so log in with its key, client_keys: [{folder}/client_ed25519] (no ssh-copy-id: it takes no "
+                        f"passwords). If that is the key, sshd refuses the account: one made by `useradd` is locked "
+                        f"(no password set: '!' in /etc/shadow); unlock it without a password: usermod -p '*' {user}; "
+                        f"and {folder} must be readable by {self.username} (chmod 755 {shlex.quote(str(folder))}). Its "
+                        f"log says which: {folder}/sshd.log")
         # sshd says the same for a missing key and for an account it refuses whatever the key: both told
         return (f"cannot log in to {where} as {self.username}: the server refused key authentication "
                 f"({source}; key files tried: {files}). To install the key: {make}"
@@ -522,6 +541,19 @@ class SshHost(Host):
                 f"a password, as root on the target: usermod -p '*' {user}; and ~{self.username}/.ssh must be "
                 f"the user's own and not writable by others (chmod 700 ~{self.username}/.ssh; chmod 600 "
                 f"~{self.username}/.ssh/authorized_keys); the target's sshd log (journalctl -u ssh) says which")
+
+    def _on_this_machine(self) -> bool:
+        return self.hostname in ("localhost", "::1") or self.hostname.startswith("127.")
+
+    def _loopback_sshd_folder(self) -> Path | None:
+        """The folder of briefkit's loopback sshd (briefkit.hosts.sshd) when the host's known_hosts is its own:
+        an sshd_config beside it naming an AuthorizedKeysFile of its own."""
+        folder = Path(self.known_hosts).resolve().parent
+        try:
+            config = (folder / "sshd_config").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        return folder if f"AuthorizedKeysFile {folder}/authorized_keys" in config else None
 
     def _accept_line(self) -> str:
         kh = shlex.quote(str(self.known_hosts))

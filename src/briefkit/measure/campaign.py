@@ -35,7 +35,8 @@ from briefkit.measure.fleet import run_fleet
 from briefkit.measure.lock import CampaignLock
 from briefkit.measure.onehost import run_host
 from briefkit.measure.steps import Progress, Summary
-from briefkit.raw import records
+from briefkit.raw import packs, records
+from briefkit.raw.recorded import member_folders
 
 __all__ = ["Campaign", "Summary", "connect", "declared", "load", "run"]  # what the CLI, notebook and tests use
 
@@ -52,10 +53,30 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
     # kernel (which its manager sends SIGINT, then SIGTERM, when the stage is stopped)
     with stop_on_signals(), CampaignLock(camp.raw_dir, f"{slug}/{name}") as lock:
         if camp.fio_server:
-            return run_clients(camp, lock, progress)
-        if camp.hosts is not None:
-            return run_fleet(camp, lock, progress)
-        if (camp.raw_dir / records.FLEET).exists():
+            summary = run_clients(camp, lock, progress)
+        elif camp.hosts is not None:
+            summary = run_fleet(camp, lock, progress)
+        elif (camp.raw_dir / records.FLEET).exists():
             raise CampaignError(f"{camp.raw_dir}: measured as a fleet (hosts: [...]); one host's points are in "
                                 f"{camp.raw_dir}/<host>/: declare hosts again, or a new campaign name")
-        return run_host(camp, lock, host, progress)
+        else:
+            summary = run_host(camp, lock, host, progress)
+        if packs.enabled():
+            seal(camp, progress)
+        return summary
+
+
+def seal(camp: Campaign, progress: Progress) -> None:
+    """The run's finished point folders packed into one file (briefkit.raw.packs), once at its end: one
+    write and one fsync for the run instead of one per point, and nothing beside a point while it runs.
+    An interrupted run leaves its folders for the next run's end (or `briefkit raw pack`); a pack that
+    cannot be made leaves them too (readers take either form)."""
+    fleet = (camp.raw_dir / records.FLEET).is_file()
+    for folder in member_folders(camp.raw_dir) if fleet else [camp.raw_dir]:
+        try:
+            made = packs.seal(folder, packs.finished_attempts(folder))
+        except (CampaignError, OSError) as exc:
+            progress(f"{folder}: finished points left unpacked ({exc})")
+            continue
+        if made:
+            progress(f"{folder.name}: finished points packed into {made.relative_to(folder)}")

@@ -430,7 +430,7 @@ def imported_hashes(brief_dir: Path) -> dict[str, str]:
             continue
         for event in Manifest(folder / "manifest.jsonl").events():
             if event.get("event") == DONE and event.get("dir"):
-                record = records.read_point(folder / event["dir"])
+                record = records.read_point_of(folder, event["dir"])
                 found[record.get("sha256", "")] = f"{folder.name}/{event['point']}"
     return found
 

@@ -37,7 +37,7 @@ from briefkit.measure import startgate, steady_verdict
 from briefkit.measure.declaration import Campaign
 from briefkit.measure.diagnose import explain, failure_text
 from briefkit.measure.errors import LockRefused, PointFailed, PrepareFailed, SetupFailed, StepFailed
-from briefkit.raw import records
+from briefkit.raw import packs, records
 from briefkit.raw.manifest import DONE, FAILED, FINAL, GROWN, STARTED, Manifest, now
 from briefkit.raw.points import point_samples
 from briefkit.tools.base import Point, PointRun, Workload
@@ -272,11 +272,12 @@ def attempts(names) -> list[int]:
     return [int(n.split("-", 1)[1]) for n in names if n.startswith("attempt-") and n.split("-", 1)[1].isdigit()]
 
 
-def next_attempt(host: Host, local_point: Path, remote_point: str, progress: Progress) -> int:
-    """The next attempt number, past those in the raw folder and those on the host (which may hold
-    attempts whose raw folder was removed). A job an interrupted attempt left running on the host
-    is stopped first: it would disturb the new measurement."""
-    local = attempts(p.name for p in local_point.glob("attempt-*"))
+def next_attempt(host: Host, local_point: Path, remote_point: str, progress: Progress, packed=()) -> int:
+    """The next attempt number, past those in the raw folder (``packed``: the names of its packed
+    attempt folders of this point) and those on the host (which may hold attempts whose raw folder was
+    removed). A job an interrupted attempt left running on the host is stopped first: it would disturb
+    the new measurement."""
+    local = attempts([*(p.name for p in local_point.glob("attempt-*")), *packed])
     remote = attempts(host.listdir(remote_point)) if host.exists(remote_point) else []
     for number in remote:
         folder = f"{remote_point}/attempt-{number}"
@@ -371,7 +372,9 @@ def start_attempt(camp: Campaign, host: Host, point: Point, manifest: Manifest, 
     """A new attempt folder for ``point``, here and on the host, and its ``started`` event."""
     local_point = camp.raw_dir / point.id
     remote_point = f"{camp.remote_root()}/{point.id}"
-    number = next_attempt(host, local_point, remote_point, progress)
+    prefix = f"{point.id}/"
+    packed = [d[len(prefix):] for d in packs.Packs.of(camp.raw_dir).index if d.startswith(prefix)]
+    number = next_attempt(host, local_point, remote_point, progress, packed)
     attempt = Attempt(point, number, local_point / f"attempt-{number}", f"{remote_point}/attempt-{number}", {})
     host.mkdir(attempt.remote_dir)
     attempt.local_dir.mkdir(parents=True)

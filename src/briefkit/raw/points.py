@@ -17,7 +17,7 @@ from briefkit import power, tools
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import CampaignError
-from briefkit.raw import records
+from briefkit.raw import packs, records
 from briefkit.tools.base import Point, Workload
 
 
@@ -26,7 +26,14 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
     """Tidy samples of a done point (``entry``: its manifest line) of the campaign whose raw folder
     is ``raw_dir`` (data/raw/<brief>/<campaign>). ``source`` paths are relative to the checkout."""
     raw_dir = Path(raw_dir).resolve()
-    folder = raw_dir / entry["dir"]
+    with packs.folder(raw_dir, entry["dir"]) as (folder, base):
+        return _point_samples(raw_dir, folder, base, brief, campaign, workload, settings, point, with_power)
+
+
+def _point_samples(raw_dir: Path, folder: Path, base: Path, brief: str, campaign: str, workload: Workload,
+                   settings: Mapping[str, Any], point: Point, with_power: bool) -> pd.DataFrame:
+    """point_samples of the point's folder ``folder`` (unpacked, or written out of its pack into a tree
+    mirroring the checkout, whose root ``base`` the ``source`` paths are relative to)."""
     record = records.read_point(folder)
     table = imported_samples(folder, record) if records.origin(record) == records.IMPORTED else \
         workload.samples(folder, point, settings)
@@ -42,7 +49,6 @@ def point_samples(raw_dir: Path, brief: str, campaign: str, workload: Workload, 
     else:
         keys["host"] = record["host"]
     keys["started_at"], keys["ended_at"] = record["started_at"], record["ended_at"]
-    base = checkout(raw_dir)
     source = table["source"].map(lambda s: _relative(s, base), na_action="ignore")
     keys["source"] = source.fillna(str(folder.relative_to(base)))
     return tidy.with_columns(table, {**keys, **parameters(len(table), workload, settings, point)})
@@ -84,14 +90,6 @@ def imported_samples(folder: Path, record: Mapping) -> pd.DataFrame:
     return table.assign(workload=label) if label else table
 
 
-def checkout(raw_dir: Path) -> Path:
-    """The checkout of a campaign folder: <base>/data/raw/<brief>/<campaign>[/<fleet host>]."""
-    for folder in raw_dir.parents:
-        if folder.name == "raw" and folder.parent.name == "data":
-            return folder.parent.parent
-    return raw_dir.parents[3]
-
-
 def _relative(source: str, base: Path) -> str:
     prefix = str(base).rstrip("/") + "/"
     return source[len(prefix):] if isinstance(source, str) and source.startswith(prefix) else source
@@ -118,7 +116,13 @@ def point_series(raw_dir: Path, brief: str, campaign: str, workload: Workload, s
     """The series of a done point (briefkit.core.series.TABLE_COLUMNS): the workload's ``series`` and
     the watts of power.csv, ``t_s`` since the point's ``started_at``. ``workload``, ``load_kind`` and
     ``load`` are those of the point's samples (``point_samples_table``), so series and samples join."""
-    folder = Path(raw_dir).resolve() / entry["dir"]
+    raw_dir = Path(raw_dir).resolve()
+    with packs.folder(raw_dir, entry["dir"]) as (folder, _):
+        return _point_series(folder, brief, campaign, workload, settings, point, point_samples_table)
+
+
+def _point_series(folder: Path, brief: str, campaign: str, workload: Workload, settings: Mapping[str, Any],
+                  point: Point, point_samples_table: pd.DataFrame) -> pd.DataFrame:
     record = records.read_point(folder)
     # an imported point is one output file: the readings over time a measured point keeps are not there
     table = tidy_series.empty() if records.origin(record) == records.IMPORTED else workload.series(folder, point, settings)

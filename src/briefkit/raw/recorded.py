@@ -123,7 +123,7 @@ class RecordedCampaign:
 
     def point_records(self) -> list[tuple[Point, dict]]:
         """point.json of every finished point."""
-        return [(p, records.read_point(self.raw_dir / e["dir"])) for p, e in self.done()]
+        return [(p, records.read_point_of(self.raw_dir, e["dir"])) for p, e in self.done()]
 
     def samples(self, with_power: bool = True) -> pd.DataFrame:
         """Tidy samples of every finished point (an empty table before the first)."""

@@ -16,6 +16,7 @@ from typing import Any
 from briefkit.config.declaration import Declaration, normalized  # noqa: F401  (normalized: the readers' own)
 from briefkit.core import files
 from briefkit.core.errors import CampaignError
+from briefkit.raw import packs
 from briefkit.raw.manifest import GROWN, Manifest
 
 #: 2: the declaration holds labels, power and the SNIA PTS rule as ``pts`` (briefkit.config.declaration)
@@ -55,9 +56,17 @@ def write_atomic(path: Path, data: Any) -> None:
 
 def read(path: Path) -> dict:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return parse(Path(path).read_bytes(), path)
     except FileNotFoundError:
         raise CampaignError(f"{path}: missing") from None
+
+
+def parse(text: bytes, path: Path | str) -> dict:
+    """A record's bytes (``path``: where they were read, for the messages)."""
+    try:
+        data = json.loads(text.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CampaignError(f"{path}: not UTF-8 ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise CampaignError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if not isinstance(data, dict):
@@ -122,6 +131,20 @@ def write_point(folder: Path, record: dict) -> None:
 
 def read_point(folder: Path) -> dict:
     return read(Path(folder) / POINT)
+
+
+def read_point_of(raw_dir: Path, relative: str) -> dict:
+    """point.json of the attempt folder ``relative`` of a campaign folder, unpacked or in a pack."""
+    folder = Path(raw_dir) / relative
+    if folder.is_dir() or not packs.is_attempt_dir(relative):
+        return read_point(folder)
+    found = packs.Packs.of(raw_dir)
+    if not found.holds(relative):
+        return read_point(folder)
+    where, data = found.read(relative, POINT)
+    if data is None:
+        raise CampaignError(f"{where}: missing")
+    return parse(data, where)
 
 
 def read_inventory(folder: Path) -> dict | None:

@@ -17,9 +17,10 @@ from briefkit.report import sectioned
 SECTIONS = ("intro", "body", "appendix")
 
 
-def stem(brief: str, a: str, b: str) -> str:
-    """reports/compare/<stem>.{ipynb,html,pdf}: the brief and both sides (a host's ``/`` as ``+``)."""
-    return "--".join(part.replace("/", "+") for part in (brief, a, b))
+def stem(brief: str, a: str, b: str, metric: str) -> str:
+    """reports/compare/<stem>.{ipynb,html,pdf}: the brief, both sides (a host's ``/`` as ``+``) and the metric,
+    so that comparing another metric writes beside the first rather than over it."""
+    return "--".join(part.replace("/", "+") for part in (brief, a, b, metric))
 
 
 def notebook(brief: str, processed_dir: Path, a: str, b: str, mapping: dict[str, str], metric: str | None):
@@ -45,9 +46,27 @@ def build(base: Path, brief: str, a: str, b: str, mapping: dict[str, str] | None
     """Compare, then write, run and render the comparison notebook; returns the comparison and the paths
     of its ipynb, html and pdf. The comparison is made here first, so that a wrong campaign, host,
     mapping or metric is reported as such rather than as a failed notebook."""
-    comparison = campaign_compare.compare(processed.load(brief, base / "data" / "processed"), a, b,
-                                          mapping=mapping, metric=metric)
+    if campaign_compare.Side.parse(a) == campaign_compare.Side.parse(b):
+        raise ValueError(f"compare {brief} {a} {b}: a campaign is not compared with itself; name two campaigns "
+                         f"(or two hosts of one: CAMPAIGN/HOST)")
+    data = processed.load(brief, base / "data" / "processed")
+    not_built(base, data, a, b)
+    comparison = campaign_compare.compare(data, a, b, mapping=mapping, metric=metric)
+    refused = campaign_compare.nothing_shared(comparison)
+    if refused:
+        raise ValueError(refused)
     processed_dir = (base / "data" / "processed").resolve()
     node = notebook(brief, processed_dir, a, b, dict(mapping or {}), metric)
-    paths = sectioned.execute_and_render(node, base / "reports" / "compare", stem(brief, a, b), quiet)
+    paths = sectioned.execute_and_render(node, base / "reports" / "compare", stem(brief, a, b, comparison.metric), quiet)
     return comparison, paths
+
+
+def not_built(base: Path, data: processed.BriefData, *sides: str) -> None:
+    """A side measured (its raw folder is there) but not in the brief's dataset yet: say which command
+    adds it, rather than that there is no such campaign."""
+    known = set(data.campaigns) | set(data.samples["campaign"].dropna())
+    for side in sides:
+        name = campaign_compare.Side.parse(side).campaign
+        if name not in known and (base / "data" / "raw" / data.brief / name).is_dir():
+            raise ValueError(f"campaign {name!r} is measured (data/raw/{data.brief}/{name}/) but not in the brief's "
+                             f"dataset yet: run `briefkit dataset {data.brief}` (or `dvc repro`), then compare")

@@ -43,7 +43,9 @@ def build(base: Path, brief: str, campaigns: list[str], *, hosts: bool = False, 
     """Compute the population view first (a wrong campaign, host or metric is reported as such), then write,
     run and render its notebook; returns it and the paths of the ipynb, html and pdf."""
     processed_dir = (base / "data" / "processed").resolve()
-    pop = population.build_population(processed.load(brief, processed_dir), campaigns, hosts=hosts,
+    data = processed.load(brief, processed_dir)
+    comparison.not_built(base, data, *campaigns)
+    pop = population.build_population(data, campaigns, hosts=hosts,
                                       baseline_host=baseline_host, metric=metric, tolerance=tolerance, mapping=mapping)
     parameters = {"brief": brief, "processed_dir": str(processed_dir), "campaigns": list(campaigns), "hosts": hosts,
                   "baseline_host": baseline_host, "metric": pop.metric, "tolerance": tolerance,

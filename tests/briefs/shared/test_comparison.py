@@ -257,7 +257,7 @@ def test_briefkit_compare_of_two_real_fio_campaigns(measured):
     assert "Points one side has: 1 only in local." in printed
 
     # the rendered comparison: the same table, the figure on page 1
-    report = measured / "reports/compare" / f"{BRIEF}--mine--local"
+    report = measured / "reports/compare" / f"{BRIEF}--mine--local--total_bw"
     soup = BeautifulSoup(report.with_suffix(".html").read_text(encoding="utf-8"), "html.parser")
     assert soup.select("svg.bk-svg") and sentence in soup.get_text()
     table = next(t for t in soup.select("table") if "mine / local (95 % interval)" in t.get_text())
@@ -310,7 +310,7 @@ def test_briefkit_compare_names_a_stalled_point_and_compares_the_rest(measured, 
               "numjobs 2")
     assert status == 0 and re.match(r"Total throughput: \w+ leads at 1 of 1 points", printed), printed
     assert f"1 point not comparable: {reason}." in printed
-    soup = BeautifulSoup((tmp_path / "reports/compare" / f"{BRIEF}--mine--local.html").read_text(encoding="utf-8"),
+    soup = BeautifulSoup((tmp_path / "reports/compare" / f"{BRIEF}--mine--local--total_bw.html").read_text(encoding="utf-8"),
                          "html.parser")
     assert f"not comparable: {reason}" in soup.get_text() and soup.select("svg.bk-svg")
 

@@ -114,6 +114,14 @@ def test_bad_declarations_name_the_key(matrix, settings, key):
     assert str(caught.value).startswith(f"{key}"), str(caught.value)
 
 
+def test_a_misspelt_engine_is_refused_with_the_engine_meant():
+    """`ioengine: iouring` passed validation and the dry run, and failed only as fio started."""
+    with pytest.raises(CampaignError) as caught:
+        FioWorkload().validate({}, {"ioengine": "iouring"}, "c")
+    assert str(caught.value) == "c.settings.ioengine: 'iouring' is not a fio I/O engine; did you mean 'io_uring'?"
+    FioWorkload().validate({}, {"ioengine": "libaio"}, "c")
+
+
 @pytest.mark.parametrize("values, settings, label", [
     ({"rw": "70/30", "bs": "256KiB", "iodepth": 64}, {}, "70/30 256 KiB"),
     ({"rw": "30/70", "bs": "4MiB", "iodepth": 64}, {}, "30/70 4 MiB"),
@@ -280,9 +288,10 @@ def test_read_only_mix_on_a_preconditioned_file_reads_real_blocks(tmp_path, loca
 
 
 def test_an_unknown_engine_is_an_error_not_a_fallback(tmp_path, local_host, fio_installed):
+    """An engine fio documents but this build lacks (libcufile: CUDA) is refused at prepare, naming it."""
     workload = FioWorkload()
-    _, settings = workload.validate({}, {"ioengine": "no_such_engine"}, "c")
-    with pytest.raises(CampaignError, match=r"settings.ioengine: .*no_such_engine.*does not fall back"):
+    _, settings = workload.validate({}, {"ioengine": "libcufile"}, "c")
+    with pytest.raises(CampaignError, match=r"settings.ioengine: .*libcufile.*does not fall back"):
         workload.prepare(local_host, storage(tmp_path), settings, str(tmp_path / "p"), lambda _m: None)
 
 

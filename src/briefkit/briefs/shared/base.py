@@ -139,7 +139,8 @@ class BriefBase:
         if self.compare:
             a, b, mapping, metric = campaign_compare.parameter(self.compare)
             comp = campaign_compare.compare(self.data, a, b, mapping=mapping, metric=metric)
-            campaign_compare.sections(comp, self.out, heading=f"## Campaign {a} against campaign {b}")
+            campaign_compare.sections(comp, self.out, heading=f"## Campaign {a} against campaign {b}",
+                                      records=self.data.campaigns)
         self.history_section()
         return self.out.take()
 

@@ -339,6 +339,26 @@ def summary_text(comp: Comparison) -> str:
     return text + _not_comparable_text(table)
 
 
+def nothing_shared(comp: Comparison) -> str | None:
+    """Why ``briefkit compare`` has nothing to report, with what to try next; None when a point is shared.
+    Configurations of other names are paired in the order each side lists them, as a ``--map`` to try."""
+    if not comp.shared.empty:
+        return None
+    table = comp.table
+    only_a = list(dict.fromkeys(table.loc[table["present"] == ONLY_A, "config_a"].dropna()))
+    only_b = list(dict.fromkeys(table.loc[table["present"] == ONLY_B, "config_b"].dropna()))
+    paired = set(table.loc[table["config_a"].notna() & table["config_b"].notna(), "config_a"])
+    unpaired_a, unpaired_b = [c for c in only_a if c not in paired], [c for c in only_b if c not in set(comp.mapping.values())]
+    if unpaired_a and unpaired_b:
+        tries = " ".join(f"--map {a}={b}" if " " not in f"{a}{b}" else f"--map '{a}={b}'"
+                         for a, b in zip(unpaired_a, unpaired_b))
+        hint = (f"their configurations differ ({comp.a.name}: {', '.join(unpaired_a)}; {comp.b.name}: "
+                f"{', '.join(unpaired_b)}): pair them, e.g. {tries}")
+    else:
+        hint = "the paired configurations share no workload and load: compare campaigns of the same matrix"
+    return f"{summary_text(comp)} Nothing written: {hint}."
+
+
 def _not_comparable_text(table: pd.DataFrame, shown: int = 5) -> str:
     """" 1 point not comparable: mine's total_bw is 0 in all 2 repetitions at workload ..., numjobs 2." """
     verdicts = list(table.loc[table["present"] == NOT_COMPARABLE, "verdict"])
@@ -406,6 +426,9 @@ def _ratio_text(row) -> str:
     ratio = fmt(row.ratio, 2)
     # an interval from one run's I/Os says so wherever it is shown: it is not run-to-run variation
     within = f", {tails.WITHIN_ONE_RUN}" if tails.WITHIN_ONE_RUN in str(getattr(row, "interval", "")) else ""
+    if pd.notna(row.ratio_low) and row.ratio_low <= 0:
+        # a ratio of two rates is never 0 or below: A's mean is not clearly above zero, no bound to state
+        return f"{ratio} (interval reaches 0: unbounded)"
     if pd.notna(row.ratio_low):
         return f"{ratio} ({fmt(row.ratio_low, 2)} to {fmt(row.ratio_high, 2)}{within})"
     return f"{ratio} (not tested)" if row.verdict.startswith("not tested") else f"{ratio} (interval unbounded)"
@@ -423,7 +446,42 @@ def _difference_text(row) -> str:
         return "-"
     if row.leader == "neither":
         return "equal"
-    return f"{row.leader} ~{fmt(row.multiple, 1)}x: {row.calculation}"
+    return f"{row.leader} {multiple_text(row.multiple)}: {row.calculation}"
+
+
+def _method_of(record: processed.CampaignRecord) -> dict[str, str]:
+    """What decides how a campaign's points were measured, as text per setting: its settings, its
+    repetitions and its steady-state rule (SNIA PTS rounds or none)."""
+    found = {key: fmt_setting(value) for key, value in sorted(record.settings.items())}
+    found["repetitions"] = fmt_setting(record.adaptive_repetitions or record.repetitions)
+    rule = (record.method or {}).get("steady_state")
+    found["steady-state rule"] = fmt_setting(rule.get("rule", "declared") if isinstance(rule, dict) else rule or "none")
+    return found
+
+
+def fmt_setting(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {fmt_setting(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(fmt_setting(v) for v in value) + "]"
+    return "none" if value is None else str(value)
+
+
+def settings_text(comp: Comparison, records: Mapping[str, processed.CampaignRecord]) -> str:
+    """" The two campaigns were measured differently: runtime_s 2 (mine) against 600 (local); ..." when
+    their recorded settings differ, so that a reader does not take a difference of method for one of
+    storage. Empty when they agree, or a side has no record (the published numbers)."""
+    a, b = records.get(comp.a.campaign), records.get(comp.b.campaign)
+    if a is None or b is None or comp.a.campaign == comp.b.campaign:
+        return ""
+    method_a, method_b = _method_of(a), _method_of(b)
+    differ = [f"{key} {method_a.get(key, 'not set')} ({comp.a.campaign}) against {method_b.get(key, 'not set')} "
+              f"({comp.b.campaign})" for key in sorted(set(method_a) | set(method_b))
+              if method_a.get(key) != method_b.get(key)]
+    if not differ:
+        return ""
+    return (" The two campaigns were measured with different settings: " + "; ".join(differ) + ". A difference "
+            "between them may come from the method as well as from the storage.")
 
 
 def method_text(comp: Comparison) -> str:
@@ -444,7 +502,8 @@ def method_text(comp: Comparison) -> str:
             f"{comp.confidence:.0%}, unequal variances, Welch-Satterthwaite degrees of freedom at the estimate; "
             f"the test is Welch's t-test of the two groups of repetitions (significant: p < {stats.ALPHA}). With "
             f"one repetition on a side a point is not tested. An unbounded interval means {comp.b.name}'s mean is "
-            "not clearly above zero at this confidence: too few repetitions for how much they vary.")
+            f"not clearly above zero at this confidence, one reaching 0 that {comp.a.name}'s is not: too few "
+            "repetitions for how much they vary.")
 
 
 # -------------------------------------------------------------------------------------- figures
@@ -577,7 +636,7 @@ def figure_caption(comp: Comparison, workload: str) -> str:
 
 
 def sections(comp: Comparison, out: Blocks, *, heading: str = "", hosts: Mapping[str, str] | None = None,
-             body_rows: int = 16) -> None:
+             body_rows: int = 16, records: Mapping[str, processed.CampaignRecord] | None = None) -> None:
     """The comparison as a brief shows it, into ``out``: summary, one figure per workload, the point
     table (in the body when it is short, else in the appendix with a per-workload overview in the body)."""
     if heading:
@@ -588,7 +647,7 @@ def sections(comp: Comparison, out: Blocks, *, heading: str = "", hosts: Mapping
         distributions = comp.distribution_figure(workload)
         if distributions is not None:
             out.figure(distributions, tail_points.exceedance_caption(comp.metric, (comp.a.name, comp.b.name), workload))
-    out.md(method_text(comp))
+    out.md(method_text(comp) + settings_text(comp, records or {}))
     if hosts:
         out.md("Where they ran: " + "; ".join(f"*{name}* on {where}" for name, where in hosts.items()) + ".")
     full, same = fold_constant(display_table(comp), ("Workload", "Configuration"))
@@ -599,8 +658,15 @@ def sections(comp: Comparison, out: Blocks, *, heading: str = "", hosts: Mapping
     if len(full) <= body_rows:
         out.table(full, caption, css_class="brief-table wrap")
     else:
-        label = out.table(full, caption, css_class="brief-table wrap", appendix=True)
-        out.table(overview(comp), f"Per workload: who leads and where (every point: {label}, appendix)")
+        # the long table lists the points compared; those one side has are counted, not listed row by row
+        one_side = comp.table["present"].isin([ONLY_A, ONLY_B]).to_numpy()
+        counted = [f"{_count(comp.table, which)} only in {side.name}" for which, side in ((ONLY_A, comp.a), (ONLY_B, comp.b))
+                   if _count(comp.table, which)]
+        caption += f"; not listed, the points one side has: {' and '.join(counted)}" if counted else ""
+        label = out.table(full[~one_side], caption, css_class="brief-table wrap", appendix=True)
+        left_out = comp.table.loc[~comp.table["workload"].isin(comp.shared["workload"]), "workload"].nunique()
+        out.table(overview(comp), f"Per workload: who leads and where (every point: {label}, appendix)"
+                  + (f"; {left_out} workload{'s' if left_out > 1 else ''} with no shared point left out" if left_out else ""))
 
 
 def fold_constant(frame: pd.DataFrame, columns) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -615,6 +681,8 @@ def overview(comp: Comparison) -> pd.DataFrame:
     rows = []
     for workload, group in comp.table.groupby("workload", sort=False):
         shared = group[group["present"] == BOTH]
+        if shared.empty:          # nothing compared there: counted in the caption, not a row of zeros
+            continue
         row = {"Workload": workload, "Shared points": len(shared)}
         for side in (comp.a, comp.b):
             leads = shared[shared["leader"] == side.name]
@@ -628,8 +696,20 @@ def overview(comp: Comparison) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _multiple_decimals(*multiples: float) -> int:
+    """One decimal, as the briefs write ~N.Nx, unless that rounds a difference of 0.5 % or more to 1.0x:
+    a 3 % lead reads ~1.03x, not ~1.0x."""
+    return 2 if any(fmt(m, 1) == "1.0" and abs(m - 1) >= 0.005 for m in multiples) else 1
+
+
+def multiple_text(value: float) -> str:
+    """"~2.5x"; "~1.03x" for a small lead."""
+    return f"~{fmt(value, _multiple_decimals(value))}x"
+
+
 def _spread(multiples: pd.Series) -> str:
-    low, high = fmt(multiples.min(), 1), fmt(multiples.max(), 1)
+    decimals = _multiple_decimals(multiples.min(), multiples.max())
+    low, high = fmt(multiples.min(), decimals), fmt(multiples.max(), decimals)
     return f"~{low}x" if low == high else f"{low}x to {high}x"
 
 
@@ -655,7 +735,7 @@ class ComparisonBrief:
     def body(self):
         comp = self.comparison
         self.out.md("## Key findings")
-        sections(comp, self.out, hosts=self._hosts())
+        sections(comp, self.out, hosts=self._hosts(), records=self.data.campaigns)
         return self.out.take()
 
     def appendix(self):

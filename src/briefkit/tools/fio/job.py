@@ -17,6 +17,7 @@ separates several files with ``:``.
 """
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import PurePath
 from typing import Annotated, Any, Literal
@@ -109,7 +110,25 @@ Seconds = Annotated[int, BeforeValidator(_duration)]
 #: bytes: a whole number, or a size such as 4k or 256KiB (briefkit.core.sizes.parse_size)
 Bytes = Annotated[int, BeforeValidator(_size), Field(gt=0)]
 Count = Annotated[int, Field(ge=1)]
-Engine = Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")]
+#: fio's I/O engines as its HOWTO documents them (fio 3.x; `fio --enghelp` lists those a build has): an
+#: allow-list, so that a misspelt engine is refused when params.yaml is read, not when the run starts
+ENGINES = frozenset({
+    "sync", "psync", "vsync", "pvsync", "pvsync2", "io_uring", "io_uring_cmd", "libaio", "posixaio", "solarisaio",
+    "windowsaio", "mmap", "splice", "sg", "libzbc", "null", "net", "netsplice", "cpuio", "rdma", "falloc",
+    "ftruncate", "e4defrag", "rados", "rbd", "http", "gfapi", "gfapi_async", "libhdfs", "mtd", "filecreate",
+    "filestat", "filedelete", "dircreate", "dirstat", "dirdelete", "libpmem", "pmemblk", "ime_psync", "ime_psyncv",
+    "ime_aio", "libiscsi", "nbd", "libcufile", "dfs", "nfs", "exec", "xnvme", "libblkio"})
+
+
+def _engine(value: str) -> str:
+    if value not in ENGINES:
+        close = difflib.get_close_matches(value, sorted(ENGINES), n=1)
+        raise ValueError(f"{value!r} is not a fio I/O engine"
+                         + (f"; did you mean {close[0]!r}?" if close else f" (fio's engines: {', '.join(sorted(ENGINES))})"))
+    return value
+
+
+Engine = Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$"), AfterValidator(_engine)]
 OptionName = Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")]
 
 
