@@ -568,7 +568,7 @@ def _not_started(slug: str, base: Path, shown: set[str]) -> list[dict]:
         plan = camp.plan()
         for config in camp.configs:
             points = sum(p.config == config for p in plan)
-            rows.append({"campaign": name, "config": config, "label": camp.labels.get(config, config),
+            rows.append({"campaign": name, "config": config, "label": camp.declaration.labels.get(config, config),
                          "points": points, "done": 0, "skipped": 0, "failed": 0, "left": points})
         failures = [e for e in Manifest(manifest).events() if e.get("event") == "failed"]
         if failures:
