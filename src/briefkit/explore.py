@@ -139,10 +139,7 @@ def points(samples: pd.DataFrame | processed.BriefData, metric: str, *, campaign
 def _point_histograms(bins: pd.DataFrame, metric: str) -> dict[tuple, list]:
     """{POINT key: [(values, counts) of each repetition]} of ``metric``'s latency family."""
     family, _ = tail_points.family_and_percentile(metric)
-    rows = bins[bins["family"] == family]
-    return {key: [(rep["value"].to_numpy(dtype=float), rep["count"].to_numpy(dtype="int64"))
-                  for _, rep in group.groupby("rep", sort=True)]
-            for key, group in rows.groupby(POINT, sort=False)}
+    return tail_points.repetitions(bins[bins["family"] == family], POINT, metrics.unit(metric))
 
 
 def metric_figure(samples: pd.DataFrame | processed.BriefData, metric: str, **selection) -> Figure:

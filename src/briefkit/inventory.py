@@ -70,6 +70,20 @@ def fabrics(inventory: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def load_average(host: Host) -> dict[str, float] | None:
+    """The host's load averages over 1, 5 and 15 minutes (``/proc/loadavg``, what ``uptime`` prints): a
+    point records them as it starts and ends, since a shared host's other work is part of what was
+    measured. None where the host has no /proc/loadavg or it says something else."""
+    try:
+        fields = (_read(host, "/proc/loadavg") or "").split()
+    except HostConnectionError:     # a note beside the measurement: never the reason a point is lost
+        return None
+    try:
+        return {"1min": float(fields[0]), "5min": float(fields[1]), "15min": float(fields[2])}
+    except (IndexError, ValueError):
+        return None
+
+
 def collect(host: Host, paths: Iterable[str] = (), tools: Iterable[str] | Mapping[str, Sequence[str]] = (),
             fallbacks: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The inventory of ``host``: hardware, OS, the storage under each of ``paths``, tool versions.

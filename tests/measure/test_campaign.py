@@ -189,6 +189,26 @@ def test_the_stop_rule_skips_the_rest_of_a_configuration_for_good(project_root):
     assert campaign.run("demo", "local", progress=lambda _: None).ran == 0
 
 
+def test_each_point_records_the_host_load_and_the_campaign_states_its_range(project_root):
+    """A shared host's other work is part of what was measured: every point keeps /proc/loadavg (what
+    `uptime` prints) as it starts and ends, and the campaign's record gives their range."""
+    from briefkit.raw import recorded
+
+    declare(project_root, repetitions=1, configs={"a": {"kind": "dir", "path": str(project_root / "disk-a")}},
+            labels={"a": "folder A"})
+    campaign.run("demo", "local", progress=lambda _: None)
+    raw = project_root / "data/raw/demo/local"
+    loads = []
+    for entry in (e for e in events(project_root) if e["event"] == "done"):
+        record = json.loads((raw / entry["dir"] / "point.json").read_text())
+        for key in ("load_at_start", "load_at_end"):
+            assert set(record[key]) == {"1min", "5min", "15min"} and all(v >= 0 for v in record[key].values())
+            loads.append(record[key]["1min"])
+    assert len(loads) == 4
+    spread = recorded.read(raw, "demo").measured()["load"]["1min"]
+    assert (spread["min"], spread["max"]) == (min(loads), max(loads))
+
+
 def test_the_programs_a_workload_declares_are_checked_before_anything_runs(project_root, monkeypatch):
     monkeypatch.setattr(DdWorkload, "programs", (Program("dd", "coreutils"),
                                                  Program("briefkit-no-such-program", "briefkit-example-package")))

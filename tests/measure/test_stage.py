@@ -69,7 +69,8 @@ def events(raw: Path, kind: str) -> list[dict]:
 def test_a_fresh_clone_measures_nothing(clone, dvc_site_cache):
     before = tree(clone / "data/raw")
     keys = list(yaml.safe_load((clone / "params.yaml").read_text())["measure"])
-    assert len(keys) == 5
+    # every measured campaign committed (its .complete marker) is declared for a measuring stage
+    assert len(keys) == len(list((clone / "data/raw").glob("*/*.complete"))) >= 5
     kept = set(dvc_site_cache.glob("repo/*"))
     status = run([DVC, "status", "measure"], cwd=clone)
     assert "up to date" in status.stdout, status.stdout

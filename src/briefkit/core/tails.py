@@ -182,7 +182,8 @@ def _quantile(values: np.ndarray, q: float) -> float:
 def method_text(resamples: int = RESAMPLES, confidence: float = 0.95) -> str:
     """The method in one paragraph, for a brief or a comparison."""
     return (f"A latency percentile is read from the histogram of all the point's repetitions summed bucket by "
-            f"bucket (fio's json+ bins, as its group_reporting sums jobs), never averaged. Its {confidence:.0%} "
+            f"bucket (fio's json+ bins, as its group_reporting sums jobs; pgbench's per-transaction logs, "
+            f"concatenated), never averaged. Its {confidence:.0%} "
             f"interval is a percentile bootstrap of {resamples:,} resamples with a fixed seed: over whole "
             "repetitions (drawn with replacement, summed, the percentile read again), which keeps run-to-run "
             "variation; with one repetition, over that run's I/Os (a multinomial redraw of its histogram), "

@@ -71,7 +71,7 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
         series.append(point_series)
         found = campaign_record(camp, today.get(camp.name) if isinstance(today, Mapping) else None)
         campaigns[camp.name] = fleet_record(campaigns[camp.name], found) if camp.name in campaigns else found
-        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base)
+        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base, settings=camp.declaration.settings)
         percentiles.append(found_percentiles)
         bins.append(found_bins)
         rep_bins.append(found_rep_bins)
@@ -305,15 +305,15 @@ def _series_table(tables: list[pd.DataFrame]) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES) -> pd.DataFrame:
+def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, settings=None) -> pd.DataFrame:
     """Completion-latency percentiles of each point (campaign, config, host, workload, load and its
     parameter columns) read from the latency bins of all its repetitions merged (the tool's own
     ``Workload.latency_bins``, e.g. fio's json+ bins; never an average of percentiles). The files are
     the ``source`` of the point's samples."""
-    return merged_latency(table, base, percentiles)[0]
+    return merged_latency(table, base, percentiles, settings)[0]
 
 
-def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES
+def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, settings=None
                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``merged_percentiles``, the merged bins they are read from (latency_bins.parquet: per point and
     family, each bucket's value in us and its count over all repetitions), for exact distributions, and
@@ -334,14 +334,18 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES
         sources = sorted(set(group["source"]))
         paths = [_locate(p, base) for p in sources]
         hook = hooks[group["tool"].iloc[0]]
+        point = dict(zip(keys, key))
+
+        def read(files, wanted):
+            # a histogram that names its workload belongs to that workload's rows only (pgbench's types)
+            return [h for h in hook(files, key[2], wanted, settings or {}) if h.workload in (None, point["workload"])]
         try:
-            histograms = hook(paths, key[2], percentiles)
+            histograms = read(paths, percentiles)
             # one file is one repetition: its own bins, for the bootstrap over repetitions
-            reps = [(int(group.loc[group["source"] == source, "rep"].min()), hook([path], key[2], ()))
+            reps = [(int(group.loc[group["source"] == source, "rep"].min()), read([path], ()))
                     for source, path in zip(sources, paths)] if len(paths) > 1 else []
         except (ParseError, FileNotFoundError):
             continue
-        point = dict(zip(keys, key))
         for histogram in histograms:
             family, bins = histogram.family, histogram.bins
             for p, ns in histogram.percentiles.items():

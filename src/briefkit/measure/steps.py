@@ -382,7 +382,8 @@ def start_attempt(camp: Campaign, host: Host, point: Point, manifest: Manifest, 
     attempt.record = {"point": point.id, "config": point.config, "values": dict(point.values), "rep": point.rep,
                       "attempt": number, "host": host.name, "workload": camp.workload.name,
                       "remote_dir": attempt.remote_dir,
-                      "tool_version": camp.workload.tool_version(host, camp.declaration.settings)}
+                      "tool_version": camp.workload.tool_version(host, camp.declaration.settings),
+                      "load_at_start": inventory.load_average(host)}
     return attempt
 
 
@@ -422,6 +423,7 @@ def save_point(camp: Campaign, attempt: Attempt, run: PointRun, t0: float, t1: f
     window_start = (run.jobs[0].started_at if run.jobs else t0) + ramp
     window_end = run.jobs[-1].ended_at if run.jobs else t1
     attempt.record.update(started_at=iso(t0), ended_at=iso(t1), window=[window_start, window_end],
+                          load_at_end=inventory.load_average(run.host),
                           jobs=[asdict(j) for j in run.jobs], notes=run.notes, power=camp.declaration.power, error=error)
     records.write_point(attempt.local_dir, attempt.record)
 

@@ -190,8 +190,12 @@ class RecordedCampaign:
         window = [float(r["window"][1]) - float(r["window"][0]) for r in found if r.get("window")]
         tool = self.workload.tool or self.workload.name
         versions = sorted({f"{tool}-{r['tool_version']}" for r in found if r.get("tool_version")})
+        # the host's load averages as each point started and ended (None: recorded before they were)
+        loads = [r[key] for r in found for key in ("load_at_start", "load_at_end") if isinstance(r.get(key), dict)]
         return {"started_at": min(starts, default=None), "ended_at": max(ends, default=None),
-                "point_seconds": _spread(point), "window_seconds": _spread(window), "tool_versions": versions}
+                "point_seconds": _spread(point), "window_seconds": _spread(window), "tool_versions": versions,
+                "load": {span: _spread([float(load[span]) for load in loads if span in load])
+                         for span in ("1min", "5min", "15min")} if loads else None}
 
     def repetition_groups(self) -> list[dict]:
         """Why each group of adaptive repetitions stopped (briefkit.measure.repetitions): its last

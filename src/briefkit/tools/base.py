@@ -95,10 +95,13 @@ class LatencyHistogram:
     family: str
     bins: Mapping[int, int]           # bucket value (ns) -> count
     percentiles: Mapping[float, int]  # percentile -> value (ns), read from the bins as the tool does
+    #: the samples' ``workload`` it belongs to (pgbench: a transaction type, or ``all``); None: any of the point's
+    workload: str | None = None
 
 
-#: (the point's source files, the host whose units are kept or None, the percentiles wanted)
-LatencyBins = Callable[[Sequence[Path], "str | None", Sequence[float]], list[LatencyHistogram]]
+#: (the point's source files, the host whose units are kept or None, the percentiles wanted, the campaign's
+#: settings as recorded: what the samples were read with, e.g. pgbench's ``warmup_s``)
+LatencyBins = Callable[[Sequence[Path], "str | None", Sequence[float], Mapping[str, Any]], list[LatencyHistogram]]
 
 
 @dataclass

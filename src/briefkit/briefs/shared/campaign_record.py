@@ -93,9 +93,22 @@ def campaign_table(record) -> pd.DataFrame:
             ("Measured from", measured.get("started_at") or NOT_REPORTED),
             ("Measured until", measured.get("ended_at") or NOT_REPORTED),
             ("Tool versions", ", ".join(measured.get("tool_versions") or []) or NOT_REPORTED)]
+    if load_text(record):   # recorded since points keep /proc/loadavg
+        rows.append(("Host load (1-min average, as points started and ended)", load_text(record)))
     rows += [(f"Matrix: {axis}", text(values)) for axis, values in (record.declaration.matrix or {}).items()]
     rows += [(f"Setting: {key}", text(value)) for key, value in (record.declaration.settings or {}).items()]
     return pd.DataFrame(rows, columns=["Item", "Value"])
+
+
+def load_text(record) -> str:
+    """"0.41 to 2.95 (median 1.20) on 2 logical CPUs": the host's 1-minute load average as the campaign's
+    points started and ended (``measured.load``, from /proc/loadavg); "" when the points did not record it."""
+    spread = ((record.measured or {}).get("load") or {}).get("1min")
+    if not spread:
+        return ""
+    cpus = ((record.inventory or {}).get("cpu") or {}).get("count")
+    on = f" on {cpus} logical CPU{'s' if cpus != 1 else ''}" if cpus else ""
+    return f"{spread['min']:.2f} to {spread['max']:.2f} (median {spread['median']:.2f}){on}"
 
 
 def _origin_rows(record) -> list[tuple[str, str]]:

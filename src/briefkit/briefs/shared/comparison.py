@@ -133,7 +133,8 @@ def compare(data: processed.BriefData, a: str | Side, b: str | Side, *, mapping:
     found: dict[str, dict] = {}
     if metrics.is_percentile(metric):
         family, p = tail_points.family_and_percentile(metric)
-        found = {side.name: tail_points.histograms(data.repetition_bins, side.campaign, side.host, family, POINT_KEYS)
+        found = {side.name: tail_points.histograms(data.repetition_bins, side.campaign, side.host, family, POINT_KEYS,
+                                                   metrics.unit(metric))
                  for side in (a, b)}
         rows = _rows(_points(frames[a]), _points(frames[b]), pairs, metric, hib, confidence, a, b,
                      row=_percentile_row(found[a.name], found[b.name], p))
@@ -552,7 +553,8 @@ def distribution_figure(comp: Comparison, workload: str):
             points.append({"config": config, "load": row.load, "a": a, "b": b,
                            "value_a": row.mean_a, "value_b": row.mean_b})
     load_kind = str(rows["load_kind"].iloc[0]) if len(rows) and isinstance(rows["load_kind"].iloc[0], str) else "load"
-    return tail_points.exceedance_figure(points, (comp.a.name, comp.b.name), SIDE_COLOURS, p, load_kind, workload)
+    return tail_points.exceedance_figure(points, (comp.a.name, comp.b.name), SIDE_COLOURS, p, load_kind, workload,
+                                         unit=metrics.unit(comp.metric))
 
 
 def _style(i: int) -> dict:

@@ -2,9 +2,10 @@
 of the compared points' merged distributions.
 
 The histograms are the dataset's per-repetition bins (``repetition_bins.parquet``: fio's json+ bins of each
-repetition); the percentile and its bootstrap interval are ``briefkit.core.tails``. A metric whose
-distribution the dataset does not keep (db_bench's and pgbench's percentiles are kept per repetition only,
-fio's ``lat`` has no bins) is "not comparable": its per-repetition percentiles cannot be merged.
+repetition, pgbench's transaction latencies from its per-transaction log), in the metric's unit; the
+percentile and its bootstrap interval are ``briefkit.core.tails``. A metric whose distribution the dataset
+does not keep (db_bench's percentiles are kept per repetition only, fio's ``lat`` has no bins, a pgbench run
+without its log) is "not comparable": its per-repetition percentiles cannot be merged.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
 from briefkit.briefs.shared import stability
-from briefkit.core import metrics
+from briefkit.core import metrics, units
 
 #: what a point without bins is, in a comparison's verdict
 NO_DISTRIBUTION = "no latency distribution kept (per-repetition percentiles cannot be merged)"
@@ -31,24 +32,31 @@ def family_and_percentile(metric: str) -> tuple[str, float]:
     return family, float(statistic[1:])
 
 
-def histograms(bins: pd.DataFrame, campaign: str, host: str | None, family: str, point_keys: Sequence[str]
-               ) -> dict[tuple, Histograms]:
+def histograms(bins: pd.DataFrame, campaign: str, host: str | None, family: str, point_keys: Sequence[str],
+               unit: str | None = None) -> dict[tuple, Histograms]:
     """{(config, *point_keys): [(values, counts) of each repetition]} of one campaign (one host of it when
-    named) and latency family, from repetition_bins.parquet."""
+    named) and latency family, from repetition_bins.parquet, the values in ``unit`` (the metric's; pgbench's
+    are ms, its bins us)."""
     if bins.empty:
         return {}
     rows = bins[(bins["campaign"] == campaign) & (bins["family"] == family)]
     if host is not None:
         rows = rows[rows["host"] == host]
+    return repetitions(rows, ["config", *point_keys], unit)
+
+
+def repetitions(rows: pd.DataFrame, keys: Sequence[str], unit: str | None = None) -> dict[tuple, Histograms]:
+    """{key: [(values in ``unit``, counts) of each repetition]} of repetition_bins rows grouped by ``keys``."""
     found: dict[tuple, Histograms] = {}
-    for key, group in rows.groupby(["config", *point_keys], dropna=False, sort=False):
-        found[key] = [(rep["value"].to_numpy(dtype=float), rep["count"].to_numpy(dtype=np.int64))
+    for key, group in rows.groupby(list(keys), dropna=False, sort=False):
+        scale = units.factor(str(group["unit"].iloc[0]), unit) if unit else 1.0
+        found[key] = [(rep["value"].to_numpy(dtype=float) * scale, rep["count"].to_numpy(dtype=np.int64))
                       for _, rep in group.groupby("rep", sort=True)]
     return found
 
 
 def exceedance_figure(points: Sequence[dict], names: tuple[str, str], colours: tuple[str, str], p: float,
-                      load_kind: str, workload: str, ncols: int = 4):
+                      load_kind: str, workload: str, ncols: int = 4, unit: str = "us"):
     """Small multiples, one panel per compared point of ``workload``: the share of I/Os slower than each
     latency (1 - CDF, log-log) of each side's merged repetitions, the percentile marked on both. ``points``:
     dicts with ``config``, ``load``, ``a`` and ``b`` (the sides' histograms) and ``value_a``, ``value_b``."""
@@ -71,7 +79,7 @@ def exceedance_figure(points: Sequence[dict], names: tuple[str, str], colours: t
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_title(f"{point['config']}, {load_kind or 'load'} {point['load']:g}", fontsize=7)
-        ax.set_xlabel("completion latency (us, log)", fontsize=7)
+        ax.set_xlabel(f"latency ({unit}, log)", fontsize=7)
         ax.tick_params(labelsize=6)
     for ax in axes[:, 0]:
         ax.set_ylabel("share of I/Os slower (log)", fontsize=7)
@@ -83,7 +91,10 @@ def exceedance_figure(points: Sequence[dict], names: tuple[str, str], colours: t
 
 
 def exceedance_caption(metric: str, names: tuple[str, str], workload: str) -> str:
-    _, p = family_and_percentile(metric)
+    family, p = family_and_percentile(metric)
+    what = ("transactions slower than each transaction time (1 - CDF, log-log) from the per-transaction logs"
+            if family.startswith("txn") else
+            "I/Os slower than each completion latency (1 - CDF, log-log) from the json+ bins")
     return (f"{workload}: the latency distribution of each compared point, {names[0]} (blue) and {names[1]} (orange): "
-            "the share of I/Os slower than each completion latency (1 - CDF, log-log) from the json+ bins of all "
-            f"the point's repetitions summed; the dotted line is p{p:g} and the dots each side's p{p:g}.")
+            f"the share of {what} of all the point's repetitions summed; the dotted line is p{p:g} and the dots "
+            f"each side's p{p:g}.")

@@ -5,18 +5,21 @@ A client/server file holds every server and "All clients" as their own host; ``h
 them (None: a stand-alone file, whose units have no host)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from briefkit.tools.base import LatencyHistogram
 from briefkit.tools.fio import bins as fio_bins
 from briefkit.tools.fio import jsonplus
 
 
-def merged(paths: Sequence[Path], host: str | None, percentiles: Sequence[float]) -> list[LatencyHistogram]:
+def merged(paths: Sequence[Path], host: str | None, percentiles: Sequence[float],
+           settings: Mapping[str, Any] | None = None) -> list[LatencyHistogram]:
     """One histogram per direction (``read_clat``, ``write_clat``...) with I/Os; raises ParseError
-    or FileNotFoundError for a file it cannot read."""
+    or FileNotFoundError for a file it cannot read. Every I/O of a json+ file counts (fio leaves its
+    ramp out itself), so ``settings`` is not read."""
     families: dict[str, dict] = {}
     for path in paths:
         for key, bins in _file_histograms(Path(path)).items():

@@ -84,6 +84,13 @@ def nearest_ranks(values: np.ndarray, percentiles: Sequence[str | float]) -> lis
     return [float(placed[rank]) for rank in ranks]
 
 
+def nearest_rank_counted(counts: Mapping[int, int], p: str | float) -> int:
+    """``nearest_rank`` of the values a histogram (value -> how many) holds."""
+    values = np.array(sorted(counts), dtype=np.int64)
+    cumulative = np.cumsum([counts[v] for v in values])
+    return int(values[np.searchsorted(cumulative, _rank_index(int(cumulative[-1]), p) + 1)])
+
+
 def _rank_index(n: int, p: str | float) -> int:
     if n == 0:
         raise ValueError("no values")
@@ -457,6 +464,35 @@ def parse_log(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
     given only when a script is named ``new_order``.
     """
     path = Path(path)
+    files, table, names, start_us, end_us = _measured_log(path, scripts, window, skip_s, say=True)
+    rows = _rows(table, names, new_order, start_us, end_us)
+    provenance.setdefault("tool", "pgbench")
+    provenance.setdefault("source", ",".join(str(f) for f in files))
+    provenance.pop("workload", None)  # the workload column is the transaction type here
+    return samples.frame(rows, **provenance)
+
+
+def latency_counts(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
+                   window: tuple[float, float] | None = None, skip_s: float = 0.0) -> dict[str, dict[int, int]]:
+    """The latency distribution of the transactions ``parse_log`` measures (same files, window and
+    ``skip_s``): per type and ``all``, each completed transaction's logged latency (us) -> how many. The
+    log's times are whole microseconds, so this histogram is exact: its nearest-rank percentiles are
+    ``parse_log``'s, and the logs of several runs merge by adding counts."""
+    _, table, names, _, _ = _measured_log(Path(path), scripts, window, skip_s, say=False)
+    ok = table[table["status"] == "ok"]
+    found = {"all": _counts(ok["latency_us"].to_numpy())}
+    for number in sorted(names):
+        found[names[number]] = _counts(ok.loc[ok["script"] == number, "latency_us"].to_numpy())
+    return {name: counts for name, counts in found.items() if counts}
+
+
+def _counts(latency_us: np.ndarray) -> dict[int, int]:
+    values, counts = np.unique(latency_us.astype(np.int64), return_counts=True)
+    return dict(zip(values.tolist(), counts.tolist()))
+
+
+def _measured_log(path: Path, scripts, window, skip_s: float, say: bool):
+    """(files, the measured window's transactions with their ``type``, script names, start, end)."""
     names, origin = script_map(scripts, path)
     files = log_files(path)
     table = read_log(files, names)
@@ -464,15 +500,12 @@ def parse_log(path, scripts: Mapping[int, str] | Sequence[str] | None = None,
         raise ParseError(path, "no transactions in the log (expected at least one line)")
     if names is None:
         names = {int(n): f"script{int(n)}" for n in sorted(table["script"].unique())}
-        note(path, f"{origin}: transactions are labelled {', '.join(names.values())}, and there is no NOPM "
-                   "(which needs to know the New-Order script)")
+        if say:
+            note(path, f"{origin}: transactions are labelled {', '.join(names.values())}, and there is no NOPM "
+                       "(which needs to know the New-Order script)")
     table, start_us, end_us = _measured(path, table, window, skip_s)
     table["type"] = _types(table["script"].to_numpy(), names)  # in place: assign would copy the log
-    rows = _rows(table, names, new_order, start_us, end_us)
-    provenance.setdefault("tool", "pgbench")
-    provenance.setdefault("source", ",".join(str(f) for f in files))
-    provenance.pop("workload", None)  # the workload column is the transaction type here
-    return samples.frame(rows, **provenance)
+    return files, table, names, start_us, end_us
 
 
 def _types(script: np.ndarray, names: dict[int, str]) -> pd.Categorical:

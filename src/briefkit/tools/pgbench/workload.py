@@ -47,6 +47,7 @@ from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.times import iso
 from briefkit.tools import steady_settings
 from briefkit.tools.base import Point, PointRun, Program, Workload
+from briefkit.tools.pgbench import latency as pgbench_latency
 from briefkit.tools.pgbench import progress as pgbench_progress
 from briefkit.tools.pgbench import summary as pgbench_summary
 from briefkit.tools.pgbench import txlog as pgbench_txlog
@@ -65,7 +66,6 @@ DBNAME = "tpcc"
 MANAGED_SERVER_SETTINGS = MANAGED
 #: PostgreSQL keeps this many connections for superusers (superuser_reserved_connections)
 RESERVED_CONNECTIONS = 3
-_LOG = re.compile(r"tx\.\d+\Z")
 #: taken with the WAL statistics before and after each step
 SNAPSHOT_EXTRA = {
     "district_next_o_id_sum": "SELECT sum(d_next_o_id) FROM district",
@@ -85,6 +85,7 @@ class OltpWorkload(Workload):
     #: the ``all`` row's (briefkit.measure.repetitions)
     headline = ("nopm", "tpm")
     summary = ("nopm", "tpm")
+    latency_bins = staticmethod(pgbench_latency.merged)
     settings_model = OltpSettings
     matrix_model = OltpMatrix
     parameters = {"p_clients": "Int64"}
@@ -300,16 +301,13 @@ class OltpWorkload(Workload):
 
     def samples(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
         folder = Path(point_dir)
-        logs = sorted(p for p in folder.glob("tx.*") if _LOG.match(p.name))
-        if len(logs) != 1:
-            raise ParseError(folder, f"expected one pgbench per-transaction log tx.<pid> (with its .<n> thread "
-                             f"files), found {[p.name for p in logs] or 'none'}")
+        log = pgbench_latency.step_log(folder)
         summary = pgbench_summary.read_summary(folder / "pgbench.stdout")
         if summary.aborted:
             raise ParseError(folder / "pgbench.stdout", "pgbench reports 'Run was aborted'")
         common = {"load_kind": self.load_axis, "load": float(point.values["clients"]), "tool": self.tool,
                   "tool_version": _version(summary.version)}
-        table = pgbench_txlog.parse_log(logs[0], scripts=script_names(), skip_s=float(settings["warmup_s"]),
+        table = pgbench_txlog.parse_log(log, scripts=script_names(), skip_s=float(settings["warmup_s"]),
                                         source=None, **common)
         before = _load_json(folder / "wal_before.json")
         after = _load_json(folder / "wal_after.json")
