@@ -340,12 +340,12 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree,
 
 
 def test_a_toy_workload_names_what_its_pts_rounds_may_track(tree):
-    """``steady_state: {rule: snia-pts, metric: ...}`` takes the metrics the toy workload declares."""
+    """``pts: {rule: snia-pts, metric: ...}`` takes the metrics the toy workload declares."""
     check = ("from briefkit.config.params import CampaignSpec\n"
              "for metric in ('bw', 'iops'):\n"
              "    try:\n"
              "        CampaignSpec.model_validate({'workload': 'toy', 'configs': {'d': {'kind': 'toydir', 'path': '/tmp/x'}},\n"
-             "                                     'steady_state': {'rule': 'snia-pts', 'metric': metric}})\n"
+             "                                     'pts': {'rule': 'snia-pts', 'metric': metric}})\n"
              "        print(metric, 'accepted')\n"
              "    except ValueError as exc:\n"
              "        print(metric, ' '.join(str(exc).split()))\n")

@@ -83,7 +83,7 @@ def _compare(args) -> int:
     """Campaign A against campaign B, point by point (briefkit.report.comparison): the summary on stdout,
     reports/compare/BRIEF--A--B--METRIC.{html,pdf}."""
     from briefkit.config import project
-    from briefkit.report import comparison as compare
+    from briefkit.report import comparison as report_comparison
 
     base = checkout.root()
     brief = project.brief(args.brief, base)
@@ -93,7 +93,7 @@ def _compare(args) -> int:
         raise ValueError("--tolerance and --baseline-host apply to three campaigns or more, or to --hosts; "
                          "two campaigns are compared point by point without a tally")
     campaign_a, campaign_b = args.campaigns
-    comparison, paths = compare.build(base, brief.slug, campaign_a, campaign_b, mapping=_mapping(args.map),
+    comparison, paths = report_comparison.build(base, brief.slug, campaign_a, campaign_b, mapping=_mapping(args.map),
                                       metric=args.metric, quiet=args.quiet)
     print(comparison.summary())
     print(", ".join(str(p.relative_to(base)) for p in (paths["html"], paths["pdf"])) + ": written; the notebook "
@@ -443,7 +443,7 @@ def _not_started(slug: str, base: Path, shown: set[str]) -> list[dict]:
         plan = camp.plan()
         for config in camp.configs:
             points = sum(p.config == config for p in plan)
-            rows.append({"campaign": name, "config": config, "label": camp.labels.get(config, config),
+            rows.append({"campaign": name, "config": config, "label": camp.declaration.labels.get(config, config),
                          "points": points, "done": 0, "skipped": 0, "failed": 0, "left": points})
         failures = [e for e in Manifest(manifest).events() if e.get("event") == "failed"]
         if failures:

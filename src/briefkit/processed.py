@@ -14,7 +14,7 @@
 Samples, percentiles, latency bins and series end with the point's parameter columns (``p_<name>``,
 typed, NA where a point has none: briefkit.core.samples), which analyses select and group by.
     brief.json            the brief: notebook, published folder, notebook parameters, campaigns to show
-    campaigns.json        one record per measured campaign: what was declared (as recorded), what ran
+    campaigns.json        one record per measured campaign: its ``declaration`` as recorded, what ran
                           (hosts, durations, tool versions, counts), and how today's params.yaml compares
 
 Briefs and notebooks read a brief only through ``load``; nothing here reads data/raw.
@@ -34,12 +34,14 @@ from typing import Any
 
 import pandas as pd
 
+from briefkit.config.declaration import Declaration
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError
 
-#: 2: the point parameter columns (p_<name>) in samples, percentiles, latency bins and series
-SCHEMA_VERSION = 2
+#: 2: the point parameter columns (p_<name>) in samples, percentiles, latency bins and series; 3: campaigns.json
+#: records hold the campaign's ``declaration`` (briefkit.config.declaration) in place of its keys one by one
+SCHEMA_VERSION = 3
 #: the folder's tables, each in its own Parquet file (a campaign's part has the same files)
 TABLE_FILES = {name: f"{name}.parquet"
                for name in ("samples", "percentiles", "latency_bins", "repetition_bins", "series")}
@@ -94,12 +96,10 @@ class CampaignRecord:
     tool: str
     hosts: list[str]
     declared_host: Any
-    repetitions: int
-    configs: list[str]
-    config_specs: dict[str, dict]
-    labels: dict[str, str]
-    matrix: dict[str, list]
-    settings: dict[str, Any]
+    #: as recorded with the raw data (briefkit.config.declaration), configurations in the order they ran
+    declaration: Declaration
+    repetitions: int                      # the most a point gets (adaptive: its ``max``; SNIA PTS: ``max_rounds``)
+    configs: list[str]                    # in the order they ran (the declaration's order)
     declaration_status: str               # "same" | "changed" | "not declared" | "imported"
     changed_keys: list[str]
     points: dict[str, int]                # planned, done, skipped, failed, left
@@ -109,8 +109,6 @@ class CampaignRecord:
     measured: dict[str, Any] = field(default_factory=dict)
     inventory: dict | None = None
     prepare: list[dict] = field(default_factory=list)
-    #: ``repetitions: {min, max, half_width}`` as declared (``repetitions`` is then its max), else None
-    adaptive_repetitions: dict | None = None
     #: why each point of adaptive repetitions stopped: group, config, values, metric, n, mean,
     #: half_width_pct, target_pct, stopped ("target" | "max") (briefkit.measure.repetitions)
     repetition_groups: list[dict] = field(default_factory=list)
@@ -122,7 +120,7 @@ class CampaignRecord:
     #: what follows from the settings and the tool's tables (briefkit.tools.base.Workload.facts): the
     #: flash suite's ``keys`` per test at its scale
     facts: dict[str, Any] = field(default_factory=dict)
-    #: preconditioning and SNIA PTS rounds: declared ``precondition`` / ``steady_state`` and per
+    #: preconditioning and SNIA PTS rounds: declared ``precondition`` / ``pts`` and per
     #: configuration its precondition event, rounds and verdict (briefkit.raw.recorded.RecordedCampaign.method)
     method: dict = field(default_factory=dict)
     #: what its workload and storage kinds say of themselves that a brief words (point_rule,
@@ -133,7 +131,9 @@ class CampaignRecord:
     @classmethod
     def from_json(cls, data: dict) -> CampaignRecord:
         status = pd.DataFrame(data.get("status") or [], columns=STATUS_COLUMNS)
-        return cls(**{**{k: v for k, v in data.items() if k in cls.__dataclass_fields__}, "status": status})
+        declaration = Declaration.model_validate(data["declaration"])
+        return cls(**{**{k: v for k, v in data.items() if k in cls.__dataclass_fields__}, "status": status,
+                      "declaration": declaration})
 
     @property
     def is_imported(self) -> bool:
@@ -141,8 +141,8 @@ class CampaignRecord:
 
     @property
     def pts_rule(self) -> dict | None:
-        """The SNIA PTS rule the campaign's rounds ran under (``steady_state: {rule: snia-pts, ...}``), or None."""
-        rule = (self.method or {}).get("steady_state")
+        """The SNIA PTS rule the campaign's rounds ran under (``pts: {rule: snia-pts, ...}``), or None."""
+        rule = (self.method or {}).get("pts")
         return rule if isinstance(rule, dict) and rule.get("rule") == "snia-pts" else None
 
     @property

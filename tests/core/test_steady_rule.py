@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from briefkit.core import samples as tidy
-from briefkit.core import steady_rule as steady
+from briefkit.core import steady_rule
 from briefkit.core.errors import CampaignError, ParamsError
 from briefkit.dataset import build
 from briefkit.measure import campaign
@@ -55,30 +55,30 @@ def test_the_rule_gives_fios_own_criterion_and_verdict(name):
     percent = limit_text.endswith("%")
     window = block["data"][metric]          # the deciding window, oldest first
     assert len(window) == block["duration"]
-    mine = steady.criterion_value(window, criterion, percent)
+    mine = steady_rule.criterion_value(window, criterion, percent)
     theirs = float(str(block["criterion"]).rstrip("%"))
     assert mine == pytest.approx(theirs, rel=1e-6, abs=1e-6)
     limit = float(limit_text.rstrip("%"))
     assert (abs(mine) < limit) == bool(block["attained"])
-    found = steady.verdict(window, criterion=criterion, limit=limit, percent=percent, window_s=len(window))
+    found = steady_rule.verdict(window, criterion=criterion, limit=limit, percent=percent, window_s=len(window))
     assert found.attained == bool(block["attained"]) and found.samples == len(window)
 
 
 def test_verdict_finds_the_first_steady_window_after_the_ramp():
     rng = np.random.default_rng(1)
     series = np.concatenate([np.linspace(100, 1000, 10), 1000 + rng.normal(0, 5, 20)])
-    found = steady.verdict(series, criterion="deviation", limit=5.0, percent=True, window_s=4)
+    found = steady_rule.verdict(series, criterion="deviation", limit=5.0, percent=True, window_s=4)
     # the climb reaches 1000 with the 10th value: the first window of 4 from there ends at 13 s
     expected = next(end for end in range(4, 31) if
                     np.abs(series[end - 4:end] - series[end - 4:end].mean()).max() / series[end - 4:end].mean() < 0.05)
     assert found.attained and found.at_s == expected == 13
     # ignoring the first 20 s moves the first window to 21..24
-    assert steady.verdict(series, criterion="deviation", limit=5.0, percent=True, window_s=4, ramp_s=20).at_s == 24
+    assert steady_rule.verdict(series, criterion="deviation", limit=5.0, percent=True, window_s=4, ramp_s=20).at_s == 24
     climbing = np.linspace(100, 1000, 30)
-    found = steady.verdict(climbing, criterion="slope", limit=1.0, percent=True, window_s=5)
+    found = steady_rule.verdict(climbing, criterion="slope", limit=1.0, percent=True, window_s=5)
     last = climbing[-5:]
     assert not found.attained and found.criterion == pytest.approx(100 * 31.034482758 / last.mean(), rel=1e-6)
-    short = steady.verdict([1.0, 2.0], criterion="slope", limit=1.0, percent=True, window_s=5)
+    short = steady_rule.verdict([1.0, 2.0], criterion="slope", limit=1.0, percent=True, window_s=5)
     assert not short.attained and math.isnan(short.criterion)
 
 
@@ -257,9 +257,9 @@ def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
     assert [e["point"].rsplit("/", 1)[1] for e in events if e["event"] == "skipped"] == \
         [f"rep{r}" for r in range(expected + 1, 6)]
     assert camp.status()[["done", "skipped", "left"]].values.tolist() == [[expected, 5 - expected, 0]]
-    assert camp.adaptive == adaptive and camp.repetition_groups()[0]["stopped"] == "target"
+    assert camp.declaration.adaptive == adaptive and camp.repetition_groups()[0]["stopped"] == "target"
     record = build.campaign_record(camp, None)      # campaigns.json: what the briefs read
-    assert record["adaptive_repetitions"] == adaptive and record["repetitions"] == 5
+    assert record["declaration"]["repetitions"] == adaptive and record["repetitions"] == 5
     assert [g["n"] for g in record["repetition_groups"]] == [expected]
 
     events = Manifest(raw / "noisy" / "manifest.jsonl").events()

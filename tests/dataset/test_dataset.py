@@ -90,8 +90,8 @@ def test_a_changed_declaration_keeps_what_was_measured(tmp_path):
     camp = data.campaigns["local"]
     assert camp.declaration_status == "changed" and camp.changed_keys == ["settings", "labels"]
     # settings, labels and durations are the recorded ones, not today's declaration
-    assert camp.settings["duration_s"] == reference.campaigns["local"].settings["duration_s"] != 90
-    assert camp.labels["disk"] != "renamed"
+    assert camp.declaration.settings["duration_s"] == reference.campaigns["local"].declaration.settings["duration_s"] != 90
+    assert camp.declaration.labels["disk"] != "renamed"
     records = point_records(base / "data" / "raw" / "oltp-9300" / "local")
     windows = sorted(r["window"][1] - r["window"][0] for r in records if r["error"] is None)
     assert camp.measured["window_seconds"]["max"] == pytest.approx(windows[-1])
@@ -392,5 +392,5 @@ def test_a_campaign_with_a_failed_point(tmp_path, monkeypatch):
     assert data.published is None and data.selected() == ["local"]
     assert camp.measured["point_seconds"]["min"] > 0 and camp.measured["tool_versions"] == []
     record = json.loads((tmp_path / "data/raw/demo/local/campaign.json").read_text())
-    assert record["schema_version"] == 1 and record["configs_order"] == ["b", "a"]
+    assert record["schema_version"] == 2 and record["configs_order"] == ["b", "a"]
     assert record["declared_host"] == "local"

@@ -138,7 +138,7 @@ def test_a_ramp_over_ssh_on_two_configurations(project, sshd, capsys):
     p999 = table[(table["metric"] == "txn_lat_p99.9") & (table["workload"] == "new_order")]
     assert len(p999) == 6
     # the brief's reading of the ramp: no condition met, so the highest load is reported
-    rule = ramp.StopRule.from_settings(campaign.load(BRIEF, "local").settings)
+    rule = ramp.StopRule.from_settings(campaign.load(BRIEF, "local").declaration.settings)
     found = ramp.ramps(table, rule, configs=["disk", "ram"])
     assert [found[c].point.clients for c in ("disk", "ram")] == [3, 3]
     assert all(found[c].stopped_at is None for c in found)
@@ -178,7 +178,7 @@ def test_the_log_latency_stop_skips_the_rest_of_the_ramp(project, local_host):
     assert skipped[0]["reason"].startswith("at 1 clients the WAL write latency was")
     assert not running(local_host, prepare_record(project, "disk"))
     table = dataset.campaign_samples(BRIEF, "local")
-    found = ramp.ramps(table, ramp.StopRule.from_settings(campaign.load(BRIEF, "local").settings))
+    found = ramp.ramps(table, ramp.StopRule.from_settings(campaign.load(BRIEF, "local").declaration.settings))
     assert found["disk"].chosen is None and found["disk"].stopped_at == 0
     # the brief says so instead of comparing anything with a step that does not qualify
     text = brief_text(project, baseline="disk")

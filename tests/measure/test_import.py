@@ -137,7 +137,7 @@ def test_fio_results_become_a_campaign_the_brief_labels_imported(lab, checkout):
     found = json.loads((processed / "campaigns.json").read_text())["campaigns"]["lab"]
     assert found["origin"] == "imported" and found["declaration_status"] == "imported"
     assert found["points"] == {"planned": 4, "done": 4, "skipped": 0, "failed": 0, "left": 0}
-    assert found["repetitions"] == 2 and found["matrix"]["numjobs"] == list(NUMJOBS)
+    assert found["repetitions"] == 2 and found["declaration"]["matrix"]["numjobs"] == list(NUMJOBS)
     assert found["configs"] == ["nvme"] and found["imported"]["files"] == 4
     samples = pd.read_parquet(processed / "samples.parquet")
     bw = samples[(samples["campaign"] == "lab") & (samples["metric"] == "total_bw")]
@@ -254,10 +254,10 @@ def test_db_bench_and_pgbench_outputs_enter_their_briefs(lab, checkout):
         assert briefkit("dataset", brief) == 0
     db = json.loads((checkout / "data/processed" / DB_BRIEF / "campaigns.json").read_text())["campaigns"]["lab-db"]
     point = json.loads(next((checkout / "data/raw" / DB_BRIEF / "lab-db").rglob("point.json")).read_text())
-    assert db["origin"] == "imported" and db["matrix"] == {"benchmark": ["fillrandom"], "threads": [threads]}
+    assert db["origin"] == "imported" and db["declaration"]["matrix"] == {"benchmark": ["fillrandom"], "threads": [threads]}
     assert point["stated"]["command"] == command.removeprefix("# command: ")
     pg = json.loads((checkout / "data/processed" / PG_BRIEF / "campaigns.json").read_text())["campaigns"]["lab-pg"]
-    assert pg["origin"] == "imported" and pg["matrix"] == {"clients": [clients]}
+    assert pg["origin"] == "imported" and pg["declaration"]["matrix"] == {"clients": [clients]}
     assert pg["measured"]["tool_versions"] == [f"pgbench-{re.search(r'^pgbench [(]([0-9.]+)', summary, re.M).group(1)}"]
     for brief, campaign, metric, expected, load_kind, load in (
             (DB_BRIEF, "lab-db", "ops", ops, "threads", threads), (PG_BRIEF, "lab-pg", "tpm", tps * 60, "clients", clients)):
@@ -280,7 +280,8 @@ def test_the_mapping_file_gives_what_a_file_cannot_say(lab, checkout, tmp_path):
                        "    matrix: {threads: 2}\nlabels:\n  box-a: Lab A's NVMe drive\n")
     done = imported.import_campaign(DB_BRIEF, "lab", [tmp_path / "results"], mapping_path=mapping)
     record = json.loads((done.folder / "campaign.json").read_text())
-    assert record["labels"] == {"box-a": "Lab A's NVMe drive"} and record["declaration"]["matrix"]["threads"] == [2]
+    declared = record["declaration"]
+    assert declared["labels"] == {"box-a": "Lab A's NVMe drive"} and declared["matrix"]["threads"] == [2]
     assert (done.folder / "mapping.yaml").read_bytes() == mapping.read_bytes()
     point = json.loads(next(done.folder.rglob("point.json")).read_text())
     assert (point["config"], point["host"]) == ("box-a", "box-a.lab")

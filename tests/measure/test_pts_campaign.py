@@ -119,11 +119,11 @@ def test_dry_run_states_the_preconditioning(root):
 
 
 @pytest.mark.parametrize("method, message", [
-    ({"precondition": {"workload_dependent": True}}, "precondition.workload_dependent: needs steady_state"),
-    ({"steady_state": {"rule": "snia-pts", "metric": "ops"}}, "steady_state.metric: 'ops' is not tracked"),
-    ({"steady_state": {"rule": "snia-pts", "metric": "iops", "window_rounds": 6, "max_rounds": 5}},
+    ({"precondition": {"workload_dependent": True}}, "precondition.workload_dependent: needs pts"),
+    ({"pts": {"rule": "snia-pts", "metric": "ops"}}, "pts.metric: 'ops' is not tracked"),
+    ({"pts": {"rule": "snia-pts", "metric": "iops", "window_rounds": 6, "max_rounds": 5}},
      "max_rounds: 5 is below window_rounds"),
-    ({"steady_state": {"rule": "snia-pts", "metric": "iops", "range": "twenty"}}, "steady_state.range"),
+    ({"pts": {"rule": "snia-pts", "metric": "iops", "range": "twenty"}}, "pts.range"),
 ])
 def test_method_errors_name_the_key(root, method, message):
     declare(root, "bad", {"dir": {"kind": "dir", "path": str(root / "d")}}, **method)
@@ -133,8 +133,8 @@ def test_method_errors_name_the_key(root, method, message):
 
 def test_rounds_replace_repetitions(root):
     declare(root, "reps", {"dir": {"kind": "dir", "path": str(root / "d")}}, repetitions=3,
-            steady_state={"rule": "snia-pts", "metric": "iops"})
-    with pytest.raises(CampaignError, match="repetitions: with steady_state"):
+            pts={"rule": "snia-pts", "metric": "iops"})
+    with pytest.raises(CampaignError, match="repetitions: with pts"):
         campaign.load(BRIEF, "reps")
 
 
@@ -154,7 +154,7 @@ def round_values(root: Path, name: str) -> list[float]:
 @pytest.mark.slow
 def test_a_steady_device_stops_after_five_rounds(root):
     declare(root, "steady", {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}},
-            steady_state={"rule": "snia-pts", "metric": "iops", "window_rounds": 5, "range": "20%", "slope": "10%",
+            pts={"rule": "snia-pts", "metric": "iops", "window_rounds": 5, "range": "20%", "slope": "10%",
                           "max_rounds": 25})
     summary = campaign.run(BRIEF, "steady", progress=lambda _: None)
     values = round_values(root, "steady")
@@ -181,7 +181,7 @@ def test_a_drifting_device_runs_to_the_maximum_and_is_flagged(root, monkeypatch)
         return made.model_copy(update={"options": {**made.options, "rate_iops": str(rate)}})
     monkeypatch.setattr(FioWorkload, "job", slowing)
     declare(root, "drift", {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}},
-            steady_state={"rule": "snia-pts", "metric": "iops", "window_rounds": 5, "max_rounds": 7})
+            pts={"rule": "snia-pts", "metric": "iops", "window_rounds": 5, "max_rounds": 7})
     lines = []
     summary = campaign.run(BRIEF, "drift", progress=lines.append)
     values = round_values(root, "drift")
@@ -208,7 +208,7 @@ def test_the_brief_states_preconditioning_and_the_pts_verdict_and_draws_the_roun
 
     declare(root, "said", {"dir": {"kind": "dir", "path": str(root / "host" / "disk")}},
             precondition={"workload_independent": {"passes": 2}},
-            steady_state={"rule": "snia-pts", "metric": "iops", "max_rounds": 6})
+            pts={"rule": "snia-pts", "metric": "iops", "max_rounds": 6})
     campaign.run(BRIEF, "said", progress=lambda _: None)
     build.build(BRIEF, root)
     data = processed.load(BRIEF, root / "data" / "processed")
@@ -276,9 +276,9 @@ def test_the_measurement_notebook_states_rounds_not_repetitions(root):
     from briefkit.measure import stage
 
     declare(root, "told", {"dir": {"kind": "dir", "path": str(root / "d")}},
-            steady_state={"rule": "snia-pts", "metric": "iops", "window_rounds": 5, "max_rounds": 8})
+            pts={"rule": "snia-pts", "metric": "iops", "window_rounds": 5, "max_rounds": 8})
     camp = campaign.load(BRIEF, "told")
-    per_point = camp.workload.expected_seconds(camp.plan()[0], camp.settings)
+    per_point = camp.workload.expected_seconds(camp.plan()[0], camp.declaration.settings)
     text = stage.plan_text(camp)
     assert "SNIA PTS rounds in place of repetitions: 5 to 8, until the last 5 are steady" in text
     assert "repetition(s)" not in text and "8 points" in text

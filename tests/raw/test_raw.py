@@ -77,7 +77,7 @@ def test_a_reference_campaign_is_read_from_its_record():
     assert camp.configs[0] == first and sorted(camp.configs) == sorted(recorded["configs"])
     # the workload's own axes first, in its order, then the others (the flash suite's test)
     known = [a for a in camp.workload.axes if a in recorded["matrix"]]
-    assert list(camp.matrix) == known + sorted(set(recorded["matrix"]) - set(known))
+    assert list(camp.declaration.matrix) == known + sorted(set(recorded["matrix"]) - set(known))
     status = camp.status()
     assert status["done"].sum() == len(done_in_manifest) and status["left"].sum() == 0
 
@@ -94,7 +94,7 @@ def test_a_pts_campaign_plans_its_maximum_rounds_and_records_what_it_did_not_nee
     done = {e["point"] for e in events if e["event"] == DONE}
     skipped = {e["point"] for e in events if e["event"] == SKIPPED}
     rule = camp.record["declaration"]["steady_state"]
-    assert camp.repetitions == rule["max_rounds"] and skipped and not done & skipped
+    assert camp.declaration.most_repetitions == rule["max_rounds"] and skipped and not done & skipped
     assert {p.id for p in camp.plan()} == done | skipped
     assert all(e["reason"].startswith("SNIA PTS: steady in rounds") for e in events if e["event"] == SKIPPED)
     bandwidth: dict[tuple[str, int], list[float]] = {}
@@ -156,10 +156,10 @@ def test_a_points_series_takes_its_keys_from_the_tools_samples_not_the_power_row
 
     camp = raw_campaign.read(FIO)
     point, entry = camp.measured_points()[0]
-    samples = points.point_samples(camp.raw_dir, camp.brief, camp.name, camp.workload, camp.settings, point, entry)
+    samples = points.point_samples(camp.raw_dir, camp.brief, camp.name, camp.workload, camp.declaration.settings, point, entry)
     power = samples.iloc[:1].assign(tool="power", workload=None, load_kind="watts", load=-1)
     series_of = lambda table: points.point_series(camp.raw_dir, camp.brief, camp.name, camp.workload,  # noqa: E731
-                                                  camp.settings, point, entry, table)
+                                                  camp.declaration.settings, point, entry, table)
     plain, with_power = series_of(samples), series_of(pd.concat([power, samples], ignore_index=True))
     assert len(plain) >= 10 and plain["workload"].notna().all()
     first = samples.iloc[0]

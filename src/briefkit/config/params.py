@@ -26,7 +26,10 @@
             configs: {<name>: {kind: ..., ...}}   briefkit.storage.StorageSpec (a union on kind)
             labels: {<name>: text}
             matrix: {...}           the workload's own model (briefkit.tools.get(workload).validate)
-            settings: {...}
+            settings: {...}           the workload's own model; ``settings.steady_state``: the per-point rule
+            precondition: {...}       briefkit.config.declaration.Precondition
+            pts: {rule: snia-pts, ...}  the campaign-level SNIA PTS rounds (briefkit.config.declaration.PtsRule;
+                                      before the rename ``steady_state:``, still read)
 
     secret_folders: [/root/.config/briefkit]   folders that hold password files (power.password_file): each
                                 your own, closed to others (chmod 700); the only places a password is read from
@@ -45,6 +48,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, model_validator
 
 from briefkit import tools
+from briefkit.config.declaration import Declaration, Precondition, PtsRule, Repetitions
 from briefkit.core.errors import ParamsError
 from briefkit.core.validation import (
     NAME_PATTERN,
@@ -137,122 +141,6 @@ def _workload(value: str) -> str:
     return value
 
 
-_PERCENT = re.compile(r"[0-9]{1,3}(\.[0-9]{1,6})?%")
-
-
-def _percent(value: Any) -> str:
-    if not isinstance(value, str) or not _PERCENT.fullmatch(value) or not 0 < float(value.rstrip("%")) <= 100:
-        raise ValueError(f"expected a percentage of the mean above 0 and at most 100 %, like 5%, got {value!r}")
-    return value
-
-
-Percent = Annotated[str, PlainValidator(_percent), WithJsonSchema({"type": "string", "pattern": f"^{_PERCENT.pattern}$"})]
-
-
-class AdaptiveRepetitions(Model):
-    """``repetitions: {min: 2, max: 6, half_width: 5%}``: after ``min`` repetitions of a point
-    (a configuration and its matrix values) more are run, one at a time, until the 95 % Student-t
-    interval of the workload's headline metric is at most ``half_width`` of the mean on either side
-    (a percentage such as ``5%``), or ``max`` have run (briefkit.measure.repetitions).
-
-    ``baseline: <configuration>`` (the first one declared, so that it is measured first) makes the
-    other configurations target what a brief states, the ratio of their mean to the baseline's at the
-    same matrix values: their repetitions go on until the 95 % Fieller interval of that ratio is within
-    ``half_width`` of the ratio on either side. The baseline's own points follow the mean's rule."""
-
-    min: Annotated[int, Field(ge=2)]
-    max: Annotated[int, Field(ge=2, le=1000)]
-    half_width: Percent
-    baseline: Name | None = None
-
-    @model_validator(mode="after")
-    def _bounds(self):
-        if self.max < self.min:
-            raise ValueError(f"max: {self.max} is below min ({self.min})")
-        return self
-
-    @property
-    def target_pct(self) -> float:
-        return float(self.half_width.rstrip("%"))
-
-
-def _repetitions(value: Any) -> int | AdaptiveRepetitions:
-    if isinstance(value, AdaptiveRepetitions):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 1:
-            raise ValueError(f"must be greater than or equal to 1, not {value}")
-        return value
-    if isinstance(value, Mapping):
-        try:
-            return check(AdaptiveRepetitions, value, "", ValueError)
-        except ValueError as exc:
-            raise ValueError(str(exc).removeprefix(": ")) from None
-    raise ValueError(f"expected a whole number >= 1 or {{min: 2, max: 6, half_width: 5%}}, got {value!r}")
-
-
-#: ``repetitions``: a plain count (PositiveInt) or an AdaptiveRepetitions
-Repetitions = Annotated[int | AdaptiveRepetitions, PlainValidator(_repetitions), WithJsonSchema({
-    "anyOf": [{"type": "integer", "minimum": 1}, AdaptiveRepetitions.model_json_schema()]})]
-
-
-def max_repetitions(value: int | AdaptiveRepetitions) -> int:
-    """The most repetitions a point may get: the plain count, or an adaptive declaration's ``max``."""
-    return value.max if isinstance(value, AdaptiveRepetitions) else value
-
-
-def repetitions_record(value: int | AdaptiveRepetitions) -> int | dict[str, Any]:
-    """``repetitions`` as campaign.json records it: the count, or {min, max, half_width}."""
-    # without a baseline the record is as before it existed: finished campaigns keep their declaration
-    return value.model_dump(exclude_none=True) if isinstance(value, AdaptiveRepetitions) else value
-
-
-class WorkloadIndependent(Model):
-    """``precondition.workload_independent``: the target written sequentially ``passes`` times
-    (SNIA PTS: twice the capacity, 128 KiB sequential writes) before the configuration's first point."""
-
-    pattern: Literal["seqwrite"] = "seqwrite"
-    passes: Annotated[int, Field(ge=1, le=10)] = 2
-
-
-class Precondition(Model):
-    """``precondition: {workload_independent: {pattern: seqwrite, passes: 2}, workload_dependent: true}``
-    (briefkit.measure.precondition). ``workload_dependent``: the rounds of the SNIA PTS rule before its
-    steady window are the workload-dependent preconditioning (so it needs ``steady_state``)."""
-
-    workload_independent: WorkloadIndependent | None = None
-    workload_dependent: Bool = False
-
-
-class PtsSteadyState(Model):
-    """``steady_state: {rule: snia-pts, metric: iops, window_rounds: 5, range: 20%, slope: 10%, max_rounds: 25}``:
-    a round is one pass over the configuration's tracked points (``track``: matrix values that pick them,
-    e.g. ``{rw: randwrite, bs: 4KiB}``; none: every point), rounds run until the last ``window_rounds`` are
-    steady (briefkit.core.pts) or ``max_rounds`` ran. Rounds take the place of repetitions."""
-
-    rule: Literal["snia-pts"]
-    metric: str
-    window_rounds: Annotated[int, Field(ge=2, le=100)] = 5
-    range: Percent = "20%"
-    slope: Percent = "10%"
-    max_rounds: Annotated[int, Field(ge=2, le=1000)] = 25
-    track: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], Any] = {}
-
-    @model_validator(mode="after")
-    def _rounds(self):
-        if self.max_rounds < self.window_rounds:
-            raise ValueError(f"max_rounds: {self.max_rounds} is below window_rounds ({self.window_rounds})")
-        return self
-
-    @property
-    def range_pct(self) -> float:
-        return float(self.range.rstrip("%"))
-
-    @property
-    def slope_pct(self) -> float:
-        return float(self.slope.rstrip("%"))
-
-
 class CampaignSpec(Model):
     """One measured campaign of a brief."""
 
@@ -272,27 +160,37 @@ class CampaignSpec(Model):
     matrix: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], Any] = {}
     settings: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], Any] = {}
     precondition: Precondition | None = None
-    steady_state: PtsSteadyState | None = None
+    #: the campaign-level SNIA PTS rounds (the per-point rule is ``settings.steady_state``)
+    pts: PtsRule | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_spelling(cls, data: Any) -> Any:
+        """Before the rename, the campaign-level SNIA PTS rule was ``steady_state: {rule: snia-pts, ...}``
+        (the same word as the per-point ``settings.steady_state``): read as ``pts``, the one place it is read."""
+        if isinstance(data, Mapping) and "steady_state" in data and "pts" not in data:
+            data = {("pts" if key == "steady_state" else key): value for key, value in data.items()}
+        return data
 
     @model_validator(mode="after")
     def _method(self):
-        if self.steady_state is not None:
+        if self.pts is not None:
             allowed = tools.get(self.workload).pts_metrics   # the workload's own (imported only here)
-            if self.steady_state.metric not in allowed:
-                raise ValueError(f"steady_state.metric: {self.steady_state.metric!r} is not tracked for workload "
+            if self.pts.metric not in allowed:
+                raise ValueError(f"pts.metric: {self.pts.metric!r} is not tracked for workload "
                                  f"{self.workload} (allowed: {', '.join(allowed) or 'none'})")
             if self.repetitions != 1:
-                raise ValueError("repetitions: with steady_state (snia-pts) the rounds are the repetitions; "
-                                 "leave repetitions at 1 and set steady_state.max_rounds")
+                raise ValueError("repetitions: with pts (snia-pts) the rounds are the repetitions; "
+                                 "leave repetitions at 1 and set pts.max_rounds")
         if self.precondition is not None:
-            if self.precondition.workload_dependent and self.steady_state is None:
-                raise ValueError("precondition.workload_dependent: needs steady_state: {rule: snia-pts, ...} "
+            if self.precondition.workload_dependent and self.pts is None:
+                raise ValueError("precondition.workload_dependent: needs pts: {rule: snia-pts, ...} "
                                  "(its rounds before the steady window are the workload-dependent preconditioning)")
             if self.precondition.workload_independent is not None and self.workload != "fio":
                 raise ValueError(f"precondition.workload_independent: written with fio, for workload fio only "
                                  f"(not {self.workload})")
-        if self.fio_server and (self.precondition is not None or self.steady_state is not None):
-            raise ValueError("fio_server: preconditioning and steady_state rounds run on one host or a fleet, "
+        if self.fio_server and (self.precondition is not None or self.pts is not None):
+            raise ValueError("fio_server: preconditioning and SNIA PTS rounds run on one host or a fleet, "
                              "not through fio client/server")
         return self
 
@@ -349,6 +247,19 @@ class CampaignSpec(Model):
                              f"its set-up wipes it under the other: list that machine once, or give each "
                              f"host entry a device of its own (a configuration per device)")
         return self
+
+
+def declaration(model: CampaignSpec, written: Mapping, where: str) -> Declaration:
+    """The Declaration of a validated campaign (``written``: as params.yaml spells it), as the executor
+    records it: matrix and settings completed by the workload (``Workload.validate``, whose errors name
+    ``where``), each configuration's storage and the power source as written."""
+    workload = tools.get(model.workload, f"{where}.workload")
+    matrix, settings = workload.validate(dict(model.matrix), dict(model.settings), where)
+    return Declaration(workload=model.workload, repetitions=model.repetitions,
+                       configs={k: dict(v) for k, v in written["configs"].items()},
+                       labels={k: str(model.labels.get(k, k)) for k in model.configs}, matrix=matrix,
+                       settings=settings, power=dict(written.get("power") or {"kind": "none"}),
+                       precondition=model.precondition, pts=model.pts)
 
 
 def _notebook(value: str) -> str:

@@ -30,6 +30,8 @@ import pyarrow.parquet as pq
 
 from briefkit import processed, store, tools
 from briefkit.config import brief_method, project
+from briefkit.config.declaration import Declaration, normalized
+from briefkit.config.params import CampaignSpec, declaration
 from briefkit.core import files
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
@@ -53,7 +55,6 @@ from briefkit.storage import KINDS
 
 #: percentiles kept for every point with latency bins: fio's default list
 PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99)
-COMPARED_KEYS = (*records.DECLARATION_KEYS, "labels")
 
 
 def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> Path:
@@ -100,10 +101,10 @@ def build_campaign(slug: str, name: str, base: Path | None = None, out_dir: Path
         # today's declaration is compared by the brief's step (build_brief), which reads params.yaml
         found = campaign_record(camp, None)
         if record is None:
-            record, recorded = found, {"origin": camp.origin, "declaration": {**camp.declaration(), "labels": camp.labels}}
+            record, recorded = found, {"origin": camp.origin, "declaration": camp.declaration.record()}
         else:
             record = fleet_record(record, found)
-        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base, settings=camp.settings)
+        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base, settings=camp.declaration.settings)
         percentiles.append(found_percentiles)
         bins.append(found_bins)
         rep_bins.append(found_rep_bins)
@@ -303,14 +304,14 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
     return {
         "name": camp.name, "fleet_host": camp.fleet_host, "origin": camp.origin, "imported": camp.imported(),
         "workload": camp.workload.name, "tool": camp.workload.tool or camp.workload.name,
-        "hosts": camp.hosts(), "declared_host": camp.declared_host, "repetitions": camp.repetitions,
-        "configs": list(camp.configs), "config_specs": camp.config_specs, "labels": camp.labels,
-        "matrix": camp.matrix, "settings": camp.settings, "facts": camp.workload.facts(camp.settings),
+        "hosts": camp.hosts(), "declared_host": camp.declared_host, "declaration": camp.declaration.record(),
+        "repetitions": camp.declaration.most_repetitions, "configs": camp.configs,
+        "facts": camp.workload.facts(camp.declaration.settings),
         "declaration_status": declaration_status, "changed_keys": changed,
         "points": {"planned": planned, **counts},
         "status": [{k: (int(v) if k not in ("config", "label") else v) for k, v in row.items()}
                    for row in status_rows],
-        "adaptive_repetitions": camp.adaptive, "repetition_groups": camp.repetition_groups(),
+        "repetition_groups": camp.repetition_groups(),
         "failures": camp.failures(), "skipped": camp.skipped(), "measured": camp.measured(),
         "inventory": camp.inventory(), "prepare": camp.prepare(), "ramp_s": _ramp_seconds(camp),
         "method": camp.method(), "described": described(camp),
@@ -322,11 +323,11 @@ def described(camp: RecordedCampaign) -> dict:
     no plug-in): how a per-point criterion is judged and on whose series (briefkit.tools.base.Workload),
     the tool's own reason for no criterion and note on no preconditioning, and per configuration of a
     known kind whether it is a block device (briefkit.storage.base.StorageConfig)."""
-    workload, settings = camp.workload, camp.settings or {}
+    workload, settings = camp.workload, camp.declaration.settings
     return {"point_rule": workload.point_rule, "interval_series": workload.interval_series,
             "unjudged_reason": workload.unjudged_reason(settings),
             "unpreconditioned_note": workload.unpreconditioned_note(settings),
-            "block_device": {config: KINDS[spec["kind"]].block_device for config, spec in camp.config_specs.items()
+            "block_device": {config: KINDS[spec["kind"]].block_device for config, spec in camp.declaration.configs.items()
                              if isinstance(spec, Mapping) and spec.get("kind") in KINDS}}
 
 
@@ -364,42 +365,40 @@ def _ramp_seconds(camp: RecordedCampaign) -> float:
     """Seconds at the start of each point that are not measured (the workload's ``ramp_seconds``), which
     the stability figures shade."""
     plan = camp.plan()
-    return float(camp.workload.ramp_seconds(plan[0], camp.settings)) if plan else 0.0
+    return float(camp.workload.ramp_seconds(plan[0], camp.declaration.settings)) if plan else 0.0
 
 
 def compare_declaration(camp: RecordedCampaign, declared: Mapping | None) -> tuple[str, list[str]]:
     """How today's params.yaml declaration of the campaign compares with the recorded one (an imported
     campaign has none: ``briefkit import`` made its declaration from the files)."""
-    return compare_recorded(camp.origin, {**camp.declaration(), "labels": camp.labels}, declared,
+    return compare_recorded(camp.origin, camp.declaration.record(), declared,
                             f"params.yaml: briefs.{camp.brief}.campaigns.{camp.name}")
 
 
 def compare_recorded(origin: str, recorded: Mapping, declared: Mapping | None, where: str) -> tuple[str, list[str]]:
-    """``compare_declaration`` on a campaign's origin and recorded declaration (with its labels), as a
-    campaign's part keeps them (``build_campaign``)."""
+    """``compare_declaration`` on a campaign's origin and recorded declaration (``Declaration.record()``), as
+    a campaign's part keeps them (``build_campaign``)."""
     if origin == records.IMPORTED:
         return records.IMPORTED, []
     if declared is None:
         return "not declared", []
-    today = resolved(declared, where)
-    changed = [k for k in COMPARED_KEYS if records.normalized(today.get(k)) != records.normalized(recorded.get(k))]
+    mine = Declaration.from_record({"declaration": recorded}, where)
+    changed = mine.changed(today(declared, where))
     return ("changed" if changed else "same"), changed
 
 
-def resolved(spec: Mapping, where: str) -> dict:
-    """A params.yaml campaign declaration as the executor records it (the workload's defaults filled
-    in). A declaration the workload rejects is compared as written."""
-    spec = dict(spec) if isinstance(spec, Mapping) else {}
-    configs = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (spec.get("configs") or {}).items()}
-    out = {"workload": spec.get("workload"), "repetitions": spec.get("repetitions", 1), "configs": configs,
-           "matrix": spec.get("matrix") or {}, "settings": spec.get("settings") or {},
-           "labels": {k: str((spec.get("labels") or {}).get(k, k)) for k in configs}}
+def today(spec: Mapping, where: str) -> Declaration:
+    """A params.yaml campaign declaration as the executor records it (briefkit.config.params.declaration:
+    the workload's defaults filled in). A declaration the workload rejects is compared as written."""
+    model = CampaignSpec.model_validate(spec)      # params.yaml was validated as a whole before
     try:
-        workload = tools.get(spec.get("workload"), f"{where}.workload")
-        out["matrix"], out["settings"] = workload.validate(out["matrix"], out["settings"], where)
+        return declaration(model, spec, where)
     except BriefkitError:
-        pass
-    return out
+        return Declaration(workload=model.workload, repetitions=model.repetitions,
+                           configs={k: dict(v) for k, v in spec["configs"].items()},
+                           labels={k: str(model.labels.get(k, k)) for k in model.configs},
+                           matrix=normalized(dict(model.matrix)), settings=normalized(dict(model.settings)),
+                           precondition=model.precondition, pts=model.pts)
 
 
 # --- merged percentiles --------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
             steps.check_tool(client, controller)
             steps.check_declaration(dataclasses.replace(client, host=list(camp.hosts.values())), controller,
                                     left.manifest, progress)
-            source = power.from_config(camp.power, controller, where=f"briefs.{slug}.campaigns.{name}.power",
+            source = power.from_config(camp.declaration.power, controller, where=f"briefs.{slug}.campaigns.{name}.power",
                                        reads=camp.reads)
             tally = Tally(client, left)
             for config, points in left.by_config(camp.configs):
@@ -101,7 +101,7 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
 
 def _run_config(client: Campaign, targets: dict[str, Campaign], hosts: dict[str, Host], controller: Host,
                 config: str, points, left: Pending, source, tally: Tally, progress: Progress) -> None:
-    settings = client.settings
+    settings = client.declaration.settings
     prepared: dict[str, Any] = {}
     states: dict[str, dict] = {}
     servers: dict[str, Job] = {}
@@ -201,7 +201,7 @@ def _record_inventory(client: Campaign, targets, hosts, config: str, prepared) -
     fleet = found.get("fleet", {})
     for host_name, ready in prepared.items():
         entry = fleet.get(host_name) or steps.tool_inventory(client.workload, hosts[host_name], [ready.path])
-        entry.setdefault("configs", {})[config] = {"label": client.labels[config], "path": ready.path,
+        entry.setdefault("configs", {})[config] = {"label": client.declaration.labels[config], "path": ready.path,
                                                    "device": ready.device, "storage": ready.description}
         fleet[host_name] = entry
     first = fleet[next(iter(targets))]

@@ -12,7 +12,10 @@
       matrix: {axis: [values]}              the workload's axes; the plan is configs x matrix x reps
       settings: {key: value}                the workload's fixed settings
       precondition: {...}                   before a configuration's first point (briefkit.measure.precondition)
-      steady_state: {rule: snia-pts, ...}   rounds until steady (briefkit.measure.rounds): rounds replace repetitions
+      pts: {rule: snia-pts, ...}            SNIA PTS rounds until steady (briefkit.measure.rounds): rounds replace
+                                            repetitions (``steady_state:`` before the rename, still read)
+
+What it declares is a briefkit.config.declaration.Declaration; ``Campaign`` adds what the executor needs.
 """
 from __future__ import annotations
 
@@ -24,38 +27,26 @@ from typing import Any
 from briefkit import storage
 from briefkit import tools as workloads
 from briefkit.config import project
-from briefkit.config.params import (
-    AdaptiveRepetitions,
-    CampaignSpec,
-    HostSpec,
-    Precondition,
-    PtsSteadyState,
-    host_slug,
-    max_repetitions,
-    repetitions_record,
-)
+from briefkit.config.declaration import Declaration
+from briefkit.config.params import CampaignSpec, HostSpec, declaration, host_slug
 from briefkit.core.errors import CampaignError
 from briefkit.core.reads import ReadRule
 from briefkit.core.validation import SshUrl, check, check_name
 from briefkit.hosts import Host, LocalHost
-from briefkit.raw import records
 from briefkit.tools.base import Point, Workload
 
 
 @dataclass
 class Campaign:
+    """A campaign to run: its declaration (briefkit.config.declaration) and what the executor adds."""
+
     brief: str
     name: str
     workload: Workload
+    declaration: Declaration
     host: Any
     workdir: str
-    repetitions: int | AdaptiveRepetitions  # a count, or adaptive (briefkit.measure.repetitions)
-    power: Mapping[str, Any]
-    configs: dict[str, Any]             # name -> briefkit.storage.StorageConfig
-    config_specs: dict[str, Any]
-    labels: dict[str, str]
-    matrix: dict[str, list]
-    settings: dict[str, Any]
+    configs: dict[str, Any]             # name -> briefkit.storage.StorageConfig, as declared
     raw_dir: Path
     #: a fleet campaign's hosts by folder name (briefkit.config.params.host_slug); None: one host
     hosts: dict[str, Any] | None = None
@@ -63,25 +54,11 @@ class Campaign:
     stop_on_host_failure: bool = False
     fio_server: bool = False
     fio_server_port: int = 0
-    precondition: Precondition | None = None
-    #: the SNIA PTS rule (``steady_state:``): its rounds are the plan's repetitions
-    steady_rule: PtsSteadyState | None = None
     #: where a file the declaration names may be read (power.password_file: params.yaml's secret_folders)
     reads: ReadRule = field(default_factory=ReadRule)
 
     def plan(self) -> list[Point]:
-        reps = self.steady_rule.max_rounds if self.steady_rule else max_repetitions(self.repetitions)
-        return self.workload.plan(list(self.configs), self.matrix, reps)
-
-    def declaration(self) -> dict[str, Any]:
-        """What must not change between a campaign's first run and its resume (``precondition`` and
-        ``steady_state`` only when declared, so that older records stay equal)."""
-        found = {"workload": self.workload.name, "repetitions": repetitions_record(self.repetitions),
-                 "configs": self.config_specs, "matrix": self.matrix, "settings": self.settings}
-        for key, value in (("precondition", self.precondition), ("steady_state", self.steady_rule)):
-            if value is not None:
-                found[key] = value.model_dump()
-        return found
+        return self.workload.plan(list(self.configs), self.declaration.matrix, self.declaration.most_repetitions)
 
     def remote_root(self) -> str:
         return f"{self.workdir.rstrip('/')}/runs/{self.brief}/{self.name}"
@@ -128,17 +105,12 @@ def load(slug: str, name: str, base: Path | None = None) -> Campaign:
     workload = workloads.get(model.workload, f"{where}.workload")
     configs = {cname: storage.KINDS[cspec.kind].from_model(cname, f"{where}.configs.{cname}", cspec)
                for cname, cspec in model.configs.items()}
-    matrix, settings = workload.validate(dict(model.matrix), dict(model.settings), where)
-    power = spec.get("power") or {"kind": "none"}
     hosts = {host_slug(h): h for h in model.hosts} if model.hosts is not None else None
     raw_dir = base / "data" / "raw" / slug / name
-    return Campaign(slug, name, workload, model.host, model.workdir, model.repetitions, power, configs,
-                    {k: dict(v) for k, v in spec["configs"].items()},
-                    {k: str(model.labels.get(k, k)) for k in configs}, matrix, settings,
-                    raw_dir, hosts=hosts, fanout=model.fanout,
+    return Campaign(slug, name, workload, declaration(model, spec, where), model.host, model.workdir,
+                    configs, raw_dir, hosts=hosts, fanout=model.fanout,
                     stop_on_host_failure=model.stop_on_host_failure,
                     fio_server=model.fio_server, fio_server_port=model.fio_server_port,
-                    precondition=model.precondition, steady_rule=model.steady_state,
                     reads=project.read_rule(base, raw_dir))
 
 
@@ -153,54 +125,3 @@ def connect(spec: Any, where: str = "host") -> Host:
 
     return SshHost(url.hostname, url.port, url.user, client_keys=options.get("client_keys"),
                    known_hosts=options.get("known_hosts"), sudo=options.get("sudo", False))
-
-
-def growth(stored: Mapping | None, current: Mapping) -> list[str] | None:
-    """What ``current`` adds to ``stored`` when it only adds points (matrix values, repetitions,
-    configurations) and keeps the workload, the settings, every configuration and every value; None
-    when it changes anything measured so far."""
-    if not stored or any(k not in stored for k in records.DECLARATION_KEYS):
-        return None
-    if any(stored.get(key) != current.get(key) for key in ("workload", "settings", "precondition", "steady_state")):
-        return None
-    said = _more_repetitions(stored["repetitions"], current["repetitions"])
-    if said is None:
-        return None
-    old_configs, new_configs = stored["configs"], current["configs"]
-    if any(name not in new_configs or new_configs[name] != spec for name, spec in old_configs.items()):
-        return None
-    said += [f"configuration {name}" for name in new_configs if name not in old_configs]
-    added = _more_values(stored["matrix"], current["matrix"])
-    if added is None:
-        return None
-    return (said + added) or None
-
-
-def _more_repetitions(old: Any, new: Any) -> list[str] | None:
-    """[] when the repetitions are the same, what grew, or None when they changed otherwise."""
-    if isinstance(old, Mapping) != isinstance(new, Mapping):
-        return None
-    old_max, new_max = old, new
-    if isinstance(old, Mapping):   # adaptive: only a higher maximum is growth
-        if {k: v for k, v in old.items() if k != "max"} != {k: v for k, v in new.items() if k != "max"}:
-            return None
-        old_max, new_max = old["max"], new["max"]
-    if new_max < old_max:
-        return None
-    return [f"repetitions {old} -> {new}"] if new_max > old_max else []
-
-
-def _more_values(old_matrix: Mapping, new_matrix: Mapping) -> list[str] | None:
-    """The values each matrix axis gained, or None when an axis or a value went away."""
-    if set(old_matrix) != set(new_matrix):
-        return None
-    said = []
-    for axis, values in old_matrix.items():
-        new_values = new_matrix[axis] if isinstance(new_matrix[axis], list) else [new_matrix[axis]]
-        values = values if isinstance(values, list) else [values]
-        if any(v not in new_values for v in values):
-            return None
-        added = [v for v in new_values if v not in values]
-        if added:
-            said.append(f"{axis} + {', '.join(map(str, added))}")
-    return said

@@ -43,7 +43,7 @@ def dry_run(slug: str, names: list[str], base: Path, host: str | None = None,
                 plan.append(point)
                 if status.get(point.id, {}).get("event") not in FINAL:
                     todo.append(point)
-        guesses = [camp.workload.expected_seconds(p, camp.settings) for p in todo]
+        guesses = [camp.workload.expected_seconds(p, camp.declaration.settings) for p in todo]
         if any(g is None for g in guesses):
             unknown = True
             estimate = (f"estimated duration unknown ({camp.workload.name} gives no time estimate for "
@@ -108,7 +108,7 @@ def method_plan(name: str, camp: Campaign, guesses: list, say: Callable[[str], N
     if lines:
         known = [s for _, s in lines if s is not None]
         said += f"; preconditioning ~{duration(sum(known))}" + (" (some unknown)" if len(known) < len(lines) else "")
-    rule = camp.steady_rule
+    rule = camp.declaration.pts
     if rule is not None and guesses and all(g is not None for g in guesses):
         per_round = sum(guesses) / rule.max_rounds
         said += (f"; SNIA PTS rounds: at least {rule.window_rounds} ({duration(per_round * rule.window_rounds)}), "

@@ -122,7 +122,7 @@ def _value(value: Any) -> str:
 
 
 @dataclass
-class Campaign:
+class PlannedCampaign:
     """One campaign the import writes: its name, its points ((point id, rep, path) in order), its groups."""
 
     name: str
@@ -137,7 +137,7 @@ class Plan:
     brief: str
     tool: str | None
     files: int
-    campaigns: list[Campaign]
+    campaigns: list[PlannedCampaign]
     skipped: list[Skipped]
     problems: list[str] = field(default_factory=list)
 

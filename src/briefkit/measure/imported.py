@@ -75,6 +75,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from briefkit import tools
 from briefkit.config import brief_method, project
+from briefkit.config.declaration import Declaration, normalized
 from briefkit.config.yamlload import SAFE_LOADER
 from briefkit.core import method_scope
 from briefkit.core.errors import BriefkitError, CampaignError
@@ -548,7 +549,7 @@ def import_files(brief: str, name: str, arguments: Sequence[str | Path], mapping
             problems.append(taken)
         matrix = {axis: _distinct(f.values[axis] for f in members) for axis in members[0].values} if members else {}
         beyond = method_scope.outside(method, matrix, groups[0].settings if groups else {})
-        plans.append(import_plan.Campaign(campaign, [(p.id, f.relative) for p, f in plan(members)], groups, taken,
+        plans.append(import_plan.PlannedCampaign(campaign, [(p.id, f.relative) for p, f in plan(members)], groups, taken,
                                           method_scope.reason(beyond) if beyond else None))
     outline = import_plan.Plan(brief, toolset[0] if len(toolset) == 1 else None, len(listed), plans, skipped, problems)
     if dry_run:
@@ -674,8 +675,10 @@ def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, An
     if hook is not None:           # what the tool's display needs of the whole campaign (fio: QD<n> labels)
         settings = hook(matrix, settings)
     configs = list(dict.fromkeys(item.config for item in found))
-    declaration = {"workload": workload.name, "repetitions": max(p.rep for p, _ in points),
-                   "configs": {c: {"kind": records.IMPORTED} for c in configs}, "matrix": matrix, "settings": settings}
+    declaration = Declaration(workload=workload.name, repetitions=max(p.rep for p, _ in points),
+                              configs={c: {"kind": records.IMPORTED} for c in configs},
+                              labels={c: str(mapping.labels.get(c, c)) for c in configs}, matrix=matrix,
+                              settings=normalized(settings))
     at = now()
     folder.mkdir(parents=True)
     if mapping_text is not None:       # the bytes read and checked, not the path again
@@ -684,7 +687,7 @@ def _write(folder: Path, brief: str, name: str, workload, settings: dict[str, An
     for point, item in points:
         _write_point(folder, point, item, workload, settings, at, manifest)
     record = records.campaign_record(
-        brief, name, declaration=declaration, labels={c: mapping.labels.get(c, c) for c in configs},
+        brief, name, declaration=declaration,
         host=", ".join(sorted({item.host for item in found if item.host})) or "not stated", points=len(points),
         configs_order=configs, created_at=at)
     record["origin"], record["note"] = records.IMPORTED, NOTE

@@ -50,7 +50,7 @@ def run_host(camp: Campaign, lock: CampaignLock, host: Host | None, progress: Pr
             steps.check_tool(camp, host)
             steps.stop_orphans(host, camp.remote_root(), progress)
             steps.check_declaration(camp, host, left.manifest, progress)
-            source = power.from_config(camp.power, host, where=f"briefs.{slug}.campaigns.{name}.power",
+            source = power.from_config(camp.declaration.power, host, where=f"briefs.{slug}.campaigns.{name}.power",
                                        reads=camp.reads)
             tally = Tally(camp, left)
             for config, points in left.by_config(camp.configs):
@@ -78,7 +78,7 @@ def run_config(camp: Campaign, host: Host, config: str, points: list[Point], lef
         steps.record_inventory(camp, host, config, prepared)
         state = steps.prepare_config(camp, host, config, prepared, progress)
         precondition.run(camp, host, config, prepared, state, left.manifest, progress)
-        if camp.steady_rule:    # SNIA PTS: rounds until steady instead of the plan's order
+        if camp.declaration.pts:    # SNIA PTS: rounds until steady instead of the plan's order
             rounds.run_rounds(camp, host, config, left, prepared, state, source, tally, progress)
         else:
             run_points(camp, host, config, points, left, prepared, state, source, tally, progress)
@@ -100,15 +100,15 @@ def run_points(camp: Campaign, host: Host, config: str, points: list[Point], lef
     def finished(of_config: str | None) -> list:
         return [(p, steps.samples_of(camp, p, status[p.id])) for p in left.plan
                 if p.config == of_config and status.get(p.id, {}).get("event") == DONE]
-    baseline = getattr(camp.repetitions, "baseline", None)
-    adaptive = repetitions.make(camp.repetitions, camp.workload, left.manifest, progress,
+    baseline = getattr(camp.declaration.repetitions, "baseline", None)
+    adaptive = repetitions.make(camp.declaration.repetitions, camp.workload, left.manifest, progress,
                                 finished(baseline) if baseline not in (None, config) else ())
     # samples are read only for a rule that judges them; without one, `done` stays empty
     judged = adaptive is not None or camp.workload.has_stop_rule()
     done = finished(config) if judged else []
     for index, point in enumerate(points):
         check_stop()
-        reason = camp.workload.stop_reason(config, done, camp.settings)
+        reason = camp.workload.stop_reason(config, done, camp.declaration.settings)
         if reason:
             rest = points[index:]
             for skipped in rest:

@@ -45,16 +45,16 @@ def stage(manifest: Manifest, config: str) -> str | None:
 
 def applies(camp: Campaign, config: str) -> bool:
     """Whether the configuration is a block device (raw, or under a filesystem)."""
-    kind = KINDS.get(camp.config_specs[config].get("kind"))
+    kind = KINDS.get(camp.declaration.configs[config].get("kind"))
     return kind is not None and kind.block_device
 
 
 def written_bytes(camp: Campaign) -> int | None:
     """Bytes one configuration's preconditioning writes (None: the whole raw device, size unknown here)."""
-    spec = camp.precondition.workload_independent if camp.precondition else None
+    spec = camp.declaration.precondition.workload_independent if camp.declaration.precondition else None
     if spec is None:
         return 0
-    size = camp.settings.get("size")
+    size = camp.declaration.settings.get("size")
     return None if size is None else spec.passes * parse_size(size, "size")
 
 
@@ -65,7 +65,7 @@ ASSUMED_MB_S = 500.0
 def plan_lines(camp: Campaign) -> list[tuple[str, float | None]]:
     """For a dry run: per configuration, what preconditioning will do, and its estimated seconds
     (None: not known before the device is seen; 0: nothing to do)."""
-    spec = camp.precondition.workload_independent if camp.precondition else None
+    spec = camp.declaration.precondition.workload_independent if camp.declaration.precondition else None
     if spec is None:
         return []
     manifest = Manifest(camp.raw_dir / "manifest.jsonl")
@@ -76,7 +76,7 @@ def plan_lines(camp: Campaign) -> list[tuple[str, float | None]]:
             found.append((f"{config} precondition: {done} in an earlier run", 0.0))
         elif not applies(camp, config):
             found.append((f"{config} precondition: does not apply "
-                          f"({camp.config_specs[config].get('kind')} storage is not a block device)", 0.0))
+                          f"({camp.declaration.configs[config].get('kind')} storage is not a block device)", 0.0))
         else:
             total = written_bytes(camp)
             if total is None:
@@ -91,7 +91,7 @@ def plan_lines(camp: Campaign) -> list[tuple[str, float | None]]:
 
 def run(camp: Campaign, host: Host, config: str, prepared, state: dict, manifest: Manifest, progress: Progress) -> None:
     """Precondition ``config`` unless it was done (or found not applicable) before."""
-    spec = camp.precondition.workload_independent if camp.precondition else None
+    spec = camp.declaration.precondition.workload_independent if camp.declaration.precondition else None
     if spec is None:
         return
     found = stage(manifest, config)
@@ -99,7 +99,7 @@ def run(camp: Campaign, host: Host, config: str, prepared, state: dict, manifest
         progress(f"{config}: preconditioning {found} in an earlier run; not repeated")
         return
     if not applies(camp, config):
-        kind = camp.config_specs[config].get("kind")
+        kind = camp.declaration.configs[config].get("kind")
         manifest.append(EVENT, config=config, stage=NOT_APPLICABLE,
                         reason=f"{kind} storage is not a block device")
         progress(f"{config}: preconditioning does not apply ({kind} storage is not a block device)")
@@ -111,7 +111,7 @@ def run(camp: Campaign, host: Host, config: str, prepared, state: dict, manifest
 def write(camp: Campaign, host: Host, config: str, prepared, state: dict, passes: int, manifest: Manifest,
           progress: Progress) -> None:
     """The sequential write, ``passes`` times over the target, as its own recorded job."""
-    settings = camp.settings
+    settings = camp.declaration.settings
     target = state.get("target") or camp.workload.target(prepared)
     if prepared.raw_device:
         check_raw_target(host, prepared, "precondition")

@@ -1,6 +1,6 @@
 """Adaptive repetitions: run a point again until its headline metric is known well enough.
 
-    repetitions: {min: 2, max: 6, half_width: 5%}      (briefkit.config.params.AdaptiveRepetitions)
+    repetitions: {min: 2, max: 6, half_width: 5%}      (briefkit.config.declaration.AdaptiveRepetitions)
 
 The plan holds ``max`` repetitions of every point (a configuration and its matrix values: a
 *group*). Before a repetition beyond ``min`` runs, the 95 % Student-t interval
@@ -36,7 +36,7 @@ from typing import Any
 
 import pandas as pd
 
-from briefkit.config.params import AdaptiveRepetitions
+from briefkit.config.declaration import AdaptiveRepetitions
 from briefkit.core.stats import confidence_interval, fieller
 from briefkit.raw.manifest import SKIPPED, Manifest
 from briefkit.tools.base import Point, Workload

@@ -1,4 +1,4 @@
-"""Rounds until steady state by the SNIA PTS rule (``steady_state: {rule: snia-pts, ...}``).
+"""Rounds until steady state by the SNIA PTS rule (the campaign's ``pts: {rule: snia-pts, ...}``).
 
 A round is one pass over a configuration's points: round ``r`` runs the points of repetition ``r``
 of the plan (the plan holds ``max_rounds`` repetitions). After each round the tracked value (the
@@ -31,7 +31,7 @@ TRACKED = {"iops": ("total_iops", 1.0), "bw": ("total_bw", 1.0), "ops": ("ops", 
 
 def tracked(camp: Campaign, point: Point) -> bool:
     """Whether ``point`` is one of the rule's tracked points (``track``: matrix values; none: all)."""
-    return all(str(point.values.get(axis)) == str(value) for axis, value in camp.steady_rule.track.items())
+    return all(str(point.values.get(axis)) == str(value) for axis, value in camp.declaration.pts.track.items())
 
 
 def point_value(metric: str, samples: pd.DataFrame) -> float:
@@ -45,7 +45,7 @@ def point_value(metric: str, samples: pd.DataFrame) -> float:
 
 def round_value(camp: Campaign, measured: list[tuple[Point, pd.DataFrame]]) -> float:
     """The round's tracked value: the mean over its tracked points."""
-    values = [point_value(camp.steady_rule.metric, s) for p, s in measured if tracked(camp, p)]
+    values = [point_value(camp.declaration.pts.metric, s) for p, s in measured if tracked(camp, p)]
     values = [v for v in values if math.isfinite(v)]
     return sum(values) / len(values) if values else math.nan
 
@@ -57,7 +57,7 @@ def recorded_rounds(manifest: Manifest, config: str) -> dict[int, float]:
 
 
 def judge(camp: Campaign, values: list[float]) -> pts.Verdict:
-    rule = camp.steady_rule
+    rule = camp.declaration.pts
     return pts.verdict(values, rule.window_rounds, rule.range_pct, rule.slope_pct, rule.max_rounds)
 
 
@@ -74,7 +74,7 @@ def verdict_record(verdict: pts.Verdict) -> dict:
 def run_rounds(camp: Campaign, host: Host, config: str, left: Pending, prepared, state: dict, source,
                tally: Tally, progress: Progress) -> pts.Verdict:
     """The configuration's rounds, from the first with points left, until the rule says stop."""
-    manifest, rule = left.manifest, camp.steady_rule
+    manifest, rule = left.manifest, camp.declaration.pts
     status = manifest.status()
     plan = [p for p in left.plan if p.config == config]
     recorded = recorded_rounds(manifest, config)

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from briefkit.config import project
-from briefkit.config.params import AdaptiveRepetitions
+from briefkit.config.declaration import AdaptiveRepetitions
 from briefkit.core import files
 from briefkit.core.errors import CampaignError
 from briefkit.hosts import Host
@@ -60,7 +60,7 @@ def plan_table(camp: Campaign) -> pd.DataFrame:
     for point in camp.plan():
         rows.append({"point": point.id, "config": point.config, **{k: str(v) for k, v in point.values.items()},
                      "rep": point.rep, "state": "to run" if point.id in left else "done",
-                     "estimate_s": camp.workload.expected_seconds(point, camp.settings)})
+                     "estimate_s": camp.workload.expected_seconds(point, camp.declaration.settings)})
     return pd.DataFrame(rows)
 
 
@@ -72,7 +72,7 @@ def plan_text(camp: Campaign) -> str:
         estimate = "estimated duration unknown (the workload gives no estimate for some points)"
     else:
         estimate = f"estimated duration {duration(sum(estimates))} (tool run time, without set-up)"
-        rule = camp.steady_rule
+        rule = camp.declaration.pts
         if rule is not None and len(left) == len(table):
             # the plan holds max_rounds rounds; the rule may stop after window_rounds of them
             least = sum(estimates) * rule.window_rounds / rule.max_rounds
@@ -80,12 +80,12 @@ def plan_text(camp: Campaign) -> str:
                         f"(tool run time, without set-up)")
     return (f"{camp.brief}/{camp.name}: {camp.workload.name}, {len(table)} points "
             f"({len(camp.configs)} configurations: {', '.join(camp.configs)}; matrix "
-            f"{', '.join(f'{k}={v}' for k, v in camp.matrix.items())}; {_repetitions(camp)}); "
+            f"{', '.join(f'{k}={v}' for k, v in camp.declaration.matrix.items())}; {_repetitions(camp)}); "
             f"{len(table) - len(left)} already done, {len(left)} to run; {estimate}")
 
 
 def _repetitions(camp: Campaign) -> str:
-    rule, value = camp.steady_rule, camp.repetitions
+    rule, value = camp.declaration.pts, camp.declaration.repetitions
     if rule is not None:
         return (f"SNIA PTS rounds in place of repetitions: {rule.window_rounds} to {rule.max_rounds}, until the "
                 f"last {rule.window_rounds} are steady")

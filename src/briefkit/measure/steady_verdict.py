@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from briefkit.tools import steady_settings as steady
+from briefkit.tools import steady_settings
 from briefkit.tools.base import Point, Workload
 
 _NOTES = {"steady_state_criterion": "criterion_pct", "steady_state_limit": "limit_pct",
@@ -22,7 +22,7 @@ _NOTES = {"steady_state_criterion": "criterion_pct", "steady_state_limit": "limi
 def note(workload: Workload, folder: Path, point: Point, settings: Mapping[str, Any], notes: dict[str, Any]) -> None:
     """Add ``notes["steady_state"]`` for a fetched point folder (nothing without a declaration).
     Output that cannot be read is said so (``attained: null`` and the error), never taken as steady."""
-    spec = steady.declared(settings)
+    spec = steady_settings.declared(settings)
     if spec is None:
         return
     try:
@@ -30,7 +30,7 @@ def note(workload: Workload, folder: Path, point: Point, settings: Mapping[str, 
     except Exception as exc:
         notes["steady_state"] = {**spec, "attained": None, "error": f"{type(exc).__name__}: {exc}"}
         return
-    rows = table[table["metric"].isin(steady.METRICS)]
+    rows = table[table["metric"].isin(steady_settings.METRICS)]
     verdicts = rows.loc[rows["metric"] == "steady_state", "value"].astype(float)
     found: dict[str, Any] = {**spec, "attained": bool((verdicts == 1.0).all()) if len(verdicts) else None}
     for metric, key in _NOTES.items():

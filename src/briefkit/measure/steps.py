@@ -33,9 +33,8 @@ from briefkit.core.times import iso
 from briefkit.hosts import Host
 from briefkit.hosts.fetched import FetchError
 from briefkit.hosts.job import Job
-from briefkit.measure import startgate
-from briefkit.measure import steady_verdict as steady
-from briefkit.measure.declaration import Campaign, growth
+from briefkit.measure import startgate, steady_verdict
+from briefkit.measure.declaration import Campaign
 from briefkit.measure.diagnose import explain, failure_text
 from briefkit.measure.errors import LockRefused, PointFailed, PrepareFailed, SetupFailed, StepFailed
 from briefkit.raw import packs, records
@@ -138,22 +137,19 @@ def stop_left_job(host: Host, job: Job, folder: str, says: str, progress: Progre
 def check_declaration(camp: Campaign, host: Host, manifest: Manifest, progress: Progress) -> None:
     """campaign.json on a first run; on a resume, the same declaration, or one that only grew (a
     ``grown`` event); any other change is refused."""
-    path = camp.raw_dir / records.CAMPAIGN
-    current = records.normalized(camp.declaration())
-    if not path.exists():
+    current = camp.declaration
+    if not (camp.raw_dir / records.CAMPAIGN).exists():
         records.write_campaign(camp.raw_dir, records.campaign_record(
-            camp.brief, camp.name, declaration=current, labels=camp.labels, host=host.name,
-            points=len(camp.plan()), declared_host=camp.host, configs_order=list(camp.configs),
-            workdir=camp.workdir, power=camp.power, created_at=now()))
+            camp.brief, camp.name, declaration=current, host=host.name, points=len(camp.plan()),
+            declared_host=camp.host, configs_order=list(camp.configs), workdir=camp.workdir, created_at=now()))
         return
     refused = declaration_refusal(camp)
     if refused:
         raise CampaignError(refused)
-    stored = records.current_campaign(camp.raw_dir).get("declaration")
-    grown = growth(stored, current)
+    grown = records.declaration(camp.raw_dir).growth(current)
     if grown:
         # more of the same campaign: the finished points stay comparable with the new ones
-        manifest.append(GROWN, declaration=current, labels=camp.labels, configs_order=list(camp.configs),
+        manifest.append(GROWN, declaration=current.record(), configs_order=list(camp.configs),
                         points=len(camp.plan()), grown=grown)
         progress(f"{camp.brief}/{camp.name}: the declaration grew ({'; '.join(grown)}); only the new points run")
 
@@ -164,11 +160,10 @@ def declaration_refusal(camp: Campaign) -> str | None:
     path = camp.raw_dir / records.CAMPAIGN
     if not path.exists():
         return None
-    current = records.normalized(camp.declaration())
-    stored = records.current_campaign(camp.raw_dir).get("declaration")
-    if stored == current or growth(stored, current):
+    stored = records.declaration(camp.raw_dir)
+    changed = stored.refusal_keys(camp.declaration)
+    if not changed or stored.growth(camp.declaration):
         return None
-    changed = sorted(k for k in set(stored or {}) | set(current) if (stored or {}).get(k) != current.get(k))
     return (f"{path}: the campaign was started with another declaration (changed: {', '.join(changed)}); "
             f"finished points would not be comparable. Only growth is taken as the same campaign (more values of a "
             f"matrix axis, more repetitions, more configurations). Declare a new campaign name in params.yaml, or "
@@ -223,7 +218,7 @@ def per_host(configs: dict, name: str) -> dict:
 def setup_config(camp: Campaign, host: Host, config: str, progress: Progress):
     """The configuration's storage, set up on the host (SetupFailed if it cannot be)."""
     check_stop()
-    progress(f"{config}: setting up {camp.config_specs[config].get('kind')} storage ({camp.labels[config]})")
+    progress(f"{config}: setting up {camp.declaration.configs[config].get('kind')} storage ({camp.declaration.labels[config]})")
     try:
         return camp.configs[config].setup(host, camp.workdir)
     except BaseException as exc:
@@ -241,7 +236,7 @@ def prepare_config(camp: Campaign, host: Host, config: str, prepared, progress: 
     attempt = next_attempt(host, local, remote, progress)
     host.mkdir(f"{remote}/attempt-{attempt}")
     try:
-        return camp.workload.prepare(host, prepared, camp.settings, f"{remote}/attempt-{attempt}", progress) or {}
+        return camp.workload.prepare(host, prepared, camp.declaration.settings, f"{remote}/attempt-{attempt}", progress) or {}
     except BaseException as exc:
         raise PrepareFailed(explain(exc, camp, host), exc, config=config) from exc
     finally:
@@ -252,7 +247,7 @@ def prepare_config(camp: Campaign, host: Host, config: str, prepared, progress: 
 def finish_config(camp: Campaign, host: Host, config: str, prepared, state: dict) -> None:
     """The workload's finish step, then the storage's teardown (whatever the finish did)."""
     try:
-        camp.workload.finish(host, prepared, camp.settings, state)
+        camp.workload.finish(host, prepared, camp.declaration.settings, state)
     finally:
         camp.configs[config].teardown(host, prepared)
 
@@ -265,7 +260,7 @@ def record_inventory(camp: Campaign, host: Host, config: str, prepared) -> None:
         found["configs"] = {}
     elif prepared.path not in found.get("paths", {}):
         found["paths"].update(inventory.collect(host, [prepared.path], tools=[])["paths"])
-    found.setdefault("configs", {})[config] = {"label": camp.labels[config], "path": prepared.path,
+    found.setdefault("configs", {})[config] = {"label": camp.declaration.labels[config], "path": prepared.path,
                                                "device": prepared.device, "storage": prepared.description}
     records.write_atomic(camp.raw_dir / records.INVENTORY, found)
 
@@ -344,7 +339,7 @@ def run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifes
     the attempt, is recorded, and is raised as PointFailed."""
     check_stop()
     attempt = start_attempt(camp, host, point, manifest, progress)
-    run = PointRun(host, point, prepared, camp.settings, attempt.remote_dir, state,
+    run = PointRun(host, point, prepared, camp.declaration.settings, attempt.remote_dir, state,
                    progress=lambda text: progress(f"  {point.describe()}{text.strip() and ': ' + text.strip()}"),
                    before_first_job=lambda: _start_together(attempt))
     recorder = (power.PowerRecorder(source, attempt.local_dir / "power.csv")
@@ -387,7 +382,7 @@ def start_attempt(camp: Campaign, host: Host, point: Point, manifest: Manifest, 
     attempt.record = {"point": point.id, "config": point.config, "values": dict(point.values), "rep": point.rep,
                       "attempt": number, "host": host.name, "workload": camp.workload.name,
                       "remote_dir": attempt.remote_dir,
-                      "tool_version": camp.workload.tool_version(host, camp.settings),
+                      "tool_version": camp.workload.tool_version(host, camp.declaration.settings),
                       "load_at_start": inventory.load_average(host)}
     return attempt
 
@@ -402,7 +397,7 @@ def record_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0
         save_point(camp, attempt, run, t0, t1, error=failure_text(error))
         record_failure(manifest, error, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp))
         raise PointFailed(error, config=point.config, point=point, recorded=True) from None
-    steady.note(camp.workload, attempt.local_dir, point, camp.settings, run.notes)
+    steady_verdict.note(camp.workload, attempt.local_dir, point, camp.declaration.settings, run.notes)
     save_point(camp, attempt, run, t0, t1)
     entry = manifest.append(DONE, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp),
                             started_at=iso(t0), ended_at=iso(t1))
@@ -424,19 +419,19 @@ def record_failure_of_point(camp: Campaign, host: Host, attempt: Attempt, run: P
 
 def save_point(camp: Campaign, attempt: Attempt, run: PointRun, t0: float, t1: float, error: str | None = None) -> None:
     """point.json: the attempt's record, its measurement window (the ramp left out) and its jobs."""
-    ramp = camp.workload.ramp_seconds(attempt.point, camp.settings)
+    ramp = camp.workload.ramp_seconds(attempt.point, camp.declaration.settings)
     window_start = (run.jobs[0].started_at if run.jobs else t0) + ramp
     window_end = run.jobs[-1].ended_at if run.jobs else t1
     attempt.record.update(started_at=iso(t0), ended_at=iso(t1), window=[window_start, window_end],
                           load_at_end=inventory.load_average(run.host),
-                          jobs=[asdict(j) for j in run.jobs], notes=run.notes, power=camp.power, error=error)
+                          jobs=[asdict(j) for j in run.jobs], notes=run.notes, power=camp.declaration.power, error=error)
     records.write_point(attempt.local_dir, attempt.record)
 
 
 def samples_of(camp: Campaign, point: Point, entry: Mapping) -> pd.DataFrame:
     """Samples of a finished point, for the stop rule (no watts: an external meter's log is imported
     after the campaign)."""
-    return point_samples(camp.raw_dir, camp.brief, camp.name, camp.workload, camp.settings, point, entry,
+    return point_samples(camp.raw_dir, camp.brief, camp.name, camp.workload, camp.declaration.settings, point, entry,
                          with_power=False)
 
 
@@ -505,7 +500,7 @@ class Tally:
         if self.times:
             left = statistics.median(self.times) * len(remaining)
         else:
-            guesses = [self.camp.workload.expected_seconds(p, self.camp.settings) for p in remaining]
+            guesses = [self.camp.workload.expected_seconds(p, self.camp.declaration.settings) for p in remaining]
             if any(g is None for g in guesses):
                 return "time left unknown"
             left = sum(guesses)

@@ -17,11 +17,9 @@ from typing import Any
 import pandas as pd
 
 from briefkit import tools
-from briefkit.config.params import AdaptiveRepetitions, Repetitions, max_repetitions, repetitions_record
+from briefkit.config.declaration import Declaration
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
-from briefkit.core.errors import CampaignError
-from briefkit.core.validation import check
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, Manifest
 from briefkit.raw.points import point_samples, point_series
@@ -58,20 +56,22 @@ def _safe_member(name: str) -> bool:
 
 @dataclass
 class RecordedCampaign:
+    """A campaign's raw folder read through its recorded declaration (configurations, labels and
+    matrix axes in the order the executor ran them)."""
+
     brief: str
     name: str
     raw_dir: Path
     record: dict
     workload: Workload
-    repetitions: int                    # the most a point gets (adaptive: its ``max``)
-    configs: list[str]
-    config_specs: dict[str, dict]
-    labels: dict[str, str]
-    matrix: dict[str, list]
-    settings: dict[str, Any]
-    adaptive: dict[str, Any] | None = None      # {min, max, half_width} of adaptive repetitions
+    declaration: Declaration
     #: the host's folder name when this is one host of a fleet campaign
     fleet_host: str | None = None
+
+    @property
+    def configs(self) -> list[str]:
+        """The configurations in the order they ran."""
+        return list(self.declaration.configs)
 
     @property
     def declared_host(self) -> Any:
@@ -83,9 +83,6 @@ class RecordedCampaign:
     def schema_version(self) -> int:
         return self.record.get("schema_version", 0)
 
-    def declaration(self) -> dict[str, Any]:
-        return records.normalized(self.record["declaration"])
-
     @property
     def origin(self) -> str:
         """``measured`` by briefkit, or ``imported`` (outside results recorded by ``briefkit import``)."""
@@ -93,9 +90,9 @@ class RecordedCampaign:
 
     def plan(self) -> list[Point]:
         if self.origin == records.IMPORTED:     # exactly the points the files gave, not a cross product
-            return [Point(p["config"], {axis: p["values"][axis] for axis in self.matrix}, p["rep"])
+            return [Point(p["config"], {axis: p["values"][axis] for axis in self.declaration.matrix}, p["rep"])
                     for p in self.record["imported"]["points"]]
-        return self.workload.plan(list(self.configs), self.matrix, self.repetitions)
+        return self.workload.plan(self.configs, self.declaration.matrix, self.declaration.most_repetitions)
 
     @property
     def manifest(self) -> Manifest:
@@ -115,7 +112,7 @@ class RecordedCampaign:
         each configuration's deciding window (the rounds before it are workload-dependent preconditioning;
         a configuration without a verdict yet keeps every round); otherwise every finished point."""
         windows = {config: (entry["verdict"] or {}).get("window")
-                   for config, entry in self.method()["configs"].items()} if self.method()["steady_state"] else {}
+                   for config, entry in self.method()["configs"].items()} if self.method()["pts"] else {}
         found = []
         for point, entry in self.done():
             window = windows.get(point.config)
@@ -130,7 +127,7 @@ class RecordedCampaign:
 
     def samples(self, with_power: bool = True) -> pd.DataFrame:
         """Tidy samples of every finished point (an empty table before the first)."""
-        return tidy.concat([point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings,
+        return tidy.concat([point_samples(self.raw_dir, self.brief, self.name, self.workload, self.declaration.settings,
                                           p, e, with_power=with_power) for p, e in self.measured_points()])
 
     def samples_and_series(self, with_power: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -138,10 +135,10 @@ class RecordedCampaign:
         point, each point folder read once."""
         sample_tables, series_tables = [], []
         for point, entry in self.measured_points():
-            table = point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings, point, entry,
+            table = point_samples(self.raw_dir, self.brief, self.name, self.workload, self.declaration.settings, point, entry,
                                   with_power=with_power)
             sample_tables.append(table)
-            series_tables.append(point_series(self.raw_dir, self.brief, self.name, self.workload, self.settings,
+            series_tables.append(point_series(self.raw_dir, self.brief, self.name, self.workload, self.declaration.settings,
                                               point, entry, table))
         return tidy.concat(sample_tables), tidy_series.concat(series_tables, tidy_series.TABLE_COLUMNS)
 
@@ -155,7 +152,7 @@ class RecordedCampaign:
             counts = {state: sum(self.events.get(p.id, {}).get("event") == state for p in points)
                       for state in (DONE, SKIPPED, FAILED)}
             rows.append({"campaign": self.name if self.fleet_host is None else f"{self.name} @ {self.fleet_host}",
-                         "config": config, "label": self.labels.get(config, config),
+                         "config": config, "label": self.declaration.labels[config],
                          "points": len(points), **counts, "left": len(points) - sum(counts.values())})
         return pd.DataFrame(rows, columns=STATUS_COLUMNS)
 
@@ -211,12 +208,12 @@ class RecordedCampaign:
 
     def method(self) -> dict[str, Any]:
         """Preconditioning and SNIA PTS rounds as declared and as the manifest recorded them
-        (briefkit.measure.precondition, briefkit.measure.rounds): ``precondition`` and ``steady_state``
+        (briefkit.measure.precondition, briefkit.measure.rounds): ``precondition`` and ``pts``
         (the declaration, or None), and per configuration its last ``precondition`` event, its rounds
         (round, value) and its PTS verdict."""
-        declaration = self.record["declaration"]
-        found: dict[str, Any] = {"precondition": declaration.get("precondition"),
-                                 "steady_state": declaration.get("steady_state"), "configs": {}}
+        declared = self.declaration.record()
+        found: dict[str, Any] = {"precondition": declared.get("precondition"), "pts": declared.get("pts"),
+                                 "configs": {}}
         for event in self.manifest.events():
             kind, config = event.get("event"), event.get("config")
             if kind not in ("precondition", "round", "steady-state") or config not in self.configs:
@@ -261,32 +258,20 @@ def read(raw_dir: Path, brief: str | None = None) -> RecordedCampaign:
     raw_dir = Path(raw_dir).resolve()
     record = records.current_campaign(raw_dir)
     where = str(raw_dir / records.CAMPAIGN)
-    declaration = record["declaration"]
-    workload = tools.get(declaration["workload"], f"{where}: declaration.workload")
-    specs = declaration["configs"]
-    if not isinstance(specs, Mapping) or not specs:
-        raise CampaignError(f"{where}: declaration.configs names no configuration")
-    declared_reps = check(Repetitions, declaration["repetitions"], f"{where}: declaration.repetitions",
-                          CampaignError)
-    repetitions = max_repetitions(declared_reps)
-    if isinstance(declaration.get("steady_state"), Mapping):     # SNIA PTS rounds are the repetitions
-        repetitions = int(declaration["steady_state"]["max_rounds"])
-    matrix = declaration["matrix"]
+    declared = Declaration.from_record(record, where)
+    workload = tools.get(declared.workload, f"{where}: declaration.workload")
     # the workload's axis order makes the point ids (the record's JSON keys are sorted)
-    axes = [a for a in workload.axes if a in matrix] + [a for a in matrix if a not in workload.axes]
-    order = record.get("configs_order") or _first_seen(raw_dir, specs)
-    configs = [c for c in order if c in specs] + sorted(c for c in specs if c not in order)
-    labels = record.get("labels") or {}
+    axes = [a for a in workload.axes if a in declared.matrix] + [a for a in declared.matrix if a not in workload.axes]
+    order = record.get("configs_order") or _first_seen(raw_dir, declared.configs)
+    configs = [c for c in order if c in declared.configs] + sorted(c for c in declared.configs if c not in order)
+    declared = declared.model_copy(update={
+        "configs": {c: declared.configs[c] for c in configs}, "labels": {c: declared.labels[c] for c in configs},
+        "matrix": {a: list(declared.matrix[a]) for a in axes}})
     fleet = (raw_dir.parent / records.FLEET).is_file()
     campaign_dir = raw_dir.parent if fleet else raw_dir
     return RecordedCampaign(
         brief=brief or record.get("brief") or campaign_dir.parent.name, name=campaign_dir.name, raw_dir=raw_dir,
-        fleet_host=raw_dir.name if fleet else None,
-        record=record, workload=workload, repetitions=repetitions,
-        adaptive=repetitions_record(declared_reps) if isinstance(declared_reps, AdaptiveRepetitions) else None,
-        configs=configs,
-        config_specs={c: dict(specs[c]) for c in configs}, labels={c: str(labels.get(c, c)) for c in configs},
-        matrix={a: list(matrix[a]) for a in axes}, settings=dict(declaration["settings"]))
+        fleet_host=raw_dir.name if fleet else None, record=record, workload=workload, declaration=declared)
 
 
 def _first_seen(raw_dir: Path, specs: Mapping) -> list[str]:

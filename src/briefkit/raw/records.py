@@ -1,8 +1,8 @@
 """campaign.json and point.json: the records written once beside a campaign's raw data.
 
-campaign.json holds the declaration the campaign was started with (workload, repetitions,
-configs, matrix, settings), the labels, the host it first ran on and the number of planned
-points; point.json holds what one point attempt really did (host, times, measured window, jobs,
+campaign.json holds the declaration the campaign was started with (briefkit.config.declaration:
+workload, repetitions, configs, labels, matrix, settings, power, precondition, pts), the host it first
+ran on and the number of planned points; point.json holds what one point attempt really did (host, times, measured window, jobs,
 tool version, power source, error). Both carry ``schema_version`` (SCHEMA_VERSION when written;
 a record without it is version 0, as written before the field existed, and reads the same way).
 Neither is ever overwritten.
@@ -13,12 +13,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from briefkit.config.declaration import Declaration, normalized  # noqa: F401  (normalized: the readers' own)
 from briefkit.core import files
 from briefkit.core.errors import CampaignError
 from briefkit.raw import packs
 from briefkit.raw.manifest import GROWN, Manifest
 
-SCHEMA_VERSION = 1
+#: 2: the declaration holds labels, power and the SNIA PTS rule as ``pts`` (briefkit.config.declaration)
+SCHEMA_VERSION = 2
 CAMPAIGN = "campaign.json"
 POINT = "point.json"
 INVENTORY = "inventory.json"
@@ -76,20 +78,14 @@ def parse(text: bytes, path: Path | str) -> dict:
     return data
 
 
-def normalized(value: Any) -> Any:
-    """``value`` as it reads back from JSON (tuples become lists, keys strings)."""
-    return json.loads(json.dumps(value, default=str))
-
-
-def campaign_record(brief: str, name: str, *, declaration: dict, labels: dict, host: str, points: int,
+def campaign_record(brief: str, name: str, *, declaration: Declaration, host: str, points: int,
                     declared_host: Any = None, configs_order: list[str] | None = None,
-                    workdir: str | None = None, power: Any = None, created_at: str) -> dict:
-    """The content of a new campaign.json."""
+                    workdir: str | None = None, created_at: str) -> dict:
+    """The content of a new campaign.json (its labels and power are in the declaration since version 2)."""
     return {"schema_version": SCHEMA_VERSION, "brief": brief, "campaign": name, "created_at": created_at,
-            "host": host, "declared_host": normalized(declared_host), "labels": dict(labels),
-            "configs_order": list(configs_order or declaration.get("configs", {})),
-            "workdir": workdir, "power": normalized(power),
-            "declaration": normalized(declaration), "points": points}
+            "host": host, "declared_host": normalized(declared_host),
+            "configs_order": list(configs_order or declaration.configs), "workdir": workdir,
+            "declaration": declaration.record(), "points": points}
 
 
 def write_campaign(folder: Path, record: dict) -> None:
@@ -121,6 +117,12 @@ def current_campaign(folder: Path) -> dict:
         raise CampaignError(f"{Path(folder) / 'manifest.jsonl'}: a grown event without a full declaration")
     return {**record, **{k: last[k] for k in ("declaration", "labels", "configs_order", "points") if k in last},
             "grown_at": [e.get("at") for e in grown]}
+
+
+def declaration(folder: Path) -> Declaration:
+    """The declaration a campaign folder's points were measured under (its last growth applied), of any
+    schema version."""
+    return Declaration.from_record(current_campaign(folder), str(Path(folder) / CAMPAIGN))
 
 
 def write_point(folder: Path, record: dict) -> None:

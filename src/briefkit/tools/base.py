@@ -30,8 +30,8 @@ from pydantic import create_model
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError
 from briefkit.core.samples import PARAMETER_PREFIX
-from briefkit.core.validation import Axis, Model, check
-from briefkit.tools import steady_settings as steady
+from briefkit.core.validation import Axis, Model, check, defaults
+from briefkit.tools import steady_settings
 
 if TYPE_CHECKING:
     from briefkit.hosts import Host
@@ -161,8 +161,9 @@ class Workload:
     #: the matrix axis that is the brief's load (``numjobs``, ``threads``, ``clients``)
     load_axis: str = ""
     #: matrix axes (in plan order, outermost first) and their defaults; other keys are rejected
+    #: (derived from ``matrix_model`` when the workload has one)
     axes: Mapping[str, Sequence[Any]] = {}
-    #: settings and their defaults; other keys are rejected
+    #: settings and their defaults; other keys are rejected (derived from ``settings_model`` when it has one)
     defaults: Mapping[str, Any] = {}
     #: the tool whose version is recorded with every sample
     tool: str = ""
@@ -183,13 +184,22 @@ class Workload:
     #: reads the merged latency histograms of a point's source files for the dataset stage
     #: (latency_bins.parquet, percentiles.parquet); None: the tool records none
     latency_bins: LatencyBins | None = None
-    #: what a SNIA PTS round may track (``steady_state.metric``): fio's ``iops``/``bw``; none: no rounds
+    #: what a SNIA PTS round may track (``pts.metric``): fio's ``iops``/``bw``; none: no rounds
     pts_metrics: Sequence[str] = ()
     #: how a per-point criterion (``settings.steady_state``) is judged, as a brief's method section says it
     point_rule: str = "fio rule over the interval series, per point"
     #: whose per-second series a per-point criterion is judged on after the run (``db_bench's``), drawn
     #: in the brief's steady-state figure; None: the tool judges it while it runs (fio) or has none
     interval_series: str | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """``axes`` and ``defaults`` follow from ``matrix_model`` / ``settings_model`` (their fields'
+        defaults), so a workload with models declares its options once; one without keeps its own."""
+        super().__init_subclass__(**kwargs)
+        if cls.matrix_model is not None and "axes" not in cls.__dict__:
+            cls.axes = defaults(cls.matrix_model)
+        if cls.settings_model is not None and "defaults" not in cls.__dict__:
+            cls.defaults = defaults(cls.settings_model)
 
     # --- declaration -------------------------------------------------------------------------
     def settings_models(self) -> list[type]:
@@ -207,7 +217,7 @@ class Workload:
         checked = check(matrix_model, dict(matrix), f"{where}.matrix", CampaignError)
         check(settings_model, dict(settings), f"{where}.settings", CampaignError)
         full_matrix = {axis: list(getattr(checked, axis)) for axis in self.axes}
-        return full_matrix, steady.normalize({**self.defaults, **settings})
+        return full_matrix, steady_settings.normalize({**self.defaults, **settings})
 
     def plan(self, configs: Sequence[str], matrix: Mapping[str, list], repetitions: int) -> list[Point]:
         """Configurations outermost (each is prepared once), then the axes in order, then reps."""

@@ -36,7 +36,7 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from briefkit.core import samples as tidy
-from briefkit.core import steady_rule as steady
+from briefkit.core import steady_rule
 from briefkit.core.validation import Model
 
 KEY = "steady_state"
@@ -59,7 +59,7 @@ class SteadyState(Model):
 
     @model_validator(mode="after")
     def _consistent(self):
-        value, _ = steady.parse_limit(self.limit)
+        value, _ = steady_rule.parse_limit(self.limit)
         if not value > 0:
             raise ValueError(f"limit: must be above 0, got {self.limit!r}")
         if self.max_s is not None and self.max_s < self.ramp_s + self.window_s:
@@ -115,7 +115,7 @@ def normalize(settings: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
-def rows(found: steady.Verdict, time_s: float | None = None) -> list[dict[str, Any]]:
+def rows(found: steady_rule.Verdict, time_s: float | None = None) -> list[dict[str, Any]]:
     """Sample rows (metric, value, unit) of a verdict; ``time_s`` replaces the verdict's own time
     (fio: the job's runtime). Unknown figures (a series shorter than a window) are left out."""
     out = [{"metric": "steady_state", "value": 1.0 if found.attained else 0.0, "unit": "dimensionless"}]
@@ -128,10 +128,10 @@ def rows(found: steady.Verdict, time_s: float | None = None) -> list[dict[str, A
     return out
 
 
-def series_verdict(values, spec: Mapping[str, Any], interval_s: float) -> steady.Verdict:
+def series_verdict(values, spec: Mapping[str, Any], interval_s: float) -> steady_rule.Verdict:
     """The verdict of the declared rule on a finished series of per-interval rates."""
-    limit, percent = steady.parse_limit(spec["limit"])
-    return steady.verdict(values, criterion=spec["criterion"], limit=limit, percent=percent,
+    limit, percent = steady_rule.parse_limit(spec["limit"])
+    return steady_rule.verdict(values, criterion=spec["criterion"], limit=limit, percent=percent,
                           window_s=float(spec["window_s"]), ramp_s=float(spec.get("ramp_s") or 0),
                           interval_s=interval_s)
 

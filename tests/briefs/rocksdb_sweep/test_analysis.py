@@ -192,8 +192,9 @@ def test_a_campaign_no_longer_declared_is_shown_from_its_record():
     record = CampaignRecord.from_json({
         "name": "gone", "workload": "dbbench", "tool": "db_bench", "hosts": ["root@10.0.0.5:2223"],
         "declared_host": "ssh://root@10.0.0.5:2223", "repetitions": 1, "configs": ["tmpfs", "disk"],
-        "config_specs": {"tmpfs": {"kind": "dir", "path": "/dev/shm/x"}}, "labels": {"tmpfs": "RAM"},
-        "matrix": {}, "settings": {"duration_s": 2}, "declaration_status": "not declared", "changed_keys": [],
+        "declaration": {"workload": "dbbench", "configs": {"tmpfs": {"kind": "dir", "path": "/dev/shm/x"}, "disk": {}},
+                        "labels": {"tmpfs": "RAM", "disk": "disk"}, "settings": {"duration_s": 2}},
+        "declaration_status": "not declared", "changed_keys": [],
         "points": {"planned": 4, "done": 4, "skipped": 0, "failed": 0, "left": 0},
         "measured": {"point_seconds": {"median": 2.4, "min": 2.3, "max": 2.6}}})
     table = campaign_record.campaign_table(record).set_index("Item")["Value"]
@@ -265,7 +266,7 @@ def test_the_declared_host_cell_is_the_ssh_url_not_a_mapping(tmp_path, sudo):
                                  client_keys=[str(key)], sudo=sudo).model_dump(exclude_none=True, mode="json")
     record = CampaignRecord.from_json({
         "name": "remote", "workload": "dbbench", "tool": "db_bench", "hosts": [], "declared_host": declared,
-        "repetitions": 1, "configs": ["disk"], "config_specs": {}, "labels": {}, "matrix": {}, "settings": {},
+        "repetitions": 1, "configs": ["disk"], "declaration": {"workload": "dbbench", "configs": {"disk": {}}},
         "declaration_status": "as declared", "changed_keys": [],
         "points": {"planned": 1, "done": 0, "skipped": 0, "failed": 0, "left": 1}, "measured": {}})
     cell = campaign_record.campaign_table(record).set_index("Item")["Value"]["Host as declared"]

@@ -85,7 +85,7 @@ def _deviation_window(values: np.ndarray, limit_pct: float, size: int) -> tuple[
 def test_figure_draws_the_deciding_window_of_each_configurations_closest_point(reference_data, brief, campaign):
     report = _brief(reference_data, brief)
     record, samples = report.records[campaign], report.campaign_samples(campaign)
-    spec = record.settings["steady_state"]
+    spec = record.declaration.settings["steady_state"]
     assert spec["criterion"] == "deviation"   # the rule written out above
     limit = float(spec["limit"].rstrip("%"))
     fig = report.steady_points_figure(campaign)
@@ -185,8 +185,15 @@ def test_pts_rounds_on_storage_that_is_no_drive_are_called_a_rehearsal(reference
     assert method.REHEARSAL in method.method_text(record, samples)
     # the loop device written without direct I/O: through the page cache
     buffered = dataclasses.replace(record, configs=["xfs-loop"],
+                                   declaration=only(record, {"xfs-loop": record.declaration.configs["xfs-loop"]}),
                                    inventory={"configs": {"xfs-loop": {"storage": {"direct_io": False}}}})
     assert "with direct I/O off (through the host's page cache). Its SNIA PTS verdict is" in method.pts_limit_text(buffered)
     # a drive of its own, or no PTS rounds: nothing to add
-    block = dataclasses.replace(record, configs=["nvme"], config_specs={"nvme": {"kind": "block", "device": "/dev/x"}})
+    block = dataclasses.replace(record, configs=["nvme"],
+                                declaration=only(record, {"nvme": {"kind": "block", "device": "/dev/x"}}))
     assert method.pts_limit_text(block) == "" and method.pts_limit_text(dataclasses.replace(record, method={})) == ""
+
+
+def only(record, configs: dict):
+    """The record's declaration with just these configurations."""
+    return record.declaration.model_copy(update={"configs": configs, "labels": {c: c for c in configs}})

@@ -637,14 +637,14 @@ def _seconds(value) -> str:
 def method_table(record, published_how: dict | None = None, powered: bool = False) -> pd.DataFrame:
     """The brief's "fio parameters" table for a measured campaign, from its record (what ran),
     beside what the published brief used (its ``how_tested``), so the scale is stated plainly."""
-    settings, matrix = record.settings or {}, record.matrix or {}
+    settings, matrix = record.declaration.settings or {}, record.declaration.matrix or {}
     published_how = published_how or {}
     fio_tool = (((record.inventory or {}).get("tools") or {}).get("fio") or {})
     versions = ", ".join((record.measured or {}).get("tool_versions") or [])
     wall = ((record.measured or {}).get("point_seconds") or {}).get("median")
     rows = [
         ("Storage compared", published_how.get("Drives under test", ""),
-         "; ".join(f"{name}: {(record.labels or {}).get(name, name)}" for name in record.configs)),
+         "; ".join(f"{name}: {(record.declaration.labels or {}).get(name, name)}" for name in record.configs)),
         ("fio version", published_how.get("Tool", ""), fio_tool.get("version") or versions or "not reported"),
         ("I/O engine", published_how.get("I/O engine", ""), settings.get("ioengine")),
         ("I/O pattern", published_how.get("I/O pattern", ""),
@@ -674,9 +674,9 @@ def configurations_table(record) -> pd.DataFrame:
     """The measured configurations: name used in the tables, what it is, its recorded storage declaration."""
     rows = []
     for name in record.configs:
-        spec = (record.config_specs or {}).get(name) or {}
+        spec = (record.declaration.configs or {}).get(name) or {}
         declared = ", ".join(f"{k}: {v}" for k, v in spec.items())
-        rows.append({"Configuration": name, "What it is": (record.labels or {}).get(name, name),
+        rows.append({"Configuration": name, "What it is": (record.declaration.labels or {}).get(name, name),
                      "Declared as": declared})
     return pd.DataFrame(rows, columns=["Configuration", "What it is", "Declared as"])
 

@@ -211,7 +211,7 @@ class FioMix(BriefBase):
         return text
 
     def _scale(self, record) -> str:
-        settings, matrix = record.settings or {}, record.matrix or {}
+        settings, matrix = record.declaration.settings or {}, record.declaration.matrix or {}
         ramp, runtime = settings.get("ramp_s") or 0, settings.get("runtime_s") or 0
         wall = ((record.measured or {}).get("point_seconds") or {}).get("median")
         measured = runtime
@@ -228,7 +228,7 @@ class FioMix(BriefBase):
             ran = f"{ramp:g} s of ramp and {measured:g} s measured"
         shorter = f" ({900 / (ramp + measured):.0f} times shorter at most)" if ramp + measured else ""
         reps = record.reported_repetitions
-        adaptive = getattr(record, "adaptive_repetitions", None)
+        adaptive = record.declaration.adaptive
         dof = (f"{adaptive.get('min', 2) - 1} to {reps - 1} degrees" if isinstance(adaptive, dict)
                else plural(reps - 1, "degree"))
         reps_text = (f"{adaptive.get('min')} to {reps} repetitions (adaptive: more only while the 95 % interval of "

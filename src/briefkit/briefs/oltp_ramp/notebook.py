@@ -54,10 +54,10 @@ class OltpRamp(BriefBase):
         self.relative = pub.relative()
         self.measured = {n: self.campaign_samples(n) for n in self.names}
         self.measured = {n: d for n, d in self.measured.items() if len(d)}
-        self.labels = {n: {c: (self.records[n].labels or {}).get(c) or c for c in self.records[n].configs}
+        self.labels = {n: {c: (self.records[n].declaration.labels or {}).get(c) or c for c in self.records[n].configs}
                        for n in self.measured}
         self.m_configs = {n: ordered(d["config"].unique(), self.records[n].configs) for n, d in self.measured.items()}
-        self.rules = {n: ramp.StopRule.from_settings(self.records[n].settings or {}) for n in self.measured}
+        self.rules = {n: ramp.StopRule.from_settings(self.records[n].declaration.settings or {}) for n in self.measured}
         self.ramps = {n: ramp.ramps(d, self.rules[n], configs=self.m_configs[n]) for n, d in self.measured.items()}
         self.bases = {n: self.baseline if self.baseline in self.m_configs[n] else self.m_configs[n][0]
                       for n in self.measured}
@@ -390,7 +390,7 @@ class OltpRamp(BriefBase):
          out) = self._vars()
         for name, data in measured.items():
             record = self.records[name]
-            settings, mem = record.settings or {}, memory_bytes(record)
+            settings, mem = record.declaration.settings or {}, memory_bytes(record)
             records = {r.get("config"): r for r in record.prepare or []}
             out.md(f"### How we tested{'' if len(measured) == 1 else f' ({name})'}")
             steps = sorted(data["load"].dropna().unique())

@@ -39,11 +39,11 @@ class RocksdbSuite(BriefBase):
             configs = ordered(data["config"].unique(), record.configs)
             self.measured[name] = {
                 "data": data, "record": record, "configs": configs,
-                "labels": {c: (record.labels or {}).get(c) or c for c in record.configs},
+                "labels": {c: (record.declaration.labels or {}).get(c) or c for c in record.configs},
                 "pairs": suite.ratio_pairs(ratios, configs, self.pub.meta.tables) if len(configs) > 1 else []}
         #: campaigns that measured what the storage path adds to one I/O (fio QD1 on local, loop and NBD stacks)
         self.paths = {name: self.campaign_samples(name) for name in self.names
-                      if path_latency.applies(self.campaign_samples(name), self.records[name].config_specs)}
+                      if path_latency.applies(self.campaign_samples(name), self.records[name].declaration.configs)}
 
     def _suffix(self, name: str, fmt: str = " ({})") -> str:
         return "" if len(self.measured) == 1 else fmt.format(name)
@@ -120,7 +120,7 @@ class RocksdbSuite(BriefBase):
             if index:   # page 1 keeps the first campaign's findings; the others' ratios are under *Ratios*
                 lines.append(self._other_campaign_line(name, m))
                 continue
-            scale = (record.settings or {}).get("scale")
+            scale = (record.declaration.settings or {}).get("scale")
             keys = record.facts.get("keys")
             # names only: what each configuration is, is said under "How we tested" (page 1 keeps its figure)
             reps = int(m["data"].groupby(["config", "workload"])["rep"].nunique().min())
@@ -141,7 +141,7 @@ class RocksdbSuite(BriefBase):
                 lines.append(f"**{pair.title}**{as_table}: {said}.")
         for name, data in self.paths.items():
             lines.append(f"**What the path adds to one I/O** (campaign {name}): "
-                         + path_latency.summary(data, self.records[name].config_specs)
+                         + path_latency.summary(data, self.records[name].declaration.configs)
                          + " An upper bound set by a user-space server on the same two cores (*What the network "
                            "path adds to one I/O*).")
         for statement in self.pub.meta.statements or []:
@@ -221,11 +221,11 @@ class RocksdbSuite(BriefBase):
             out.md(f"fio at queue depth 1, 4 KiB random reads and random writes with O_DIRECT, on stacks over the same "
                    f"disk (campaign {name}, {hosts_text(record)}, {record.repetitions} repetitions each"
                    + (f"; the host's 1-minute load average {load}" if load else "") + "). "
-                   + path_latency.summary(data, record.config_specs))
-            out.table(path_latency.overhead_table(data, record.config_specs),
+                   + path_latency.summary(data, record.declaration.configs))
+            out.table(path_latency.overhead_table(data, record.declaration.configs),
                       f"Mean completion latency of each stack and what each layer adds (campaign {name})",
                       note="fio at QD1, 4 KiB, O_DIRECT; "
-                           + path_latency.repetitions_text(data, record.config_specs)
+                           + path_latency.repetitions_text(data, record.declaration.configs)
                            + ". Each stack: fio's mean completion latency, the mean over the repetitions with its 95 % "
                            "Student-t interval. Each layer: the difference of two stacks' means with Welch's 95 % "
                            "interval.",
@@ -263,7 +263,7 @@ class RocksdbSuite(BriefBase):
             record = m["record"]
             versions = sorted(m["data"]["tool_version"].dropna().unique())
             post = suite.fraction(pub.meta.scale) if pub.meta.scale else "a scale it does not state"
-            scale = suite.scale_statement(record.settings or {}, record.facts.get("keys"), memory_bytes(record))
+            scale = suite.scale_statement(record.declaration.settings or {}, record.facts.get("keys"), memory_bytes(record))
             load = load_text(record)
             if load:
                 out.md(f"**Load.** The host's 1-minute load average was {load} as this campaign's points started and "

@@ -373,7 +373,7 @@ class RocksdbSweep(BriefBase):
             record, data = m["record"], m["data"]
             out.md(f"### How we tested{self._suffix(name, ' ({})')}")
             loads = sorted(data["load"].dropna().unique())
-            out.md(self.say("scale", scale=sweep.dbbench_scale(record.settings, memory_bytes(record), loads),
+            out.md(self.say("scale", scale=sweep.dbbench_scale(record.declaration.settings, memory_bytes(record), loads),
                             published_scale=self.published_scale))
             versions = sorted(data["tool_version"].dropna().unique())
             if versions:

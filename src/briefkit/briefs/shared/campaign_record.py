@@ -95,8 +95,8 @@ def campaign_table(record) -> pd.DataFrame:
             ("Tool versions", ", ".join(measured.get("tool_versions") or []) or NOT_REPORTED)]
     if load_text(record):   # recorded since points keep /proc/loadavg
         rows.append(("Host load (1-min average, as points started and ended)", load_text(record)))
-    rows += [(f"Matrix: {axis}", text(values)) for axis, values in (record.matrix or {}).items()]
-    rows += [(f"Setting: {key}", text(value)) for key, value in (record.settings or {}).items()]
+    rows += [(f"Matrix: {axis}", text(values)) for axis, values in (record.declaration.matrix or {}).items()]
+    rows += [(f"Setting: {key}", text(value)) for key, value in (record.declaration.settings or {}).items()]
     return pd.DataFrame(rows, columns=["Item", "Value"])
 
 
@@ -157,7 +157,7 @@ def progress(out: Blocks, record) -> None:
     adaptive = [s for s in record.skipped if str(s.get("reason", "")).startswith("adaptive repetitions")]
     groups = getattr(record, "repetition_groups", None) or []
     if groups:   # one sentence for the whole campaign: the per-point decisions are in the manifest
-        spec = getattr(record, "adaptive_repetitions", None) or {}
+        spec = record.declaration.adaptive or {}
         at_target = sum(g.get("stopped") == "target" for g in groups)
         out.md(f"Adaptive repetitions ({spec.get('min')} to {spec.get('max')} per point, until the 95 % interval of "
                f"{groups[0].get('metric')} is within ±{str(spec.get('half_width', '')).rstrip('%')} % of its mean"
@@ -177,8 +177,9 @@ def configurations_table(record) -> pd.DataFrame:
     rows = []
     for config in record.configs:
         info = found.get(config) or {}
-        rows.append({"Configuration": config, "Label": (record.labels or {}).get(config) or info.get("label") or config,
-                     "Storage": text((record.config_specs or {}).get(config)),
+        label = (record.declaration.labels or {}).get(config) or info.get("label") or config
+        rows.append({"Configuration": config, "Label": label,
+                     "Storage": text((record.declaration.configs or {}).get(config)),
                      "Path": info.get("path") or "not recorded", "Block device": info.get("device") or "none"})
     return pd.DataFrame(rows, columns=["Configuration", "Label", "Storage", "Path", "Block device"])
 

@@ -38,7 +38,7 @@ def outside_method(data: processed.BriefData, name: str) -> str | None:
     record = data.campaigns[name]
     if not record.is_imported or not data.method:
         return None
-    found = method_scope.outside(data.method, record.matrix or {}, record.settings or {})
+    found = method_scope.outside(data.method, record.declaration.matrix or {}, record.declaration.settings or {})
     return method_scope.reason(found) if found else None
 
 
@@ -56,8 +56,8 @@ def outside_reason(data: processed.BriefData, name: str, ref: str) -> str | None
         return "a single point: no curve to compare"
     samples = data.samples
     load_kinds = set(samples.loc[samples["campaign"] == ref, "load_kind"].dropna())
-    for axis, values in (base.matrix or {}).items():
-        own = (record.matrix or {}).get(axis)
+    for axis, values in (base.declaration.matrix or {}).items():
+        own = (record.declaration.matrix or {}).get(axis)
         if axis in load_kinds or own is None:
             continue
         if not {str(v) for v in _list(own)} & {str(v) for v in _list(values)}:

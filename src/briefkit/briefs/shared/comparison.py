@@ -453,9 +453,9 @@ def _difference_text(row) -> str:
 def _method_of(record: processed.CampaignRecord) -> dict[str, str]:
     """What decides how a campaign's points were measured, as text per setting: its settings, its
     repetitions and its steady-state rule (SNIA PTS rounds or none)."""
-    found = {key: fmt_setting(value) for key, value in sorted(record.settings.items())}
-    found["repetitions"] = fmt_setting(record.adaptive_repetitions or record.repetitions)
-    rule = (record.method or {}).get("steady_state")
+    found = {key: fmt_setting(value) for key, value in sorted(record.declaration.settings.items())}
+    found["repetitions"] = fmt_setting(record.declaration.adaptive or record.repetitions)
+    rule = (record.method or {}).get("pts")
     found["steady-state rule"] = fmt_setting(rule.get("rule", "declared") if isinstance(rule, dict) else rule or "none")
     return found
 

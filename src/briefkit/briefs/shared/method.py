@@ -3,7 +3,7 @@ stated, for each measured configuration; and the SNIA PTS steady-state figure wh
 
 Steady state is judged by one of three rules, or not at all:
 
-* the SNIA PTS rule over rounds (the campaign's ``steady_state: {rule: snia-pts, ...}``): the verdict
+* the SNIA PTS rule over rounds (the campaign's ``pts: {rule: snia-pts, ...}``): the verdict
   recorded with the rounds (briefkit.core.pts);
 * per point, on the point's own series (``settings.steady_state``): fio's own ``steadystate`` option
   for fio, fio's rule over the interval series for db_bench and OLTP (briefkit.core.steady_rule): the count
@@ -41,7 +41,7 @@ REHEARSAL = "a rehearsal of the PTS step here, not a drive brought to steady sta
 def _loop_cache(record, config: str) -> str:
     """How a loop device's writes reached its image file, as recorded (inventory) or declared."""
     recorded = (((record.inventory or {}).get("configs") or {}).get(config) or {}).get("storage") or {}
-    direct = recorded.get("direct_io", (record.config_specs.get(config) or {}).get("direct_io", True))
+    direct = recorded.get("direct_io", (record.declaration.configs.get(config) or {}).get("direct_io", True))
     return (", written through a loop device with direct I/O on (past the host's page cache, into a file whose "
             "blocks the host's file system lays out)" if direct else
             ", written through a loop device with direct I/O off (through the host's page cache)")
@@ -54,10 +54,10 @@ def pts_limit_text(record) -> str:
         return ""
     said = []
     for config in record.configs:
-        kind = (record.config_specs.get(config) or {}).get("kind")
+        kind = (record.declaration.configs.get(config) or {}).get("kind")
         if kind in NOT_A_DRIVE:
             cache = _loop_cache(record, config) if kind == "loop_xfs" else ""
-            said.append(f"*{record.labels.get(config, config)}*: {NOT_A_DRIVE[kind]}{cache}")
+            said.append(f"*{record.declaration.labels.get(config, config)}*: {NOT_A_DRIVE[kind]}{cache}")
     if not said:
         return ""
     verdicts = "Its SNIA PTS verdict is" if len(said) == 1 else "Their SNIA PTS verdicts are"
@@ -84,7 +84,7 @@ def point_verdicts(samples: pd.DataFrame, config: str) -> tuple[int, int]:
 def steady_text(record, samples: pd.DataFrame, config: str) -> str:
     """One configuration's steady-state verdict, and by which rule."""
     method = record.method or {}
-    rule = method.get("steady_state")
+    rule = method.get("pts")
     if rule:
         verdict = (method.get("configs", {}).get(config) or {}).get("verdict")
         name = (f"SNIA PTS rule ({rule['metric']} per round, window of {rule['window_rounds']} rounds, range within "
@@ -93,7 +93,7 @@ def steady_text(record, samples: pd.DataFrame, config: str) -> str:
             return f"not judged yet by the {name}: its rounds have not finished"
         said = "reached steady state" if verdict["steady"] else "**did not reach steady state**"
         return f"{said} by the {name}: {verdict['text']}"
-    spec = (record.settings or {}).get("steady_state")
+    spec = (record.declaration.settings or {}).get("steady_state")
     if spec:
         steady, judged = point_verdicts(samples, config)
         if not judged:
@@ -109,7 +109,7 @@ def precondition_text(record, config: str) -> str:
     """One configuration's preconditioning, as declared and as recorded."""
     method = record.method or {}
     declared = method.get("precondition") or {}
-    kind = (record.config_specs.get(config) or {}).get("kind")
+    kind = (record.declaration.configs.get(config) or {}).get("kind")
     independent = declared.get("workload_independent")
     if not independent:
         if record.described.get("block_device", {}).get(config) is False:
@@ -133,7 +133,7 @@ def method_text(record, samples: pd.DataFrame) -> str:
     then how differences are stated."""
     lines = []
     for config in record.configs:
-        label = record.labels.get(config, config)
+        label = record.declaration.labels.get(config, config)
         lines.append(f"- *{label}*: {precondition_text(record, config)}; {steady_text(record, samples, config)}.")
     dependent = ((record.method or {}).get("precondition") or {}).get("workload_dependent")
     tail = (" The rounds before each steady window are the workload-dependent preconditioning." if dependent else "")
@@ -144,7 +144,7 @@ def method_text(record, samples: pd.DataFrame) -> str:
 
 def method_table(record, samples: pd.DataFrame) -> pd.DataFrame:
     """Per configuration: its preconditioning and its steady-state verdict with the rule (the appendix table)."""
-    return pd.DataFrame([{"Configuration": record.labels.get(c, c), "Preconditioning": precondition_text(record, c),
+    return pd.DataFrame([{"Configuration": record.declaration.labels.get(c, c), "Preconditioning": precondition_text(record, c),
                           # a table cell shows Markdown's ** as they are
                           "Steady state": steady_text(record, samples, c).replace("**", "")} for c in record.configs])
 
@@ -188,7 +188,7 @@ def pts_figure(record, palette: Mapping[str, str]):
     import matplotlib.pyplot as plt
 
     table = rounds_table(record)
-    rule = (record.method or {}).get("steady_state")
+    rule = (record.method or {}).get("pts")
     if not table or not rule:
         return None
     fig, axes = plt.subplots(1, len(table), figsize=(7.0, 2.8), squeeze=False)
@@ -206,7 +206,8 @@ def pts_figure(record, palette: Mapping[str, str]):
             ax.fill_between(xs, avg * (1 - slope_pct / 100), avg * (1 + slope_pct / 100), color="#999999", alpha=0.3,
                             label=f"±{slope_pct:g} %")
             ax.plot(xs, window.slope * xs + window.intercept, "--", color="#cc0000", linewidth=1, label="best-fit line")
-        ax.set_title(f"{record.labels.get(config, config)}: {'steady' if verdict.steady else 'not steady'}", fontsize=9)
+        shown = record.declaration.labels.get(config, config)
+        ax.set_title(f"{shown}: {'steady' if verdict.steady else 'not steady'}", fontsize=9)
         ax.set_xlabel("round")
         ax.set_ylim(bottom=0)
     metric = rule["metric"]
@@ -217,7 +218,7 @@ def pts_figure(record, palette: Mapping[str, str]):
 
 
 def pts_caption(record) -> str:
-    rule = record.method["steady_state"]
+    rule = record.method["pts"]
     return (f"SNIA PTS steady state of campaign {record.name}: {rule['metric']} of the tracked points per round; "
             f"the deciding window of {rule['window_rounds']} rounds with its average, the ±{rule['slope']} band and its "
             f"best-fit line (steady: range within {rule['range']} and the line's change within {rule['slope']} of "

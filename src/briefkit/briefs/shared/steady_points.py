@@ -56,7 +56,7 @@ class PointWindow:
 
 def spec_of(record) -> dict | None:
     """The campaign's per-point criterion when its points are judged on their interval series, else None."""
-    spec = (record.settings or {}).get("steady_state")
+    spec = (record.declaration.settings or {}).get("steady_state")
     if not spec or not record.described.get("interval_series") or spec.get("metric") not in JUDGED_SERIES:
         return None
     return dict(spec)

@@ -85,8 +85,7 @@ from briefkit.core import samples as tidy
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.validation import check
-from briefkit.tools import diskstats
-from briefkit.tools import steady_settings as steady
+from briefkit.tools import diskstats, steady_settings
 from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.dbbench import command as cmd
 from briefkit.tools.dbbench import report_csv
@@ -181,10 +180,10 @@ class DbBenchWorkload(Workload):
             raise CampaignError(f"{where}.settings: {exc}") from None
         if suite == "sweep":
             try:
-                steady.check_fits(merged, merged["duration_s"], where)
+                steady_settings.check_fits(merged, merged["duration_s"], where)
             except ValueError as exc:
                 raise CampaignError(str(exc)) from None
-        return full, steady.normalize(merged)
+        return full, steady_settings.normalize(merged)
 
     def plan(self, configs: Sequence[str], matrix: Mapping[str, list], repetitions: int) -> list[Point]:
         if "test" not in matrix:
@@ -328,13 +327,13 @@ class DbBenchWorkload(Workload):
     # --- ingest ------------------------------------------------------------------------------
     def samples(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:
         table = point_samples(point_dir)
-        spec = steady.declared(settings)
+        spec = steady_settings.declared(settings)
         if spec is None:
             return table
         # fio's rule on the interval CSV (all threads' ops per interval); no CSV: no window to judge
         report = Path(point_dir) / "dbbench.report.csv"
         rates = report_csv.read_report(report)["ops_per_sec"] if report.exists() else []
-        return tidy.concat([table, steady.series_samples(
+        return tidy.concat([table, steady_settings.series_samples(
             rates, spec, float(settings["report_interval_s"]), table,
             f"{_prefix(Path(point_dir))}/{report.name}#steady_state")])
 

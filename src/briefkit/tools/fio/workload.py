@@ -57,10 +57,9 @@ import pandas as pd
 
 from briefkit.core import sizes
 from briefkit.core.errors import CampaignError
-from briefkit.core.validation import defaults as defaults_of
 from briefkit.hosts.commands import CommandError, stderr_tail
 from briefkit.storage.safety import UnsafeTargetError, check_prepared
-from briefkit.tools import steady_settings as steady
+from briefkit.tools import steady_settings
 from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.fio import jsonplus as fio_output
 from briefkit.tools.fio import latency
@@ -139,8 +138,6 @@ class FioWorkload(Workload):
     latency_bins = staticmethod(latency.merged)
     settings_model = FioSettings
     matrix_model = FioMatrix
-    axes = defaults_of(FioMatrix)
-    defaults = defaults_of(FioSettings)
     parameters = {"p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64", "p_iodepth": "Int64",
                   "p_numjobs": "Int64"}
     pts_metrics = ("iops", "bw")
@@ -190,7 +187,7 @@ class FioWorkload(Workload):
     @staticmethod
     def runtime(settings: Mapping[str, Any]) -> Any:
         """fio's runtime: ``runtime_s``, or ``steady_state.max_s`` when steady state caps the point."""
-        spec = steady.declared(settings)
+        spec = steady_settings.declared(settings)
         return spec["max_s"] if spec and spec.get("max_s") else settings["runtime_s"]
 
     def expected_seconds(self, point: Point, settings: Mapping[str, Any]) -> float | None:
@@ -332,7 +329,7 @@ class FioWorkload(Workload):
 def steady_options(settings: Mapping[str, Any]) -> dict[str, str]:
     """fio's steadystate options for ``settings.steady_state`` (none when not declared):
     ``steadystate=iops_slope:0.5%``, ``steadystate_duration``, ``steadystate_ramp_time`` (seconds)."""
-    spec = steady.declared(settings)
+    spec = steady_settings.declared(settings)
     if spec is None:
         return {}
     limit = spec["limit"]

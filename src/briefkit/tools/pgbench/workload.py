@@ -45,8 +45,7 @@ from briefkit.core import samples as tidy
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.times import iso
-from briefkit.core.validation import defaults as defaults_of
-from briefkit.tools import steady_settings as steady
+from briefkit.tools import steady_settings
 from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.pgbench import latency as pgbench_latency
 from briefkit.tools.pgbench import progress as pgbench_progress
@@ -87,11 +86,9 @@ class OltpWorkload(Workload):
     headline = ("nopm", "tpm")
     summary = ("nopm", "tpm")
     latency_bins = staticmethod(pgbench_latency.merged)
-    axes = defaults_of(OltpMatrix)
     settings_model = OltpSettings
     matrix_model = OltpMatrix
     parameters = {"p_clients": "Int64"}
-    defaults = defaults_of(OltpSettings)
     pts_metrics = ("tps",)
     point_rule = "fio's rule over pgbench's per-second series, per point"
     interval_series = "pgbench's"
@@ -113,7 +110,7 @@ class OltpWorkload(Workload):
             raise CampaignError(f"{where}.matrix.clients: {clients[-1]} clients need max_connections >= "
                                 f"{clients[-1] + RESERVED_CONNECTIONS} (settings.server.max_connections, now {limit})")
         try:
-            steady.check_fits(settings, settings["duration_s"], where)
+            steady_settings.check_fits(settings, settings["duration_s"], where)
         except ValueError as exc:
             raise CampaignError(str(exc)) from None
         return matrix, settings
@@ -325,7 +322,7 @@ class OltpWorkload(Workload):
     @staticmethod
     def _steady_samples(folder: Path, settings: Mapping[str, Any], table: pd.DataFrame) -> pd.DataFrame:
         """fio's rule on pgbench's --progress series (tps per second, on stderr), for ``workload=all``."""
-        spec = steady.declared(settings)
+        spec = steady_settings.declared(settings)
         if spec is None:
             return table.iloc[0:0]
         path, progress = folder / "pgbench.stderr", None
@@ -336,7 +333,7 @@ class OltpWorkload(Workload):
                 break
         rates = progress["tps"] if progress is not None else []
         interval = float(progress["time_s"].diff().median()) if progress is not None and len(progress) > 1 else 1.0
-        return steady.series_samples(rates, spec, interval, table[table["workload"] == "all"],
+        return steady_settings.series_samples(rates, spec, interval, table[table["workload"] == "all"],
                                      f"{path}#steady_state")
 
 
