@@ -123,7 +123,7 @@ def test_dry_run_prints_the_plan_and_the_estimated_duration(project_root, capsys
     assert lines[:len(plan)] == [f"quick\t{p.id}" for p in plan]
     summary = next(line for line in lines if line.startswith("# mine/quick:"))
     assert f"{len(plan)} points, 2 already done, {len(plan) - 2} to run" in summary
-    expected = sum(camp.workload.expected_seconds(p, camp.settings) for p in plan[2:])
+    expected = sum(camp.workload.expected_seconds(p, camp.declaration.settings) for p in plan[2:])
     assert expected > 0 and seconds_of(summary) == round(expected)
     # one duration format: the dry run's estimate as the run's progress gives the time left
     assert f"estimated duration {steps.duration(expected)}, host local" in summary
@@ -138,7 +138,7 @@ def test_dry_run_says_unknown_when_a_workload_has_no_estimate(project_root, caps
     sized = next(line for line in out.splitlines() if line.startswith("# mine/sized:"))
     assert "estimated duration unknown" in sized and "fio gives no time estimate" in sized
     timed = campaign.load("mine", "timed", project_root)
-    total = sum(timed.workload.expected_seconds(p, timed.settings) for p in timed.plan())
+    total = sum(timed.workload.expected_seconds(p, timed.declaration.settings) for p in timed.plan())
     overall = next(line for line in out.splitlines() if line.startswith("# all 2 campaigns"))
     assert "at least" in overall and seconds_of(overall.replace("at least ", "")) == round(total)
 
