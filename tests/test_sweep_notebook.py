@@ -49,6 +49,20 @@ def _cut(reference: Path, brief: str, case: str, scratch: Path) -> Path:
     samples = pd.read_parquet(work / "samples.parquet")
     pct = pd.read_parquet(work / "percentiles.parquet")
     camps = json.loads((work / "campaigns.json").read_text())
+    # the cases cut the brief's reference campaign "local": its other campaigns (rocksdb-nvmeof's nbd and
+    # path-latency) are left out, and so is the brief's show: list that names them
+    others = [name for name in camps["campaigns"] if name != "local"]
+    for name in others:
+        del camps["campaigns"][name]
+    samples, pct = samples[~samples["campaign"].isin(others)], pct[~pct["campaign"].isin(others)]
+    for table in ("series", "latency_bins", "repetition_bins"):
+        if (work / f"{table}.parquet").is_file():
+            rows = pd.read_parquet(work / f"{table}.parquet")
+            if "campaign" in rows:
+                rows[~rows["campaign"].isin(others)].to_parquet(work / f"{table}.parquet")
+    meta = json.loads((work / "brief.json").read_text())
+    meta["show"] = None
+    (work / "brief.json").write_text(json.dumps(meta))
     record = camps["campaigns"]["local"]
     measured = samples["campaign"] != "published"
     if case == "none":

@@ -22,9 +22,10 @@ def _dataset(args) -> int:
 
     base = checkout.root()
     started = time.monotonic()
-    if args.campaign:
+    # `briefkit build` runs this step too, with no --campaign or --from-parts: the whole brief
+    if getattr(args, "campaign", None):
         folder = build.build_campaign(checkout.declared_brief(args.brief, base), args.campaign, base)
-    elif args.from_parts:
+    elif getattr(args, "from_parts", False):
         # the DVC stage: a campaign the stage list lacks would never get its part built
         stages.check(base, args.brief, build.campaign_names(base / "data" / "raw" / checkout.declared_brief(args.brief, base)))
         folder = build.build_brief(args.brief, base)

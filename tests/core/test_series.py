@@ -330,7 +330,7 @@ def test_committed_pgbench_progress_becomes_series():
     record = json.loads((OLTP_POINT / "point.json").read_text())
     camp = raw_campaign.read(ROOT / "data/raw/oltp-9300/local", "oltp-9300")
     point = next(p for p in camp.plan() if p.id == record["point"])
-    found = workload.series(OLTP_POINT, point, camp.settings)
+    found = workload.series(OLTP_POINT, point, camp.declaration.settings)
     progress = pgbench_progress.read_progress(OLTP_POINT / "pgbench.stderr")
     assert len(found[found["metric"] == "tpm"]) == len(progress)
     assert mean_of(found, "tpm") == pytest.approx(progress["tps"].mean() * 60)

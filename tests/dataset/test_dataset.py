@@ -106,7 +106,7 @@ def test_a_removed_declaration_does_not_drop_measured_data(tmp_path):
     base = make_project(tmp_path / "b", "rocksdb-nvmeof", edit=lambda spec: spec.pop("campaigns"))
     data = built(base, "rocksdb-nvmeof")
     assert {c.declaration_status for c in data.campaigns.values()} == {"not declared"}
-    assert data.selected() == ["nbd", "path-latency", "local"]      # the brief's show: still applies
+    assert data.selected() == ["nbd", "path-latency"]      # the brief's show: still applies
     pd.testing.assert_frame_equal(data.samples, reference.samples)
     assert data.campaigns["local"].repetitions == 1 and set(data.measured("local")["rep"]) == {1}
 

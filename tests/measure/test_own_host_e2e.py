@@ -164,6 +164,7 @@ def test_a_new_published_brief_following_the_readme(clone):
     path.write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     (clone / "data/raw" / slug).mkdir(parents=True)
     (clone / "data/raw" / slug / ".gitkeep").touch()
+    run([BIN / "briefkit", "list", "--campaigns", "--write"], cwd=clone)     # the brief's stages, as after any new folder
     check = run([BIN / "briefkit", "check", slug], cwd=clone)
     assert check.stdout.count("\n") > 20 and "does not match" in check.stdout
     run([BIN / "dvc", "repro", f"render@{slug}"], cwd=clone)

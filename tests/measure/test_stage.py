@@ -110,7 +110,7 @@ def test_a_new_campaign_is_measured_by_dvc_repro_and_a_grown_one_only_its_new_po
     assert "no failures recorded" in record and not (raw / ".lock").exists()
     assert (raw.parent / "small.complete").read_text() == "2 points of fio-6600ion/small measured\n"
     shown = json.loads((clone / "data/processed/fio-6600ion/campaigns.json").read_text())["campaigns"]
-    assert shown["small"]["labels"] == {"d": "a folder of the test"} and "local" in shown
+    assert shown["small"]["declaration"]["labels"] == {"d": "a folder of the test"} and "local" in shown
     assert "up to date" in run([DVC, "status", "measure@fio-6600ion--small"], cwd=clone).stdout
     metrics = json.loads((clone / "data/processed/fio-6600ion.metrics.json").read_text())
     assert metrics["campaigns"]["small"]["points_done"] == 2 and metrics["campaigns"]["small"]["max_read_bw"] > 0
@@ -209,8 +209,9 @@ def test_raw_data_shared_through_a_dvc_remote(tmp_path):
     folder_out = "            cache: false\n            persist: true"     # the raw folder; its .complete marker stays in git
     assert text.count(folder_out) == 1
     dvcyaml.write_text(text.replace(folder_out, folder_out.replace("false", "true")), encoding="utf-8")
-    run(["git", "rm", "-r", "-q", "--cached", *[str(p.relative_to(first)) for p in first.glob("data/raw/*/local")]],
-        cwd=first)
+    # every measured campaign's raw folder (a brief may hold several)
+    run(["git", "rm", "-r", "-q", "--cached", *[str(p.relative_to(first)) for p in first.glob("data/raw/*/*")
+                                                 if p.is_dir()]], cwd=first)
     run([DVC, "commit", "-f", "measure"], cwd=first)
     run([DVC, "remote", "add", "-d", "storage", str(tmp_path / "remote")], cwd=first)
     run([DVC, "push", "measure"], cwd=first)

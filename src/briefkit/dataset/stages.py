@@ -70,8 +70,12 @@ def text(entries: dict[str, dict[str, str]]) -> str:
 
 
 def write(base: Path) -> bool:
-    """Bring data/raw/campaigns.yaml up to date; True when it changed."""
+    """Bring data/raw/campaigns.yaml up to date; True when it changed. Also makes each declared brief's
+    data/interim/<brief>/ (empty until a campaign's part is built): the dataset stage depends on it, and
+    DVC refuses a missing dependency, so a brief with no campaign yet would not build."""
     path = Path(base) / CAMPAIGN_LIST
+    for brief in project.load_model(Path(base)).briefs:
+        (Path(base) / "data" / "interim" / brief).mkdir(parents=True, exist_ok=True)
     wanted = text(expected(Path(base)))
     try:
         if path.read_text(encoding="utf-8") == wanted:

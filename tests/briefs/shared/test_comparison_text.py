@@ -61,8 +61,9 @@ def test_the_method_paragraph_states_the_settings_the_campaigns_differ_in(refere
     paragraph says so, naming both values; against itself under another name, nothing is added."""
     data = processed.load("fio-6600ion", reference_data("fio-6600ion") / "data" / "processed")
     local = data.campaigns["local"]
-    data.campaigns["quick"] = dataclasses.replace(local, name="quick", settings={**local.settings, "runtime_s": 7},
-                                                  method={**local.method, "steady_state": None})
+    quick = local.declaration.model_copy(update={"settings": {**local.declaration.settings, "runtime_s": 7}})
+    data.campaigns["quick"] = dataclasses.replace(local, name="quick", declaration=quick,
+                                                  method={**local.method, "pts": None})
     data.campaigns["twin"] = dataclasses.replace(local, name="twin")
     data.samples = pd.concat([data.samples, *(data.samples[data.samples["campaign"] == "local"].assign(campaign=name)
                                               for name in ("quick", "twin"))])
@@ -72,5 +73,6 @@ def test_the_method_paragraph_states_the_settings_the_campaigns_differ_in(refere
         campaign_compare.sections(campaign_compare.compare(data, other, "local"), out, records=data.campaigns)
         said[other] = next(b.content for b in out.take() if b.kind == "md" and b.content.startswith("Points are matched"))
     assert (f"The two campaigns were measured with different settings: runtime_s 7 (quick) against "
-            f"{local.settings['runtime_s']} (local); steady-state rule none (quick) against snia-pts (local)") in said["quick"]
+            f"{local.declaration.settings['runtime_s']} (local); steady-state rule none (quick) against "
+            "snia-pts (local)") in said["quick"]
     assert "different settings" not in said["twin"]

@@ -24,7 +24,7 @@ NO_REASON = "not judged: the campaign declared no steady-state criterion (fixed-
 
 def _declares(brief: str, campaign: str) -> bool:
     declared = PARAMS["briefs"][brief]["campaigns"][campaign]
-    return bool(declared.get("steady_state") or (declared.get("settings") or {}).get("steady_state"))
+    return bool(declared.get("pts") or declared.get("steady_state") or (declared.get("settings") or {}).get("steady_state"))
 
 
 @pytest.mark.slow

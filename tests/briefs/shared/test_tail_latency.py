@@ -153,7 +153,7 @@ def test_p99_of_cached_against_direct_reads_is_compared_with_a_bootstrap_interva
     assert "Read completion latency, p99: cached leads at 1 of 1 points" in printed and "1 significant" in printed
     shown = campaign_compare.display_table(comp).iloc[0]
     assert "within one run" not in shown["direct / cached (95 % interval)"]
-    report = (measured / "reports/compare" / f"{BRIEF}--direct--cached.html")
+    report = (measured / "reports/compare" / f"{BRIEF}--direct--cached--read_clat_p99.html")
     assert "bootstrap" in report.read_text() and "1 - CDF" in report.read_text()
 
     # the N-way form (each against the last named) reports the same ratio and tallies it

@@ -19,8 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from briefkit import processed
-from briefkit.briefs.explore import notebook as explore
+from briefkit import explore, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 
 pytestmark = pytest.mark.slow

@@ -97,6 +97,8 @@ def overheads(samples: pd.DataFrame, config_specs: Mapping[str, Mapping]) -> pd.
 
 
 def _cell(row, with_n: bool = True) -> str:
+    if not math.isfinite(row.value):     # a stack with no finished point (e.g. its configuration failed)
+        return "not measured"
     value = f"{fmt(row.value, 1)}" if row.kind == "stack" else f"{row.value:+,.1f}"
     n = f", n = {row.n}" if with_n else ""
     if not (math.isfinite(row.low) and math.isfinite(row.high)):

@@ -143,6 +143,15 @@ class FioWorkload(Workload):
     pts_metrics = ("iops", "bw")
     point_rule = "fio's own steadystate rule, per point"
 
+    def unjudged_reason(self, settings: Mapping[str, Any]) -> str | None:
+        """A fio point without ``settings.steady_state`` is a fixed window: what it measured is that window."""
+        runtime = settings.get("runtime_s")
+        if runtime is None:
+            return None
+        return (f"each point is a fixed window of {runtime} s after a ramp of {settings.get('ramp_s') or 0} s left out "
+                "(settings runtime_s and ramp_s), reported as measured; fio's own steady-state rule "
+                "(settings.steady_state) would end a point once steady instead")
+
     def unpreconditioned_note(self, settings: Mapping[str, Any]) -> str | None:
         """``settings.precondition``: fio lays out its data file before the first point."""
         if not settings.get("precondition"):
