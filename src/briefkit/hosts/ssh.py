@@ -118,6 +118,16 @@ _DROPPED = (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelO
             BrokenPipeError, EOFError)
 
 
+def _quiet_transfer_leftovers(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """asyncio's report of a task whose exception nobody read, for the read-ahead tasks of an SFTP transfer
+    that was stopped (Ctrl-C, a deadline): the transfer's own caller has already failed with the error the
+    user is told, so the leftover's traceback on stderr says nothing more. Anything else is reported as
+    asyncio does."""
+    if isinstance(context.get("exception"), asyncssh.SFTPError):
+        return
+    loop.default_exception_handler(context)
+
+
 class _LoopThread:
     """One daemon thread running an asyncio loop for every SshHost in the process."""
 
@@ -129,6 +139,7 @@ class _LoopThread:
         with cls._lock:
             if cls._loop is None or cls._loop.is_closed():
                 loop = asyncio.new_event_loop()
+                loop.set_exception_handler(_quiet_transfer_leftovers)
                 threading.Thread(target=loop.run_forever, name="briefkit-ssh", daemon=True).start()
                 cls._loop = loop
             return cls._loop
