@@ -11,12 +11,17 @@
   interrupts and shuts down the kernel, and the kernel's socket folder is removed
 - a cell that raises is NotebookFailed: one line naming the notebook, the error and the executed notebook
 - the executed notebook is scrubbed (briefkit.notebooks.scrub), so that two checkouts write the same bytes
+
+``refresh`` re-executes a committed notebook in place (`make notebooks`: ``python -m
+briefkit.notebooks.execute NOTEBOOK...``): its outputs change, its metadata and its cells' metadata stay
+as committed (no kernel's patch release, papermill block or run times enter the diff).
 """
 from __future__ import annotations
 
 import logging
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -106,3 +111,36 @@ def _scrub_failed(out: Path, base: Path, say: Callable[[str], None]) -> None:
         scrub(out, base)
     except (ValueError, OSError) as exc:
         say(f"warning: {relative(out, base)}: run times and paths left in the notebook ({exc})")
+
+
+def refresh(notebook: Path, base: Path, say: Callable[[str], None] = _stderr) -> None:
+    """Execute the committed ``notebook`` in place, in its own folder and with its own parameters: the cells'
+    outputs and execution counts are the run's, the notebook's and each cell's metadata the committed ones."""
+    import nbformat
+
+    notebook = Path(notebook)
+    before = nbformat.read(notebook, as_version=4)
+    started = time.monotonic()
+    execute(notebook, notebook, cwd=notebook.parent, base=base, say=say)
+    after = nbformat.read(notebook, as_version=4)
+    if [c.source for c in after.cells] != [c.source for c in before.cells]:
+        raise BriefkitError(f"{relative(notebook, base)}: the executed notebook's cells are not the committed ones")
+    after.metadata = before.metadata
+    for done, committed in zip(after.cells, before.cells):
+        done.metadata = committed.metadata
+        if "id" in committed:
+            done.id = committed.id
+    files.write_text(notebook, nbformat.writes(after))
+    say(f"{relative(notebook, base)}: executed in {time.monotonic() - started:.1f} s")
+
+
+if __name__ == "__main__":     # `make notebooks`: an error is one line naming the notebook
+    from briefkit.config.paths import root
+
+    if not sys.argv[1:]:
+        raise SystemExit("usage: python -m briefkit.notebooks.execute NOTEBOOK...")
+    try:
+        for name in sys.argv[1:]:
+            refresh(Path(name), root())
+    except BriefkitError as exc:
+        raise SystemExit(f"error: {exc}") from None
