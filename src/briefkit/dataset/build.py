@@ -35,7 +35,7 @@ from briefkit.config.params import CampaignSpec, declaration
 from briefkit.core import files
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
-from briefkit.core.errors import BriefkitError, ParseError
+from briefkit.core.errors import BriefkitError, ParseError, gathered_notes
 from briefkit.core.names import check_name
 from briefkit.processed import (
     BIN_COLUMNS,
@@ -90,6 +90,12 @@ def build_campaign(slug: str, name: str, base: Path | None = None, out_dir: Path
     if not members:
         raise BriefkitError(f"{brief_dir / name}: no campaign with data there (no {records.CAMPAIGN}, or a fleet "
                             f"whose hosts have not started); campaigns: {', '.join(campaign_names(brief_dir)) or 'none'}")
+    # a parser's note on a file (no percentiles in a plain fio JSON) is said once per build, not per file
+    with gathered_notes(base):
+        return _build_campaign(slug, name, base, out_dir, members)
+
+
+def _build_campaign(slug: str, name: str, base: Path, out_dir: Path, members: list[Path]) -> Path:
     tables, series, percentiles, bins, rep_bins = [], [], [], [], []
     record: dict | None = None
     recorded: dict = {}
