@@ -18,7 +18,6 @@ as committed (no kernel's patch release, papermill block or run times enter the 
 """
 from __future__ import annotations
 
-import logging
 import sys
 import tempfile
 import time
@@ -30,11 +29,6 @@ from briefkit.core.errors import BriefkitError
 from briefkit.core.interrupts import stop_on_signals
 from briefkit.notebooks import kernel
 from briefkit.notebooks.scrub import relative, scrub
-
-#: papermill's own bookkeeping lines, kept out of the cells' output that ``echo`` shows
-PAPERMILL_NOISE = ("Executing Cell", "Ending Cell", "Executing notebook with kernel", "Input Notebook",
-                   "Output Notebook", "Working directory")
-
 
 class NotebookFailed(BriefkitError):
     """A cell of the notebook raised. ``ename`` and ``evalue`` are the cell's exception; the message names
@@ -57,18 +51,21 @@ def execute(notebook: Path, out: Path, *, cwd: Path, base: Path, parameters: Map
             progress_bar: bool = False, echo: bool = False, say: Callable[[str], None] = _stderr) -> Path:
     """Run ``notebook`` in the folder ``cwd`` into ``out`` (both notebooks' paths are written relative to
     the checkout ``base``); returns ``out``. ``parameters`` go into papermill's injected cell; ``echo``
-    shows each line the cells print on stderr as they run (a measuring stage's progress)."""
+    shows each line the cells print on stderr as they run (a measuring stage's progress), not their tables."""
     import papermill  # seconds to import: only the commands that run a notebook pay it
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    echoing = _echo_handler() if echo else None
+    # echo: what the cells print, as printed (one line a line); tables and other displays stay in the
+    # executed notebook, the run's record (papermill's log_output added a blank line after every line and
+    # logged each table's text as well)
+    echoed = {"stdout_file": sys.stderr, "stderr_file": sys.stderr} if echo else {}
     failed = None
     finished = False
     with stop_on_signals(), tempfile.TemporaryFile(mode="w+", prefix="briefkit-kernel-") as log:
         try:
             with files.replacing(out, keep_partial=True) as written:
                 papermill.execute_notebook(str(notebook), str(written), parameters=dict(parameters or {}),
-                                           cwd=str(cwd), progress_bar=progress_bar, log_output=echo,
+                                           cwd=str(cwd), progress_bar=progress_bar, **echoed,
                                            kernel_name="python3", kernel_manager_class=kernel.quiet_kernel_manager(log))
             finished = True
         except papermill.PapermillExecutionError as exc:
@@ -82,26 +79,12 @@ def execute(notebook: Path, out: Path, *, cwd: Path, base: Path, parameters: Map
                 say(tail)
             raise
         finally:
-            if echoing is not None:
-                logging.getLogger("papermill").removeHandler(echoing)
             if not finished and out.exists():
                 _scrub_failed(out, base, say)
     if failed is not None:
         raise failed
     scrub(out, base)
     return out
-
-
-def _echo_handler() -> logging.Handler:
-    """papermill logs every output line of the notebook (``log_output``): those lines, on stderr."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    handler.addFilter(lambda record: not str(record.getMessage()).startswith(PAPERMILL_NOISE))
-    log = logging.getLogger("papermill")
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
-    return handler
 
 
 def _scrub_failed(out: Path, base: Path, say: Callable[[str], None]) -> None:
