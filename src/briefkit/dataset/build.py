@@ -33,6 +33,7 @@ from briefkit.config import brief_method, project
 from briefkit.config.declaration import Declaration, normalized
 from briefkit.config.params import CampaignSpec, declaration
 from briefkit.core import files
+from briefkit.core import metrics as metric_registry
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError, ParseError, gathered_notes
@@ -165,6 +166,7 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
     folder = _write_folder(processed.brief_dir(out_dir, slug), files)
     write_store(out_dir.parent / "results", slug, files, campaigns)
     _write_json(processed.metrics_file(out_dir, slug), {"brief": slug, "campaigns": figures})
+    _write_json(processed.plots_file(out_dir, slug), plot_rows(figures))
     return folder
 
 
@@ -234,9 +236,29 @@ def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) ->
             rows = mine[mine["metric"] == metric]
             if len(rows):
                 means = rows.groupby(["config", "workload", "load_kind", "load"], dropna=False)["value"].mean()
-                entry[f"max_{metric}"] = float(f"{means.max():.4g}")     # in the metric registry's unit
+                entry[f"{HEADLINE}{metric}"] = float(f"{means.max():.4g}")     # in the metric registry's unit
         out["campaigns"][name] = entry
     return out
+
+
+#: the prefix of a headline figure in the metrics file (``metrics``): the highest mean of the metric
+HEADLINE = "max_"
+
+
+def plot_rows(figures: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The metrics file's headline figures as flat rows, one per campaign and metric, for DVC's plots
+    (dvc.yaml: x ``value``, y ``figure``; an experiment's bars beside another's in `dvc plots diff`):
+    ``{"figure": "local read_bw (MB/s)", "campaign": "local", "metric": "read_bw", "unit": "MB/s",
+    "value": 1148.0}``. The point counts stay in the metrics file (`dvc exp show`)."""
+    rows = []
+    for campaign, entry in sorted(figures.items()):
+        for key, value in sorted(entry.items()):
+            if key.startswith(HEADLINE) and isinstance(value, int | float):
+                metric = key.removeprefix(HEADLINE)
+                unit = metric_registry.unit(metric)
+                rows.append({"figure": f"{campaign} {metric} ({unit})", "campaign": campaign, "metric": metric,
+                             "unit": unit, "value": value})
+    return rows
 
 
 def _write_json(path: Path, content: Any) -> None:
