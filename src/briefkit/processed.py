@@ -73,6 +73,12 @@ def metrics_file(processed_dir: str | Path, brief: str) -> Path:
     return Path(processed_dir) / f"{brief}.metrics.json"
 
 
+def plots_file(processed_dir: str | Path, brief: str) -> Path:
+    """data/processed/<brief>.plots.json, the dataset stage's DVC plots: the headline figures of the metrics
+    file as flat rows (DVC cannot plot a nested file), for `dvc plots show` and `dvc plots diff`."""
+    return Path(processed_dir) / f"{brief}.plots.json"
+
+
 def interim_dir(processed_dir: str | Path) -> Path:
     """data/interim beside data/processed: the per-campaign parts."""
     return Path(processed_dir).parent / "interim"

@@ -316,7 +316,8 @@ def test_a_failed_build_leaves_the_previous_folder(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         build.build("rocksdb-nvmeof", base)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
-    assert sorted(p.name for p in folder.parent.iterdir()) == ["rocksdb-nvmeof", "rocksdb-nvmeof.metrics.json"]
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["rocksdb-nvmeof", "rocksdb-nvmeof.metrics.json",
+                                                              "rocksdb-nvmeof.plots.json"]
 
 
 @pytest.mark.slow

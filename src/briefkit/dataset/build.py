@@ -33,9 +33,10 @@ from briefkit.config import brief_method, project
 from briefkit.config.declaration import Declaration, normalized
 from briefkit.config.params import CampaignSpec, declaration
 from briefkit.core import files
+from briefkit.core import metrics as metric_registry
 from briefkit.core import samples as tidy
 from briefkit.core import series as tidy_series
-from briefkit.core.errors import BriefkitError, ParseError
+from briefkit.core.errors import BriefkitError, ParseError, gathered_notes
 from briefkit.core.names import check_name
 from briefkit.processed import (
     BIN_COLUMNS,
@@ -90,6 +91,12 @@ def build_campaign(slug: str, name: str, base: Path | None = None, out_dir: Path
     if not members:
         raise BriefkitError(f"{brief_dir / name}: no campaign with data there (no {records.CAMPAIGN}, or a fleet "
                             f"whose hosts have not started); campaigns: {', '.join(campaign_names(brief_dir)) or 'none'}")
+    # a parser's note on a file (no percentiles in a plain fio JSON) is said once per build, not per file
+    with gathered_notes(base):
+        return _build_campaign(slug, name, base, out_dir, members)
+
+
+def _build_campaign(slug: str, name: str, base: Path, out_dir: Path, members: list[Path]) -> Path:
     tables, series, percentiles, bins, rep_bins = [], [], [], [], []
     record: dict | None = None
     recorded: dict = {}
@@ -159,6 +166,7 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
     folder = _write_folder(processed.brief_dir(out_dir, slug), files)
     write_store(out_dir.parent / "results", slug, files, campaigns)
     _write_json(processed.metrics_file(out_dir, slug), {"brief": slug, "campaigns": figures})
+    _write_json(processed.plots_file(out_dir, slug), plot_rows(figures))
     return folder
 
 
@@ -228,9 +236,29 @@ def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) ->
             rows = mine[mine["metric"] == metric]
             if len(rows):
                 means = rows.groupby(["config", "workload", "load_kind", "load"], dropna=False)["value"].mean()
-                entry[f"max_{metric}"] = float(f"{means.max():.4g}")     # in the metric registry's unit
+                entry[f"{HEADLINE}{metric}"] = float(f"{means.max():.4g}")     # in the metric registry's unit
         out["campaigns"][name] = entry
     return out
+
+
+#: the prefix of a headline figure in the metrics file (``metrics``): the highest mean of the metric
+HEADLINE = "max_"
+
+
+def plot_rows(figures: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The metrics file's headline figures as flat rows, one per campaign and metric, for DVC's plots
+    (dvc.yaml: x ``value``, y ``figure``; an experiment's bars beside another's in `dvc plots diff`):
+    ``{"figure": "local read_bw (MB/s)", "campaign": "local", "metric": "read_bw", "unit": "MB/s",
+    "value": 1148.0}``. The point counts stay in the metrics file (`dvc exp show`)."""
+    rows = []
+    for campaign, entry in sorted(figures.items()):
+        for key, value in sorted(entry.items()):
+            if key.startswith(HEADLINE) and isinstance(value, int | float):
+                metric = key.removeprefix(HEADLINE)
+                unit = metric_registry.unit(metric)
+                rows.append({"figure": f"{campaign} {metric} ({unit})", "campaign": campaign, "metric": metric,
+                             "unit": unit, "value": value})
+    return rows
 
 
 def _write_json(path: Path, content: Any) -> None:

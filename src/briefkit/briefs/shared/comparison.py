@@ -429,7 +429,7 @@ def _ratio_text(row) -> str:
     within = f", {tails.WITHIN_ONE_RUN}" if tails.WITHIN_ONE_RUN in str(getattr(row, "interval", "")) else ""
     if pd.notna(row.ratio_low) and row.ratio_low <= 0:
         # a ratio of two rates is never 0 or below: A's mean is not clearly above zero, no bound to state
-        return f"{ratio} (interval reaches 0: unbounded)"
+        return f"{ratio} ({stats.UNBOUNDED_AT_ZERO})"
     if pd.notna(row.ratio_low):
         return f"{ratio} ({fmt(row.ratio_low, 2)} to {fmt(row.ratio_high, 2)}{within})"
     return f"{ratio} (not tested)" if row.verdict.startswith("not tested") else f"{ratio} (interval unbounded)"
