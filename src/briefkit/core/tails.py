@@ -157,25 +157,11 @@ def point(histograms: Sequence[tuple[np.ndarray, np.ndarray]] | Sequence[Buckete
         raise ValueError("a percentile needs at least one repetition's histogram")
     if not 0.0 < p <= 100.0:
         raise ValueError(f"percentile {p!r} is outside (0, 100]")
-    if all(isinstance(h, Bucketed) for h in histograms):
-        return _bucketed_point(histograms, p, seed, resamples, confidence)
-    values, counts = aligned(histograms)
-    n = len(counts)
-    merged = counts.sum(axis=0)
-    total = int(merged.sum())
-    if total == 0:
-        raise ValueError("the histograms are empty: no percentile can be read from them")
-    rng = np.random.default_rng(seed)
-    if n >= 2:
-        drawn = counts[rng.integers(0, n, size=(resamples, n))].sum(axis=1)
+    bucketed = all(isinstance(h, Bucketed) for h in histograms)
+    if bucketed:
+        low, values, counts, minima, maxima = aligned_buckets(histograms)
     else:
-        drawn = rng.multinomial(total, merged / total, size=resamples)
-    return Point(float(p), float(read(values, merged, p)), n, read(values, drawn, p), confidence)
-
-
-def _bucketed_point(histograms: Sequence[Bucketed], p: float, seed: int, resamples: int, confidence: float) -> Point:
-    """``point`` of bucketed histograms: the same draws, each resample held within its own min and max."""
-    low, high, counts, minima, maxima = aligned_buckets(histograms)
+        values, counts = aligned(histograms)
     n = len(counts)
     merged = counts.sum(axis=0)
     total = int(merged.sum())
@@ -184,11 +170,15 @@ def _bucketed_point(histograms: Sequence[Bucketed], p: float, seed: int, resampl
     rng = np.random.default_rng(seed)
     if n >= 2:
         chosen = rng.integers(0, n, size=(resamples, n))
-        drawn, smallest, largest = counts[chosen].sum(axis=1), minima[chosen].min(axis=1), maxima[chosen].max(axis=1)
+        drawn = counts[chosen].sum(axis=1)
     else:
-        drawn, smallest, largest = rng.multinomial(total, merged / total, size=resamples), minima[0], maxima[0]
-    value = interpolated(low, high, merged, p, minima.min(), maxima.max())
-    return Point(float(p), float(value), n, interpolated(low, high, drawn, p, smallest, largest), confidence)
+        drawn = rng.multinomial(total, merged / total, size=resamples)
+    if not bucketed:
+        return Point(float(p), float(read(values, merged, p)), n, read(values, drawn, p), confidence)
+    # each resample held within its own repetitions' min and max (one run redrawn: that run's)
+    smallest, largest = (minima[chosen].min(axis=1), maxima[chosen].max(axis=1)) if n >= 2 else (minima[0], maxima[0])
+    value = interpolated(low, values, merged, p, minima.min(), maxima.max())
+    return Point(float(p), float(value), n, interpolated(low, values, drawn, p, smallest, largest), confidence)
 
 
 @dataclass(frozen=True)
