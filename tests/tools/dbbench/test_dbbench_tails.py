@@ -95,9 +95,13 @@ def test_the_rule_gives_what_db_bench_printed_for_one_run():
     # the hook, on one file, gives the same percentiles (the dataset's percentiles.parquet)
     [found] = latency.merged([FIXTURES / "readrandom_t2_stats.txt"], None, (50.0, 99.0, 99.9))
     printed = bucket_tables(FIXTURES / "readrandom_t2_stats.txt")[0][0]
-    assert found.family == "read_lat" and found.workload == "readrandom"
+    assert found.family == "read_lat" and found.workload is None    # one benchmark timed: the point's rows'
     assert [f"{found.percentiles[p] / 1000:.2f}" for p in (50.0, 99.0, 99.9)] == \
         [f"{printed[k]:.2f}" for k in ("50", "99", "99.9")]
+    # a file timing several benchmarks: each one's histograms, named by it (the samples' workload)
+    several = latency.merged([FIXTURES / "multi_stats.txt"], None, (99.0,))
+    assert {(h.workload, h.family) for h in several} >= {("readrandom", "read_lat"), ("readwhilewriting", "read_lat"),
+                                                         ("readrandomwriterandom", "write_lat")}
 
 
 def campaign(root: Path, direct: bool) -> dict:

@@ -4,11 +4,11 @@
 percentiles RocksDB reads from them (its linear rule inside a bucket: ``briefkit.core.tails.interpolated``).
 
 One histogram per operation type, family ``<op>_lat`` (``read_lat``, ``write_lat``...), as the samples'
-``read_lat_p99``. A campaign's point folder names the benchmark it measured in ``dbbench.json``: its
-histograms belong to the point's rows whatever their workload (``T4`` or ``readrandom``). A file without
-one (``briefkit import``) gives each benchmark's histograms named by that benchmark, the samples'
-``workload``. A benchmark db_bench repeated in one process (``readrandom[X3]``) is one file, so one
-repetition: its runs are merged."""
+``read_lat_p99``. A campaign's point folder names the benchmark it measured in ``dbbench.json``; a file
+without one (``briefkit import``) that times one benchmark is that benchmark's. Its histograms belong to
+the point's rows whatever their workload (``T4``, ``readrandom``, an import's label). A file timing several
+benchmarks gives each one's histograms named by that benchmark, the samples' ``workload``. A benchmark
+db_bench repeated in one process (``readrandom[X3]``) is one file, so one repetition: its runs are merged."""
 from __future__ import annotations
 
 import json
@@ -68,12 +68,14 @@ def merged(paths: Sequence[Path], host: str | None, percentiles: Sequence[float]
     found: dict[tuple[str | None, str], _Merged] = {}
     for path in map(Path, paths):
         benchmark = _measured(path)
-        for b in _read(str(path), *_stamp(path)).benchmarks:
-            if benchmark is not None and b.name != benchmark:
-                continue
+        run = _read(str(path), *_stamp(path))
+        timed = [b for b in run.benchmarks if b.histograms and (benchmark is None or b.name == benchmark)]
+        # one benchmark timed: its histograms are the point's, whatever label its rows were given (an import's)
+        named = len({b.name for b in timed}) > 1
+        for b in timed:
             for op, h in b.histograms.items():
                 if op in dbbench_stdout.HISTOGRAM_OPS:
-                    found.setdefault((None if benchmark else b.name, op), _Merged()).add(h, path)
+                    found.setdefault((b.name if named else None, op), _Merged()).add(h, path)
     return [merged_op.histogram(f"{dbbench_stdout.HISTOGRAM_OPS[op]}_lat", percentiles, workload)
             for (workload, op), merged_op in sorted(found.items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))
             if merged_op.min is not None]
