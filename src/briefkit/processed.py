@@ -2,9 +2,12 @@
 
     samples.parquet       tidy samples: the published brief's (campaign "published") and every measured
                           campaign's, read through the declaration recorded with its raw data
-    percentiles.parquet   latency percentiles of merged fio json+ bins (all repetitions of a point)
+    percentiles.parquet   latency percentiles of merged bins (fio json+, pgbench logs, db_bench histograms; all
+                          repetitions of a point)
     latency_bins.parquet  those merged bins themselves: per point and family each bucket's value (us) and
-                          count, for exact latency distributions (exceedance figures)
+                          count, for exact latency distributions (exceedance figures); db_bench's buckets
+                          are ranges: ``value`` their upper bound, ``low`` their lower one, ``min``/``max``
+                          the histogram's (NaN for fio's and pgbench's exact values)
     repetition_bins.parquet  the same bins per repetition (``rep``): what a percentile's bootstrap interval
                           resamples (briefkit.core.tails)
     series.parquet        readings over time within each point (briefkit.core.series): t_s, metric, value,
@@ -54,7 +57,8 @@ FILES = (BRIEF_FILE, CAMPAIGNS_FILE, TABLE_FILES["samples"], TABLE_FILES["percen
 OPTIONAL_FILES = tuple(TABLE_FILES[name] for name in ("series", "latency_bins", "repetition_bins"))
 PERCENTILE_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "percentile", "value",
                       "unit", "files"]
-BIN_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "value", "count", "unit", "files"]
+BIN_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "value", "count", "unit", "files",
+               "low", "min", "max"]
 REPETITION_BIN_COLUMNS = [*BIN_COLUMNS[:6], "rep", *BIN_COLUMNS[6:]]
 STATUS_COLUMNS = ["config", "label", "points", "done", "skipped", "failed", "left"]
 PUBLISHED = "published"

@@ -18,6 +18,7 @@ previous folder (or none), never half a new one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Mapping
@@ -464,7 +465,11 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, set
     bin_rows: dict[str, list] = {}
     rep_rows: dict[str, list] = {}
     hooks = _latency_hooks(set(table["tool"].dropna()))
-    work = table[table["tool"].isin(list(hooks)) & table["source"].notna()]
+    # the files the point's percentiles were read from, without their "#section" (db_bench's
+    # "<file>.stdout#histogram"): a point's other samples may come from other files of its folder
+    work = table[table["tool"].isin(list(hooks)) & table["source"].notna()
+                 & table["metric"].map(metric_registry.is_percentile)].copy()
+    work["source"] = work["source"].str.split("#", n=1).str[0]
     # per host: a fleet's hosts are compared, never merged; a client/server file holds every server and
     # "All clients", each its own host (a stand-alone file's units have none: they are the point's host)
     keys = ["campaign", "config", "host", "workload", "load_kind", "load", *tidy.parameter_columns(work)]
@@ -485,16 +490,16 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, set
         except (ParseError, FileNotFoundError):
             continue
         for histogram in histograms:
-            family, bins = histogram.family, histogram.bins
+            family = histogram.family
             for p, ns in histogram.percentiles.items():
                 rows.append({**point, "family": family, "percentile": float(p),
                              "value": float(ns) / 1000.0, "unit": "us", "files": len(paths)})
-            _add_bins(bin_rows, point, family, bins, len(paths))
+            _add_bins(bin_rows, point, histogram, len(paths))
             if not reps:
-                _add_bins(rep_rows, {**point, "rep": int(group["rep"].min())}, family, bins, 1)
+                _add_bins(rep_rows, {**point, "rep": int(group["rep"].min())}, histogram, 1)
         for rep, found in reps:
             for h in found:
-                _add_bins(rep_rows, {**point, "rep": rep}, h.family, h.bins, 1)
+                _add_bins(rep_rows, {**point, "rep": rep}, h, 1)
     found = tidy.with_parameter_dtypes(pd.DataFrame(rows), [work], PERCENTILE_COLUMNS) if rows else empty_percentiles()
     found_bins = tidy.with_parameter_dtypes(pd.DataFrame(bin_rows), [work], BIN_COLUMNS) \
         if bin_rows else empty_bins()
@@ -503,12 +508,17 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, set
     return found, found_bins, found_reps
 
 
-def _add_bins(columns: dict[str, list], point: dict, family: str, bins, files: int) -> None:
-    """Append one histogram's non-empty buckets (value in us, count) to ``columns``, the point's keys repeated."""
+def _add_bins(columns: dict[str, list], point: dict, histogram, files: int) -> None:
+    """Append one histogram's non-empty buckets (value in us, count) to ``columns``, the point's keys repeated;
+    a bucketed one's (db_bench's) with each bucket's lower bound and the histogram's min and max (us)."""
+    bins, lows = histogram.bins, histogram.lows
     values = sorted(v for v, c in bins.items() if c)
-    for name, value in {**point, "family": family}.items():
+    smallest, largest = histogram.extremes if histogram.extremes is not None else (math.nan, math.nan)
+    for name, value in {**point, "family": histogram.family, "min": smallest / 1000.0,
+                        "max": largest / 1000.0}.items():
         columns.setdefault(name, []).extend([value] * len(values))
     columns.setdefault("value", []).extend(v / 1000.0 for v in values)
+    columns.setdefault("low", []).extend(lows[v] / 1000.0 if lows is not None else math.nan for v in values)
     columns.setdefault("count", []).extend(int(bins[v]) for v in values)
     columns.setdefault("unit", []).extend(["us"] * len(values))
     columns.setdefault("files", []).extend([files] * len(values))
@@ -522,8 +532,11 @@ def _latency_hooks(tools_found: set[str]) -> dict[str, Any]:
 
 def _locate(source: str, base: Path) -> Path:
     path = Path(source)
+    if not path.is_absolute():
+        # db_bench's sources name a file from raw/ on (briefkit.tools.dbbench.workload), the others from the checkout
+        path = base / "data" / path if path.parts[:1] == ("raw",) else base / path
     # a packed point's file is written out of its pack (briefkit.raw.packs)
-    return packs.locate(path if path.is_absolute() else base / path)
+    return packs.locate(path)
 
 
 def campaign_samples(slug: str, name: str, base: Path | None = None) -> pd.DataFrame:

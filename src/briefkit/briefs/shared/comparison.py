@@ -648,7 +648,10 @@ def sections(comp: Comparison, out: Blocks, *, heading: str = "", hosts: Mapping
         out.figure(comp.figure(workload), figure_caption(comp, workload))
         distributions = comp.distribution_figure(workload)
         if distributions is not None:
-            out.figure(distributions, tail_points.exceedance_caption(comp.metric, (comp.a.name, comp.b.name), workload))
+            bucketed = any(isinstance(h, tails.Bucketed) for side in comp.histograms.values() for reps in side.values()
+                           for h in reps)
+            out.figure(distributions, tail_points.exceedance_caption(comp.metric, (comp.a.name, comp.b.name), workload,
+                                                                     bucketed))
     out.md(method_text(comp) + settings_text(comp, records or {}))
     if hosts:
         out.md("Where they ran: " + "; ".join(f"*{name}* on {where}" for name, where in hosts.items()) + ".")
