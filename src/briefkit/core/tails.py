@@ -23,8 +23,12 @@ Its interval, at ``confidence`` (95 %), is a percentile bootstrap of ``RESAMPLES
 
 The ratio A / B of two points' percentiles takes resample i of A over resample i of B (the sides drawn
 independently, each its own way) and its interval is the percentile interval of those ratios; the difference
-counts as significant when both sides have two or more repetitions and the interval excludes 1, with the
-bootstrap's two-sided p (twice the smaller share of ratios on either side of 1).
+counts as significant when both sides have ``TESTED_FROM`` (3) or more repetitions and the interval excludes 1,
+with the bootstrap's two-sided p (twice the smaller share of ratios on either side of 1). Two repetitions are
+too few: a side's resamples then take only 3 distinct values, the rarest (both draws the same repetition) with
+chance 1/4, so 9 pairs of sides, the rarest at 1/16, and no p below 2/16 = 0.125 means anything; "every
+resample above 1" would read as p < 0.001. The p shown is never below twice the chance of the rarest pair of
+resamples (``p_floor``): 2/729 = 0.0027 at 3 vs 3.
 
 The draws are reproducible: a side's resamples come from ``numpy.random.default_rng(seed)`` (``SEED`` for a
 point alone and for side A, ``SEED + 1`` for side B), one call: ``rng.integers(0, n, size=(RESAMPLES, n))``
@@ -51,6 +55,8 @@ SEED = 51
 #: how an interval from one repetition is labelled, wherever it is shown
 WITHIN_ONE_RUN = "within one run"
 RUN_TO_RUN = "run to run"
+#: repetitions a side from which a bootstrap over repetitions tests a difference (see the module's text)
+TESTED_FROM = 3
 
 
 def index(counts: np.ndarray, p: float) -> np.ndarray:
@@ -195,11 +201,15 @@ class Ratio:
 
     @property
     def method(self) -> str:
-        return RUN_TO_RUN if self.tested else WITHIN_ONE_RUN
+        return RUN_TO_RUN if self.over_repetitions else WITHIN_ONE_RUN
+
+    @property
+    def over_repetitions(self) -> bool:
+        return self.n_a >= 2 and self.n_b >= 2
 
     @property
     def tested(self) -> bool:
-        return self.n_a >= 2 and self.n_b >= 2
+        return self.n_a >= TESTED_FROM and self.n_b >= TESTED_FROM
 
     @property
     def excludes_one(self) -> bool:
@@ -213,6 +223,8 @@ class Ratio:
         """"significant (bootstrap p = 0.001, n = 3 vs 3)", "no significant difference (...)", or with one
         repetition on a side "not tested run to run (n = 1 vs 3); within one run the interval excludes 1"."""
         n = f"n = {self.n_a} vs {self.n_b}"
+        if self.over_repetitions and not self.tested:
+            return f"not tested ({n}): a bootstrap over repetitions needs {TESTED_FROM} a side"
         if not self.tested:
             inside = "excludes" if self.excludes_one else "includes"
             return f"not tested run to run ({n}); {WITHIN_ONE_RUN} the interval {inside} 1"
@@ -231,12 +243,22 @@ def ratio(a: Point, b: Point) -> Ratio:
     # ties at 1 count on both sides: resamples that all give the same ratio of 1 are no evidence at all
     share_below = float((finite <= 1).mean()) if finite.size else math.nan
     share_above = float((finite >= 1).mean()) if finite.size else math.nan
-    # the smallest p the resamples can show is 1 / their number
-    p = max(2 * min(share_below, share_above), 1 / max(finite.size, 1)) if finite.size else math.nan
+    # the smallest p the resamples can show: 1 / their number, and twice the chance of the rarest pair
+    floor = max(1 / max(finite.size, 1), p_floor(a.n, b.n))
+    p = max(2 * min(share_below, share_above), floor) if finite.size else math.nan
     value = a.value / b.value if b.value else math.nan
     low = _quantile(finite, (1 - a.confidence) / 2)
     high = _quantile(finite, (1 + a.confidence) / 2)
     return Ratio(value, low, high, min(p, 1.0), a.n, b.n, a.confidence)
+
+
+def p_floor(n_a: int, n_b: int) -> float:
+    """Twice the chance of the rarest pair of resamples over repetitions (each side all draws of one
+    repetition: n^-n): a p below it is the bootstrap's coarseness, not evidence. 0 for a side of one run,
+    whose resamples are redrawn I/Os, not repetitions."""
+    if n_a < 2 or n_b < 2:
+        return 0.0
+    return 2 * float(n_a) ** -n_a * float(n_b) ** -n_b
 
 
 def _quantile(values: np.ndarray, q: float) -> float:
@@ -256,4 +278,5 @@ def method_text(resamples: int = RESAMPLES, confidence: float = 0.95) -> str:
             "variation; with one repetition, over that run's I/Os (a multinomial redraw of its histogram), "
             f"labelled \"{WITHIN_ONE_RUN}\", which says nothing of how another run would differ. The ratio's "
             "interval is that of the ratios of the two sides' resamples; a difference is significant when both "
-            "sides have two or more repetitions and the interval excludes 1.")
+            f"sides have {TESTED_FROM} or more repetitions and the interval excludes 1 (with two, a side's "
+            "resamples take only three values, too few to test).")
