@@ -786,12 +786,20 @@ def published_bars_figure(pub, columns: dict[str, str], ylabel: str, decimals: i
         table = pd.DataFrame({config: {f"{read}/{100 - read}": (lambda p: p.value if p else float("nan"))(
             _printed(pub, next(m for m in found if m.read == read and m.size == size), config, column))
             for read in shares} for config in pub.configs})
-        plots.grouped_bars(ax, table, ylabel=ylabel, palette=palette, decimals=decimals, log=True, label_size=5.5)
+        # upright value labels: four panels leave each bar narrower than "1,606.8"
+        plots.grouped_bars(ax, table, ylabel=ylabel, palette=palette, decimals=decimals, log=True, label_size=5.5,
+                           vertical_labels=len(panels) > 2)
         ax.set_title(f"{title}, {size}", fontsize=8)
         ax.tick_params(labelsize=7)
+        ax.tick_params(axis="x", labelsize=6 if len(panels) > 2 else 7)   # "30/70" four times in a quarter width
+        ax.yaxis.label.set_fontsize(8)
+        ax.get_legend().remove()
         if ax is not axes[0][0]:
             ax.set_ylabel("")
-            ax.get_legend().remove()
+    # one legend below the panels, where no bar or label is (inside a panel it covered bars)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[c]) for c in pub.configs]
+    fig.legend(handles, list(pub.configs), loc="lower center", ncol=len(handles), frameon=False, fontsize=8)
+    fig.set_layout_engine("tight", rect=(0, 0.08, 1, 1))
     return fig
 
 

@@ -5,6 +5,7 @@ a line sorted by x: throughput can fall as load rises), each point labelled with
 """
 from __future__ import annotations
 
+import math
 import os
 
 import matplotlib.pyplot as plt
@@ -94,9 +95,10 @@ def figure(ncols: int = 1, width: float = 7.0, height: float = 3.6):
 
 
 def grouped_bars(ax, table: pd.DataFrame, *, ylabel: str, palette: dict[str, str], missing: str = "not measured",
-                 decimals: int = 0, log: bool = False, label_size: float = 7) -> None:
+                 decimals: int = 0, log: bool = False, label_size: float = 7, vertical_labels: bool = False) -> None:
     """Bars of ``table`` (index = groups on x, columns = configurations), each bar labelled with its
-    value; a missing value gets no bar but the word ``missing`` at its place, never a zero."""
+    value; a missing value gets no bar but the word ``missing`` at its place, never a zero. Bars narrower
+    than their labels (many panels side by side) take ``vertical_labels``, read upwards from the bar's top."""
     groups, configs = list(table.index), list(table.columns)
     width = 0.8 / max(len(configs), 1)
     top = table.max().max() if table.notna().any().any() else 1.0
@@ -109,13 +111,14 @@ def grouped_bars(ax, table: pd.DataFrame, *, ylabel: str, palette: dict[str, str
             bar = ax.bar(x, value, width=width * 0.92, color=palette[config], label=config if j == 0 else None)
             tip(bar.patches[0], config, f"{config}: {group}, {ylabel} {value:,.{decimals}f}")
             ax.annotate(f"{value:,.{decimals}f}", (x, value), textcoords="offset points", xytext=(0, 2),
-                        ha="center", fontsize=label_size)
+                        ha="center", va="bottom", fontsize=label_size, rotation=90 if vertical_labels else 0)
     ax.set_xticks(range(len(groups)), groups)
     ax.set_ylabel(ylabel)
     if log:   # values that differ by orders of magnitude (SSD against HDD)
         low = table[table > 0].min().min()
         ax.set_yscale("log")
-        ax.set_ylim(low / 2, top * 4)
+        # room above the tallest bar for its label: a quarter of the axis upright, else a factor of 4
+        ax.set_ylim(low / 2, top * (10 ** (math.log10(2 * top / low) / 3) if vertical_labels else 4))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
     else:
         ax.set_ylim(0, top * 1.15)
