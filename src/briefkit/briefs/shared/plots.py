@@ -11,6 +11,7 @@ import os
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 #: Fixed colours, so a configuration keeps its colour across every figure of a brief.
@@ -60,9 +61,18 @@ def load_paths(ax, x: pd.DataFrame, y: pd.DataFrame, *, xlabel: str, ylabel: str
         _label_points(ax, xs, ys, order, palette[config], offset=(4, 4) if i % 2 == 0 else (-12, -10))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(title=None, frameon=False, fontsize=8)
-    ax.annotate(f"point labels: {load_label}", xy=(1, 0), xycoords="axes fraction", ha="right",
-                va="bottom", fontsize=7, color="#666666", xytext=(0, 4), textcoords="offset points")
+    # What the point labels are: the legend's last line (no mark), placed with it where the paths are not;
+    # a note in a corner of its own was printed over the steepest path and its labels.
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], linestyle="none"))
+    legend = ax.legend(handles, [*labels, f"point labels: {load_label}"], title=None, frameon=False, fontsize=7.5,
+                       labelspacing=0.25, handlelength=1.6, borderaxespad=0.3)
+    # room for it above the paths (which rise to the right: latency grows with the load)
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high + 0.3 * (high - low))
+    note = legend.get_texts()[-1]
+    note.set_fontsize(7)
+    note.set_color("#666666")
 
 
 def by_load(ax, y: pd.DataFrame, *, ylabel: str, palette: dict[str, str], xlabel: str) -> None:
