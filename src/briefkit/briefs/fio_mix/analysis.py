@@ -684,6 +684,29 @@ def configurations_table(record) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------- figures
 
 
+def repetitions_of(summary_table: pd.DataFrame, read: int) -> tuple[int, int]:
+    """The fewest and the most repetitions behind a throughput point of the mix with ``read`` % reads."""
+    rows = summary_table[(summary_table[READ_PCT] == read) & (summary_table["metric"] == "total_bw")]
+    n = rows["n"].dropna()
+    return (int(n.min()), int(n.max())) if len(n) else (0, 0)
+
+
+def error_bars_text(summary_table: pd.DataFrame, read: int) -> str:
+    """What a mix figure's error bars are, as its caption says it: a point that ran once has no interval,
+    so a figure of such points claims none."""
+    fewest, most = repetitions_of(summary_table, read)
+    if most <= 1:
+        return "each point ran once (n = 1): no error bars, no confidence interval"
+    if fewest <= 1:
+        return "error bars: 95 % confidence interval; none where a point ran once"
+    return "error bars: 95 % confidence interval"
+
+
+def spread_text(summary_table: pd.DataFrame, read: int) -> str:
+    """What the ± of the mix's appendix tables is: the 95 % half-width, or nothing with one run per point."""
+    return "mean ± 95 % half-width" if repetitions_of(summary_table, read)[1] > 1 else "one run per point (n = 1)"
+
+
 def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palette: dict[str, str]):
     """The figure of one mix: throughput (top) and read / write mean completion latency (bottom)
     against numjobs, one column per block size, one colour per configuration. Throughput error
