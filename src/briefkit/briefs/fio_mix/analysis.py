@@ -714,9 +714,10 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
 
 
     sizes = [m for m in mixes(summary_table) if m.read == read]
-    # One row: throughput per block size, then latency per block size (a quarter page per mix).
+    # One row: throughput per block size, then latency per block size (a fifth of a page per mix: four mixes,
+    # each with its table, keep the body to six pages).
     n = max(len(sizes), 1)
-    fig, row = plt.subplots(1, 2 * n, figsize=(7.6, 2.5), squeeze=False)
+    fig, row = plt.subplots(1, 2 * n, figsize=(7.6, 2.0), squeeze=False)
     for col, mix in enumerate(sizes):
         top, bottom = row[0][col], row[0][n + col]
         parts = wides(summary_table, mix, "total_bw", configs, ("mean", "ci_low", "ci_high"))

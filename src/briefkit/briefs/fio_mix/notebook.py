@@ -299,7 +299,8 @@ class FioMix(BriefBase):
                            f"{title} ({read}/{100 - read} R/W): throughput ({mix.error_bars_text(summary, read)}) "
                            f"and mean completion latency against numjobs, measured; every point in {', '.join(labels)}.")
                 out.table(self.multiples(name, read),
-                          f"{title}: multiples at low and high concurrency, with the calculation", css_class="brief-table auto")
+                          f"{title}: multiples at low and high concurrency, with the calculation",
+                          css_class="brief-table auto compact")
         return out.take()
 
     def tail_latency(self):
@@ -312,7 +313,8 @@ class FioMix(BriefBase):
                 out.md(self.say("no_histograms"))
                 continue
             out.md(self.say("tail_latency"))
-            out.table(mix.percentile_table(c["percentiles"], c["configs"]), self.say_line("tail_caption"))
+            out.table(mix.percentile_table(c["percentiles"], c["configs"]), self.say_line("tail_caption"),
+                      css_class="brief-table auto")   # a workload ("30/70 256 KiB") on one line
         for name, c in ({} if self.many else self.campaigns).items():
             if c["summary"] is None or not len(c["summary"]):
                 continue
