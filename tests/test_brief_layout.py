@@ -28,7 +28,7 @@ ROOT = paths.ROOT
 # The body (before the Appendix) of the longest brief, fio-6600ion: four mixes, each a figure and a table of
 # twelve multiples, each multiple with its ratio's 95 % interval beside Welch's p. In 7.5 pt type (brief.css,
 # table.compact) each of those rows takes two lines, and the mix figures are 2.0 in tall at 7.6 in: that body
-# is 6 pages (the other four briefs: 3-5).
+# is 6 pages (the other four briefs: 4-6).
 BODY_PAGES = 6
 FIGURE_ON_PAGE_TWO = {"rocksdb-7450", "rocksdb-nvmeof"}
 BRIEFS = list(yaml.safe_load((ROOT / "params.yaml").read_text())["briefs"])
