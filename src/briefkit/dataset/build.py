@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -322,9 +323,12 @@ def described(camp: RecordedCampaign) -> dict:
     """What the campaign's workload and storage kinds say of themselves that a brief words (a brief imports
     no plug-in): how a per-point criterion is judged and on whose series (briefkit.tools.base.Workload),
     the tool's own reason for no criterion and note on no preconditioning, and per configuration of a
-    known kind whether it is a block device (briefkit.storage.base.StorageConfig)."""
+    known kind whether it is a block device (briefkit.storage.base.StorageConfig); the unit of each metric its
+    SNIA PTS rounds may track, and per metric a per-point criterion may name the series it is judged on."""
     workload, settings = camp.workload, camp.declaration.settings
     return {"point_rule": workload.point_rule, "interval_series": workload.interval_series,
+            "pts_units": dict(workload.pts_metrics),
+            "judged_series": {metric: asdict(judged) for metric, judged in workload.judged_series.items()},
             "unjudged_reason": workload.unjudged_reason(settings),
             "unpreconditioned_note": workload.unpreconditioned_note(settings),
             "block_device": {config: KINDS[spec["kind"]].block_device for config, spec in camp.declaration.configs.items()

@@ -99,6 +99,16 @@ class LatencyHistogram:
     workload: str | None = None
 
 
+@dataclass(frozen=True)
+class JudgedSeries:
+    """The processed series (briefkit.core.series) a per-point criterion's metric is judged on after the
+    run, the unit the rule judges it in, and the steady-state figure's axis label for it."""
+
+    series: str
+    unit: str
+    label: str
+
+
 #: (the point's source files, the host whose units are kept or None, the percentiles wanted, the campaign's
 #: settings as recorded: what the samples were read with, e.g. pgbench's ``warmup_s``)
 LatencyBins = Callable[[Sequence[Path], "str | None", Sequence[float], Mapping[str, Any]], list[LatencyHistogram]]
@@ -184,13 +194,17 @@ class Workload:
     #: reads the merged latency histograms of a point's source files for the dataset stage
     #: (latency_bins.parquet, percentiles.parquet); None: the tool records none
     latency_bins: LatencyBins | None = None
-    #: what a SNIA PTS round may track (``pts.metric``): fio's ``iops``/``bw``; none: no rounds
-    pts_metrics: Sequence[str] = ()
+    #: what a SNIA PTS round may track (``pts.metric``) and the unit its rounds are recorded in (fio's
+    #: ``iops`` in IO/s, ``bw`` in MB/s), the figure's axis says it; none: no rounds
+    pts_metrics: Mapping[str, str] = {}
     #: how a per-point criterion (``settings.steady_state``) is judged, as a brief's method section says it
     point_rule: str = "fio rule over the interval series, per point"
     #: whose per-second series a per-point criterion is judged on after the run (``db_bench's``), drawn
     #: in the brief's steady-state figure; None: the tool judges it while it runs (fio) or has none
     interval_series: str | None = None
+    #: per metric a per-point criterion may name (``settings.steady_state.metric``): the series it is
+    #: judged on after the run and drawn in the brief's steady-state figure; none: no such figure
+    judged_series: Mapping[str, JudgedSeries] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """``axes`` and ``defaults`` follow from ``matrix_model`` / ``settings_model`` (their fields'

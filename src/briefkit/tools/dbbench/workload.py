@@ -86,7 +86,7 @@ from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.validation import check
 from briefkit.tools import diskstats, steady_settings
-from briefkit.tools.base import Point, PointRun, Program, Workload
+from briefkit.tools.base import JudgedSeries, Point, PointRun, Program, Workload
 from briefkit.tools.dbbench import command as cmd
 from briefkit.tools.dbbench import report_csv
 from briefkit.tools.dbbench import settings as settings_models
@@ -141,9 +141,10 @@ class DbBenchWorkload(Workload):
     summary = ("ops",)
     #: a sweep's point has a benchmark and threads, a flash suite's a test (T1..T5)
     parameters = {"p_benchmark": "string", "p_threads": "Int64", "p_test": "string"}
-    pts_metrics = ("ops",)
+    pts_metrics = {"ops": "ops/s"}
     point_rule = "fio's rule over db_bench's per-second series, per point"
     interval_series = "db_bench's"
+    judged_series = {"ops": JudgedSeries("total_ops", "ops/s", "operations per second")}
 
     def unjudged_reason(self, settings: Mapping[str, Any]) -> str | None:
         """The flash suite's tests do a fixed amount of work: too short for a criterion at a small scale."""

@@ -140,7 +140,7 @@ class FioWorkload(Workload):
     matrix_model = FioMatrix
     parameters = {"p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64", "p_iodepth": "Int64",
                   "p_numjobs": "Int64"}
-    pts_metrics = ("iops", "bw")
+    pts_metrics = {"iops": "IO/s", "bw": "MB/s"}
     point_rule = "fio's own steadystate rule, per point"
 
     def unjudged_reason(self, settings: Mapping[str, Any]) -> str | None:

@@ -46,7 +46,7 @@ from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.times import iso
 from briefkit.tools import steady_settings
-from briefkit.tools.base import Point, PointRun, Program, Workload
+from briefkit.tools.base import JudgedSeries, Point, PointRun, Program, Workload
 from briefkit.tools.pgbench import latency as pgbench_latency
 from briefkit.tools.pgbench import progress as pgbench_progress
 from briefkit.tools.pgbench import summary as pgbench_summary
@@ -89,9 +89,10 @@ class OltpWorkload(Workload):
     settings_model = OltpSettings
     matrix_model = OltpMatrix
     parameters = {"p_clients": "Int64"}
-    pts_metrics = ("tps",)
+    pts_metrics = {"tps": "transactions/s"}
     point_rule = "fio's rule over pgbench's per-second series, per point"
     interval_series = "pgbench's"
+    judged_series = {"tps": JudgedSeries("tpm", "1/s", "transactions per second")}
 
     # --- declaration -------------------------------------------------------------------------
     def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
