@@ -105,7 +105,7 @@ def build_campaign(slug: str, name: str, base: Path | None = None, out_dir: Path
             record, recorded = found, {"origin": camp.origin, "declaration": camp.declaration.record()}
         else:
             record = fleet_record(record, found)
-        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base, settings=camp.declaration.settings)
+        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base, settings=camp.settings)
         percentiles.append(found_percentiles)
         bins.append(found_bins)
         rep_bins.append(found_rep_bins)
@@ -307,7 +307,7 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
         "workload": camp.workload.name, "tool": camp.workload.tool or camp.workload.name,
         "hosts": camp.hosts(), "declared_host": camp.declared_host, "declaration": camp.declaration.record(),
         "repetitions": camp.declaration.most_repetitions, "configs": camp.configs,
-        "facts": camp.workload.facts(camp.declaration.settings),
+        "facts": camp.workload.facts(camp.settings),
         "declaration_status": declaration_status, "changed_keys": changed,
         "points": {"planned": planned, **counts},
         "status": [{k: (int(v) if k not in ("config", "label") else v) for k, v in row.items()}
@@ -325,7 +325,7 @@ def described(camp: RecordedCampaign) -> dict:
     the tool's own reason for no criterion and note on no preconditioning, and per configuration of a
     known kind whether it is a block device (briefkit.storage.base.StorageConfig); the unit of each metric its
     SNIA PTS rounds may track, and per metric a per-point criterion may name the series it is judged on."""
-    workload, settings = camp.workload, camp.declaration.settings
+    workload, settings = camp.workload, camp.settings
     return {"point_rule": workload.point_rule, "interval_series": workload.interval_series,
             "pts_units": dict(workload.pts_metrics),
             "judged_series": {metric: asdict(judged) for metric, judged in workload.judged_series.items()},
@@ -369,7 +369,7 @@ def _ramp_seconds(camp: RecordedCampaign) -> float:
     """Seconds at the start of each point that are not measured (the workload's ``ramp_seconds``), which
     the stability figures shade."""
     plan = camp.plan()
-    return float(camp.workload.ramp_seconds(plan[0], camp.declaration.settings)) if plan else 0.0
+    return float(camp.workload.ramp_seconds(plan[0], camp.settings)) if plan else 0.0
 
 
 def compare_declaration(camp: RecordedCampaign, declared: Mapping | None) -> tuple[str, list[str]]:
@@ -452,7 +452,7 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, set
 
         def read(files, wanted):
             # a histogram that names its workload belongs to that workload's rows only (pgbench's types)
-            return [h for h in hook(files, key[2], wanted, settings or {}) if h.workload in (None, point["workload"])]
+            return [h for h in hook(files, key[2], wanted, settings) if h.workload in (None, point["workload"])]
         try:
             histograms = read(paths, percentiles)
             # one file is one repetition: its own bins, for the bootstrap over repetitions
