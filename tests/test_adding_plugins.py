@@ -80,7 +80,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from briefkit.tools.base import Program, Workload
+from briefkit.tools.base import JudgedSeries, Program, Workload
 from briefkit.tools.toy import ingest
 
 
@@ -92,8 +92,9 @@ class ToyWorkload(Workload):
     programs = (Program("dd", "coreutils"),)
     headline = ("write_bw",)
     parameters = {"p_count": "Int64"}
-    pts_metrics = ("bw",)
+    pts_metrics = {"bw": "MB/s"}
     point_rule = "dd's own report, per point"
+    judged_series = {"bw": JudgedSeries("write_bw", "B/s", "bytes written per second")}
 
     def run(self, run):
         argv = ["dd", "if=/dev/zero", f"of={run.storage.path}/toy.bin", "bs=64K",
@@ -326,17 +327,26 @@ def test_a_toy_campaign_runs_on_a_toy_storage_kind_with_a_toy_power_source(tree,
     # block device (so preconditioning does not apply), the toy workload words its per-point rule
     out = briefkit(tree, "dataset", "demo", "--quiet", cwd=project)
     assert out.returncode == 0, out.stdout + out.stderr
+    # the toy's PTS unit labels the brief's rounds figure (two rounds of bw put on the record), and its
+    # judged series is what the brief's steady-state figure reads and labels
     said = subprocess.run(
         [sys.executable, "-c", "import json; from briefkit import processed; from briefkit.briefs.shared import method; "
+         "from briefkit.briefs.shared import steady_points; from dataclasses import replace; "
          "record = processed.load('demo', 'data/processed').campaigns['local']; "
-         "print(json.dumps([record.described, method.precondition_text(record, 'here')]))"],
+         "record = replace(record, method={'pts': {'metric': 'bw', 'window_rounds': 2, 'range': '20%', 'slope': '10%', "
+         "'max_rounds': 2}, 'configs': {'here': {'rounds': [{'round': 1, 'value': 5.0}, {'round': 2, 'value': 5.1}]}}}); "
+         "figure = method.pts_figure(record, {}); "
+         "print(json.dumps([record.described, method.precondition_text(record, 'here'), "
+         "figure.axes[0].get_ylabel(), steady_points.judged_series(record, 'bw')]))"],
         cwd=project, env={**os.environ, "PYTHONPATH": str(tree / "src"), "BRIEFKIT_ROOT": str(project)},
         capture_output=True, text=True, timeout=300)
     assert said.returncode == 0, said.stderr
-    described, precondition = json.loads(said.stdout)
+    described, precondition, pts_axis, judged = json.loads(said.stdout)
     assert described["block_device"] == {"here": False} and described["point_rule"] == "dd's own report, per point"
     assert described["interval_series"] is None
     assert precondition == "preconditioning does not apply (toydir storage is not a block device)"
+    assert pts_axis == "bw (MB/s)"
+    assert judged == {"series": "write_bw", "unit": "B/s", "label": "bytes written per second"}
 
 
 def test_a_toy_workload_names_what_its_pts_rounds_may_track(tree):

@@ -134,8 +134,8 @@ class CampaignRecord:
     #: configuration its precondition event, rounds and verdict (briefkit.raw.recorded.RecordedCampaign.method)
     method: dict = field(default_factory=dict)
     #: what its workload and storage kinds say of themselves that a brief words (point_rule,
-    #: interval_series, unjudged_reason, unpreconditioned_note, block_device per configuration;
-    #: briefkit.dataset.build.described)
+    #: interval_series, unjudged_reason, unpreconditioned_note, block_device per configuration, pts_units,
+    #: judged_series; briefkit.dataset.build.described)
     described: dict = field(default_factory=dict)
 
     @classmethod

@@ -353,7 +353,7 @@ class EchoWorkload(Workload):
     tool = "echo"
 
     def run(self, run):
-        if run.point.id == run.settings["fail_at"]:
+        if run.point.id == run.settings.fail_at:
             raise RuntimeError("the device went away")
         if run.run_job(["sh", "-c", f"echo {run.point.values['n'] * 10}"], "echo") != 0:
             raise RuntimeError("echo failed")

@@ -41,18 +41,18 @@ class DdWorkload(Workload):
 
     def run(self, run):
         target = f"{run.storage.path}/dd-{run.point.rep}.bin"
-        if run.settings["interrupt_at"] == run.point.id and not DdWorkload.interrupted:
+        if run.settings.interrupt_at == run.point.id and not DdWorkload.interrupted:
             # an operator's Ctrl-C while the point runs: only once, so that the resume succeeds
             DdWorkload.interrupted = True
             raise KeyboardInterrupt("interrupted by the test")
-        rc = run.run_job(["dd", "if=/dev/zero", f"of={target}", f"bs={run.settings['block']}",
+        rc = run.run_job(["dd", "if=/dev/zero", f"of={target}", f"bs={run.settings.block}",
                           f"count={run.point.values['count']}", "conv=fsync"], "dd")
         if rc != 0:
             raise RuntimeError(f"dd exited {rc}")
         run.notes["target"] = target
 
     def stop_reason(self, config, done, settings):
-        if settings["stop_after"] is not None and len(done) >= settings["stop_after"]:
+        if settings.stop_after is not None and len(done) >= settings.stop_after:
             return f"{len(done)} points are enough"
         return None
 

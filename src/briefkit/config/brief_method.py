@@ -31,8 +31,9 @@ def declared(campaigns: Mapping[str, Any]) -> dict[str, list]:
                 method.setdefault(axis, [])
                 method[axis] += [v for v in values if v not in method[axis]]
         for key in METHOD_SETTINGS:
-            if settings.get(key) is not None:
+            value = getattr(settings, key, None)   # a generic loop: a key a workload may not have
+            if value is not None:
                 method.setdefault(key, [])
-                if settings[key] not in method[key]:
-                    method[key].append(settings[key])
+                if value not in method[key]:
+                    method[key].append(value)
     return method

@@ -47,6 +47,37 @@ def _percent(value: Any) -> str:
 Percent = Annotated[str, PlainValidator(_percent), WithJsonSchema({"type": "string", "pattern": f"^{_PERCENT.pattern}$"})]
 
 
+class RecordedSettings:
+    """A campaign's recorded settings read by attribute (``settings.ramp_s``), for code that may not import
+    the workload's own model (a brief reads campaigns.json through briefkit.processed and imports no tool;
+    a workload reads its own, briefkit.tools.base.Recorded). The same rule as there: a setting the record
+    lacks reads None (*not recorded*: an imported campaign's file did not say it)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        object.__setattr__(self, "_values", dict(values or {}))
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any] | RecordedSettings | None) -> RecordedSettings:
+        """``settings`` as a view (a view stays itself)."""
+        return settings if isinstance(settings, RecordedSettings) else cls(settings)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._values.get(name)   # the one lookup by name: any setting of any workload
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("recorded settings are read-only")
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def __repr__(self) -> str:
+        return f"RecordedSettings({self._values!r})"
+
+
 class AdaptiveRepetitions(Model):
     """``repetitions: {min: 2, max: 6, half_width: 5%}``: after ``min`` repetitions of a point
     (a configuration and its matrix values) more are run, one at a time, until the 95 % Student-t
@@ -186,6 +217,11 @@ class Declaration(Model):
     def adaptive(self) -> dict[str, Any] | None:
         """``{min, max, half_width[, baseline]}`` of adaptive repetitions, else None."""
         return repetitions_record(self.repetitions) if isinstance(self.repetitions, AdaptiveRepetitions) else None
+
+    @property
+    def recorded_settings(self) -> RecordedSettings:
+        """``settings`` read by attribute (see RecordedSettings)."""
+        return RecordedSettings(self.settings)
 
     def record(self) -> dict[str, Any]:
         """The declaration as campaign.json (schema version 2) records it, as JSON reads it back

@@ -66,6 +66,7 @@ from briefkit.core.validation import (
 )
 from briefkit.power.config import PowerSpec
 from briefkit.storage import StorageSpec, shared
+from briefkit.tools.base import record
 
 DEFAULT_WORKDIR = "/var/tmp/briefkit"
 
@@ -259,7 +260,7 @@ def declaration(model: CampaignSpec, written: Mapping, where: str) -> Declaratio
     return Declaration(workload=model.workload, repetitions=model.repetitions,
                        configs={k: dict(v) for k, v in written["configs"].items()},
                        labels={k: str(model.labels.get(k, k)) for k in model.configs}, matrix=matrix,
-                       settings=settings, power=dict(written.get("power") or {"kind": "none"}),
+                       settings=record(settings), power=dict(written.get("power") or {"kind": "none"}),
                        precondition=model.precondition, pts=model.pts)
 
 

@@ -22,6 +22,7 @@ import math
 import os
 import shutil
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ def _build_campaign(slug: str, name: str, base: Path, out_dir: Path, members: li
             record, recorded = found, {"origin": camp.origin, "declaration": camp.declaration.record()}
         else:
             record = fleet_record(record, found)
-        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base, settings=camp.declaration.settings)
+        found_percentiles, found_bins, found_rep_bins = merged_latency(table, base, settings=camp.settings)
         percentiles.append(found_percentiles)
         bins.append(found_bins)
         rep_bins.append(found_rep_bins)
@@ -335,7 +336,7 @@ def campaign_record(camp: RecordedCampaign, declared: Mapping | None) -> dict:
         "workload": camp.workload.name, "tool": camp.workload.tool or camp.workload.name,
         "hosts": camp.hosts(), "declared_host": camp.declared_host, "declaration": camp.declaration.record(),
         "repetitions": camp.declaration.most_repetitions, "configs": camp.configs,
-        "facts": camp.workload.facts(camp.declaration.settings),
+        "facts": camp.workload.facts(camp.settings),
         "declaration_status": declaration_status, "changed_keys": changed,
         "points": {"planned": planned, **counts},
         "status": [{k: (int(v) if k not in ("config", "label") else v) for k, v in row.items()}
@@ -351,9 +352,12 @@ def described(camp: RecordedCampaign) -> dict:
     """What the campaign's workload and storage kinds say of themselves that a brief words (a brief imports
     no plug-in): how a per-point criterion is judged and on whose series (briefkit.tools.base.Workload),
     the tool's own reason for no criterion and note on no preconditioning, and per configuration of a
-    known kind whether it is a block device (briefkit.storage.base.StorageConfig)."""
-    workload, settings = camp.workload, camp.declaration.settings
+    known kind whether it is a block device (briefkit.storage.base.StorageConfig); the unit of each metric its
+    SNIA PTS rounds may track, and per metric a per-point criterion may name the series it is judged on."""
+    workload, settings = camp.workload, camp.settings
     return {"point_rule": workload.point_rule, "interval_series": workload.interval_series,
+            "pts_units": dict(workload.pts_metrics),
+            "judged_series": {metric: asdict(judged) for metric, judged in workload.judged_series.items()},
             "unjudged_reason": workload.unjudged_reason(settings),
             "unpreconditioned_note": workload.unpreconditioned_note(settings),
             "block_device": {config: KINDS[spec["kind"]].block_device for config, spec in camp.declaration.configs.items()
@@ -394,7 +398,7 @@ def _ramp_seconds(camp: RecordedCampaign) -> float:
     """Seconds at the start of each point that are not measured (the workload's ``ramp_seconds``), which
     the stability figures shade."""
     plan = camp.plan()
-    return float(camp.workload.ramp_seconds(plan[0], camp.declaration.settings)) if plan else 0.0
+    return float(camp.workload.ramp_seconds(plan[0], camp.settings)) if plan else 0.0
 
 
 def compare_declaration(camp: RecordedCampaign, declared: Mapping | None) -> tuple[str, list[str]]:
@@ -481,7 +485,7 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, set
 
         def read(files, wanted):
             # a histogram that names its workload belongs to that workload's rows only (pgbench's types)
-            return [h for h in hook(files, key[2], wanted, settings or {}) if h.workload in (None, point["workload"])]
+            return [h for h in hook(files, key[2], wanted, settings) if h.workload in (None, point["workload"])]
         try:
             histograms = read(paths, percentiles)
             # one file is one repetition: its own bins, for the bootstrap over repetitions

@@ -101,7 +101,7 @@ def run_clients(camp: Campaign, lock: CampaignLock, progress: Progress) -> Summa
 
 def _run_config(client: Campaign, targets: dict[str, Campaign], hosts: dict[str, Host], controller: Host,
                 config: str, points, left: Pending, source, tally: Tally, progress: Progress) -> None:
-    settings = client.declaration.settings
+    settings = client.settings
     prepared: dict[str, Any] = {}
     states: dict[str, dict] = {}
     servers: dict[str, Job] = {}
@@ -116,7 +116,7 @@ def _run_config(client: Campaign, targets: dict[str, Campaign], hosts: dict[str,
             server = Server(host_name, address_of(target.host), client.fio_server_port + index,
                             states[host_name].get("target") or target.workload.target(prepared[host_name]))
             folder = _server_folder(hosts[host_name], f"{target.remote_root()}/{config}/server")
-            servers[host_name] = hosts[host_name].start(server_command(server, settings["fio"]), folder, "fio-server")
+            servers[host_name] = hosts[host_name].start(server_command(server, settings.fio), folder, "fio-server")
             found.append(server)
         for server in found:
             _wait_listening(server, servers[server.name])

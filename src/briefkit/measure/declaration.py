@@ -33,7 +33,7 @@ from briefkit.core.errors import CampaignError
 from briefkit.core.reads import ReadRule
 from briefkit.core.validation import SshUrl, check, check_name
 from briefkit.hosts import Host, LocalHost
-from briefkit.tools.base import Point, Workload
+from briefkit.tools.base import Point, Recorded, Workload
 
 
 @dataclass
@@ -56,6 +56,11 @@ class Campaign:
     fio_server_port: int = 0
     #: where a file the declaration names may be read (power.password_file: params.yaml's secret_folders)
     reads: ReadRule = field(default_factory=ReadRule)
+
+    @property
+    def settings(self) -> Recorded:
+        """The declared settings as the workload reads them, by attribute (briefkit.tools.base.Recorded)."""
+        return self.workload.settings_of(self.declaration.settings)
 
     def plan(self) -> list[Point]:
         return self.workload.plan(list(self.configs), self.declaration.matrix, self.declaration.most_repetitions)

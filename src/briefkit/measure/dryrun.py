@@ -43,7 +43,7 @@ def dry_run(slug: str, names: list[str], base: Path, host: str | None = None,
                 plan.append(point)
                 if status.get(point.id, {}).get("event") not in FINAL:
                     todo.append(point)
-        guesses = [camp.workload.expected_seconds(p, camp.declaration.settings) for p in todo]
+        guesses = [camp.workload.expected_seconds(p, camp.settings) for p in todo]
         if any(g is None for g in guesses):
             unknown = True
             estimate = (f"estimated duration unknown ({camp.workload.name} gives no time estimate for "

@@ -108,7 +108,7 @@ def run_points(camp: Campaign, host: Host, config: str, points: list[Point], lef
     done = finished(config) if judged else []
     for index, point in enumerate(points):
         check_stop()
-        reason = camp.workload.stop_reason(config, done, camp.declaration.settings)
+        reason = camp.workload.stop_reason(config, done, camp.settings)
         if reason:
             rest = points[index:]
             for skipped in rest:

@@ -54,7 +54,7 @@ def written_bytes(camp: Campaign) -> int | None:
     spec = camp.declaration.precondition.workload_independent if camp.declaration.precondition else None
     if spec is None:
         return 0
-    size = camp.declaration.settings.get("size")
+    size = camp.settings.size
     return None if size is None else spec.passes * parse_size(size, "size")
 
 
@@ -111,18 +111,18 @@ def run(camp: Campaign, host: Host, config: str, prepared, state: dict, manifest
 def write(camp: Campaign, host: Host, config: str, prepared, state: dict, passes: int, manifest: Manifest,
           progress: Progress) -> None:
     """The sequential write, ``passes`` times over the target, as its own recorded job."""
-    settings = camp.declaration.settings
+    settings = camp.settings
     target = state.get("target") or camp.workload.target(prepared)
     if prepared.raw_device:
         check_raw_target(host, prepared, "precondition")
-    size = parse_size(settings["size"], "size") if settings.get("size") is not None else None
+    size = parse_size(settings.size, "size") if settings.size is not None else None
     local = camp.raw_dir / config / "precondition"
     remote = f"{camp.remote_root()}/{config}/precondition"
     attempt = steps.next_attempt(host, local, remote, progress)
     folder = f"{remote}/attempt-{attempt}"
     host.mkdir(folder)
     job = FioJob(name="precondition", filename=target, rw="write", bs=BLOCK, iodepth=32,
-                 ioengine=settings["ioengine"], direct=settings["direct"], size=size,
+                 ioengine=settings.ioengine, direct=settings.direct, size=size,
                  options={"loops": passes, "write_bw_log": LOG, "log_avg_msec": 1000})
     host.write_text(f"{folder}/{JOB}", job_file(job))
     manifest.append(EVENT, config=config, stage=STARTED, attempt=attempt, passes=passes, target=target)
@@ -130,7 +130,7 @@ def write(camp: Campaign, host: Host, config: str, prepared, state: dict, passes
     try:    # whatever happens, the attempt's folder (job file, fio's output so far) is kept
         progress(f"{config}: preconditioning {target}: {passes} sequential pass(es) of "
                  f"{sizes.block(size) if size else 'the whole device'} in {sizes.block(BLOCK)} writes")
-        fio = host.start_and_wait(command(f"{folder}/{JOB}", f"{folder}/{OUTPUT}", fio=settings["fio"]), folder,
+        fio = host.start_and_wait(command(f"{folder}/{JOB}", f"{folder}/{OUTPUT}", fio=settings.fio), folder,
                                   "precondition")
         rc = fio.returncode
         if rc != 0:

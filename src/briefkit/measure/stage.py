@@ -60,7 +60,7 @@ def plan_table(camp: Campaign) -> pd.DataFrame:
     for point in camp.plan():
         rows.append({"point": point.id, "config": point.config, **{k: str(v) for k, v in point.values.items()},
                      "rep": point.rep, "state": "to run" if point.id in left else "done",
-                     "estimate_s": camp.workload.expected_seconds(point, camp.declaration.settings)})
+                     "estimate_s": camp.workload.expected_seconds(point, camp.settings)})
     return pd.DataFrame(rows)
 
 

@@ -236,7 +236,7 @@ def prepare_config(camp: Campaign, host: Host, config: str, prepared, progress: 
     attempt = next_attempt(host, local, remote, progress)
     host.mkdir(f"{remote}/attempt-{attempt}")
     try:
-        return camp.workload.prepare(host, prepared, camp.declaration.settings, f"{remote}/attempt-{attempt}", progress) or {}
+        return camp.workload.prepare(host, prepared, camp.settings, f"{remote}/attempt-{attempt}", progress) or {}
     except BaseException as exc:
         raise PrepareFailed(explain(exc, camp, host), exc, config=config) from exc
     finally:
@@ -247,7 +247,7 @@ def prepare_config(camp: Campaign, host: Host, config: str, prepared, progress: 
 def finish_config(camp: Campaign, host: Host, config: str, prepared, state: dict) -> None:
     """The workload's finish step, then the storage's teardown (whatever the finish did)."""
     try:
-        camp.workload.finish(host, prepared, camp.declaration.settings, state)
+        camp.workload.finish(host, prepared, camp.settings, state)
     finally:
         camp.configs[config].teardown(host, prepared)
 
@@ -339,7 +339,7 @@ def run_point(camp: Campaign, host: Host, point: Point, prepared, state, manifes
     the attempt, is recorded, and is raised as PointFailed."""
     check_stop()
     attempt = start_attempt(camp, host, point, manifest, progress)
-    run = PointRun(host, point, prepared, camp.declaration.settings, attempt.remote_dir, state,
+    run = PointRun(host, point, prepared, camp.settings, attempt.remote_dir, state,
                    progress=lambda text: progress(f"  {point.describe()}{text.strip() and ': ' + text.strip()}"),
                    before_first_job=lambda: _start_together(attempt))
     recorder = (power.PowerRecorder(source, attempt.local_dir / "power.csv")
@@ -382,7 +382,7 @@ def start_attempt(camp: Campaign, host: Host, point: Point, manifest: Manifest, 
     attempt.record = {"point": point.id, "config": point.config, "values": dict(point.values), "rep": point.rep,
                       "attempt": number, "host": host.name, "workload": camp.workload.name,
                       "remote_dir": attempt.remote_dir,
-                      "tool_version": camp.workload.tool_version(host, camp.declaration.settings),
+                      "tool_version": camp.workload.tool_version(host, camp.settings),
                       "load_at_start": inventory.load_average(host)}
     return attempt
 
@@ -397,7 +397,7 @@ def record_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0
         save_point(camp, attempt, run, t0, t1, error=failure_text(error))
         record_failure(manifest, error, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp))
         raise PointFailed(error, config=point.config, point=point, recorded=True) from None
-    steady_verdict.note(camp.workload, attempt.local_dir, point, camp.declaration.settings, run.notes)
+    steady_verdict.note(camp.workload, attempt.local_dir, point, camp.settings, run.notes)
     save_point(camp, attempt, run, t0, t1)
     entry = manifest.append(DONE, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp),
                             started_at=iso(t0), ended_at=iso(t1))
@@ -419,7 +419,7 @@ def record_failure_of_point(camp: Campaign, host: Host, attempt: Attempt, run: P
 
 def save_point(camp: Campaign, attempt: Attempt, run: PointRun, t0: float, t1: float, error: str | None = None) -> None:
     """point.json: the attempt's record, its measurement window (the ramp left out) and its jobs."""
-    ramp = camp.workload.ramp_seconds(attempt.point, camp.declaration.settings)
+    ramp = camp.workload.ramp_seconds(attempt.point, camp.settings)
     window_start = (run.jobs[0].started_at if run.jobs else t0) + ramp
     window_end = run.jobs[-1].ended_at if run.jobs else t1
     attempt.record.update(started_at=iso(t0), ended_at=iso(t1), window=[window_start, window_end],
@@ -431,7 +431,7 @@ def save_point(camp: Campaign, attempt: Attempt, run: PointRun, t0: float, t1: f
 def samples_of(camp: Campaign, point: Point, entry: Mapping) -> pd.DataFrame:
     """Samples of a finished point, for the stop rule (no watts: an external meter's log is imported
     after the campaign)."""
-    return point_samples(camp.raw_dir, camp.brief, camp.name, camp.workload, camp.declaration.settings, point, entry,
+    return point_samples(camp.raw_dir, camp.brief, camp.name, camp.workload, camp.settings, point, entry,
                          with_power=False)
 
 
@@ -500,7 +500,7 @@ class Tally:
         if self.times:
             left = statistics.median(self.times) * len(remaining)
         else:
-            guesses = [self.camp.workload.expected_seconds(p, self.camp.declaration.settings) for p in remaining]
+            guesses = [self.camp.workload.expected_seconds(p, self.camp.settings) for p in remaining]
             if any(g is None for g in guesses):
                 return "time left unknown"
             left = sum(guesses)

@@ -23,7 +23,7 @@ from briefkit.core import series as tidy_series
 from briefkit.raw import records
 from briefkit.raw.manifest import DONE, FAILED, FINAL, SKIPPED, Manifest
 from briefkit.raw.points import point_samples, point_series
-from briefkit.tools.base import Point, Workload, slug
+from briefkit.tools.base import Point, Recorded, Workload, slug
 
 STATUS_COLUMNS = ["campaign", "config", "label", "points", DONE, SKIPPED, FAILED, "left"]
 
@@ -67,6 +67,11 @@ class RecordedCampaign:
     declaration: Declaration
     #: the host's folder name when this is one host of a fleet campaign
     fleet_host: str | None = None
+
+    @property
+    def settings(self) -> Recorded:
+        """The declared settings as the workload reads them, by attribute (briefkit.tools.base.Recorded)."""
+        return self.workload.settings_of(self.declaration.settings)
 
     @property
     def configs(self) -> list[str]:
@@ -127,7 +132,7 @@ class RecordedCampaign:
 
     def samples(self, with_power: bool = True) -> pd.DataFrame:
         """Tidy samples of every finished point (an empty table before the first)."""
-        return tidy.concat([point_samples(self.raw_dir, self.brief, self.name, self.workload, self.declaration.settings,
+        return tidy.concat([point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings,
                                           p, e, with_power=with_power) for p, e in self.measured_points()])
 
     def samples_and_series(self, with_power: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -135,10 +140,10 @@ class RecordedCampaign:
         point, each point folder read once."""
         sample_tables, series_tables = [], []
         for point, entry in self.measured_points():
-            table = point_samples(self.raw_dir, self.brief, self.name, self.workload, self.declaration.settings, point, entry,
+            table = point_samples(self.raw_dir, self.brief, self.name, self.workload, self.settings, point, entry,
                                   with_power=with_power)
             sample_tables.append(table)
-            series_tables.append(point_series(self.raw_dir, self.brief, self.name, self.workload, self.declaration.settings,
+            series_tables.append(point_series(self.raw_dir, self.brief, self.name, self.workload, self.settings,
                                               point, entry, table))
         return tidy.concat(sample_tables), tidy_series.concat(series_tables, tidy_series.TABLE_COLUMNS)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from pydantic import create_model
+from pydantic import BaseModel, ConfigDict, create_model
 
 from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError
@@ -52,6 +52,33 @@ def open_model(name: str, keys: Mapping[str, Any], axis: bool = False) -> type[M
     ``axis``: each a matrix axis (one value or a non-empty list of distinct values)."""
     kind = Axis(Any) if axis else Any
     return create_model(name, __base__=Model, **{key: (kind, default) for key, default in keys.items()})
+
+
+class Recorded(BaseModel):
+    """A workload's settings as a campaign recorded them (campaign.json's ``declaration.settings``): what
+    every ``Workload`` method reads, by attribute (``settings.bs``).
+
+    Each workload has one such model (``Workload.recorded``): the fields of its settings model(s), each
+    Optional. The rule for a value that is None: *not recorded*. A campaign declared in params.yaml was
+    checked by the strict settings model and completed with its defaults, so none of its fields is None
+    unless the model's default is; a campaign imported from a file made elsewhere (``briefkit import``,
+    the tools' importers) has None wherever the file did not say. Values are not checked again when read
+    back (they were when declared; an import records what its file says), and keys the model does not
+    know (a record from an older briefkit) are kept, so that ``record`` gives back what was read."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+def recorded_model(name: str, fields: Mapping[str, Any]) -> type[Recorded]:
+    """The ``Recorded`` model of a workload: ``fields`` (name -> annotation), each Optional, default None."""
+    return create_model(name, __base__=Recorded, **{key: (kind | None, None) for key, kind in fields.items()})
+
+
+def record(settings: Recorded) -> dict[str, Any]:
+    """The settings as campaign.json records them: the keys that were set (a declared campaign: every
+    setting over its defaults; ``steady_state`` only when declared), as they were set."""
+    # warnings off: a value a workload's own check completed (pgbench's server text) is recorded as it is
+    return settings.model_dump(exclude_unset=True, warnings=False)
 
 
 @dataclass(frozen=True)
@@ -104,9 +131,19 @@ class LatencyHistogram:
     extremes: tuple[int, int] | None = None
 
 
+@dataclass(frozen=True)
+class JudgedSeries:
+    """The processed series (briefkit.core.series) a per-point criterion's metric is judged on after the
+    run, the unit the rule judges it in, and the steady-state figure's axis label for it."""
+
+    series: str
+    unit: str
+    label: str
+
+
 #: (the point's source files, the host whose units are kept or None, the percentiles wanted, the campaign's
-#: settings as recorded: what the samples were read with, e.g. pgbench's ``warmup_s``)
-LatencyBins = Callable[[Sequence[Path], "str | None", Sequence[float], Mapping[str, Any]], list[LatencyHistogram]]
+#: settings as recorded: what the samples were read with, e.g. pgbench's ``warmup_s``; None: not known)
+LatencyBins = Callable[[Sequence[Path], "str | None", Sequence[float], "Recorded | None"], list[LatencyHistogram]]
 
 
 @dataclass
@@ -127,7 +164,7 @@ class PointRun:
     host: Host
     point: Point
     storage: Prepared                 # .path: a directory to work in; .device: the block device, if any
-    settings: Mapping[str, Any]       # the campaign's validated settings
+    settings: Recorded                # the campaign's settings (Workload.settings_of gives them from a mapping)
     remote_dir: str                   # an empty folder on the host, for this attempt only
     state: dict[str, Any]             # what prepare() left for this configuration (e.g. a db path)
     progress: Callable[[str], None] = print
@@ -189,13 +226,17 @@ class Workload:
     #: reads the merged latency histograms of a point's source files for the dataset stage
     #: (latency_bins.parquet, percentiles.parquet); None: the tool records none
     latency_bins: LatencyBins | None = None
-    #: what a SNIA PTS round may track (``pts.metric``): fio's ``iops``/``bw``; none: no rounds
-    pts_metrics: Sequence[str] = ()
+    #: what a SNIA PTS round may track (``pts.metric``) and the unit its rounds are recorded in (fio's
+    #: ``iops`` in IO/s, ``bw`` in MB/s), the figure's axis says it; none: no rounds
+    pts_metrics: Mapping[str, str] = {}
     #: how a per-point criterion (``settings.steady_state``) is judged, as a brief's method section says it
     point_rule: str = "fio rule over the interval series, per point"
     #: whose per-second series a per-point criterion is judged on after the run (``db_bench's``), drawn
     #: in the brief's steady-state figure; None: the tool judges it while it runs (fio) or has none
     interval_series: str | None = None
+    #: per metric a per-point criterion may name (``settings.steady_state.metric``): the series it is
+    #: judged on after the run and drawn in the brief's steady-state figure; none: no such figure
+    judged_series: Mapping[str, JudgedSeries] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """``axes`` and ``defaults`` follow from ``matrix_model`` / ``settings_model`` (their fields'
@@ -205,6 +246,28 @@ class Workload:
             cls.axes = defaults(cls.matrix_model)
         if cls.settings_model is not None and "defaults" not in cls.__dict__:
             cls.defaults = defaults(cls.settings_model)
+        cls.recorded = recorded_model(f"{cls.__name__}Recorded", cls.recorded_fields())
+
+    #: the settings as recorded, read by attribute (see ``Recorded``); made from ``recorded_fields``
+    recorded: type[Recorded] = Recorded
+
+    @classmethod
+    def recorded_fields(cls) -> dict[str, Any]:
+        """The fields of ``recorded`` and their types: the settings model's, or any value for each key of
+        ``defaults`` (a workload without a model)."""
+        if cls.settings_model is not None:
+            return {key: f.annotation for key, f in cls.settings_model.model_fields.items()}
+        return dict.fromkeys(cls.defaults, Any)
+
+    @classmethod
+    def settings_of(cls, settings: Mapping[str, Any] | Recorded) -> Recorded:
+        """``settings`` as this workload's ``recorded`` model: a recorded or declared mapping (a test's dict
+        too), or the model itself. Not checked again (see ``Recorded``)."""
+        if isinstance(settings, cls.recorded):
+            return settings
+        if isinstance(settings, BaseModel):
+            settings = record(settings)
+        return cls.recorded.model_construct(**steady_settings.normalize(dict(settings)))
 
     # --- declaration -------------------------------------------------------------------------
     def settings_models(self) -> list[type]:
@@ -212,17 +275,20 @@ class Workload:
         and the JSON Schema walk them); a workload with one model per variant lists them all."""
         return [m for m in (self.settings_model, self.matrix_model) if m is not None]
 
-    def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
-                 ) -> tuple[dict[str, list], dict[str, Any]]:
+    def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any] | Recorded, where: str
+                 ) -> tuple[dict[str, list], Recorded]:
         """Check and complete the campaign's ``matrix`` and ``settings`` with the workload's models
         (keys, types, allow-lists; errors name the key): the matrix as the model gives it, every
-        axis a list in the workload's order; the settings over the defaults, as written."""
+        axis a list in the workload's order; the settings over the defaults, as written, as the
+        workload's ``recorded`` model (campaign.json records them with ``record``)."""
+        if isinstance(settings, BaseModel):
+            settings = record(settings)
         matrix_model = self.matrix_model or open_model(f"{self.name}_matrix", self.axes, axis=True)
         settings_model = self.settings_model or open_model(f"{self.name}_settings", self.defaults)
         checked = check(matrix_model, dict(matrix), f"{where}.matrix", CampaignError)
         check(settings_model, dict(settings), f"{where}.settings", CampaignError)
         full_matrix = {axis: list(getattr(checked, axis)) for axis in self.axes}
-        return full_matrix, steady_settings.normalize({**self.defaults, **settings})
+        return full_matrix, self.settings_of({**self.defaults, **settings})
 
     def plan(self, configs: Sequence[str], matrix: Mapping[str, list], repetitions: int) -> list[Point]:
         """Configurations outermost (each is prepared once), then the axes in order, then reps."""

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import pandas as pd
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from briefkit.core import samples as tidy
 from briefkit.core import steady_rule
@@ -95,9 +95,10 @@ def check_fits(settings: Mapping[str, Any], duration_s: float, where: str) -> No
                          f"{spec['window_s']} s) is longer than the run ({duration_s:g} s): no window could be judged")
 
 
-def declared(settings: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The campaign's steady-state declaration (a plain mapping), or None."""
-    found = settings.get(KEY)
+def declared(settings: Mapping[str, Any] | BaseModel) -> dict[str, Any] | None:
+    """The campaign's steady-state declaration (a plain mapping), or None; ``settings``: a mapping or the
+    workload's settings model (briefkit.tools.base.Recorded)."""
+    found = getattr(settings, KEY, None) if isinstance(settings, BaseModel) else settings.get(KEY)
     if found is None:
         return None
     return found.model_dump() if hasattr(found, "model_dump") else dict(found)

@@ -19,7 +19,7 @@ import pytest
 
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.tools import get
-from briefkit.tools.base import Point, PointRun
+from briefkit.tools.base import Point, PointRun, record
 from briefkit.tools.dbbench import command as cmd
 from briefkit.tools.dbbench import ingest as parser
 from briefkit.tools.dbbench.workload import FLASH_BENCHMARKS, DbBenchWorkload, point_samples
@@ -88,7 +88,7 @@ def test_registered_and_sweep_defaults():
     assert isinstance(workload, DbBenchWorkload) and workload.load_axis == "threads"
     matrix, settings = workload.validate({}, {}, W)
     assert matrix == {"benchmark": ["readrandom", "readwhilewriting"], "threads": [1, 2, 4, 8]}
-    assert settings["suite"] == "sweep" and settings["use_direct_reads"] is True and "scale" not in settings
+    assert settings.suite == "sweep" and settings.use_direct_reads is True and "scale" not in record(settings)
     plan = workload.plan(["a"], matrix, 2)
     assert [p.id for p in plan[:3]] == ["a/benchmark=readrandom_threads=1/rep1",
                                         "a/benchmark=readrandom_threads=1/rep2",
@@ -149,7 +149,7 @@ def test_tool_version_and_a_missing_binary(local_host):
     version = subprocess.run(["db_bench", "--version"], capture_output=True, text=True).stdout.split()[-1]
     assert workload.tool_version(local_host, settings) == version
     with pytest.raises(CampaignError, match="no-such-db_bench --version"):
-        workload.tool_version(local_host, {**settings, "binary": "no-such-db_bench"})
+        workload.tool_version(local_host, settings.model_copy(update={"binary": "no-such-db_bench"}))
 
 
 def test_a_raw_block_device_is_refused(local_host, tmp_path):
@@ -366,7 +366,7 @@ def test_a_point_without_its_database_and_a_failing_db_bench(local_host, tmp_pat
         run_point(workload, local_host, storage, settings, state, point, str(tmp_path / "p1"))
     state = workload.prepare(local_host, storage, settings, str(tmp_path / "prep"), lambda _: None)
     # an allowed flag value this db_bench cannot use (Xpress is a Windows compression library)
-    bad = {**settings, "extra_flags": {"compression_type": "xpress"}}
+    bad = settings.model_copy(update={"extra_flags": {"compression_type": "xpress"}})
     with pytest.raises(CampaignError) as err:
         run_point(workload, local_host, storage, bad, state, point, str(tmp_path / "p2"))
     assert "exited with code 1" in str(err.value) and str(tmp_path / "p2" / "dbbench.stdout") in str(err.value)

@@ -57,9 +57,9 @@ def test_registered_and_defaults_are_the_briefs_methodology():
     # O_DIRECT, ramp 300 s, runtime 600 s.
     assert matrix == {"rw": ["30/70", "50/50", "70/30", "90/10"], "bs": ["256KiB", "4MiB"],
                       "numjobs": [1, 2, 4, 8], "iodepth": [64]}
-    assert (settings["ioengine"], settings["direct"], settings["ramp_s"], settings["runtime_s"],
-            settings["pattern"]) == ("io_uring", True, 300, 600, "randrw")
-    assert settings["label_iodepth"] is False
+    assert (settings.ioengine, settings.direct, settings.ramp_s, settings.runtime_s,
+            settings.pattern) == ("io_uring", True, 300, 600, "randrw")
+    assert settings.label_iodepth is False
 
 
 def test_plan_is_the_cross_product_configs_outermost():
@@ -141,7 +141,7 @@ def test_a_single_axis_value_is_a_list_of_one():
 def test_label_names_iodepth_only_when_the_matrix_sweeps_it():
     _, one = FioWorkload().validate({"iodepth": [16]}, {}, "c")
     _, two = FioWorkload().validate({"iodepth": [16, 64]}, {}, "c")
-    assert (one["label_iodepth"], two["label_iodepth"]) == (False, True)
+    assert (one.label_iodepth, two.label_iodepth) == (False, True)
 
 
 def test_size_label():
@@ -429,7 +429,7 @@ def test_raw_device_with_a_filesystem_is_refused_without_consent(tmp_path, local
     store = raw_storage(loop_device, tmp_path)
     with pytest.raises(UnsafeTargetError, match=r"^fio precondition: .*destroy_data"):
         workload.prepare(local_host, store, settings, str(tmp_path / "prep"), lambda _m: None)
-    no_precondition = {**settings, "precondition": False}
+    no_precondition = settings.model_copy(update={"precondition": False})
     with pytest.raises(UnsafeTargetError, match=r"^fio point tmp/rw=70-30.*: .*ext4.*configs.raw.destroy_data: true"):
         run_one(local_host, workload, no_precondition, {"rw": "70/30", "bs": "64KiB", "numjobs": 1,
                                                         "iodepth": 2}, store, tmp_path / "pt", {})

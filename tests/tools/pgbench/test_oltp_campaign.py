@@ -56,10 +56,10 @@ def test_registered_with_the_ramp_axis():
     assert workload.load_axis == "clients" and workload.tool == "pgbench"
     matrix, settings = validated({})
     assert matrix == {"clients": [1, 2, 4, 8, 16]}
-    assert settings["wal_limit_ms"] == 5.0 and settings["server"] == {}
+    assert settings.wal_limit_ms == 5.0 and settings.server == {}
     point = Point("disk", {"clients": 4})
-    assert workload.expected_seconds(point, settings) >= settings["duration_s"]
-    assert workload.ramp_seconds(point, {**settings, "warmup_s": 2}) == 2
+    assert workload.expected_seconds(point, settings) >= settings.duration_s
+    assert workload.ramp_seconds(point, settings.model_copy(update={"warmup_s": 2})) == 2
 
 
 @pytest.mark.parametrize("matrix, settings, key", [
@@ -99,7 +99,7 @@ def test_a_single_client_count_is_a_ramp_of_one():
 
 def test_more_connections_allow_more_clients():
     matrix, settings = validated({"clients": [1, 300]}, server={"max_connections": 310, "fsync": True})
-    assert settings["server"] == {"max_connections": "310", "fsync": "true"}
+    assert settings.server == {"max_connections": "310", "fsync": "true"}
 
 
 def step_samples(clients, nopm, p999, wal=None, config="disk"):
@@ -124,7 +124,7 @@ def test_stop_reason_applies_both_conditions_to_the_newest_step():
     # another configuration's steps do not count; an empty configuration has no reason
     assert workload.stop_reason("tmpfs", done, settings) is None
     # a stricter rule on the same steps: the plateau no longer counts, the log latency does
-    strict = {**settings, "plateau": False, "wal_limit_ms": 1.25}
+    strict = settings.model_copy(update={"plateau": False, "wal_limit_ms": 1.25})
     assert workload.stop_reason("disk", done, strict) == "at 4 clients the WAL write latency was 1.3 ms (> 1.25 ms)"
     assert workload.stop_reason("disk", done[:2], strict) is None
 
@@ -180,7 +180,7 @@ def test_prepare_puts_data_and_wal_on_the_storage(prepared):
     assert os.path.realpath(f"{state['datadir']}/pg_wal") == f"{prepared.storage.path}/oltp/pgwal"
     record = json.loads((prepared.prep_dir / "prepare.json").read_text())
     assert record["reused"] is False and record["scale"]["warehouses"] == 1 and record["database_bytes"] > 0
-    assert record["server_settings"]["port"] == str(prepared.settings["port"])
+    assert record["server_settings"]["port"] == str(prepared.settings.port)
     assert (prepared.prep_dir / "load.sql").is_file() and (prepared.prep_dir / "schema.sql").is_file()
     marker = json.loads(Path(state["marker"]).read_text())
     assert marker["owner"] == str(prepared.prep_dir.parent) and marker["scale"] == {"warehouses": 1, "shrink": 100}
@@ -228,7 +228,7 @@ def test_samples_of_a_step(prepared):
 
 def test_samples_skip_the_warm_up(prepared):
     full = prepared.workload.samples(prepared.dir, prepared.point, prepared.settings)
-    cut = prepared.workload.samples(prepared.dir, prepared.point, {**prepared.settings, "warmup_s": 1})
+    cut = prepared.workload.samples(prepared.dir, prepared.point, prepared.settings.model_copy(update={"warmup_s": 1}))
     assert value(cut, "elapsed") == pytest.approx(value(full, "elapsed") - 1, abs=1e-6)
     assert value(cut, "txn_count") < value(full, "txn_count")
 
@@ -322,7 +322,7 @@ def test_another_server_on_the_port_is_named(local_host):
         other.initdb()
         other.start()
         local_host.mkdir(f"{base}/prep/attempt-1")
-        with pytest.raises(CampaignError, match=f"settings.port: port {settings['port']} is used by another"):
+        with pytest.raises(CampaignError, match=f"settings.port: port {settings.port} is used by another"):
             workload.prepare(local_host, storage(f"{base}/mine"), settings, f"{base}/prep/attempt-1", lambda _: None)
         assert other.is_running()   # somebody else's server is left alone
     finally:

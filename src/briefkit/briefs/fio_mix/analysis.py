@@ -637,7 +637,7 @@ def _seconds(value) -> str:
 def method_table(record, published_how: dict | None = None, powered: bool = False) -> pd.DataFrame:
     """The brief's "fio parameters" table for a measured campaign, from its record (what ran),
     beside what the published brief used (its ``how_tested``), so the scale is stated plainly."""
-    settings, matrix = record.declaration.settings or {}, record.declaration.matrix or {}
+    settings, matrix = record.declaration.recorded_settings, record.declaration.matrix or {}
     published_how = published_how or {}
     fio_tool = (((record.inventory or {}).get("tools") or {}).get("fio") or {})
     versions = ", ".join((record.measured or {}).get("tool_versions") or [])
@@ -646,22 +646,22 @@ def method_table(record, published_how: dict | None = None, powered: bool = Fals
         ("Storage compared", published_how.get("Drives under test", ""),
          "; ".join(f"{name}: {(record.declaration.labels or {}).get(name, name)}" for name in record.configs)),
         ("fio version", published_how.get("Tool", ""), fio_tool.get("version") or versions or "not reported"),
-        ("I/O engine", published_how.get("I/O engine", ""), settings.get("ioengine")),
+        ("I/O engine", published_how.get("I/O engine", ""), settings.ioengine),
         ("I/O pattern", published_how.get("I/O pattern", ""),
-         f"{settings.get('pattern')}, read/write mixes {', '.join(str(v) for v in matrix.get('rw', []))}"),
+         f"{settings.pattern}, read/write mixes {', '.join(str(v) for v in matrix.get('rw', []))}"),
         ("Block sizes", published_how.get("Block sizes", ""), _sizes(matrix.get("bs", []))),
-        ("Direct I/O", published_how.get("Direct I/O", ""), "yes (O_DIRECT)" if settings.get("direct") else "no"),
+        ("Direct I/O", published_how.get("Direct I/O", ""), "yes (O_DIRECT)" if settings.direct else "no"),
         ("I/O depth", published_how.get("I/O depth", ""), ", ".join(str(v) for v in matrix.get("iodepth", []))),
         ("Number of jobs", published_how.get("Number of jobs", ""),
          ", ".join(str(v) for v in matrix.get("numjobs", []))),
-        ("Ramp time", published_how.get("Ramp time", ""), _seconds(settings.get("ramp_s"))),
-        ("Runtime", published_how.get("Runtime", ""), _seconds(settings.get("runtime_s"))
+        ("Ramp time", published_how.get("Ramp time", ""), _seconds(settings.ramp_s)),
+        ("Runtime", published_how.get("Runtime", ""), _seconds(settings.runtime_s)
          + (f" ({wall:.1f} s of wall time per point, as measured)" if wall is not None else "")),
         ("Runs per configuration", published_how.get("Runs per configuration", ""),
          f"{record.reported_repetitions}{' rounds (SNIA PTS window)' if record.pts_rule else ''}, mean with a "
          "95 % confidence interval (Student t)" if record.reported_repetitions > 1 else "1 (no confidence interval)"),
-        ("Region per point", "", f"{settings.get('size')} file shared by the point's jobs"
-         + (", written once before the first point" if settings.get("precondition") else "")),
+        ("Region per point", "", f"{settings.size} file shared by the point's jobs"
+         + (", written once before the first point" if settings.precondition else "")),
         ("Units", published_how.get("Units", ""),
          "MB/s = fio's bw_bytes / 10^6 (SI), read + write; latency = fio's mean completion latency (clat), ms"),
         ("Power", "drive / array watts (source not stated)",

@@ -211,13 +211,13 @@ class FioMix(BriefBase):
         return text
 
     def _scale(self, record) -> str:
-        settings, matrix = record.declaration.settings or {}, record.declaration.matrix or {}
-        ramp, runtime = settings.get("ramp_s") or 0, settings.get("runtime_s") or 0
+        settings, matrix = record.declaration.recorded_settings, record.declaration.matrix or {}
+        ramp, runtime = settings.ramp_s or 0, settings.runtime_s or 0
         wall = ((record.measured or {}).get("point_seconds") or {}).get("median")
         measured = runtime
         depth = matrix.get("iodepth", [])
         depth_note = "" if depth == [64] else f", at I/O depth {', '.join(str(d) for d in depth)} instead of 64"
-        steady = settings.get("steady_state")
+        steady = settings.steady_state
         if isinstance(steady, dict):   # fio ended each point when its steady-state rule held, or at max_s
             measured = steady.get("max_s") or runtime
             window = ((record.measured or {}).get("window_seconds") or {}).get("median")

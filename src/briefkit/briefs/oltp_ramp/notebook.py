@@ -390,7 +390,7 @@ class OltpRamp(BriefBase):
          out) = self._vars()
         for name, data in measured.items():
             record = self.records[name]
-            settings, mem = record.declaration.settings or {}, memory_bytes(record)
+            settings, mem = record.declaration.recorded_settings, memory_bytes(record)
             records = {r.get("config"): r for r in record.prepare or []}
             out.md(f"### How we tested{'' if len(measured) == 1 else f' ({name})'}")
             steps = sorted(data["load"].dropna().unique())
@@ -401,12 +401,12 @@ class OltpRamp(BriefBase):
             pg = ", ".join(f"{int(v) // 10000}.{int(v) % 10000}" for v in versions if v.isdigit()) or "not recorded"
             tools = sorted(data["tool_version"].dropna().unique())
             out.md(self.say(
-                "scale", warehouses=settings.get("warehouses"), shrink=settings.get("shrink"),
+                "scale", warehouses=settings.warehouses, shrink=settings.shrink,
                 items=fmt(scale.get("items", float("nan")), 0), customers=fmt(scale.get("customers", float("nan")), 0),
                 database=f"{fmt(min(sizes) / 1e6, 0)} MB when loaded" if sizes else "unrecorded size",
                 against="far smaller than" if sizes and mem and max(sizes) < mem / 10 else "compared with",
-                duration=settings.get("duration_s"), clients=", ".join(f"{x:g}" for x in steps),
-                warmup=f", the first {settings.get('warmup_s')} s of each left out" if settings.get("warmup_s") else "",
+                duration=settings.duration_s, clients=", ".join(f"{x:g}" for x in steps),
+                warmup=f", the first {settings.warmup_s} s of each left out" if settings.warmup_s else "",
                 postgresql=pg, pgbench=", ".join(tools) or "version not recorded"))
             out.md(self.say("workload"))
             self.inventory(name)

@@ -16,12 +16,14 @@ Repetitions of a test are averaged (all suite metrics are rates, means or times)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from briefkit.briefs.shared.tables import decimals_for
+from briefkit.config.declaration import RecordedSettings
 from briefkit.core import ratios as compare
 from briefkit.core import stats
 from briefkit.core.numbers import fmt
@@ -314,13 +316,17 @@ def tests_table(samples: pd.DataFrame, keys: dict[str, int] | None, published_wo
     return pd.DataFrame(rows)
 
 
-def scale_statement(settings: dict, keys: dict[str, int] | None, memory_bytes: int | None) -> str:
+def scale_statement(settings: Mapping[str, Any] | RecordedSettings, keys: dict[str, int] | None,
+                    memory_bytes: int | None) -> str:
     """The scale of a flash-suite campaign in words, against the host's memory (``keys``: the campaign's
     ``facts``, each test's --num at the scale)."""
-    scale = settings.get("scale")
+    settings = RecordedSettings.of(settings)
+    scale = settings.scale
     if not scale or not keys:
         return "The campaign recorded no scale setting, so its scale is not stated here."
-    key, value = settings.get("key_size", 20), settings.get("value_size", 400)
+    # db_bench's own defaults where the record does not say
+    key = 20 if settings.key_size is None else settings.key_size
+    value = 400 if settings.value_size is None else settings.value_size
     size = keys["T2"] * (key + value)
     parts = [f"{scale_text(scale, keys)}, keys of {key} bytes and values of {value} bytes, so the bulk loads write "
              f"{fmt(size / 1e6, 1)} MB of key-value data before compression"]
@@ -328,6 +334,6 @@ def scale_statement(settings: dict, keys: dict[str, int] | None, memory_bytes: i
         parts.append(f"the host's {fmt(memory_bytes / 2**30, 1)} GiB of memory hold the whole database"
                      if memory_bytes > size else
                      f"the data is {fmt(size / memory_bytes, 1)} times the host's memory")
-    parts.append("reads use O_DIRECT" if settings.get("use_direct_reads") else
+    parts.append("reads use O_DIRECT" if settings.use_direct_reads else
                  "reads go through the page cache (no O_DIRECT), so once loaded the database is read from memory")
     return "; ".join(parts) + "."

@@ -15,12 +15,15 @@ percentile is the median over its repetitions, and ``repetition_table`` shows ev
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from briefkit.briefs.shared.tables import NOT_MEASURED, beside_cells, top_load
+from briefkit.config.declaration import RecordedSettings
 from briefkit.core import ratios as compare
 from briefkit.core import sizes, stats
 from briefkit.core.numbers import fmt
@@ -324,32 +327,33 @@ def workload_title(workload: str, published_workloads: dict | None = None) -> st
 
 # --- how a campaign was run --------------------------------------------------------------------
 
-def dbbench_scale(settings: dict, memory_bytes: int | None, loads: list[float]) -> str:
+def dbbench_scale(settings: Mapping[str, Any] | RecordedSettings, memory_bytes: int | None, loads: list[float]) -> str:
     """The scale of a db_bench thread sweep in words: database size against the host's memory,
     whether reads bypass the page cache, point length, thread counts."""
+    settings = RecordedSettings.of(settings)
     if not settings:
         return "The campaign recorded no settings, so its scale is not stated here."
-    num, key, value = settings.get("num"), settings.get("key_size"), settings.get("value_size")
+    num, key, value = settings.num, settings.key_size, settings.value_size
     parts = []
     if num and key and value:
         size = num * (key + value)
         parts.append(f"a database of {fmt(num, 0)} keys of {key} + {value} bytes ({sizes.decimal(size)} of key-value "
-                     f"data before compression), loaded with {settings.get('load', 'fillrandom')}")
+                     f"data before compression), loaded with {settings.load or 'fillrandom'}")
         if memory_bytes and memory_bytes >= size:
             parts.append(f"the host has {sizes.decimal(memory_bytes)} of memory, {fmt(memory_bytes / size, 0)} times "
                          "the data, so the whole database fits in the page cache")
         elif memory_bytes:
             parts.append(f"the data is {fmt(size / memory_bytes, 1)} times the host's {sizes.decimal(memory_bytes)} "
                          "of memory")
-    if settings.get("use_direct_reads"):
+    if settings.use_direct_reads:
         parts.append("reads use O_DIRECT (use_direct_reads), so they reach the storage instead of the page cache; "
                      "writes, flushes and compactions still go through it")
     else:
         parts.append("reads go through the page cache, so most of them measure memory, not the storage")
-    cache = settings.get("cache_size") or 8 << 20
+    cache = settings.cache_size or 8 << 20
     parts.append(f"a RocksDB block cache of {fmt(cache / 2**20, 0)} MiB")
-    if settings.get("duration_s"):
-        parts.append(f"{settings['duration_s']} s per point at {', '.join(f'{x:g}' for x in loads)} threads")
-    limit = settings.get("write_rate_limit")
+    if settings.duration_s:
+        parts.append(f"{settings.duration_s} s per point at {', '.join(f'{x:g}' for x in loads)} threads")
+    limit = settings.write_rate_limit
     parts.append("readwhilewriting's writer " + (f"limited to {sizes.decimal(limit)}/s" if limit else "unthrottled"))
     return "; ".join(parts) + "."

@@ -177,10 +177,6 @@ def rounds_table(record) -> dict[str, list[float]]:
     return found
 
 
-#: the unit of each metric the SNIA PTS rounds track (briefkit.measure.rounds.TRACKED: canonical units)
-TRACKED_UNITS = {"iops": "IO/s", "bw": "MB/s", "ops": "ops/s", "tps": "transactions/s"}
-
-
 def pts_figure(record, palette: Mapping[str, str]):
     """The PTS steady-state figure: per configuration the tracked value per round, the deciding
     window's average with the ±(slope limit) band, the range limits and its best-fit line. None
@@ -211,7 +207,8 @@ def pts_figure(record, palette: Mapping[str, str]):
         ax.set_xlabel("round")
         ax.set_ylim(bottom=0)
     metric = rule["metric"]
-    axes.flat[0].set_ylabel(f"{metric} ({TRACKED_UNITS[metric]})" if metric in TRACKED_UNITS else metric)
+    unit = record.described.get("pts_units", {}).get(metric)   # the workload's own (Workload.pts_metrics)
+    axes.flat[0].set_ylabel(f"{metric} ({unit})" if unit else metric)
     axes.flat[0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig

@@ -27,10 +27,6 @@ from matplotlib.ticker import MaxNLocator
 from briefkit.briefs.shared import method
 from briefkit.core import steady_rule, units
 
-#: declared metric -> (the processed series it is judged on, the unit the rule judged it in)
-JUDGED_SERIES = {"ops": ("total_ops", "ops/s"), "tps": ("tpm", "1/s")}
-#: declared metric -> the figure's axis label
-AXIS_LABEL = {"ops": "operations per second", "tps": "transactions per second"}
 POINT_KEYS = ("workload", "load", "rep")
 
 
@@ -57,9 +53,15 @@ class PointWindow:
 def spec_of(record) -> dict | None:
     """The campaign's per-point criterion when its points are judged on their interval series, else None."""
     spec = (record.declaration.settings or {}).get("steady_state")
-    if not spec or not record.described.get("interval_series") or spec.get("metric") not in JUDGED_SERIES:
+    if not spec or not record.described.get("interval_series") or judged_series(record, spec.get("metric")) is None:
         return None
     return dict(spec)
+
+
+def judged_series(record, metric: str | None) -> dict | None:
+    """What the campaign's workload says of a per-point criterion's ``metric`` (briefkit.tools.base.JudgedSeries:
+    ``series``, ``unit``, ``label``), as the dataset recorded it; None: not judged on an interval series."""
+    return record.described.get("judged_series", {}).get(metric)
 
 
 def point_window(t_s, values, spec: Mapping) -> PointWindow:
@@ -111,9 +113,9 @@ def closest_point(samples: pd.DataFrame, config: str) -> pd.Series | None:
     return order.iloc[0]
 
 
-def point_series(series: pd.DataFrame, config: str, point: pd.Series, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    """(t_s, values) of one point's judged series, in the unit the rule judged (``JUDGED_SERIES``)."""
-    name, judged_unit = JUDGED_SERIES[metric]
+def point_series(series: pd.DataFrame, config: str, point: pd.Series, judged: Mapping) -> tuple[np.ndarray, np.ndarray]:
+    """(t_s, values) of one point's judged series, in the unit the rule judged (``judged``: ``judged_series``)."""
+    name, judged_unit = judged["series"], judged["unit"]
     rows = series[(series["config"] == config) & (series["metric"] == name)
                   & (series["workload"] == point["workload"]) & (series["load"] == point["load"])
                   & (series["rep"] == point["rep"])].sort_values("t_s")
@@ -146,7 +148,7 @@ def panels(record, samples: pd.DataFrame, series: pd.DataFrame) -> list[Panel]:
         point = closest_point(samples, config)
         if point is None:
             continue
-        t_s, values = point_series(series, config, point, spec["metric"])
+        t_s, values = point_series(series, config, point, judged_series(record, spec["metric"]))
         window = point_window(t_s, values, spec)
         if window.verdict.attained != (point["steady"] == 1.0):
             raise ValueError(f"campaign {record.name}, {config} {point['workload']} load {point['load']:g} rep "
@@ -191,7 +193,7 @@ def figure(record, samples: pd.DataFrame, series: pd.DataFrame, palette: Mapping
         ax.tick_params(labelsize=6)
     for ax in list(axes.flat)[len(found):]:
         ax.set_visible(False)
-    axes.flat[0].set_ylabel(AXIS_LABEL[spec["metric"]], fontsize=7)
+    axes.flat[0].set_ylabel(judged_series(record, spec["metric"])["label"], fontsize=7)
     legend = {}   # every panel's artists, once per label (a panel not judged draws no window)
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels()):

@@ -86,7 +86,7 @@ from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.validation import check
 from briefkit.tools import diskstats, steady_settings
-from briefkit.tools.base import Point, PointRun, Program, Workload
+from briefkit.tools.base import JudgedSeries, Point, PointRun, Program, Recorded, Workload, record
 from briefkit.tools.dbbench import command as cmd
 from briefkit.tools.dbbench import latency as dbbench_latency
 from briefkit.tools.dbbench import report_csv
@@ -144,13 +144,14 @@ class DbBenchWorkload(Workload):
     summary = ("ops",)
     #: a sweep's point has a benchmark and threads, a flash suite's a test (T1..T5)
     parameters = {"p_benchmark": "string", "p_threads": "Int64", "p_test": "string"}
-    pts_metrics = ("ops",)
+    pts_metrics = {"ops": "ops/s"}
     point_rule = "fio's rule over db_bench's per-second series, per point"
     interval_series = "db_bench's"
+    judged_series = {"ops": JudgedSeries("total_ops", "ops/s", "operations per second")}
 
     def unjudged_reason(self, settings: Mapping[str, Any]) -> str | None:
         """The flash suite's tests do a fixed amount of work: too short for a criterion at a small scale."""
-        if settings.get("suite") != "flash":
+        if self.settings_of(settings).suite != "flash":
             return None
         return ("the flash suite's tests do a fixed amount of work (T1-T3 load or overwrite a set number of keys, "
                 "T4-T5 read one), not a fixed duration, and at this scale most end within a few seconds: too few "
@@ -160,15 +161,26 @@ class DbBenchWorkload(Workload):
     def settings_models(self) -> list[type]:
         return [*settings_models.SETTINGS.values(), *settings_models.MATRIX.values()]
 
-    def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
-                 ) -> tuple[dict[str, list], dict[str, Any]]:
-        suite = settings.get("suite", "sweep")
+    @classmethod
+    def recorded_fields(cls) -> dict[str, Any]:
+        """Every suite's settings (a field both suites have but type differently: any value)."""
+        found: dict[str, Any] = {}
+        for model in settings_models.SETTINGS.values():
+            for key, field in model.model_fields.items():
+                found[key] = field.annotation if found.get(key, field.annotation) == field.annotation else Any
+        return found
+
+    def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any] | Recorded, where: str
+                 ) -> tuple[dict[str, list], Recorded]:
+        if isinstance(settings, Recorded):
+            settings = record(settings)
+        suite = self.settings_of(settings).suite or "sweep"
         if suite not in settings_models.SETTINGS:
             raise CampaignError(f"{where}.settings.suite: must be one of {', '.join(SUITES)}, got {suite!r}")
         checked = check(settings_models.MATRIX[suite], dict(matrix), f"{where}.matrix", CampaignError)
         check(settings_models.SETTINGS[suite], dict(settings), f"{where}.settings", CampaignError)
         full = checked.model_dump()
-        merged = {**settings_models.defaults(settings_models.SETTINGS[suite]), **settings}
+        merged = self.settings_of({**settings_models.defaults(settings_models.SETTINGS[suite]), **settings})
         if suite == "flash":
             full["test"] = sorted(full["test"], key=FLASH_TESTS.index)  # the suite's order
         # Build one command of each kind now, so that a bad value fails before anything runs.
@@ -183,10 +195,10 @@ class DbBenchWorkload(Workload):
             raise CampaignError(f"{where}.settings: {exc}") from None
         if suite == "sweep":
             try:
-                steady_settings.check_fits(merged, merged["duration_s"], where)
+                steady_settings.check_fits(merged, merged.duration_s, where)
             except ValueError as exc:
                 raise CampaignError(str(exc)) from None
-        return full, steady_settings.normalize(merged)
+        return full, merged
 
     def plan(self, configs: Sequence[str], matrix: Mapping[str, list], repetitions: int) -> list[Point]:
         if "test" not in matrix:
@@ -195,45 +207,47 @@ class DbBenchWorkload(Workload):
         return [Point(config, {"test": test}, rep)
                 for config in configs for rep in range(1, repetitions + 1) for test in matrix["test"]]
 
-    def expected_seconds(self, point: Point, settings: Mapping[str, Any]) -> float | None:
-        return settings["duration_s"] + 1.0 if settings["suite"] == "sweep" else None
+    def expected_seconds(self, point: Point, settings: Mapping[str, Any] | Recorded) -> float | None:
+        settings = self.settings_of(settings)
+        return settings.duration_s + 1.0 if settings.suite == "sweep" else None
 
     # --- command lines -----------------------------------------------------------------------
     @staticmethod
-    def _load_kwargs(s: Mapping[str, Any], db: str) -> dict[str, Any]:
-        return dict(db=db, num=s["num"], value_size=s["value_size"], key_size=s["key_size"],
-                    benchmark=s["load"], seed=s["seed"], threads=1, histogram=True, statistics=True,
-                    binary=s["binary"])
+    def _load_kwargs(s: Recorded, db: str) -> dict[str, Any]:
+        return dict(db=db, num=s.num, value_size=s.value_size, key_size=s.key_size,
+                    benchmark=s.load, seed=s.seed, threads=1, histogram=True, statistics=True,
+                    binary=s.binary)
 
     @staticmethod
-    def _point_argv(s: Mapping[str, Any], benchmark: str, threads: int, db: str, rep: int) -> list[str]:
+    def _point_argv(s: Recorded, benchmark: str, threads: int, db: str, rep: int) -> list[str]:
         return cmd.point_argv(
-            benchmark=benchmark, db=db, num=s["num"], threads=threads, duration=s["duration_s"],
-            seed=s["seed"] + rep, value_size=s["value_size"], key_size=s["key_size"],
-            cache_size=s["cache_size"] or 8 << 20, use_direct_reads=s["use_direct_reads"], histogram=True,
-            statistics=True, report_file="dbbench.report.csv", report_interval_seconds=s["report_interval_s"],
-            write_rate_limit=s["write_rate_limit"] if benchmark == "readwhilewriting" else None,
-            readwritepercent=s["readwritepercent"] if benchmark == "readrandomwriterandom" else None,
-            ops_between_duration_checks=s["ops_between_duration_checks"], extra=settings_models.flag_values(s["extra_flags"]),
-            binary=s["binary"])
+            benchmark=benchmark, db=db, num=s.num, threads=threads, duration=s.duration_s,
+            seed=s.seed + rep, value_size=s.value_size, key_size=s.key_size,
+            cache_size=s.cache_size or 8 << 20, use_direct_reads=s.use_direct_reads, histogram=True,
+            statistics=True, report_file="dbbench.report.csv", report_interval_seconds=s.report_interval_s,
+            write_rate_limit=s.write_rate_limit if benchmark == "readwhilewriting" else None,
+            readwritepercent=s.readwritepercent if benchmark == "readrandomwriterandom" else None,
+            ops_between_duration_checks=s.ops_between_duration_checks, extra=settings_models.flag_values(s.extra_flags),
+            binary=s.binary)
 
-    def facts(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+    def facts(self, settings: Mapping[str, Any] | Recorded) -> dict[str, Any]:
         """A flash suite's ``keys``: each test's --num at the campaign's scale (the wiki's counts x scale)."""
-        if settings.get("suite") != "flash" or not settings.get("scale"):
+        settings = self.settings_of(settings)
+        if settings.suite != "flash" or not settings.scale:
             return {}
-        return {"keys": {test: int(round(n * settings["scale"])) for test, n in FLASH_KEYS.items()}}
+        return {"keys": {test: int(round(n * settings.scale)) for test, n in FLASH_KEYS.items()}}
 
     @staticmethod
-    def flash_cache_size(s: Mapping[str, Any]) -> int:
+    def flash_cache_size(s: Recorded) -> int:
         """The flash suite's block cache: the setting, or the wiki's 16 GiB x scale (at least 1 MiB)."""
-        return s["cache_size"] or max(int(_FLASH_CACHE_AT_SCALE_1 * s["scale"]), _MIN_CACHE)
+        return s.cache_size or max(int(_FLASH_CACHE_AT_SCALE_1 * s.scale), _MIN_CACHE)
 
-    def _suite(self, s: Mapping[str, Any], db: str) -> dict[str, list[list[str]]]:
-        return cmd.flash_suite(s["scale"], db=db, seed=s["seed"], key_size=s["key_size"],
-                               value_size=s["value_size"], block_size=s["block_size"],
-                               cache_size=self.flash_cache_size(s), max_background_jobs=s["max_background_jobs"],
-                               statistics=True, report_dir=".", use_direct_reads=s["use_direct_reads"],
-                               t5_threads=s["t5_readers"], binary=s["binary"])
+    def _suite(self, s: Recorded, db: str) -> dict[str, list[list[str]]]:
+        return cmd.flash_suite(s.scale, db=db, seed=s.seed, key_size=s.key_size,
+                               value_size=s.value_size, block_size=s.block_size,
+                               cache_size=self.flash_cache_size(s), max_background_jobs=s.max_background_jobs,
+                               statistics=True, report_dir=".", use_direct_reads=s.use_direct_reads,
+                               t5_threads=s.t5_readers, binary=s.binary)
 
     @staticmethod
     def _step_names(test: str, argvs: list[list[str]], prefix: str = "") -> list[str]:
@@ -241,10 +255,11 @@ class DbBenchWorkload(Workload):
 
     # --- running -----------------------------------------------------------------------------
     def tool_version(self, host: Host, settings: Mapping[str, Any]) -> str:
-        res = host.run([settings["binary"], "--version"], check=False, timeout=60)
+        settings = self.settings_of(settings)
+        res = host.run([settings.binary, "--version"], check=False, timeout=60)
         m = _VERSION.search(res.stdout + res.stderr)
         if res.returncode != 0 or not m:
-            raise CampaignError(f"on {host.name}: {settings['binary']} --version exited {res.returncode} and "
+            raise CampaignError(f"on {host.name}: {settings.binary} --version exited {res.returncode} and "
                                 f"printed {(res.stdout + res.stderr).strip()[-200:]!r}: is db_bench (rocksdb-tools) "
                                 "installed?")
         return m[1]
@@ -255,18 +270,19 @@ class DbBenchWorkload(Workload):
             raise CampaignError(f"configuration {storage.name}: db_bench needs a filesystem, but the storage is a "
                                 "raw block device (raw_device: true)")
         host.mkdir(storage.path)
+        settings = self.settings_of(settings)
         db = posixpath.join(storage.path, DB_DIR)
         state = {"db": db, "version": self.tool_version(host, settings),
                  "device": _device_name(host, storage.device), "state_file": db + ".state.json"}
-        if settings["use_direct_reads"]:
+        if settings.use_direct_reads:
             _check_direct_io(host, storage)
         host.mkdir(remote_dir)
-        if settings["suite"] == "flash":
+        if settings.suite == "flash":
             # After a restart the database's history is unknown: the first T3-T5 point replays it.
             host.run(["rm", "-f", "--", state["state_file"]])
             return state
         argv = cmd.load_argv(**self._load_kwargs(settings, db))
-        progress(f"  loading {settings['num']} keys ({settings['load']}) into {db}")
+        progress(f"  loading {settings.num} keys ({settings.load}) into {db}")
         rc = host.start_and_wait(_wrapped("load", argv), remote_dir, "load",
                                  progress=lambda _job, t: progress(f"  load: {t:.0f} s")).returncode
         _check_rc(host, remote_dir, "load", rc)
@@ -281,8 +297,8 @@ class DbBenchWorkload(Workload):
             host.run(["rm", "-rf", "--", state["db"], state["state_file"]], check=False, timeout=600)
 
     def run(self, run: PointRun) -> None:
-        s = run.settings
-        if s["suite"] == "sweep":
+        s = self.settings_of(run.settings)
+        if s.suite == "sweep":
             # db_bench --use_existing_db=1 silently creates an empty DB and reads nothing from it.
             if not run.host.exists(posixpath.join(run.state["db"], "CURRENT")):
                 raise CampaignError(f"on {run.host.name}: no database at {run.state['db']} (no CURRENT file); "
@@ -293,7 +309,7 @@ class DbBenchWorkload(Workload):
             replayed: list[str] = []
         else:
             steps, meta, replayed = self._flash_steps(run)
-        meta = {"suite": s["suite"], **meta, "device": run.state["device"],
+        meta = {"suite": s.suite, **meta, "device": run.state["device"],
                 "db_bench_version": run.state["version"], "replayed": replayed,
                 "steps": [{"name": n, "command": shlex.join(a), "measured": m} for n, a, m in steps]}
         run.host.write_text(run.path(META), json.dumps(meta, indent=1) + "\n")
@@ -301,7 +317,7 @@ class DbBenchWorkload(Workload):
                          replayed=replayed)
         expected = self.expected_seconds(run.point, s)
         for name, argv, _measured in steps:
-            test = name.removeprefix("setup-").split("-")[0] if s["suite"] == "flash" else None
+            test = name.removeprefix("setup-").split("-")[0] if s.suite == "flash" else None
             if test:
                 _write_db_state(run, None)  # a step that fails halfway leaves a DB of unknown state
             rc = run.run_job(_wrapped(name, argv), name, timeout=None, expected_s=expected)
@@ -311,7 +327,7 @@ class DbBenchWorkload(Workload):
 
     def _flash_steps(self, run: PointRun) -> tuple[list[tuple[str, list[str], bool]], dict, list[str]]:
         test, rep = run.point.values["test"], run.point.rep
-        suite = self._suite(run.settings, run.state["db"])
+        suite = self._suite(self.settings_of(run.settings), run.state["db"])
         done = _read_db_state(run)
         order = list(FLASH_TESTS)
         reached = order.index(done["after"]) if done and done.get("rep") == rep and done.get("after") in order[1:] \
@@ -324,7 +340,7 @@ class DbBenchWorkload(Workload):
         steps += [(n, a, i == 0) for i, (n, a) in enumerate(zip(names, suite[test]))]
         threads = int(_flag(suite[test][0], "threads"))
         meta = {"workload": test, "benchmark": FLASH_BENCHMARKS[test], "threads": threads,
-                "scale": run.settings["scale"]}
+                "scale": self.settings_of(run.settings).scale}
         return steps, meta, replay
 
     # --- ingest ------------------------------------------------------------------------------
@@ -337,7 +353,7 @@ class DbBenchWorkload(Workload):
         report = Path(point_dir) / "dbbench.report.csv"
         rates = report_csv.read_report(report)["ops_per_sec"] if report.exists() else []
         return tidy.concat([table, steady_settings.series_samples(
-            rates, spec, float(settings["report_interval_s"]), table,
+            rates, spec, float(self.settings_of(settings).report_interval_s), table,
             f"{_prefix(Path(point_dir))}/{report.name}#steady_state")])
 
     def series(self, point_dir: Path, point: Point, settings: Mapping[str, Any]) -> pd.DataFrame:

@@ -96,7 +96,7 @@ class FioClients(FioWorkload):
     """A fio point run from the controller against every server in ``run.state["servers"]``."""
 
     def run(self, run: PointRun) -> None:
-        settings, controller = run.settings, run.host
+        settings, controller = self.settings_of(run.settings), run.host
         servers: list[Server] = run.state["servers"]
         job_files = {}
         for server in servers:
@@ -111,9 +111,9 @@ class FioClients(FioWorkload):
         dead = not_listening(servers)
         if dead:
             raise dead_servers_error(dead, what)
-        argv = client_command(servers, job_files, out_path, fio=settings["fio"])
+        argv = client_command(servers, job_files, out_path, fio=settings.fio)
         expected = self.expected_seconds(run.point, settings)
-        timeout = settings["timeout_s"] if settings["timeout_s"] is not None else \
+        timeout = settings.timeout_s if settings.timeout_s is not None else \
             (2 * expected + 300 if expected is not None else None)
         rc = run.run_job(argv, JOB_NAME, timeout=timeout, expected_s=expected)
         if rc != 0:

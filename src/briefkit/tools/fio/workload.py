@@ -60,7 +60,7 @@ from briefkit.core.errors import CampaignError
 from briefkit.hosts.commands import CommandError, stderr_tail
 from briefkit.storage.safety import UnsafeTargetError, check_prepared
 from briefkit.tools import steady_settings
-from briefkit.tools.base import Point, PointRun, Program, Workload
+from briefkit.tools.base import Point, PointRun, Program, Recorded, Workload
 from briefkit.tools.fio import jsonplus as fio_output
 from briefkit.tools.fio import latency
 from briefkit.tools.fio import logs as fio_logs
@@ -118,10 +118,10 @@ def mix_label(value: Any) -> str:
     return mode if mode is not None else f"{read}/{100 - read}"
 
 
-def workload_label(values: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+def workload_label(values: Mapping[str, Any], settings: Mapping[str, Any] | Recorded) -> str:
     """The ``workload`` column of a point's samples, e.g. ``"70/30 256 KiB"``."""
     label = f"{mix_label(values['rw'])} {sizes.block(parse_size(values['bs'], 'bs'))}"
-    if settings.get("label_iodepth"):
+    if FioWorkload.settings_of(settings).label_iodepth:
         label += f" QD{values['iodepth']}"
     return label
 
@@ -140,21 +140,22 @@ class FioWorkload(Workload):
     matrix_model = FioMatrix
     parameters = {"p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64", "p_iodepth": "Int64",
                   "p_numjobs": "Int64"}
-    pts_metrics = ("iops", "bw")
+    pts_metrics = {"iops": "IO/s", "bw": "MB/s"}
     point_rule = "fio's own steadystate rule, per point"
 
     def unjudged_reason(self, settings: Mapping[str, Any]) -> str | None:
         """A fio point without ``settings.steady_state`` is a fixed window: what it measured is that window."""
-        runtime = settings.get("runtime_s")
+        settings = self.settings_of(settings)
+        runtime = settings.runtime_s
         if runtime is None:
             return None
-        return (f"each point is a fixed window of {runtime} s after a ramp of {settings.get('ramp_s') or 0} s left out "
+        return (f"each point is a fixed window of {runtime} s after a ramp of {settings.ramp_s or 0} s left out "
                 "(settings runtime_s and ramp_s), reported as measured; fio's own steady-state rule "
                 "(settings.steady_state) would end a point once steady instead")
 
     def unpreconditioned_note(self, settings: Mapping[str, Any]) -> str | None:
         """``settings.precondition``: fio lays out its data file before the first point."""
-        if not settings.get("precondition"):
+        if not self.settings_of(settings).precondition:
             return None
         return ("fio's data file was written once, sequentially, before the first point, so that no read hits "
                 "unwritten blocks")
@@ -166,8 +167,8 @@ class FioWorkload(Workload):
         built into a job file once (with a stand-in target), and fio_job's complaint is reported
         against the params key it came from."""
         full_matrix, full = super().validate(matrix, settings, where)
-        if full["label_iodepth"] is None:
-            full["label_iodepth"] = len(full_matrix["iodepth"]) > 1
+        if full.label_iodepth is None:
+            full = full.model_copy(update={"label_iodepth": len(full_matrix["iodepth"]) > 1})
         for rw in full_matrix["rw"]:
             for bs in full_matrix["bs"]:
                 for numjobs in full_matrix["numjobs"]:
@@ -179,33 +180,36 @@ class FioWorkload(Workload):
                             raise CampaignError(f"{where}.{_params_key(str(exc))}: {exc}") from None
         return full_matrix, full
 
-    def job(self, values: Mapping[str, Any], settings: Mapping[str, Any], target: str) -> FioJob:
+    def job(self, values: Mapping[str, Any], settings: Mapping[str, Any] | Recorded, target: str) -> FioJob:
         """The fio job of one point (``values``: rw, bs, numjobs, iodepth) on ``target``."""
+        settings = self.settings_of(settings)
         mode, read = parse_mix(values["rw"])
         bs = parse_size(values["bs"], "bs")
         return FioJob(
-            name=re.sub(r"[^A-Za-z0-9._-]+", "-", f"{mode or settings['pattern']}"
+            name=re.sub(r"[^A-Za-z0-9._-]+", "-", f"{mode or settings.pattern}"
                         f"{'' if read is None else read}_{sizes.block(bs).replace(' ', '')}"),
-            filename=target, rw=mode or settings["pattern"], rwmixread=read, bs=bs,
-            numjobs=values["numjobs"], iodepth=values["iodepth"], ioengine=settings["ioengine"],
-            direct=settings["direct"], ramp_time=settings["ramp_s"], runtime=self.runtime(settings),
-            time_based=settings["time_based"], size=settings["size"],
-            group_reporting=settings["group_reporting"],
-            options={**log_options(settings["options"]), **settings["options"], **steady_options(settings)})
+            filename=target, rw=mode or settings.pattern, rwmixread=read, bs=bs,
+            numjobs=values["numjobs"], iodepth=values["iodepth"], ioengine=settings.ioengine,
+            direct=settings.direct, ramp_time=settings.ramp_s, runtime=self.runtime(settings),
+            time_based=settings.time_based, size=settings.size,
+            group_reporting=settings.group_reporting,
+            options={**log_options(settings.options), **settings.options, **steady_options(settings)})
 
-    @staticmethod
-    def runtime(settings: Mapping[str, Any]) -> Any:
+    @classmethod
+    def runtime(cls, settings: Mapping[str, Any] | Recorded) -> Any:
         """fio's runtime: ``runtime_s``, or ``steady_state.max_s`` when steady state caps the point."""
+        settings = cls.settings_of(settings)
         spec = steady_settings.declared(settings)
-        return spec["max_s"] if spec and spec.get("max_s") else settings["runtime_s"]
+        return spec["max_s"] if spec and spec.get("max_s") else settings.runtime_s
 
-    def expected_seconds(self, point: Point, settings: Mapping[str, Any]) -> float | None:
-        if not settings["time_based"]:
+    def expected_seconds(self, point: Point, settings: Mapping[str, Any] | Recorded) -> float | None:
+        settings = self.settings_of(settings)
+        if not settings.time_based:
             return None
-        return float(settings["ramp_s"]) + float(self.runtime(settings))
+        return float(settings.ramp_s) + float(self.runtime(settings))
 
-    def ramp_seconds(self, point: Point, settings: Mapping[str, Any]) -> float:
-        return float(seconds(settings["ramp_s"], "ramp_s"))
+    def ramp_seconds(self, point: Point, settings: Mapping[str, Any] | Recorded) -> float:
+        return float(seconds(self.settings_of(settings).ramp_s, "ramp_s"))
 
     def writes_to_device(self, point: Point, settings: Mapping[str, Any]) -> bool:
         mode, read = parse_mix(point.values["rw"])
@@ -219,7 +223,7 @@ class FioWorkload(Workload):
         """``fio --version`` on the host (``fio-3.33`` -> ``3.33``), asked once per host and
         program: the executor records it with every point, and every command is a round trip to the
         target (see benchmarks/ssh_overhead.py)."""
-        key = (host.name, settings.get("fio", "fio"))
+        key = (host.name, self.settings_of(settings).fio or "fio")
         if key not in self._versions:
             out = host.run([key[1], "--version"]).stdout.strip()
             self._versions[key] = out.removeprefix("fio-")
@@ -228,7 +232,8 @@ class FioWorkload(Workload):
     def prepare(self, host: Host, storage: Prepared, settings: Mapping[str, Any], remote_dir: str,
                 progress: Callable[[str], None]) -> dict[str, Any]:
         """Check the engine, then precondition the target (lay the data file out) once."""
-        fio, engine = settings["fio"], settings["ioengine"]
+        settings = self.settings_of(settings)
+        fio, engine = settings.fio, settings.ioengine
         # the check's answer is the version every point records: one `fio --version` fewer per campaign
         self._versions.setdefault((host.name, fio), _check_program(host, fio))
         if not _has_engine(host, fio, engine):
@@ -236,13 +241,13 @@ class FioWorkload(Workload):
                                 f"(not in `{fio} --enghelp`); the campaign does not fall back to "
                                 f"another engine: install a fio that has it, or set ioengine")
         target = self.target(storage)
-        if settings["size"] is None and not storage.raw_device:
+        if settings.size is None and not storage.raw_device:
             raise CampaignError(f"settings.size: configuration {storage.name} is a file target, which "
                                 f"needs a size (null means the whole device, for raw devices only)")
         state: dict[str, Any] = {"target": target, "preconditioned": False}
-        if not settings["precondition"]:
+        if not settings.precondition:
             return state
-        size = parse_size(settings["size"], "size") if settings["size"] is not None else None
+        size = parse_size(settings.size, "size") if settings.size is not None else None
         marker = f"{target}{MARKER_SUFFIX}"
         if not storage.raw_device and _file_size(host, target) == size and \
                 _read_or_empty(host, marker).strip() == str(size):
@@ -252,7 +257,7 @@ class FioWorkload(Workload):
             check_raw_target(host, storage, "fio precondition")
         layout = FioJob(name="precondition", filename=target, rw="write", bs=PRECONDITION_BS,
                         numjobs=1, iodepth=16, ioengine=engine,
-                        direct=settings["direct"], size=size, group_reporting=True)
+                        direct=settings.direct, size=size, group_reporting=True)
         host.mkdir(remote_dir)
         job_path = f"{remote_dir.rstrip('/')}/precondition.job"
         out_path = f"{remote_dir.rstrip('/')}/precondition.json"
@@ -278,7 +283,7 @@ class FioWorkload(Workload):
         return f"{str(storage.path).rstrip('/')}/{DATA_FILE}"
 
     def run(self, run: PointRun) -> None:
-        settings, host = run.settings, run.host
+        settings, host = self.settings_of(run.settings), run.host
         target = run.state.get("target") or self.target(run.storage)
         job = self.job(run.point.values, settings, target)
         job_path, out_path = run.path(JOB_FILE), run.path(OUTPUT_FILE)
@@ -287,9 +292,9 @@ class FioWorkload(Workload):
                           "workload": workload_label(run.point.values, settings)})
         if run.storage.raw_device and self.writes_to_device(run.point, settings):
             check_raw_target(host, run.storage, f"fio point {run.point.id}")
-        argv = command(job_path, out_path, fio=settings["fio"])
+        argv = command(job_path, out_path, fio=settings.fio)
         expected = self.expected_seconds(run.point, settings)
-        timeout = settings["timeout_s"]
+        timeout = settings.timeout_s
         if timeout is None and expected is not None:
             timeout = 2 * expected + 300
         rc = run.run_job(argv, JOB_NAME, timeout=timeout, expected_s=expected)
@@ -310,7 +315,7 @@ class FioWorkload(Workload):
         """The point as fio ran it: ``70/30`` -> p_rw ``randrw`` (the pattern), p_read_pct 70; ``256KiB`` ->
         p_bs_bytes 262144."""
         mode, read = parse_mix(point.values["rw"])
-        return {"p_rw": mode or settings["pattern"], "p_read_pct": read,
+        return {"p_rw": mode or self.settings_of(settings).pattern, "p_read_pct": read,
                 "p_bs_bytes": parse_size(point.values["bs"], "bs"),
                 "p_iodepth": int(point.values["iodepth"]), "p_numjobs": int(point.values["numjobs"])}
 
@@ -326,7 +331,7 @@ class FioWorkload(Workload):
         fio's clock starts after the ramp, so the ramp is added, and fio's measured runtime ends the
         series (a stall at the end shows as zeros). Points measured before fio wrote logs have none:
         an empty table."""
-        options = settings.get("options") or {}
+        options = self.settings_of(settings).options or {}
         output = Path(point_dir) / OUTPUT_FILE
         return fio_logs.series(point_dir, prefix=LOG_PREFIX, offset_s=self.ramp_seconds(point, settings),
                                runtime_ms=fio_output.runtime_ms(output) if output.exists() else None,

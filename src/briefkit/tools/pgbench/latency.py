@@ -8,13 +8,12 @@ leave it out, so the merged percentile of one repetition is its ``txn_lat_pNN`` 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from briefkit.core.errors import ParseError
-from briefkit.tools.base import LatencyHistogram
+from briefkit.tools.base import LatencyHistogram, Recorded
 from briefkit.tools.pgbench import txlog
 from briefkit.tools.pgbench.tpcc import script_names
 
@@ -33,10 +32,10 @@ def step_log(folder: Path) -> Path:
 
 
 def merged(paths: Sequence[Path], host: str | None, percentiles: Sequence[float],
-           settings: Mapping[str, Any] | None = None) -> list[LatencyHistogram]:
+           settings: Recorded | None = None) -> list[LatencyHistogram]:
     """One histogram per transaction type and ``all``, the steps in ``paths`` (point folders) merged, with
     nearest-rank percentiles (as the samples'). ``host`` is not read: one pgbench per point."""
-    skip_s = float((settings or {}).get("warmup_s") or 0.0)
+    skip_s = float(settings.warmup_s or 0.0) if settings is not None else 0.0
     found: dict[str, dict[int, int]] = {}
     for folder in paths:
         for workload, counts in _step_counts(str(folder), skip_s).items():

@@ -46,7 +46,7 @@ from briefkit.core import series as series_table
 from briefkit.core.errors import CampaignError, ParseError
 from briefkit.core.times import iso
 from briefkit.tools import steady_settings
-from briefkit.tools.base import Point, PointRun, Program, Workload
+from briefkit.tools.base import JudgedSeries, Point, PointRun, Program, Recorded, Workload, record
 from briefkit.tools.pgbench import latency as pgbench_latency
 from briefkit.tools.pgbench import progress as pgbench_progress
 from briefkit.tools.pgbench import summary as pgbench_summary
@@ -89,61 +89,64 @@ class OltpWorkload(Workload):
     settings_model = OltpSettings
     matrix_model = OltpMatrix
     parameters = {"p_clients": "Int64"}
-    pts_metrics = ("tps",)
+    pts_metrics = {"tps": "transactions/s"}
     point_rule = "fio's rule over pgbench's per-second series, per point"
     interval_series = "pgbench's"
+    judged_series = {"tps": JudgedSeries("tpm", "1/s", "transactions per second")}
 
     # --- declaration -------------------------------------------------------------------------
-    def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any], where: str
-                 ) -> tuple[dict[str, list], dict[str, Any]]:
+    def validate(self, matrix: Mapping[str, Any], settings: Mapping[str, Any] | Recorded, where: str
+                 ) -> tuple[dict[str, list], Recorded]:
         """The models check keys, types and the server allow-list; here what needs the matrix and
         the settings together: the data set's size and the connections the ramp needs."""
         matrix, settings = super().validate(matrix, settings, where)
         clients = matrix["clients"]
         try:
-            Scale(settings["warehouses"], settings["shrink"])
+            Scale(settings.warehouses, settings.shrink)
         except ValueError as exc:
             raise CampaignError(f"{where}.settings: {exc}") from None
-        settings["server"] = server_text(settings["server"] or {})
-        limit = int(settings["server"].get("max_connections", DEFAULT_SETTINGS["max_connections"]))
+        settings = settings.model_copy(update={"server": server_text(settings.server or {})})
+        limit = int(settings.server.get("max_connections", DEFAULT_SETTINGS["max_connections"]))
         if clients[-1] > limit - RESERVED_CONNECTIONS:
             raise CampaignError(f"{where}.matrix.clients: {clients[-1]} clients need max_connections >= "
                                 f"{clients[-1] + RESERVED_CONNECTIONS} (settings.server.max_connections, now {limit})")
         try:
-            steady_settings.check_fits(settings, settings["duration_s"], where)
+            steady_settings.check_fits(settings, settings.duration_s, where)
         except ValueError as exc:
             raise CampaignError(str(exc)) from None
         return matrix, settings
 
-    def expected_seconds(self, point: Point, settings: Mapping[str, Any]) -> float | None:
-        return float(settings["duration_s"]) + 2.0
+    def expected_seconds(self, point: Point, settings: Mapping[str, Any] | Recorded) -> float | None:
+        return float(self.settings_of(settings).duration_s) + 2.0
 
-    def ramp_seconds(self, point: Point, settings: Mapping[str, Any]) -> float:
-        return float(settings["warmup_s"])
+    def ramp_seconds(self, point: Point, settings: Mapping[str, Any] | Recorded) -> float:
+        return float(self.settings_of(settings).warmup_s)
 
     # --- the cluster -------------------------------------------------------------------------
     @staticmethod
-    def layout(storage_path: str, settings: Mapping[str, Any]) -> dict[str, str]:
+    def layout(storage_path: str, settings: Recorded) -> dict[str, str]:
         """Where the cluster's files live for a configuration path."""
         base = storage_path.rstrip("/") + "/oltp"
         return {"base": base, "datadir": f"{base}/pgdata", "waldir": f"{base}/pgwal",
                 "marker": f"{base}/loaded.json", "logfile": f"{base}/pgdata/server.log",
                 # short: a Unix socket path may not exceed 107 bytes, a storage path may be long
-                "socketdir": f"/tmp/briefkit-oltp-{int(settings['port'])}"}
+                "socketdir": f"/tmp/briefkit-oltp-{int(settings.port)}"}
 
-    def cluster(self, host: Host, storage: Prepared, settings: Mapping[str, Any],
+    def cluster(self, host: Host, storage: Prepared, settings: Mapping[str, Any] | Recorded,
                 bindir: str | None = None) -> PgCluster:
+        settings = self.settings_of(settings)
         paths = self.layout(storage.path, settings)
-        bindir = bindir or find_bindir(host, settings["pg_version"])
-        return PgCluster(host, paths["datadir"], paths["waldir"], paths["socketdir"], int(settings["port"]),
-                         bindir=bindir, settings=dict(settings["server"] or {}), logfile=paths["logfile"])
+        bindir = bindir or find_bindir(host, settings.pg_version)
+        return PgCluster(host, paths["datadir"], paths["waldir"], paths["socketdir"], int(settings.port),
+                         bindir=bindir, settings=dict(settings.server or {}), logfile=paths["logfile"])
 
     def tool_version(self, host: Host, settings: Mapping[str, Any]) -> str:
         # asked before every point: three commands over SSH each time add up over a ramp
-        key = (getattr(host, "name", ""), settings["pg_version"])
+        settings = self.settings_of(settings)
+        key = (getattr(host, "name", ""), settings.pg_version)
         cache = self.__dict__.setdefault("_versions", {})
         if key not in cache:
-            bindir = find_bindir(host, settings["pg_version"])
+            bindir = find_bindir(host, settings.pg_version)
             out = host.run([f"{bindir}/pgbench", "--version"], check=False).stdout.strip()
             cache[key] = _version(out) or out
         return cache[key]
@@ -154,8 +157,9 @@ class OltpWorkload(Workload):
         if getattr(storage, "raw_device", False):
             raise CampaignError(f"{getattr(storage, 'where', '') or storage.name}: the OLTP workload needs a filesystem for the "
                                 "database; declare the block device with filesystem: xfs (or ext4)")
+        settings = self.settings_of(settings)
         paths = self.layout(storage.path, settings)
-        scale = Scale(settings["warehouses"], settings["shrink"])
+        scale = Scale(settings.warehouses, settings.shrink)
         cluster = self.cluster(host, storage, settings)
         # the configuration's campaign folder (the attempt number differs on every resume); a first
         # attempt is a new campaign (or one whose raw folder was removed): it always loads afresh
@@ -190,7 +194,7 @@ class OltpWorkload(Workload):
                 progress(f"loading {scale.warehouses} warehouse(s), {scale.items} items, "
                          f"{scale.customers} customers per district")
                 cluster.load(scale, DBNAME, schema_sql=schema_sql, load_sql=load_sql,
-                             timeout=float(settings["load_timeout_s"]))
+                             timeout=float(settings.load_timeout_s))
                 host.write_text(paths["marker"], json.dumps({**wanted, "loaded_at": iso(time.time(), "seconds"),
                                                              "load_seconds": round(time.time() - t0, 3)},
                                                             indent=2, sort_keys=True) + "\n")
@@ -209,21 +213,21 @@ class OltpWorkload(Workload):
             raise
 
     def run(self, run: PointRun) -> None:
-        settings, host = run.settings, run.host
+        settings, host = self.settings_of(run.settings), run.host
         cluster = self.cluster(host, run.storage, settings, bindir=run.state.get("bindir"))
         version = int(run.state.get("server_version_num") or cluster.server_version_num())
         clients = int(run.point.values["clients"])
-        scale = Scale(settings["warehouses"], settings["shrink"])
+        scale = Scale(settings.warehouses, settings.shrink)
         script_dir = write_scripts(host.write_text, run.remote_dir)
-        jobs = min(int(settings["jobs"]), clients) if settings["jobs"] else None
-        argv = pgbench_argv(cluster.connection, scale, clients=clients, duration_s=int(settings["duration_s"]),
-                            log_prefix=run.path("tx"), seed=int(settings["seed"]), script_dir=script_dir,
+        jobs = min(int(settings.jobs), clients) if settings.jobs else None
+        argv = pgbench_argv(cluster.connection, scale, clients=clients, duration_s=int(settings.duration_s),
+                            log_prefix=run.path("tx"), seed=int(settings.seed), script_dir=script_dir,
                             jobs=jobs, dbname=DBNAME, progress_s=1, pgbench=f"{cluster.bindir}/pgbench")
         log_offset = _size(host, cluster.logfile)
         before = self._snapshot(cluster, version)
         host.write_text(run.path("wal_before.json"), json.dumps(before, indent=2, sort_keys=True) + "\n")
-        rc = run.run_job(argv, "pgbench", timeout=float(settings["duration_s"]) + 600.0,
-                         expected_s=float(settings["duration_s"]))
+        rc = run.run_job(argv, "pgbench", timeout=float(settings.duration_s) + 600.0,
+                         expected_s=float(settings.duration_s))
         try:
             after = self._snapshot(cluster, version)
             host.write_text(run.path("wal_after.json"), json.dumps(after, indent=2, sort_keys=True) + "\n")
@@ -292,7 +296,9 @@ class OltpWorkload(Workload):
         steps = ramp.steps_from_samples(tidy.concat(tables), reps="median")
         if not steps:
             return None
-        reasons = ramp.stop_reasons(steps, len(steps) - 1, ramp.StopRule.from_settings(settings))
+        # the rule reads the keys it has (briefkit.core knows no workload model): the settings as recorded
+        rule = ramp.StopRule.from_settings(record(self.settings_of(settings)))
+        reasons = ramp.stop_reasons(steps, len(steps) - 1, rule)
         return "; ".join(reasons) if reasons else None
 
     # --- ingest ------------------------------------------------------------------------------
@@ -307,7 +313,7 @@ class OltpWorkload(Workload):
             raise ParseError(folder / "pgbench.stdout", "pgbench reports 'Run was aborted'")
         common = {"load_kind": self.load_axis, "load": float(point.values["clients"]), "tool": self.tool,
                   "tool_version": _version(summary.version)}
-        table = pgbench_txlog.parse_log(log, scripts=script_names(), skip_s=float(settings["warmup_s"]),
+        table = pgbench_txlog.parse_log(log, scripts=script_names(), skip_s=float(self.settings_of(settings).warmup_s),
                                         source=None, **common)
         before = _load_json(folder / "wal_before.json")
         after = _load_json(folder / "wal_after.json")
