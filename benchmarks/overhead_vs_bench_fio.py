@@ -17,7 +17,10 @@ to exit:
 - bench-fio: fio-plot's ``bench-fio`` (installed from PyPI into a scratch venv of its own,
   /var/tmp/briefkit-bench/venv-fio-plot, not a project dependency) with the same options;
 - briefkit: ``briefkit measure BRIEF --campaign C`` in a fresh checkout, on the local host;
-- briefkit-ssh: the same against a loopback sshd on this machine (its login skips ~/.bashrc).
+- briefkit-ssh: the same against a loopback sshd on this machine (its login skips ~/.bashrc);
+- bare-ssh: the bare loop run through one ``ssh`` login to that sshd, what the SSH arms are measured
+  against: bench-fio cannot run over SSH (its ``--remote`` is fio's own client/server protocol, which
+  needs a ``fio --server`` listening on the target), so over SSH the peer is the bare loop.
 ``--source NAME=SRC`` (repeatable) runs the briefkit arms once per named source tree instead (e.g. main's
 ``src`` from ``git archive main src`` as ``before`` and this checkout's as ``after``), on PYTHONPATH, so
 that before and after alternate in one run under the same load. Every briefkit arm has its own
@@ -87,8 +90,8 @@ class Arms:
         path.mkdir()
         return path
 
-    def bare(self, points: int) -> float:
-        out = self.folder("bare")
+    def bare(self, points: int, ssh: bool = False) -> float:
+        out = self.folder("bare-ssh" if ssh else "bare")
         matrix, settings = self.workload.validate({"rw": ["70/30"], "bs": ["4KiB"], "numjobs": [1],
                                                    "iodepth": iodepths(points)}, SETTINGS, "bench")
         script = []
@@ -97,6 +100,11 @@ class Arms:
             job = out / f"qd{depth}.fio"
             job.write_text(job_file(self.workload.job(point.values, settings, str(out / "data"))))
             script.append(" ".join(command(str(job), str(out / f"qd{depth}.json"), fio="fio")))
+        if ssh:
+            s = self.server
+            return timed(["ssh", "-p", str(s.port), "-i", str(s.client_key), "-o", f"UserKnownHostsFile={s.known_hosts}",
+                          "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", f"{s.username}@{s.hostname}",
+                          " && ".join(script)], out)
         return timed(["sh", "-c", " && ".join(script)], out)
 
     def benchfio(self, points: int) -> float:
@@ -176,7 +184,7 @@ def main() -> None:
         for where in wanted:
             name = "briefkit" + (f"-{where}" if where == "ssh" else "") + (f"@{label}" if label else "")
             briefkit_arms[name] = (where == "ssh", str(Path(source).resolve()) if source else None)
-    names = ["bare", "bench-fio", *briefkit_arms]
+    names = ["bare", "bench-fio", *(["bare-ssh"] if "ssh" in wanted else []), *briefkit_arms]
     walls: dict[tuple[str, int], list[float]] = {(a, n): [] for a in names for n in sizes}
     cpus: dict[tuple[str, int], list[float]] = {(a, n): [] for a in names for n in sizes}
     ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)    # PR_SET_CHILD_SUBREAPER: orphaned job wrappers come here
@@ -186,7 +194,7 @@ def main() -> None:
         server = LoopbackSshd(tmp / "sshd", environment={"SHLVL": "1"}).start() if "ssh" in wanted else None
         try:
             arms = Arms(tmp, server)
-            run_arm = {"bare": arms.bare, "bench-fio": arms.benchfio}
+            run_arm = {"bare": arms.bare, "bench-fio": arms.benchfio, "bare-ssh": lambda n: arms.bare(n, ssh=True)}
             for name, (ssh, source) in briefkit_arms.items():
                 run_arm[name] = lambda n, ssh=ssh, source=source: arms.briefkit(n, ssh=ssh, source=source)
             for arm in names:       # warm up: page cache, bytecode, first exec of each program
@@ -209,26 +217,31 @@ def main() -> None:
     print(f"\nmedians of {args.runs} alternated runs; load average (1 min) during the runs: median "
           f"{statistics.median(loads):.1f}, range {min(loads):.1f}-{max(loads):.1f}")
     print("\nwall time")
-    report(walls, names, sizes)
+    report(walls, [n for n in names if "ssh" not in n or n == "bare-ssh"], sizes)
+    if "ssh" in wanted:
+        print("\nwall time over SSH, beyond the bare loop run through one ssh login")
+        report(walls, ["bare-ssh", *[n for n in names if "ssh" in n and n != "bare-ssh"]], sizes, base="bare-ssh")
     print("\nCPU time of the arm's processes (local arms: fio included, so beyond bare is the harness's own)")
     report(cpus, [n for n in names if "ssh" not in n], sizes, per_point_beyond=False)
 
 
-def report(walls: dict, names: list[str], sizes: list[int], per_point_beyond: bool = True) -> None:
+def report(walls: dict, names: list[str], sizes: list[int], per_point_beyond: bool = True, base: str = "bare") -> None:
     low, high = sizes[0], sizes[-1]
     print(f"{'arm':>20} " + " ".join(f"{f'{n} pts ms/pt':>13}" for n in sizes)
           + f" {'+ms/point':>10} {'+s/campaign':>12}")
     figures = {}
     for arm in names:
-        over = {n: [w - b for w, b in zip(walls[(arm, n)], walls[("bare", n)])] for n in sizes}
+        over = {n: [w - b for w, b in zip(walls[(arm, n)], walls[(base, n)])] for n in sizes}
         per_point = statistics.median([(h - lo) / (high - low) for h, lo in zip(over[high], over[low])])
         per_campaign = statistics.median([lo - low * per_point for lo in over[low]])
         figures[arm] = (per_point, per_campaign)
         beyond = " ".join(f"{1000 * (statistics.median(walls[(arm, n)]) / n - per_point_beyond):13.0f}"
                           for n in sizes)
         print(f"{arm:>20} {beyond} {1000 * per_point:10.1f} {per_campaign:12.3f}")
+    if "bench-fio" not in figures:
+        return
     peer = figures["bench-fio"]
-    for arm in names[2:]:
+    for arm in [n for n in names if n.startswith("briefkit")]:
         mine = figures[arm]
         print(f"{arm} / bench-fio: per point {_ratio(mine[0], peer[0])}, per campaign {_ratio(mine[1], peer[1])}")
 

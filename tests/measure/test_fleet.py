@@ -232,27 +232,28 @@ def test_an_interrupt_stops_the_running_point_on_every_host(root, sshd_factory):
         assert any(e["event"] == "failed" for e in events(root, server))
 
 
-# mkfifo as the job launcher calls it (briefkit.hosts.job), slowed down: each job start takes a
+# setsid as the job launcher calls it (briefkit.hosts.job), slowed down: each job start takes a
 # few seconds, and says when it begins and ends, so that Ctrl-C can land while jobs are being started
+# (``-f``: the real setsid forks the job's wrapper and returns, so that the end is said at once)
 SLOW_START = """#!/bin/sh
 echo begin >>"$(dirname "$0")/starts"
 sleep 3
-{mkfifo} "$@"; rc=$?
+{setsid} -f "$@"; rc=$?
 echo end >>"$(dirname "$0")/starts"
 exit $rc
 """
 
 
 def slow_start_host(sshd_factory, folder: Path):
-    """A loopback sshd whose sessions find the slow mkfifo first on their PATH."""
+    """A loopback sshd whose sessions find the slow setsid first on their PATH."""
     folder.mkdir()
-    (folder / "mkfifo").write_text(SLOW_START.format(mkfifo=shutil.which("mkfifo")))
-    (folder / "mkfifo").chmod(0o755)
+    (folder / "setsid").write_text(SLOW_START.format(setsid=shutil.which("setsid")))
+    (folder / "setsid").chmod(0o755)
     return sshd_factory(environment={"PATH": f"{folder}:{os.environ['PATH']}"})
 
 
 def starts(folder: Path) -> tuple[int, int]:
-    """(begun, ended) job starts on the host whose slow mkfifo is in ``folder``."""
+    """(begun, ended) job starts on the host whose slow setsid is in ``folder``."""
     lines = (folder / "starts").read_text().split() if (folder / "starts").exists() else []
     return lines.count("begin"), lines.count("end")
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 WINDOW_ROUNDS, RANGE_PCT, SLOPE_PCT, MAX_ROUNDS = 5, 20.0, 10.0, 25
 
 
@@ -106,6 +104,8 @@ class Verdict:
 def window(values: Sequence[float], first_round: int = 1, range_pct: float = RANGE_PCT,
            slope_pct: float = SLOPE_PCT) -> Window:
     """Both conditions over one window of consecutive rounds, the first numbered ``first_round``."""
+    import numpy as np  # here: every `briefkit measure` imports this module, most compute nothing
+
     y = np.asarray(values, dtype=float)
     if y.size < 2 or not np.isfinite(y).all():
         raise ValueError(f"a window needs at least 2 finite values, got {list(values)!r}")

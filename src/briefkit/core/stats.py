@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
 import pandas as pd
 
 from briefkit.core import metrics, samples
@@ -69,6 +68,8 @@ def confidence_interval(values, confidence: float = 0.95) -> tuple[float, float,
     """(mean, ci_low, ci_high, n) of a sample, Student t with n - 1 degrees of freedom.
 
     With one value the interval is undefined (NaN, NaN); NaN values are ignored."""
+    import numpy as np  # here: every `briefkit measure` imports this module, most compute nothing
+
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence!r}")
     data = np.asarray(values, dtype=float)
@@ -207,7 +208,9 @@ def signed_percent(fraction: float) -> str:
     return f"{value:+.{digits}f} %"
 
 
-def _finite(values) -> np.ndarray:
+def _finite(values):
+    import numpy as np
+
     data = np.asarray(values, dtype=float)
     return data[np.isfinite(data)]
 

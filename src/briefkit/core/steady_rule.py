@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
+# numpy is imported by the functions that compute, not by the module: every `briefkit measure` imports
+# this module (the settings' model) and a campaign with no steady-state rule computes nothing (0.09 CPU-s)
 
 Criterion = Literal["slope", "deviation"]
 CRITERIA: tuple[str, ...] = ("slope", "deviation")
@@ -27,6 +28,8 @@ CRITERIA: tuple[str, ...] = ("slope", "deviation")
 
 def slope(values: Sequence[float], interval_s: float = 1.0) -> float:
     """Least-squares slope of equally spaced ``values`` (per second when ``interval_s`` apart)."""
+    import numpy as np
+
     y = np.asarray(values, dtype=float)
     n = y.size
     if n < 2:
@@ -37,6 +40,8 @@ def slope(values: Sequence[float], interval_s: float = 1.0) -> float:
 
 def max_deviation(values: Sequence[float]) -> float:
     """The largest distance of a value from the mean."""
+    import numpy as np
+
     y = np.asarray(values, dtype=float)
     if y.size == 0:
         raise ValueError("no values")
@@ -46,6 +51,8 @@ def max_deviation(values: Sequence[float]) -> float:
 def criterion_value(values: Sequence[float], criterion: Criterion, percent: bool, interval_s: float = 1.0) -> float:
     """The window's criterion as fio computes it: slope (signed) or max deviation, in the values'
     unit (per second for the slope), or in percent of the window's mean with ``percent``."""
+    import numpy as np
+
     if criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {', '.join(CRITERIA)}, not {criterion!r}")
     raw = slope(values, interval_s) if criterion == "slope" else max_deviation(values)
@@ -76,6 +83,8 @@ def verdict(values: Sequence[float], *, criterion: Criterion, limit: float, perc
     """Slide fio's rule over a series of per-interval rates, ``interval_s`` apart, the first ending
     ``interval_s`` after the start. Values within ``ramp_s`` of the start are left out; the window
     holds ``round(window_s / interval_s)`` values (at least 2)."""
+    import numpy as np
+
     if interval_s <= 0 or window_s <= 0 or ramp_s < 0 or limit < 0:
         raise ValueError("interval_s and window_s must be > 0, ramp_s and limit >= 0")
     y = np.asarray(values, dtype=float)

@@ -53,7 +53,7 @@ from briefkit.published import brief as published_mod
 from briefkit.raw import packs, records
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw.manifest import DONE, FAILED, SKIPPED
-from briefkit.raw.recorded import RecordedCampaign
+from briefkit.raw.recorded import RecordedCampaign, campaign_names
 from briefkit.storage import KINDS
 
 #: percentiles kept for every point with latency bins: fio's default list
@@ -67,13 +67,6 @@ def build(slug: str, base: Path | None = None, out_dir: Path | None = None) -> P
     for name in campaign_names(base / "data" / "raw" / slug):
         build_campaign(slug, name, base, out_dir)
     return build_brief(slug, base, out_dir)
-
-
-def campaign_names(brief_dir: Path) -> list[str]:
-    """The campaigns of data/raw/<brief>/ with data, by name: each folder with a campaign.json, and each
-    fleet campaign with a host folder that has started (briefkit.raw.recorded.folders)."""
-    return list(dict.fromkeys(folder.name if folder.parent == brief_dir else folder.parent.name
-                              for folder in raw_campaign.folders(brief_dir)))
 
 
 def build_campaign(slug: str, name: str, base: Path | None = None, out_dir: Path | None = None) -> Path:

@@ -21,7 +21,7 @@ from briefkit.config import project, yamlload
 from briefkit.config.paths import CAMPAIGN_LIST
 from briefkit.core import files
 from briefkit.core.errors import BriefkitError
-from briefkit.dataset.build import campaign_names
+from briefkit.raw.recorded import campaign_names
 
 #: the top key of the list (a key of its own: DVC refuses a ``vars`` file that redefines a params.yaml key)
 KEY = "campaigns"

@@ -55,6 +55,9 @@ class Host(ABC):
     user: str = "?"
     #: how to name this host in the advice ("ssh://user@host:port", "local")
     spec: str = "local"
+    #: ``detach(argv, cwd) -> Popen`` on this machine's host (LocalHost), which starts a detached job's
+    #: wrapper itself; None: the job's launcher script starts it on the host (briefkit.hosts.job)
+    detach = None
 
     # -- root ---------------------------------------------------------------------------------
     def root_advice(self, what: str = "this") -> str:

@@ -1,7 +1,9 @@
 """Detached jobs: long benchmark runs that survive the SSH connection dropping.
 
 On the target, a job ``NAME`` in ``WORKDIR`` is a small POSIX sh wrapper started under ``setsid``
-(its own session and process group, no controlling terminal, stdin from /dev/null). It leaves:
+(its own session and process group, no controlling terminal, stdin from /dev/null); on this machine
+the controller starts the same wrapper itself in a session of its own (Popen's start_new_session: no
+launcher shell, no setsid) and sees its end by its pid, without running a program. It leaves:
 
     NAME.pid      the wrapper's pid = the job's process-group id (written once the job holds its lock)
     NAME.stdout   the command's standard output
@@ -9,10 +11,9 @@ On the target, a job ``NAME`` in ``WORKDIR`` is a small POSIX sh wrapper started
     NAME.rc       the command's exit status (128+N after signal N), written atomically (tmp + mv)
     NAME.lock     held (flock) by the wrapper for as long as it lives
     NAME.stopped  present when the job was stopped from here, with the signal sent
-    NAME.started  a FIFO, only while starting: the wrapper reports its pid through it
 
-Completion is noticed by a command on the host that waits for the wrapper's lock (``flock -s -w``,
-free once the wrapper has ended) for up to ALIVE_EVERY seconds and then prints NAME.rc: the end is
+Completion is noticed by a command on the host that waits for the wrapper's lock (``flock -s -w``, no
+shell around it; free once the wrapper has ended) for up to ALIVE_EVERY seconds and then prints NAME.rc: the end is
 seen within one round trip, and nothing polls the target while the job runs (over SSH the command
 goes through the host's command channel: no login per wait). Every few seconds (and whenever the
 lock is free without an exit code) the wrapper's /proc entry is checked too, so a wrapper killed
@@ -25,9 +26,14 @@ wrapper and the stop helper run as root (``sudo -n --``), like every other comma
 from __future__ import annotations
 
 import math
+import os
 import posixpath
 import re
+import select
+import shutil
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -62,6 +68,10 @@ class Host(Protocol):
 
     def diagnose(self, stderr: str) -> str | None: ...
 
+    #: this machine's hosts (briefkit.hosts.local) have ``detach(argv, cwd) -> Popen``: a job's wrapper
+    #: started here directly, in a session of its own (see Job.start); other hosts have none
+    detach: Callable[[Sequence[str], str], subprocess.Popen] | None
+
 #: seconds between checks that the job's wrapper is still alive
 ALIVE_EVERY = 2.0
 #: how long a wait keeps trying to reconnect after the connection dropped
@@ -75,14 +85,15 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 # $1 = name, then the command. Holds the lock for its whole life, keeps running on HUP/INT/TERM
 # (the command, in the same process group, gets the signal itself) so that it can record the code.
+# Says its pid (or "failed") on its stdout, the launcher's pipe, and then lets go of the pipe.
 _JOB = r'''
 name=$1; shift
 exec 9>"$name.lock"
 if ! flock -x -n 9; then
-  echo "cannot lock $name.lock (flock from util-linux is needed)" >"$name.failed"; echo failed >"$name.started"; exit 125
+  echo "cannot lock $name.lock (flock from util-linux is needed)" >"$name.failed"; echo failed; exit 125
 fi
 echo $$ >"$name.pid.tmp" && mv -f "$name.pid.tmp" "$name.pid"
-echo $$ >"$name.started"
+echo $$; exec >/dev/null
 trap : HUP INT TERM
 "$@" 9>&- </dev/null >"$name.stdout" 2>"$name.stderr"
 rc=$?
@@ -90,9 +101,10 @@ echo $rc >"$name.rc.tmp" && mv -f "$name.rc.tmp" "$name.rc"
 '''
 
 # $1 = job script, $2 = workdir, $3 = name, then the command. Prints the pid and the absolute workdir
-# once the job holds its lock (a FIFO hand-shake: no polling, so starting costs no sleep). Every
-# program started here delays the job's start (a few ms each on a loaded machine): the folder is made
-# and a stale FIFO removed only when needed (test, a shell builtin, forks nothing).
+# once the job holds its lock: the wrapper, started in the background of a command substitution, says
+# its pid on the substitution's pipe and closes it (no polling, so starting costs no sleep; no FIFO to
+# make and remove). Every program started here delays the job's start (a few ms each on a loaded
+# machine): the folder is made only when needed (test, a shell builtin, forks nothing).
 _LAUNCH = r'''
 js=$1; wd=$2; name=$3; shift 3
 { [ -d "$wd" ] || mkdir -p -- "$wd"; } && cd -- "$wd" || exit 125
@@ -100,10 +112,7 @@ if [ -e "$name.pid" ] || [ -e "$name.rc" ]; then
   echo "job $name already exists in $(pwd -P) (raw outputs are never overwritten)" >&2; exit 17
 fi
 command -v setsid >/dev/null && command -v flock >/dev/null || { echo "setsid and flock (util-linux) are needed" >&2; exit 125; }
-if [ -e "$name.started" ] || [ -h "$name.started" ]; then rm -f -- "$name.started"; fi
-mkfifo -- "$name.started" || exit 125
-setsid sh -c "$js" briefkit-job "$name" "$@" </dev/null >/dev/null 2>&1 &
-read -r pid <"$name.started"; rm -f -- "$name.started"
+pid=$(setsid sh -c "$js" briefkit-job "$name" "$@" </dev/null 2>/dev/null &)
 case $pid in ''|*[!0-9]*) cat -- "$name.failed" >&2 2>/dev/null || echo "job $name did not start" >&2; exit 125;; esac
 echo "$pid"; pwd -P
 '''
@@ -153,11 +162,8 @@ rm -f "$1.rc.tmp"; echo "$code"; exit 6
 
 #: what _STOP exits with when the job is stopped but its exit code could not be written
 STOPPED_UNRECORDED = 6
-#: what _AWAIT exits with while the job still runs
+#: what _await's command exits with while the job still runs
 AWAIT_RUNNING = 75
-# $1 = workdir/name, $2 = seconds. Waits for the wrapper's lock (free once the wrapper has ended) for
-# at most $2 seconds, then prints the exit code; exits 75 if the job still runs.
-_AWAIT = r'''flock -s -E 75 -w "$2" "$1.lock" cat -- "$1.rc"'''
 
 
 class JobTimeout(JobError):
@@ -184,6 +190,8 @@ class Job:
         self._since = time.monotonic()
         self._starttime: str | None = None
         self._gave_up = False
+        #: the wrapper, when this process started it on this machine (its end is seen by its pid)
+        self._wrapper: subprocess.Popen | None = None
 
     # -- files ------------------------------------------------------------------------------
     def path(self, suffix: str) -> str:
@@ -217,6 +225,9 @@ class Job:
         job: Job | None = None
         try:
             with held_interrupts():
+                if getattr(host, "detach", None) is not None and not getattr(host, "sudo", False):
+                    job = cls._start_here(host, argv, workdir, name)
+                    return job.check_stop_requested()
                 res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, *argv],
                                check=False, timeout=HELPER_MARGIN)
                 if res.returncode != 0:
@@ -230,12 +241,46 @@ class Job:
             if job is not None:
                 job.stop_after_error(interrupt)
             raise
-        # No signal reaches a worker thread (a fleet's host): its stop event, set while the launcher ran,
-        # is seen here, with the handle in hand; one set later is seen by the caller's wait().
+        return job.check_stop_requested()
+
+    def check_stop_requested(self) -> Job:
+        """No signal reaches a worker thread (a fleet's host): its stop event, set while the launcher ran,
+        is seen here, with the handle in hand; one set later is seen by the caller's wait()."""
         if stop_requested():
-            stop = StopRequested(f"stopped while starting job {name}")
-            job.stop_after_error(stop)
+            stop = StopRequested(f"stopped while starting job {self.name}")
+            self.stop_after_error(stop)
             raise stop
+        return self
+
+    @classmethod
+    def _start_here(cls, host: Host, argv: list[str], workdir: str, name: str) -> Job:
+        """The launcher's work done by this process, on this machine: the same checks, then the wrapper
+        started directly in a session of its own (Popen's start_new_session, no ``setsid`` or launcher
+        shell: two programs fewer per job), its pid read from its stdout. The wrapper is the same
+        script, so the job survives this process and SIGHUP, and holds its lock, as everywhere."""
+        fail = f"on {host.name}: cannot start job {name!r} in {workdir}: "
+        try:
+            os.makedirs(workdir, exist_ok=True)
+            here = os.path.realpath(workdir)
+        except OSError as exc:
+            raise JobError(f"{fail}{exc}") from None
+        prefix = os.path.join(here, name)
+        if os.path.exists(f"{prefix}.pid") or os.path.exists(f"{prefix}.rc"):
+            raise JobError(f"{fail}job {name} already exists in {here} (raw outputs are never overwritten)")
+        if shutil.which("flock") is None:
+            raise JobError(f"{fail}flock (util-linux) is needed")
+        wrapper = host.detach(["sh", "-c", _JOB, "briefkit-job", name, *argv], here)
+        with wrapper.stdout:
+            said = wrapper.stdout.readline().strip()
+        if not said.isdigit():
+            wrapper.wait()
+            try:
+                why = open(f"{prefix}.failed", errors="replace").read().strip()
+            except OSError:
+                why = f"job {name} did not start"
+            raise JobError(fail + why)
+        job = cls(host, here, name, int(said))
+        job._wrapper = wrapper
         return job
 
     @classmethod
@@ -308,6 +353,10 @@ class Job:
         if self.returncode is None:
             self.stopped = True
             with held_interrupts():  # a stop cut in half leaves the job running: an interrupt waits for it
+                if self._wrapper is not None:
+                    # a wrapper started here is this process's child: reaped as it ends, or the stop
+                    # script would find its zombie still in the process group and wait for it
+                    threading.Thread(target=self._wrapper.wait, daemon=True).start()
                 halves = str(max(1, math.ceil(grace * 2)))
                 res = self._helper(["sh", "-c", _STOP, "briefkit-stop", self.prefix, halves], grace + 11,
                                    reconnect_timeout)
@@ -357,7 +406,12 @@ class Job:
         """Block on the host until the job ends or ``seconds`` pass (one command, which waits for the
         wrapper's lock: the end is noticed within one round trip, and nothing polls the target).
         Sets the exit code when there is one; returns whether the job's lock was found free."""
-        res = self._retrying(self.host.run, ["sh", "-c", _AWAIT, "briefkit-await", self.prefix, f"{seconds:.3f}"],
+        if self._wrapper is not None:
+            return self._await_here(seconds)
+        # flock itself, no shell around it: waits for the wrapper's lock (free once the wrapper has ended)
+        # for at most ``seconds``, then prints the exit code; exits AWAIT_RUNNING if the job still runs
+        res = self._retrying(self.host.run, ["flock", "-s", "-E", str(AWAIT_RUNNING), "-w", f"{seconds:.3f}",
+                                             self.path("lock"), "cat", "--", self.rc_path],
                              check=False, timeout=seconds + HELPER_MARGIN)
         if res.returncode == AWAIT_RUNNING:
             return False
@@ -365,6 +419,25 @@ class Job:
             self.returncode = self._code(res.stdout)
             return True
         return self.poll() is None  # free lock but no exit code (yet): the caller checks the wrapper
+
+    def _await_here(self, seconds: float) -> bool:
+        """``_await`` for a wrapper this process started: its end is seen by its pid (a pidfd, polled;
+        no program is run), then the exit code is read from its file. The wrapper ends once it has
+        recorded the code, so a free lock and an ended wrapper are the same event."""
+        wrapper = self._wrapper
+        if wrapper.poll() is None:
+            try:
+                fd = os.pidfd_open(wrapper.pid)
+            except OSError:     # a kernel without pidfds: ask again every poll interval
+                time.sleep(min(seconds, max(self.host.poll_interval, 0.05)))
+            else:
+                try:
+                    select.select([fd], [], [], seconds)
+                finally:
+                    os.close(fd)
+            if wrapper.poll() is None:
+                return False
+        return self.poll() is None  # ended: its code is read, or it has none (the caller checks the wrapper)
 
     def _helper(self, argv: list[str], blocking: float, reconnect_timeout: float = RECONNECT_TIMEOUT) -> Result:
         return self._retrying(self.host.run, argv, check=False, timeout=blocking + HELPER_MARGIN,

@@ -10,7 +10,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from briefkit import power, tools
@@ -123,6 +122,8 @@ def point_series(raw_dir: Path, brief: str, campaign: str, workload: Workload, s
 
 def _point_series(folder: Path, brief: str, campaign: str, workload: Workload, settings: Mapping[str, Any],
                   point: Point, point_samples_table: pd.DataFrame) -> pd.DataFrame:
+    import numpy as np  # here, not at the top: `briefkit measure` imports this module and reads no series
+
     record = records.read_point(folder)
     # an imported point is one output file: the readings over time a measured point keeps are not there
     table = tidy_series.empty() if records.origin(record) == records.IMPORTED else workload.series(folder, point, settings)

@@ -43,6 +43,13 @@ def folders(brief_dir: Path) -> list[Path]:
     return found
 
 
+def campaign_names(brief_dir: Path) -> list[str]:
+    """The campaigns of data/raw/<brief>/ with data, by name: each folder with a campaign.json, and each
+    fleet campaign with a host folder that has started (``folders``)."""
+    return list(dict.fromkeys(folder.name if folder.parent == brief_dir else folder.parent.name
+                              for folder in folders(brief_dir)))
+
+
 def member_folders(fleet_dir: Path) -> list[Path]:
     """The host folders of a fleet campaign that have started (hold a campaign.json)."""
     fleet = records.read_fleet(fleet_dir) or {"hosts": {}}

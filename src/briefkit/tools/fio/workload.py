@@ -62,8 +62,6 @@ from briefkit.storage.safety import UnsafeTargetError, check_prepared
 from briefkit.tools import steady_settings
 from briefkit.tools.base import Point, PointRun, Program, Recorded, Workload
 from briefkit.tools.fio import jsonplus as fio_output
-from briefkit.tools.fio import latency
-from briefkit.tools.fio import logs as fio_logs
 from briefkit.tools.fio.job import RW_MODES, FioJob, command, job_file, parse_size, seconds
 from briefkit.tools.fio.settings import _MIX, BRIEF_MIXES, FioMatrix, FioSettings  # noqa: F401 (BRIEF_MIXES: re-exported)
 
@@ -135,7 +133,15 @@ class FioWorkload(Workload):
     programs = (Program("fio", "fio"),)
     headline = ("total_bw",)
     summary = ("read_bw", "write_bw", "read_iops", "write_iops")
-    latency_bins = staticmethod(latency.merged)
+
+    @staticmethod
+    def latency_bins(paths, host, percentiles, settings=None):
+        """briefkit.tools.fio.latency.merged; the latency and log readers (numpy, 0.09 CPU-s) are imported
+        where a point is read, not by every `briefkit measure`."""
+        from briefkit.tools.fio import latency
+
+        return latency.merged(paths, host, percentiles, settings)
+
     settings_model = FioSettings
     matrix_model = FioMatrix
     parameters = {"p_rw": "string", "p_read_pct": "Int64", "p_bs_bytes": "Int64", "p_iodepth": "Int64",
@@ -331,6 +337,8 @@ class FioWorkload(Workload):
         fio's clock starts after the ramp, so the ramp is added, and fio's measured runtime ends the
         series (a stall at the end shows as zeros). Points measured before fio wrote logs have none:
         an empty table."""
+        from briefkit.tools.fio import logs as fio_logs
+
         options = self.settings_of(settings).options or {}
         output = Path(point_dir) / OUTPUT_FILE
         return fio_logs.series(point_dir, prefix=LOG_PREFIX, offset_s=self.ramp_seconds(point, settings),
