@@ -17,10 +17,11 @@ and ``brief``; ``brief`` and ``campaign`` are read from the path (hive partition
                   repetitions, declaration_status, started_at, ended_at, points_planned, points_done,
                   points_skipped, points_failed, points_left, record (the whole record as JSON)
 
-The one writer is ``briefkit dataset BRIEF`` (briefkit.dataset.build), which replaces the brief's partition
-of each table, one file per campaign, beside data/processed/BRIEF/; each brief's partitions are outputs of
-its DVC dataset stage, so `dvc push` shares the store. A brief partition written by another schema version
-is refused with the command that rewrites it.
+The one writer is ``briefkit dataset`` (briefkit.dataset.build): a campaign's step writes its file of each
+table into its part (data/interim/BRIEF/CAMPAIGN/), in the campaign's own schema, and the brief's step
+replaces the brief's partition of each table with links to those files, beside data/processed/BRIEF/; each
+brief's partitions are outputs of its DVC dataset stage, so `dvc push` shares the store. A brief partition
+written by another schema version is refused with the command that rewrites it.
 """
 from __future__ import annotations
 
@@ -76,15 +77,15 @@ def campaign_rows(campaigns: Mapping[str, Mapping]) -> pd.DataFrame:
 
 
 def partitions(brief: str, tables: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, object]]:
-    """What the dataset writes for one brief: per table, its files below ``<table>/brief=<brief>/``
-    (``campaign=<name>/part.parquet`` for each campaign with rows, as Arrow tables, and schema.json).
-    ``brief`` and ``campaign`` leave the rows: the path holds them. Every campaign's file of a brief has
-    the brief's one Arrow schema (a column empty in one campaign, such as the published numbers' host, is
-    typed as in the others), so that a reader binds a brief by its first file, not by all of them."""
+    """What the dataset writes for one brief, or one campaign of it: per table of ``tables``, its files below
+    ``<table>/brief=<brief>/`` (``campaign=<name>/part.parquet`` for each campaign with rows, as Arrow tables,
+    and schema.json). ``brief`` and ``campaign`` leave the rows: the path holds them. The campaigns of
+    ``tables`` share its one Arrow schema; campaigns written apart differ (a column empty in one, such as
+    the published numbers' host, is typed null), and a reader binds a brief's files by name (``connect``)."""
     import pyarrow as pa
 
     out: dict[str, dict[str, object]] = {}
-    for name in TABLES:
+    for name in (name for name in TABLES if name in tables):
         table = tables[name].drop(columns=["brief"], errors="ignore")
         files: dict[str, object] = {SCHEMA_FILE: {"schema_version": SCHEMA_VERSION, "table": name, "brief": brief}}
         if len(table):
@@ -133,12 +134,12 @@ def connect(root: str | Path | None = None):
     check(root)
     con = duckdb.connect()
     for name in TABLES:
-        # a brief's files share one schema, bound from its first file; briefs differ (their p_ columns) and
-        # are joined by name: binding every file (union_by_name over 1,000 campaigns) took 0.1 CPU-s a query
+        # each campaign's file has its own schema (written by its own step, so that adding a campaign
+        # rewrites no other): files are bound by name, briefs too (their p_ columns differ)
         briefs = [part for part in sorted((root / name).glob("brief=*")) if any(part.glob(f"campaign=*/{PART}"))]
         if briefs:
             sources = [f"SELECT * FROM read_parquet('{_quoted(part / 'campaign=*' / PART)}', hive_partitioning = true, "
-                       f"hive_types = {HIVE_TYPES})" for part in briefs]
+                       f"hive_types = {HIVE_TYPES}, union_by_name = true)" for part in briefs]
             con.execute(f"CREATE VIEW {name} AS " + " UNION ALL BY NAME ".join(sources))
         else:       # no brief wrote rows of it: an empty table, so that a query names it without an error
             con.execute(f"CREATE VIEW {name} AS SELECT NULL::VARCHAR AS brief, NULL::VARCHAR AS campaign WHERE false")
