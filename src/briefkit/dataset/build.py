@@ -165,7 +165,7 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
     own = store.partitions(slug, {**_store_tables({"samples.parquet": published}, PUBLISHED),
                                   "campaigns": store.campaign_rows(campaigns)})
     for table, found in own.items():
-        _write_folder(out_dir.parent / "results" / table / f"brief={slug}", {**found, **results[table]})
+        _write_folder(out_dir.parent / "results" / table / f"brief={slug}", store.bound({**found, **results[table]}))
     _write_json(processed.metrics_file(out_dir, slug), {"brief": slug, "campaigns": figures})
     return folder
 
