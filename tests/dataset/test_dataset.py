@@ -306,7 +306,7 @@ def test_a_shown_campaign_that_does_not_exist_is_named(tmp_path):
 def test_a_failed_build_leaves_the_previous_folder(tmp_path, monkeypatch):
     base = make_project(tmp_path, "rocksdb-nvmeof")
     folder = build.build("rocksdb-nvmeof", base)
-    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
@@ -315,7 +315,7 @@ def test_a_failed_build_leaves_the_previous_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(pd.DataFrame, "to_parquet", broken)
     with pytest.raises(OSError, match="disk full"):
         build.build("rocksdb-nvmeof", base)
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in folder.parent.iterdir()) == ["rocksdb-nvmeof", "rocksdb-nvmeof.metrics.json"]
 
 
