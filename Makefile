@@ -169,12 +169,11 @@ test-notebooks:
 	$(reference_data)
 	$(nbval)
 
-# Refresh the outputs nbval compares, the same pinned way (commit data changes first).
+# Refresh the outputs nbval compares, the same pinned way (commit data changes first), by briefkit's own
+# executor (kernel on Unix sockets, not TCP): only the outputs change, the committed metadata stays.
 notebooks: setup
 	$(reference_data)
-	for nb in $(NOTEBOOKS); do \
-	  BRIEFKIT_PROCESSED=$(NB_REF)/data/processed BRIEFKIT_FIGURES=png \
-	    jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done
+	BRIEFKIT_PROCESSED=$(NB_REF)/data/processed BRIEFKIT_FIGURES=png python -m briefkit.notebooks.execute $(NOTEBOOKS)
 	python -m briefkit.report.display strip-figures $(NOTEBOOKS)
 
 lab: setup

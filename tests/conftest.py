@@ -12,6 +12,7 @@ The suite runs in parallel (pytest-xdist): every fixture here is per worker, exc
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
@@ -157,12 +158,21 @@ def reference_data(tmp_path_factory):
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (base / ".extracted").exists():
                 _extract_committed_data(base)
-            for brief in briefs:
-                done = base / f".dataset-{brief}"
-                if not done.exists():
-                    subprocess.run(["briefkit", "dataset", "--quiet", brief], cwd=base, check=True,
-                                   env={**os.environ, "BRIEFKIT_ROOT": str(base)})
-                    done.touch()
+        # a lock per brief, taken in name order (never a deadlock): two workers build two briefs at once, and
+        # the briefs one test asks for are built side by side, as `make test` builds them (each build is
+        # single-threaded); under one lock, the workers of `make test-fast` waited for one build after another
+        with contextlib.ExitStack() as held:
+            missing = []
+            for brief in sorted(set(briefs)):
+                fcntl.flock(held.enter_context(open(shared / f"reference-{brief}.lock", "w")), fcntl.LOCK_EX)
+                if not (base / f".dataset-{brief}").exists():
+                    missing.append(brief)
+            builds = {brief: subprocess.Popen(["briefkit", "dataset", "--quiet", brief], cwd=base,
+                                              env={**os.environ, "BRIEFKIT_ROOT": str(base)}) for brief in missing}
+            for brief, proc in builds.items():
+                if proc.wait() != 0:
+                    raise subprocess.CalledProcessError(proc.returncode, proc.args)
+                (base / f".dataset-{brief}").touch()
         return base
 
     return build

@@ -6,9 +6,12 @@
     published.parquet     the published brief's tidy samples (campaign "published"), when params names them
     parts/<campaign>/     each measured campaign's tables (hard links to its part, below), one Parquet file each:
       samples.parquet       tidy samples, read through the declaration recorded with the campaign's raw data
-      percentiles.parquet   latency percentiles of merged fio json+ bins (all repetitions of a point)
+      percentiles.parquet   latency percentiles of merged bins (fio json+, pgbench logs, db_bench histograms;
+                            all repetitions of a point)
       latency_bins.parquet  those merged bins themselves: per point and family each bucket's value (us) and
-                            count, for exact latency distributions (exceedance figures)
+                            count, for exact latency distributions (exceedance figures); db_bench's buckets
+                            are ranges: ``value`` their upper bound, ``low`` their lower one, ``min``/``max``
+                            the histogram's (NaN for fio's and pgbench's exact values)
       repetition_bins.parquet  the same bins per repetition (``rep``): what a percentile's bootstrap interval
                             resamples (briefkit.core.tails)
       series.parquet        readings over time within each point (briefkit.core.series): t_s, metric, value,
@@ -63,7 +66,8 @@ PART_STORE = "store"
 FILES = (BRIEF_FILE, CAMPAIGNS_FILE)
 PERCENTILE_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "percentile", "value",
                       "unit", "files"]
-BIN_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "value", "count", "unit", "files"]
+BIN_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "value", "count", "unit", "files",
+               "low", "min", "max"]
 REPETITION_BIN_COLUMNS = [*BIN_COLUMNS[:6], "rep", *BIN_COLUMNS[6:]]
 STATUS_COLUMNS = ["config", "label", "points", "done", "skipped", "failed", "left"]
 PUBLISHED = "published"
@@ -80,6 +84,12 @@ def metrics_file(processed_dir: str | Path, brief: str) -> Path:
     """data/processed/<brief>.metrics.json, the dataset stage's DVC metrics (beside the folder: DVC tracks
     metrics as files of their own)."""
     return Path(processed_dir) / f"{brief}.metrics.json"
+
+
+def plots_file(processed_dir: str | Path, brief: str) -> Path:
+    """data/processed/<brief>.plots.json, the dataset stage's DVC plots: the headline figures of the metrics
+    file as flat rows (DVC cannot plot a nested file), for `dvc plots show` and `dvc plots diff`."""
+    return Path(processed_dir) / f"{brief}.plots.json"
 
 
 def interim_dir(processed_dir: str | Path) -> Path:

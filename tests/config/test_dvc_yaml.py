@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from briefkit import cli
 from briefkit.config import params_file, project, yamlload
 from briefkit.core.errors import ParamsError
 from tests import checkouts, paths
@@ -124,19 +125,28 @@ def test_every_readme_yaml_example_is_read_by_dvc_before_and_after_its_writer(tm
         parse_yaml(path.read_text(encoding="utf-8"), name)
 
 
-def test_a_yaml_error_in_params_is_one_line_from_every_command(tmp_path):
-    """An indentation error, and a file DVC cannot read: rc 2, the file named, no traceback."""
+def test_a_yaml_error_in_params_is_one_line_from_every_command(tmp_path, monkeypatch, capsys):
+    """An indentation error, and a file DVC cannot read: rc 2, the file named, no traceback. The installed
+    `briefkit` command once per file (its entry point), every command through cli.main, the function that
+    command calls, in this process: a `briefkit` process took 1-1.5 CPU-s (its imports) to say the same."""
     broken = {"indent": "briefs:\n  x:\n   a: 1\n  b: [1, 2\n",
               "dvc": (ROOT / "params.yaml").read_text(encoding="utf-8").replace("        host: local\n", QUOTED_HOST, 1)}
+    for name in ("BRIEFKIT_ROOT", "BRIEFKIT_PROCESSED", "BRIEFKIT_RESULTS"):     # as checkouts.env()
+        monkeypatch.delenv(name, raising=False)
     for kind, text in broken.items():
         checkout = tmp_path / kind
         (checkout / "notebooks").mkdir(parents=True)
         (checkout / "params.yaml").write_text(text, encoding="utf-8")
+        done = subprocess.run([str(checkouts.BIN / "briefkit"), "list"], cwd=checkout, env=checkouts.env(),
+                              capture_output=True, text=True, timeout=120)
+        said = f"{kind}: briefkit list: rc {done.returncode}\n{done.stderr[-2000:]}"
+        assert done.returncode == 2 and "Traceback" not in done.stderr and "params.yaml" in done.stderr, said
+        monkeypatch.chdir(checkout)
         for argv in (["list"], ["status", "fio-6600ion"], ["measure", "fio-6600ion", "--dry-run"],
                      ["dataset", "fio-6600ion"], ["render", "fio-6600ion"], ["measure-notebook", "fio-6600ion", "local"]):
-            done = subprocess.run([str(checkouts.BIN / "briefkit"), *argv], cwd=checkout, env=checkouts.env(),
-                                  capture_output=True, text=True, timeout=120)
-            said = f"{kind}: briefkit {' '.join(argv)}: rc {done.returncode}\n{done.stderr[-2000:]}"
-            assert done.returncode == 2, said
-            assert "Traceback" not in done.stderr, said
-            assert "params.yaml" in done.stderr, said
+            code = cli.main(argv)       # an exception other than the one-line refusal fails the test here
+            err = capsys.readouterr().err
+            said = f"{kind}: briefkit {' '.join(argv)}: rc {code}\n{err[-2000:]}"
+            assert code == 2, said
+            assert "Traceback" not in err, said
+            assert "params.yaml" in err, said

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from briefkit.core import tails
+from briefkit.core import stats, tails
 
 
 def test_a_percentile_is_the_first_bucket_reaching_p_percent_of_the_ios():
@@ -47,6 +47,20 @@ def test_the_ratio_is_significant_when_its_interval_excludes_one():
     fast = [(np.array([1.0, 2.0]), np.array([95, 5 + i])) for i in range(3)]
     ratio = tails.ratio(tails.point(slow, 99.0), tails.point(fast, 99.0, seed=tails.SEED + 1))
     assert ratio.ratio == 100.0 and ratio.low == pytest.approx(100.0) and ratio.high == pytest.approx(100.0)
-    assert ratio.significant and ratio.verdict() == "significant (bootstrap p < 0.001, n = 3 vs 3)"
+    # every resample gives 100: p is the coarseness floor, twice the chance of the rarest pair (3^-3 a side)
+    floor = stats.p_value_text(2 * (1 / 27) ** 2)
+    assert ratio.p == pytest.approx(2 / 729) and floor == "p = 0.0027"
+    assert ratio.significant and ratio.verdict() == f"significant (bootstrap {floor}, n = 3 vs 3)"
     same = tails.ratio(tails.point(fast, 99.0), tails.point(fast, 99.0, seed=tails.SEED + 1))
     assert not same.significant and same.verdict().startswith("no significant difference (bootstrap p = ")
+
+
+def test_two_repetitions_a_side_are_too_few_to_test():
+    """Two repetitions give a side three distinct resamples: every one of the 9 pairs above 1 is still no
+    evidence below p = 2/16, so the difference is not tested (it read "p < 0.001" before)."""
+    slow = [(np.array([100.0, 200.0]), np.array([95, 5 + i])) for i in range(2)]
+    fast = [(np.array([1.0, 2.0]), np.array([95, 5 + i])) for i in range(2)]
+    ratio = tails.ratio(tails.point(slow, 99.0), tails.point(fast, 99.0, seed=tails.SEED + 1))
+    assert ratio.low == pytest.approx(100.0) and ratio.method == tails.RUN_TO_RUN
+    assert ratio.p == pytest.approx(2 / 16) and not ratio.tested and not ratio.significant
+    assert ratio.verdict() == "not tested (n = 2 vs 2): a bootstrap over repetitions needs 3 a side"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -72,3 +74,38 @@ def test_a_failed_cell_is_one_line_and_its_notebook_is_kept(tmp_path):
     assert printed.outputs[0].text == "before\n"
     assert "start_time" not in node.metadata.papermill        # scrubbed too
     assert not [p for p in out.parent.iterdir() if p.name != "nb.ipynb"] and os.path.isfile(out)
+
+
+#: a committed notebook's metadata as another machine's kernel wrote it (its Python's patch release)
+COMMITTED = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+             "language_info": {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                               "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                               "pygments_lexer": "ipython3", "version": "3.11.7"}}
+
+
+def test_make_notebooks_changes_the_outputs_and_not_the_committed_metadata(tmp_path):
+    """`make notebooks` runs the committed notebooks by briefkit's executor: the kernel on Unix sockets (no
+    ipykernel TCP warning), the outputs new, the notebook's and its cells' metadata as committed. The
+    commands are make's own (make -n), run as make runs them, on a tiny notebook."""
+    path = notebook(tmp_path, "print(6 * 7)")
+    node = nbformat.read(path, as_version=4)
+    node.metadata = nbformat.from_dict(COMMITTED)
+    node.cells[1].metadata["tags"] = ["keep"]
+    nbformat.write(node, path)
+    planned = subprocess.run(["make", "-n", "notebooks", f"NOTEBOOKS={path}", f"NB_REF={tmp_path / 'ref'}"],
+                             cwd=paths.ROOT, capture_output=True, text=True, check=True).stdout
+    # the executing command (strip-figures, after it, leaves a notebook without figures as it is)
+    commands = [line for line in re.sub(r"\\\n\s*", " ", planned).splitlines()
+                if str(path) in line and "strip-figures" not in line]
+    assert commands, planned
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], cwd=paths.ROOT, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "without encryption" not in done.stderr, done.stderr
+    after = nbformat.read(path, as_version=4)
+    assert after.metadata == COMMITTED
+    assert [c.metadata for c in after.cells] == [{"tags": ["parameters"]}, {"tags": ["keep"]}]
+    assert [c.id for c in after.cells] == [c.id for c in node.cells]
+    assert after.cells[1].outputs[0]["text"] == "42\n"

@@ -366,7 +366,7 @@ def test_redfish_from_config_reads_the_password_from_the_environment(redfish, mo
 
 
 def test_redfish_from_config_reads_the_password_from_a_file_in_a_secrets_folder(redfish, tmp_path):
-    folder = tmp_path / "secrets"
+    folder = tmp_path / "briefkit-secrets"
     folder.mkdir(mode=0o700)
     secret = folder / "bmc-password"
     params = {"kind": "redfish", "url": redfish.url, "chassis": "1U", "username": USER,

@@ -6,6 +6,10 @@ import hashlib
 import io
 import json
 import shutil
+import signal
+import subprocess
+import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -195,3 +199,39 @@ def test_ingest_reads_a_packed_points_file_by_its_old_path(capsys, monkeypatch):
     assert cli.main(["ingest", "dbbench", given]) == 0
     out = capsys.readouterr().out
     assert "ops" in out and given in out and "briefkit-pack" not in out
+
+
+# a process that writes a packed point out (under /dev/shm), says where, and waits to be killed
+_READER = """
+import sys, time
+from pathlib import Path
+from briefkit.raw import packs
+raw = Path(sys.argv[1])
+relative = next(iter(packs.Packs.of(raw).index))
+copy, root = packs.unpacked_copy(raw, relative)
+assert any(copy.iterdir())
+print(packs._scratch(), flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
+def test_the_copies_of_packed_points_do_not_outlive_a_killed_process(signum):
+    """A dataset build killed by a CI timeout (SIGTERM), a closed terminal (SIGHUP) or the OOM killer
+    (SIGKILL) left its copies in /dev/shm, holding memory until a reboot: they go with the process."""
+    reader = subprocess.Popen([sys.executable, "-c", _READER, str(ROOT / "data/raw/oltp-9300/local")],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    scratch = Path(reader.stdout.readline().strip())
+    try:
+        assert scratch.name.startswith("briefkit-packs-") and any(scratch.rglob("*")), scratch
+        reader.send_signal(signum)
+        assert reader.wait(timeout=30) == -signum
+        for _ in range(100):
+            if not scratch.exists():
+                break
+            time.sleep(0.1)
+        assert not scratch.exists(), f"{scratch} outlived its process ({signum.name})"
+    finally:
+        reader.kill()
+        reader.wait()
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -99,7 +99,7 @@ def test_a_password_file_is_read_only_from_a_secrets_folder(tmp_path, bmc):
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     (checkout / "shadow-link").symlink_to(SHADOW)
-    secrets = tmp_path / "secrets"
+    secrets = tmp_path / "briefkit-secrets"
     secrets.mkdir(mode=0o700)
     (secrets / "shadow-link").symlink_to(SHADOW)     # a link in the secrets folder is judged by where it leads
     reads = ReadRule(folders=(checkout,), secret_folders=(secrets,))
@@ -114,7 +114,7 @@ def test_a_password_file_is_read_only_from_a_secrets_folder(tmp_path, bmc):
 
 @pytest.mark.parametrize("through", ["named", "link"])
 def test_briefkit_measure_refuses_etc_shadow_as_password_file(root, tmp_path, bmc, through):
-    secrets = tmp_path / "secrets"
+    secrets = tmp_path / "briefkit-secrets"
     secrets.mkdir(mode=0o700)
     path = SHADOW if through == "named" else root / "bmc-password"
     if through == "link":
@@ -130,13 +130,58 @@ def test_briefkit_measure_refuses_etc_shadow_as_password_file(root, tmp_path, bm
     assert not list((root / "data/raw" / BRIEF / "c").rglob("point.json")), "a point ran"
 
 
+def keys_folder(home: Path) -> Path:
+    """A user's ~/.ssh as ssh-keygen leaves it: the folder chmod 700, a private key chmod 600, which the
+    ownership and mode checks alone would accept as a secrets folder and a password file."""
+    ssh = home / ".ssh"
+    ssh.mkdir(parents=True, mode=0o700)
+    (ssh / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nnot-a-real-key\n")
+    (ssh / "id_ed25519").chmod(0o600)
+    return ssh
+
+
+@pytest.mark.parametrize("named", ["ssh", "home", "link"])
+def test_secret_folders_naming_a_folder_of_other_keys_is_refused_naming_the_key(root, tmp_path_factory, bmc, named):
+    """params.yaml (a colleague's commit, a `dvc exp run -S`) names ~/.ssh, the home folder, or a link
+    named like a secrets folder that leads to ~/.ssh: refused before anything runs, naming the key."""
+    home = tmp_path_factory.mktemp("home")
+    ssh = keys_folder(home)
+    folder = {"ssh": ssh, "home": home, "link": home / "briefkit-keys"}[named]
+    if named == "link":
+        folder.symlink_to(ssh)
+    spec = campaign(tmp_path_factory.mktemp("work"), str(ssh / "id_ed25519"), bmc.url)
+    (root / "params.yaml").write_text(yaml.safe_dump({"secret_folders": [str(folder)],
+                                                      "briefs": {BRIEF: {"notebook": "nb", "campaigns": {"c": spec}}}}))
+    for argv in (("list",), ("measure", BRIEF, "--campaign", "c")):
+        code, said = briefkit(*argv)
+        assert code == 2, said
+        assert f"params.yaml: secret_folders[0]: {folder} " in said and "named `briefkit` or `briefkit-NAME`" in said
+        assert "Traceback" not in said and "not-a-real-key" not in said
+    assert bmc.connections == 0, "the BMC was contacted"
+
+
+def test_a_secrets_folder_inside_the_checkout_is_refused(tmp_path):
+    checkout = tmp_path / "checkout"
+    secrets = checkout / "briefkit"
+    secrets.mkdir(parents=True, mode=0o700)
+    (secrets / "bmc").write_text("pw\n")
+    (secrets / "bmc").chmod(0o600)
+    reads = ReadRule(folders=(checkout,), secret_folders=(secrets,))
+    with pytest.raises(ReadRefused, match=r"the secrets folder .* lies inside the checkout"):
+        reads.read_bytes(secrets / "bmc", "power.password_file", secret=True)
+    # the same folder outside the checkout is read
+    outside = tmp_path / "briefkit"
+    secrets.rename(outside)
+    assert ReadRule(folders=(checkout,), secret_folders=(outside,)).read_bytes(outside / "bmc", "p", secret=True) == b"pw\n"
+
+
 @pytest.mark.slow
 def test_dvc_exp_run_s_cannot_make_a_password_of_etc_shadow(tmp_path, bmc):
     clone = tmp_path / "briefkit"
     run(["git", "clone", "-q", str(ROOT), str(clone)], cwd=ROOT)
     for key, value in (("user.email", "test@example.invalid"), ("user.name", "test")):
         run(["git", "config", key, value], cwd=clone)
-    secrets = tmp_path / "secrets"
+    secrets = tmp_path / "briefkit-secrets"
     secrets.mkdir(mode=0o700)
     (secrets / "bmc").write_text("not-the-shadow\n")
     (secrets / "bmc").chmod(0o600)

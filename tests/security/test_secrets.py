@@ -41,7 +41,7 @@ def test_an_ipmi_password_is_in_no_file_the_campaign_writes(root, tmp_path_facto
     seen = outside / "seen"
     monkeypatch.setenv("PATH", f"{shim_ipmitool(outside / 'bin', seen)}:{os.environ['PATH']}")
     monkeypatch.setenv("BRIEFKIT_TEST_IPMI_PASSWORD", SECRET)
-    secrets = outside / "secrets"          # a secrets folder params.yaml names: the user's, closed to others
+    secrets = outside / "briefkit"          # a secrets folder params.yaml names: the user's, closed to others
     secrets.mkdir(mode=0o700)
     (secrets / "bmc").write_text(SECRET + "\n")
     (secrets / "bmc").chmod(0o600)

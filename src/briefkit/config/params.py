@@ -50,6 +50,7 @@ from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, mode
 from briefkit import tools
 from briefkit.config.declaration import Declaration, Precondition, PtsRule, Repetitions
 from briefkit.core.errors import ParamsError
+from briefkit.core.reads import secrets_folder_problem
 from briefkit.core.validation import (
     NAME_PATTERN,
     SSH_URL_PATTERN,
@@ -334,10 +335,20 @@ class BriefSpec(Model):
     campaigns: dict[Name, CampaignSpec] = {}
 
 
-#: ``secret_folders``: absolute folders that hold password files
-SecretFolders = Annotated[list[AbsPath], Field(description=(
-    "Folders that hold password files (power.password_file): the user's own and closed to group and others "
-    "(chmod 700); a password file is read from nowhere else"))]
+def _secret_folder(value: str) -> str:
+    problem = secrets_folder_problem(value)
+    if problem:
+        raise ValueError(f"{value} {problem}")
+    return value
+
+
+#: ``secret_folders``: absolute folders kept for password files alone (briefkit.core.reads)
+SecretFolders = Annotated[list[Annotated[AbsPath, AfterValidator(_secret_folder), Field(
+    json_schema_extra={"pattern": r"^/(.*/)?briefkit(-[A-Za-z0-9_.]+)?/?$"})]], Field(description=(
+        "Folders that hold password files (power.password_file): the user's own and closed to group and others "
+        "(chmod 700), outside the checkout, each named `briefkit` or `briefkit-NAME` (e.g. "
+        "/root/.config/briefkit) so that no folder holding other keys (~/.ssh) is named; a password file is "
+        "read from nowhere else"))]
 
 
 class MeasureEntry(Model):

@@ -8,6 +8,10 @@
 - A secrets folder, and a password file in it, must belong to the user briefkit runs as and be closed
   to group and others (chmod 700, chmod 600): a file others may read is no secret, one they may write
   is not the user's word.
+- A secrets folder is kept for briefkit alone: it is named ``briefkit`` or ``briefkit-NAME``, as given
+  and where its links lead (``secrets_folder_problem``), and lies outside the data folders (the checkout
+  is committed). A params.yaml from elsewhere (a colleague's commit, ``dvc exp run -S``) can then not
+  name ``~/.ssh``, ``~`` or ``/`` and have a key sent to a BMC as its password.
 - Only a regular file (or, where a folder is asked for, a folder) is read: a FIFO, a device or a socket
   is refused at once, before it is opened (opening a FIFO waits for a writer forever).
 - A refusal names the path and the reason, never what the file holds: nothing of it has been read.
@@ -18,6 +22,7 @@ Files are opened by the resolved path without following a link there (O_NOFOLLOW
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +32,22 @@ from briefkit.core.errors import BriefkitError
 #: what a special file is called in a refusal
 _SPECIAL = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
             stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
+#: the name of a secrets folder (its last part): a folder made for briefkit's passwords, nothing else's
+SECRETS_FOLDER_NAME = re.compile(r"^briefkit(-[A-Za-z0-9_.]+)?$")
+
+
+def secrets_folder_problem(folder: str | Path) -> str | None:
+    """Why ``folder`` cannot be a secrets folder (its name, as given or where its links lead, is not
+    ``briefkit`` or ``briefkit-NAME``), or None."""
+    for path in dict.fromkeys((Path(folder), _resolved(Path(folder)))):
+        if not SECRETS_FOLDER_NAME.match(path.name):
+            via = "" if path == Path(folder) else f"a link to {path}, which "
+            return (f"{via}is not a folder kept for briefkit's passwords alone: a secrets folder is named `briefkit` "
+                    f"or `briefkit-NAME` (for example ~/.config/briefkit, chmod 700), so that no folder holding "
+                    f"other keys (~/.ssh, ~, /) is ever read for a password")
+    return None
 
 
 class ReadRefused(BriefkitError):
@@ -103,6 +124,7 @@ class ReadRule:
             raise ReadRefused(what, path, f"{via}lies outside {self._allowed(secret)}: refused (nothing of it "
                                           f"was read)")
         if secret:
+            _dedicated(inside[0], self.folders, what, path)
             _closed(_resolved(inside[0]), "secrets folder", what, path, chmod="700")
             _closed(resolved, "password file", what, path, chmod="600", found=found)
         return resolved, found
@@ -125,6 +147,15 @@ def _resolved(folder: Path) -> Path:
         return Path(folder).resolve(strict=True)
     except (OSError, RuntimeError):
         return Path(folder).absolute()
+
+
+def _dedicated(folder: Path, data_folders: tuple[Path, ...], what: str, given: str | Path) -> None:
+    """``folder`` is a secrets folder by its name and lies outside every data folder (the checkout)."""
+    problem = secrets_folder_problem(folder)
+    if problem is None and any(_resolved(folder).is_relative_to(_resolved(data)) for data in data_folders):
+        problem = "lies inside the checkout or a campaign's folder, whose files are committed or shared"
+    if problem:
+        raise ReadRefused(what, given, f"the secrets folder {folder} {problem}: refused")
 
 
 def _closed(path: Path, name: str, what: str, given: str | Path, *, chmod: str,

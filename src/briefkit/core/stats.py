@@ -260,6 +260,10 @@ def significant(a, b, alpha: float = ALPHA) -> bool:
 
 # ------------------------------------------------------------------ ratio of two means
 
+# a ratio interval whose lower end reaches 0: the words every table and verdict use for it
+UNBOUNDED_AT_ZERO = "interval reaches 0: unbounded"
+
+
 @dataclass(frozen=True)
 class RatioInterval:
     """The ratio ``mean_a / mean_b`` of two independent groups of repetitions and its Fieller interval
@@ -280,19 +284,20 @@ class RatioInterval:
 
     def text(self, style: RatioStyle = "percent") -> str:
         """"95 % CI +15 % to +28 %" (the ratio - 1, as a difference) or "95 % CI 2.8x to 3.4x" (a
-        multiple); "95 % CI unbounded" when the interval is no finite range; "" when not estimated."""
+        multiple); "95 % CI unbounded" when the interval is no finite range, "95 % CI interval reaches 0:
+        unbounded" when it starts at or below 0; "" when not estimated."""
         if not self.estimated:
             return ""
         level = f"{fmt_number(100 * self.confidence)} % CI"
         if not self.bounded:
             return f"{level} unbounded"
         # The briefs' figures (throughput, latency, counts) are positive, and so is any ratio of their
-        # means: the part of Fieller's interval below 0 (a numerator mean not clearly above 0) says only
-        # that the ratio may be as small as it can be. Said as "up to" the upper end; low keeps its value.
-        if style == "multiple":
-            return f"{level} up to {self.high:.2f}x" if self.low <= 0 else f"{level} {self.low:.2f}x to {self.high:.2f}x"
+        # means: a Fieller interval reaching 0 (a numerator mean not clearly above 0) bounds nothing on
+        # that side. Said as the comparison's table says it (UNBOUNDED_AT_ZERO); low keeps its value.
         if self.low <= 0:
-            return f"{level} up to {signed_percent(self.high - 1)}"
+            return f"{level} {UNBOUNDED_AT_ZERO}"
+        if style == "multiple":
+            return f"{level} {self.low:.2f}x to {self.high:.2f}x"
         return f"{level} {signed_percent(self.low - 1)} to {signed_percent(self.high - 1)}"
 
 

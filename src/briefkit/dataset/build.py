@@ -19,6 +19,7 @@ previous folder (or none), never half a new one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Mapping
@@ -34,8 +35,9 @@ from briefkit.config import brief_method, project
 from briefkit.config.declaration import Declaration, normalized
 from briefkit.config.params import CampaignSpec, declaration
 from briefkit.core import files
+from briefkit.core import metrics as metric_registry
 from briefkit.core import samples as tidy
-from briefkit.core.errors import BriefkitError, ParseError
+from briefkit.core.errors import BriefkitError, ParseError, gathered_notes
 from briefkit.core.names import check_name
 from briefkit.processed import (
     BIN_COLUMNS,
@@ -90,6 +92,12 @@ def build_campaign(slug: str, name: str, base: Path | None = None, out_dir: Path
     if not members:
         raise BriefkitError(f"{brief_dir / name}: no campaign with data there (no {records.CAMPAIGN}, or a fleet "
                             f"whose hosts have not started); campaigns: {', '.join(campaign_names(brief_dir)) or 'none'}")
+    # a parser's note on a file (no percentiles in a plain fio JSON) is said once per build, not per file
+    with gathered_notes(base):
+        return _build_campaign(slug, name, base, out_dir, members)
+
+
+def _build_campaign(slug: str, name: str, base: Path, out_dir: Path, members: list[Path]) -> Path:
     tables, series, percentiles, bins, rep_bins = [], [], [], [], []
     record: dict | None = None
     recorded: dict = {}
@@ -167,6 +175,7 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
     for table, found in own.items():
         _write_folder(out_dir.parent / "results" / table / f"brief={slug}", store.bound({**found, **results[table]}))
     _write_json(processed.metrics_file(out_dir, slug), {"brief": slug, "campaigns": figures})
+    _write_json(processed.plots_file(out_dir, slug), plot_rows(figures))
     return folder
 
 
@@ -226,9 +235,29 @@ def metrics(slug: str, table: pd.DataFrame, campaigns: Mapping[str, Mapping]) ->
             rows = mine[mine["metric"] == metric]
             if len(rows):
                 means = rows.groupby(["config", "workload", "load_kind", "load"], dropna=False)["value"].mean()
-                entry[f"max_{metric}"] = float(f"{means.max():.4g}")     # in the metric registry's unit
+                entry[f"{HEADLINE}{metric}"] = float(f"{means.max():.4g}")     # in the metric registry's unit
         out["campaigns"][name] = entry
     return out
+
+
+#: the prefix of a headline figure in the metrics file (``metrics``): the highest mean of the metric
+HEADLINE = "max_"
+
+
+def plot_rows(figures: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The metrics file's headline figures as flat rows, one per campaign and metric, for DVC's plots
+    (dvc.yaml: x ``value``, y ``figure``; an experiment's bars beside another's in `dvc plots diff`):
+    ``{"figure": "local read_bw (MB/s)", "campaign": "local", "metric": "read_bw", "unit": "MB/s",
+    "value": 1148.0}``. The point counts stay in the metrics file (`dvc exp show`)."""
+    rows = []
+    for campaign, entry in sorted(figures.items()):
+        for key, value in sorted(entry.items()):
+            if key.startswith(HEADLINE) and isinstance(value, int | float):
+                metric = key.removeprefix(HEADLINE)
+                unit = metric_registry.unit(metric)
+                rows.append({"figure": f"{campaign} {metric} ({unit})", "campaign": campaign, "metric": metric,
+                             "unit": unit, "value": value})
+    return rows
 
 
 def _write_json(path: Path, content: Any) -> None:
@@ -432,7 +461,11 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, set
     bin_rows: dict[str, list] = {}
     rep_rows: dict[str, list] = {}
     hooks = _latency_hooks(set(table["tool"].dropna()))
-    work = table[table["tool"].isin(list(hooks)) & table["source"].notna()]
+    # the files the point's percentiles were read from, without their "#section" (db_bench's
+    # "<file>.stdout#histogram"): a point's other samples may come from other files of its folder
+    work = table[table["tool"].isin(list(hooks)) & table["source"].notna()
+                 & table["metric"].map(metric_registry.is_percentile)].copy()
+    work["source"] = work["source"].str.split("#", n=1).str[0]
     # per host: a fleet's hosts are compared, never merged; a client/server file holds every server and
     # "All clients", each its own host (a stand-alone file's units have none: they are the point's host)
     keys = ["campaign", "config", "host", "workload", "load_kind", "load", *tidy.parameter_columns(work)]
@@ -453,16 +486,16 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, set
         except (ParseError, FileNotFoundError):
             continue
         for histogram in histograms:
-            family, bins = histogram.family, histogram.bins
+            family = histogram.family
             for p, ns in histogram.percentiles.items():
                 rows.append({**point, "family": family, "percentile": float(p),
                              "value": float(ns) / 1000.0, "unit": "us", "files": len(paths)})
-            _add_bins(bin_rows, point, family, bins, len(paths))
+            _add_bins(bin_rows, point, histogram, len(paths))
             if not reps:
-                _add_bins(rep_rows, {**point, "rep": int(group["rep"].min())}, family, bins, 1)
+                _add_bins(rep_rows, {**point, "rep": int(group["rep"].min())}, histogram, 1)
         for rep, found in reps:
             for h in found:
-                _add_bins(rep_rows, {**point, "rep": rep}, h.family, h.bins, 1)
+                _add_bins(rep_rows, {**point, "rep": rep}, h, 1)
     found = tidy.with_parameter_dtypes(pd.DataFrame(rows), [work], PERCENTILE_COLUMNS) if rows else empty_percentiles()
     found_bins = tidy.with_parameter_dtypes(pd.DataFrame(bin_rows), [work], BIN_COLUMNS) \
         if bin_rows else empty_bins()
@@ -471,12 +504,17 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, set
     return found, found_bins, found_reps
 
 
-def _add_bins(columns: dict[str, list], point: dict, family: str, bins, files: int) -> None:
-    """Append one histogram's non-empty buckets (value in us, count) to ``columns``, the point's keys repeated."""
+def _add_bins(columns: dict[str, list], point: dict, histogram, files: int) -> None:
+    """Append one histogram's non-empty buckets (value in us, count) to ``columns``, the point's keys repeated;
+    a bucketed one's (db_bench's) with each bucket's lower bound and the histogram's min and max (us)."""
+    bins, lows = histogram.bins, histogram.lows
     values = sorted(v for v, c in bins.items() if c)
-    for name, value in {**point, "family": family}.items():
+    smallest, largest = histogram.extremes if histogram.extremes is not None else (math.nan, math.nan)
+    for name, value in {**point, "family": histogram.family, "min": smallest / 1000.0,
+                        "max": largest / 1000.0}.items():
         columns.setdefault(name, []).extend([value] * len(values))
     columns.setdefault("value", []).extend(v / 1000.0 for v in values)
+    columns.setdefault("low", []).extend(lows[v] / 1000.0 if lows is not None else math.nan for v in values)
     columns.setdefault("count", []).extend(int(bins[v]) for v in values)
     columns.setdefault("unit", []).extend(["us"] * len(values))
     columns.setdefault("files", []).extend([files] * len(values))
@@ -490,8 +528,11 @@ def _latency_hooks(tools_found: set[str]) -> dict[str, Any]:
 
 def _locate(source: str, base: Path) -> Path:
     path = Path(source)
+    if not path.is_absolute():
+        # db_bench's sources name a file from raw/ on (briefkit.tools.dbbench.workload), the others from the checkout
+        path = base / "data" / path if path.parts[:1] == ("raw",) else base / path
     # a packed point's file is written out of its pack (briefkit.raw.packs)
-    return packs.locate(path if path.is_absolute() else base / path)
+    return packs.locate(path)
 
 
 def campaign_samples(slug: str, name: str, base: Path | None = None) -> pd.DataFrame:

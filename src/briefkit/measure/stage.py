@@ -96,8 +96,10 @@ def _repetitions(camp: Campaign) -> str:
 
 
 def target_inventory(camp: Campaign, host: Host) -> pd.DataFrame:
-    """What the target is, before anything runs: CPU, memory, OS, kernel and the tool's version."""
+    """What the target is, before anything runs: CPU, memory, OS, kernel and the tool's version, as a
+    table (for the run's record) and in one printed line (``target_text``, for the stage's log)."""
     found = tool_inventory(camp.workload, host)
+    print(target_text(camp, host, found), flush=True)
     rows = [] if found.get("host") else [("host", host.name)]
 
     def walk(prefix: str, value: Any) -> None:
@@ -109,6 +111,20 @@ def target_inventory(camp: Campaign, host: Host) -> pd.DataFrame:
 
     walk("", {k: v for k, v in found.items() if k not in ("paths", "schema")})
     return pd.DataFrame(rows, columns=["item", "value"])
+
+
+def target_text(camp: Campaign, host: Host, found: dict) -> str:
+    """"fio-6600ion/local: target localhost (vm): Intel(R) Xeon(R) Processor x 2, 23.5 GiB, Debian GNU/Linux
+    12 (bookworm), kernel 6.18.44, fio 3.33"; what the inventory does not state is left out."""
+    cpu, memory, os_, kernel = (found.get(key) or {} for key in ("cpu", "memory", "os", "kernel"))
+    tools = [f"{name} {tool['version']}" for name, tool in (found.get("tools") or {}).items()
+             if isinstance(tool, dict) and tool.get("version")]
+    parts = [f"{cpu['model']} x {cpu['count']}" if cpu.get("model") and cpu.get("count") else cpu.get("model"),
+             f"{memory['total_bytes'] / 2 ** 30:.1f} GiB" if isinstance(memory.get("total_bytes"), int | float) else None,
+             os_.get("pretty_name"), f"kernel {kernel['release']}" if kernel.get("release") else None, *tools]
+    name = found.get("host") or host.name
+    where = f"{name} ({found['hostname']})" if found.get("hostname") and found.get("hostname") != name else name
+    return f"{camp.brief}/{camp.name}: target {where}: " + ", ".join(str(p) for p in parts if p)
 
 
 def connect(camp: Campaign, host: Any = None) -> Host:

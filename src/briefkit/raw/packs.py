@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from briefkit.core import files
+from briefkit.core import files, scratch
 from briefkit.core.errors import BriefkitError, CampaignError
 from briefkit.raw.manifest import DONE, FAILED, Manifest
 
@@ -280,13 +280,11 @@ _SCRATCH: list[Path] = []
 
 def _scratch() -> Path:
     if not _SCRATCH:
-        import atexit
-
-        # in memory where the system has it: a point's files are written out to be parsed, then dropped
+        # in memory where the system has it: a point's files are written out to be parsed, then dropped;
+        # removed when the process ends, by a signal too (a copy left in /dev/shm holds memory until reboot)
         shm = Path("/dev/shm")
         where = shm if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
-        _SCRATCH.append(Path(tempfile.mkdtemp(prefix="briefkit-packs-", dir=where)))
-        atexit.register(shutil.rmtree, _SCRATCH[0], True)
+        _SCRATCH.append(scratch.folder("briefkit-packs-", where))
     return _SCRATCH[0]
 
 

@@ -39,11 +39,30 @@ def prose(template: str, **values) -> None:
 
 def table(frame: pd.DataFrame, caption: str, *, note: str = "", css_class: str = "brief-table") -> None:
     """A captioned table as the briefs print them ("Table 1: ...")."""
+    display(HTML(table_html(frame, caption, note=note, css_class=css_class)))
+
+
+def table_html(frame: pd.DataFrame, caption: str, *, note: str = "", css_class: str = "brief-table") -> str:
+    """The HTML of ``table``: the frame, its caption and note."""
     body = frame.to_html(index=False, escape=True, classes=css_class, border=0, na_rep="n/a")
     body = re.sub(r">\s+<", "><", body)   # to_html's indentation: a third of a committed notebook, shown as nothing
+    body = _TEXT.sub(lambda m: ">" + _LONG_WORD.sub(_break_points, m.group(1)) + "<", body)
     note_html = f'<p class="table-note">{html.escape(note)}</p>' if note else ""
     long = " long" if len(frame) > 20 else ""   # may split across pages (its header repeats)
-    display(HTML(f'<figure class="table{long}">{body}<figcaption>{html.escape(caption)}</figcaption>{note_html}</figure>'))
+    return f'<figure class="table{long}">{body}<figcaption>{html.escape(caption)}</figcaption>{note_html}</figure>'
+
+
+#: a cell's text between two tags, and in it a word long enough to need a break inside a narrow column
+_TEXT = re.compile(r">([^<>]+)<")
+_LONG_WORD = re.compile(r"[^\s]{13,}")
+#: where an identifier may break: after _ / = : and after a comma before a letter (mount options; never
+#: inside a number such as 1,234). A browser breaks at spaces and hyphens by itself; elsewhere a word stays
+#: whole (brief.css: overflow-wrap break-word cuts only a word wider than its whole column).
+_BREAK_AFTER = re.compile(r"(?<=[_/=:])(?=[^\s])|(?<=[A-Za-z0-9],)(?=[A-Za-z])")
+
+
+def _break_points(word: re.Match) -> str:
+    return _BREAK_AFTER.sub("<wbr>", word.group(0))
 
 
 def verdict_table(checks: pd.DataFrame, caption: str) -> None:

@@ -97,6 +97,11 @@ class LatencyHistogram:
     percentiles: Mapping[float, int]  # percentile -> value (ns), read from the bins as the tool does
     #: the samples' ``workload`` it belongs to (pgbench: a transaction type, or ``all``); None: any of the point's
     workload: str | None = None
+    #: a histogram of value ranges (db_bench's): each bucket's lower bound (ns) by its value, the upper
+    #: bound; None: every bucket is one exact value (fio, pgbench)
+    lows: Mapping[int, int] | None = None
+    #: the smallest and largest value recorded (ns), which a bucketed percentile is held within
+    extremes: tuple[int, int] | None = None
 
 
 #: (the point's source files, the host whose units are kept or None, the percentiles wanted, the campaign's

@@ -58,7 +58,8 @@ def test_figures_and_the_point_looked_at(data):
     assert explore.series_figure(series, "ops", **point) is None
     with pytest.raises(KeyError, match="no campaign mine .*it has: local"):
         explore.series_figure(series, "total_ops", **{**point, "campaign": "mine"})
-    assert explore.distribution_figure(data, **point) is None     # db_bench keeps no histogram bins
+    # db_bench's --histogram=1 bucket tables, merged over the point's repetitions
+    assert isinstance(explore.distribution_figure(data, **point), Figure)
 
 
 def test_the_comparison_of_the_notebook(data, reference_data):
@@ -66,11 +67,13 @@ def test_the_comparison_of_the_notebook(data, reference_data):
     comparison = explore.comparison(data)
     assert (comparison.a.name, comparison.b.name) == ("local", "published") and comparison.metric == "ops"
     assert explore.comparison(data, ["local", "local"], metric="read_lat_mean").metric == "read_lat_mean"
-    # db_bench keeps no latency distribution, only per-repetition percentiles: a percentile is compared where
-    # both sides have it, and each point says it is not comparable (never an average of percentiles)
+    # a db_bench percentile is read from each point's bucket tables merged (never an average of percentiles),
+    # with a bootstrap interval: a campaign against itself has the same percentiles, a ratio of 1 and no finding
     p99 = explore.comparison(data, ["local", "local"], metric="read_lat_p99")
-    assert p99.metric == "read_lat_p99" and set(p99.table["present"]) == {"not comparable"}
-    assert p99.table["verdict"].str.contains("has no latency distribution kept").all()
+    assert p99.metric == "read_lat_p99" and set(p99.table["present"]) == {"both"}
+    assert (p99.table["ratio"] == 1).all() and not p99.table["significant"].any()
+    assert (p99.table["ratio_low"] <= 1).all() and (p99.table["ratio_high"] >= 1).all()
+    assert p99.table["interval"].eq("bootstrap, run to run").all()
     # the published numbers hold no mean latency: the brief's default metric is compared instead
     assert explore.comparison(data, ["local", "published"], metric="read_lat_mean").metric == "ops"
     with pytest.raises(ValueError, match="no campaign 'mine' to compare"):

@@ -476,6 +476,19 @@ def test_one_repetition_is_never_a_finding(sweep):
     assert not any("largest significant lead" in line for line in lines)
 
 
+def test_a_mix_that_ran_once_claims_no_confidence_interval(sweep, summary):
+    once = mix.summary(sweep[sweep["rep"] == sweep["rep"].min()])
+    # the figure's caption and its appendix tables' captions (briefkit.briefs.fio_mix.notebook.mixes)
+    assert mix.error_bars_text(once, 70) == "each point ran once (n = 1): no error bars, no confidence interval"
+    assert mix.spread_text(once, 70) == "one run per point (n = 1)"
+    assert mix.error_bars_text(summary, 70) == "error bars: 95 % confidence interval"
+    assert mix.spread_text(summary, 70) == "mean ± 95 % half-width"
+    # a point that ran once among points that ran twice (a campaign stopped part-way)
+    first = mix.mixes(sweep)[0]
+    partly = sweep[~(first.rows(sweep) & (sweep["load"] == 1) & (sweep["rep"] > sweep["rep"].min()))]
+    assert mix.error_bars_text(mix.summary(partly), first.read).endswith("none where a point ran once")
+
+
 def test_an_interval_as_wide_as_half_its_mean_is_flagged(summary):
     table = mix.throughput_table(summary, 30, CONFIGS)
     rows = summary[(summary["metric"] == "total_bw") & (summary["p_read_pct"] == 30)]

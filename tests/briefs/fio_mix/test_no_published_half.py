@@ -39,4 +39,7 @@ def test_a_brief_without_a_published_half_builds_and_renders(tmp_path):
     assert f"{BRIEF}: measured here" in first and "This brief has no published half" in first
     assert "campaign mine on host" in first and "Part B: the methodology measured" in first
     assert "Read-heavy (70/30 R/W)" in text and "Figure 1:" in text          # the measured mix, drawn
+    # one repetition per point: its figure and tables claim no interval
+    flat = " ".join(text.split())
+    assert "no error bars, no confidence interval" in flat and "error bars: 95 %" not in flat
     assert "published 300 s ramp" not in text                               # no comparison with a brief it has not

@@ -25,6 +25,9 @@ def test_an_interval_reaching_zero_is_stated_as_unbounded():
     assert comp.table.iloc[0]["ratio_low"] < 0
     cell = campaign_compare.display_table(comp).iloc[0]["mine / local (95 % interval)"]
     assert cell == "0.98 (interval reaches 0: unbounded)"
+    # the table an analyst saves as CSV (comparison.table.to_csv) says the same, not "up to +405 %"
+    verdict = comp.table.iloc[0]["verdict"]
+    assert verdict.endswith("95 % CI interval reaches 0: unbounded)") and "up to" not in verdict, verdict
 
 
 def test_a_three_percent_lead_is_not_written_one_times():

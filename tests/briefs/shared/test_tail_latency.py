@@ -212,8 +212,9 @@ def test_the_explore_notebook_compares_a_percentile(measured, tmp_path):
 
 
 def test_a_metric_without_kept_distribution_is_not_comparable():
-    """db_bench's percentiles (and pgbench's without its log) are kept per repetition only: their points are
-    said to be not comparable, naming why, rather than compared from averaged percentiles."""
+    """A percentile whose distribution the dataset did not keep (db_bench's points without their bucket tables
+    in repetition_bins, pgbench's without its log) is per repetition only: its points are said to be not
+    comparable, naming why, rather than compared from averaged percentiles."""
     samples = pd.DataFrame([{"campaign": c, "config": "nvme", "host": "h", "workload": "readrandom",
                              "load_kind": "threads", "load": 16.0, "rep": r, "metric": "read_lat_p99",
                              "value": v, "unit": "us"} for c, v in (("a", 100.0), ("b", 120.0)) for r in (1, 2)])

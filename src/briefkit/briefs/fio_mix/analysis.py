@@ -684,6 +684,29 @@ def configurations_table(record) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------- figures
 
 
+def repetitions_of(summary_table: pd.DataFrame, read: int) -> tuple[int, int]:
+    """The fewest and the most repetitions behind a throughput point of the mix with ``read`` % reads."""
+    rows = summary_table[(summary_table[READ_PCT] == read) & (summary_table["metric"] == "total_bw")]
+    n = rows["n"].dropna()
+    return (int(n.min()), int(n.max())) if len(n) else (0, 0)
+
+
+def error_bars_text(summary_table: pd.DataFrame, read: int) -> str:
+    """What a mix figure's error bars are, as its caption says it: a point that ran once has no interval,
+    so a figure of such points claims none."""
+    fewest, most = repetitions_of(summary_table, read)
+    if most <= 1:
+        return "each point ran once (n = 1): no error bars, no confidence interval"
+    if fewest <= 1:
+        return "error bars: 95 % confidence interval; none where a point ran once"
+    return "error bars: 95 % confidence interval"
+
+
+def spread_text(summary_table: pd.DataFrame, read: int) -> str:
+    """What the ± of the mix's appendix tables is: the 95 % half-width, or nothing with one run per point."""
+    return "mean ± 95 % half-width" if repetitions_of(summary_table, read)[1] > 1 else "one run per point (n = 1)"
+
+
 def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palette: dict[str, str]):
     """The figure of one mix: throughput (top) and read / write mean completion latency (bottom)
     against numjobs, one column per block size, one colour per configuration. Throughput error
@@ -691,9 +714,10 @@ def figure(summary_table: pd.DataFrame, read: int, configs: Sequence[str], palet
 
 
     sizes = [m for m in mixes(summary_table) if m.read == read]
-    # One row: throughput per block size, then latency per block size (a quarter page per mix).
+    # One row: throughput per block size, then latency per block size (a fifth of a page per mix: four mixes,
+    # each with its table, keep the body to six pages).
     n = max(len(sizes), 1)
-    fig, row = plt.subplots(1, 2 * n, figsize=(7.6, 2.5), squeeze=False)
+    fig, row = plt.subplots(1, 2 * n, figsize=(7.6, 2.0), squeeze=False)
     for col, mix in enumerate(sizes):
         top, bottom = row[0][col], row[0][n + col]
         parts = wides(summary_table, mix, "total_bw", configs, ("mean", "ci_low", "ci_high"))
@@ -786,12 +810,20 @@ def published_bars_figure(pub, columns: dict[str, str], ylabel: str, decimals: i
         table = pd.DataFrame({config: {f"{read}/{100 - read}": (lambda p: p.value if p else float("nan"))(
             _printed(pub, next(m for m in found if m.read == read and m.size == size), config, column))
             for read in shares} for config in pub.configs})
-        plots.grouped_bars(ax, table, ylabel=ylabel, palette=palette, decimals=decimals, log=True, label_size=5.5)
+        # upright value labels: four panels leave each bar narrower than "1,606.8"
+        plots.grouped_bars(ax, table, ylabel=ylabel, palette=palette, decimals=decimals, log=True, label_size=5.5,
+                           vertical_labels=len(panels) > 2)
         ax.set_title(f"{title}, {size}", fontsize=8)
         ax.tick_params(labelsize=7)
+        ax.tick_params(axis="x", labelsize=6 if len(panels) > 2 else 7)   # "30/70" four times in a quarter width
+        ax.yaxis.label.set_fontsize(8)
+        ax.get_legend().remove()
         if ax is not axes[0][0]:
             ax.set_ylabel("")
-            ax.get_legend().remove()
+    # one legend below the panels, where no bar or label is (inside a panel it covered bars)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[c]) for c in pub.configs]
+    fig.legend(handles, list(pub.configs), loc="lower center", ncol=len(handles), frameon=False, fontsize=8)
+    fig.set_layout_engine("tight", rect=(0, 0.08, 1, 1))
     return fig
 
 

@@ -280,9 +280,10 @@ class FioMix(BriefBase):
                 with out.appendix():
                     out.md(f"### {title} ({read}/{100 - read} R/W), every point{suffix}")
                     labels = [out.table(mix.throughput_table(summary, read, configs),
-                                        f"{title}: throughput, read + write (MB/s, SI), mean ± 95 % half-width"),
+                                        f"{title}: throughput, read + write (MB/s, SI), {mix.spread_text(summary, read)}"),
                               out.table(mix.latency_table(summary, read, configs),
-                                        f"{title}: mean completion latency (ms), read and write, mean ± 95 % half-width")]
+                                        f"{title}: mean completion latency (ms), read and write, "
+                                        f"{mix.spread_text(summary, read)}")]
                     if powered:
                         labels.append(out.table(mix.efficiency_table(summary, read, configs),
                                                 f"{title}: power efficiency (MB/s per W; TB/kWh = 3.6 x MB/s per W)"))
@@ -295,10 +296,11 @@ class FioMix(BriefBase):
                                                  "repetition; not asked when the campaign did not ask for it.",
                                             css_class="brief-table auto"))
                 out.figure(self.mix_figure(name, read),
-                           f"{title} ({read}/{100 - read} R/W): throughput (error bars: 95 % confidence interval) "
+                           f"{title} ({read}/{100 - read} R/W): throughput ({mix.error_bars_text(summary, read)}) "
                            f"and mean completion latency against numjobs, measured; every point in {', '.join(labels)}.")
                 out.table(self.multiples(name, read),
-                          f"{title}: multiples at low and high concurrency, with the calculation", css_class="brief-table auto")
+                          f"{title}: multiples at low and high concurrency, with the calculation",
+                          css_class="brief-table auto compact")
         return out.take()
 
     def tail_latency(self):
@@ -311,7 +313,8 @@ class FioMix(BriefBase):
                 out.md(self.say("no_histograms"))
                 continue
             out.md(self.say("tail_latency"))
-            out.table(mix.percentile_table(c["percentiles"], c["configs"]), self.say_line("tail_caption"))
+            out.table(mix.percentile_table(c["percentiles"], c["configs"]), self.say_line("tail_caption"),
+                      css_class="brief-table auto")   # a workload ("30/70 256 KiB") on one line
         for name, c in ({} if self.many else self.campaigns).items():
             if c["summary"] is None or not len(c["summary"]):
                 continue

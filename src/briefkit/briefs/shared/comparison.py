@@ -429,7 +429,7 @@ def _ratio_text(row) -> str:
     within = f", {tails.WITHIN_ONE_RUN}" if tails.WITHIN_ONE_RUN in str(getattr(row, "interval", "")) else ""
     if pd.notna(row.ratio_low) and row.ratio_low <= 0:
         # a ratio of two rates is never 0 or below: A's mean is not clearly above zero, no bound to state
-        return f"{ratio} (interval reaches 0: unbounded)"
+        return f"{ratio} ({stats.UNBOUNDED_AT_ZERO})"
     if pd.notna(row.ratio_low):
         return f"{ratio} ({fmt(row.ratio_low, 2)} to {fmt(row.ratio_high, 2)}{within})"
     return f"{ratio} (not tested)" if row.verdict.startswith("not tested") else f"{ratio} (interval unbounded)"
@@ -648,7 +648,10 @@ def sections(comp: Comparison, out: Blocks, *, heading: str = "", hosts: Mapping
         out.figure(comp.figure(workload), figure_caption(comp, workload))
         distributions = comp.distribution_figure(workload)
         if distributions is not None:
-            out.figure(distributions, tail_points.exceedance_caption(comp.metric, (comp.a.name, comp.b.name), workload))
+            bucketed = any(isinstance(h, tails.Bucketed) for side in comp.histograms.values() for reps in side.values()
+                           for h in reps)
+            out.figure(distributions, tail_points.exceedance_caption(comp.metric, (comp.a.name, comp.b.name), workload,
+                                                                     bucketed))
     out.md(method_text(comp) + settings_text(comp, records or {}))
     if hosts:
         out.md("Where they ran: " + "; ".join(f"*{name}* on {where}" for name, where in hosts.items()) + ".")

@@ -5,11 +5,13 @@ a line sorted by x: throughput can fall as load rises), each point labelled with
 """
 from __future__ import annotations
 
+import math
 import os
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 #: Fixed colours, so a configuration keeps its colour across every figure of a brief.
@@ -59,9 +61,18 @@ def load_paths(ax, x: pd.DataFrame, y: pd.DataFrame, *, xlabel: str, ylabel: str
         _label_points(ax, xs, ys, order, palette[config], offset=(4, 4) if i % 2 == 0 else (-12, -10))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(title=None, frameon=False, fontsize=8)
-    ax.annotate(f"point labels: {load_label}", xy=(1, 0), xycoords="axes fraction", ha="right",
-                va="bottom", fontsize=7, color="#666666", xytext=(0, 4), textcoords="offset points")
+    # What the point labels are: the legend's last line (no mark), placed with it where the paths are not;
+    # a note in a corner of its own was printed over the steepest path and its labels.
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], linestyle="none"))
+    legend = ax.legend(handles, [*labels, f"point labels: {load_label}"], title=None, frameon=False, fontsize=7.5,
+                       labelspacing=0.25, handlelength=1.6, borderaxespad=0.3)
+    # room for it above the paths (which rise to the right: latency grows with the load)
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high + 0.3 * (high - low))
+    note = legend.get_texts()[-1]
+    note.set_fontsize(7)
+    note.set_color("#666666")
 
 
 def by_load(ax, y: pd.DataFrame, *, ylabel: str, palette: dict[str, str], xlabel: str) -> None:
@@ -94,9 +105,10 @@ def figure(ncols: int = 1, width: float = 7.0, height: float = 3.6):
 
 
 def grouped_bars(ax, table: pd.DataFrame, *, ylabel: str, palette: dict[str, str], missing: str = "not measured",
-                 decimals: int = 0, log: bool = False, label_size: float = 7) -> None:
+                 decimals: int = 0, log: bool = False, label_size: float = 7, vertical_labels: bool = False) -> None:
     """Bars of ``table`` (index = groups on x, columns = configurations), each bar labelled with its
-    value; a missing value gets no bar but the word ``missing`` at its place, never a zero."""
+    value; a missing value gets no bar but the word ``missing`` at its place, never a zero. Bars narrower
+    than their labels (many panels side by side) take ``vertical_labels``, read upwards from the bar's top."""
     groups, configs = list(table.index), list(table.columns)
     width = 0.8 / max(len(configs), 1)
     top = table.max().max() if table.notna().any().any() else 1.0
@@ -109,13 +121,14 @@ def grouped_bars(ax, table: pd.DataFrame, *, ylabel: str, palette: dict[str, str
             bar = ax.bar(x, value, width=width * 0.92, color=palette[config], label=config if j == 0 else None)
             tip(bar.patches[0], config, f"{config}: {group}, {ylabel} {value:,.{decimals}f}")
             ax.annotate(f"{value:,.{decimals}f}", (x, value), textcoords="offset points", xytext=(0, 2),
-                        ha="center", fontsize=label_size)
+                        ha="center", va="bottom", fontsize=label_size, rotation=90 if vertical_labels else 0)
     ax.set_xticks(range(len(groups)), groups)
     ax.set_ylabel(ylabel)
     if log:   # values that differ by orders of magnitude (SSD against HDD)
         low = table[table > 0].min().min()
         ax.set_yscale("log")
-        ax.set_ylim(low / 2, top * 4)
+        # room above the tallest bar for its label: a quarter of the axis upright, else a factor of 4
+        ax.set_ylim(low / 2, top * (10 ** (math.log10(2 * top / low) / 3) if vertical_labels else 4))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
     else:
         ax.set_ylim(0, top * 1.15)

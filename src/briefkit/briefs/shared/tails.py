@@ -2,10 +2,11 @@
 of the compared points' merged distributions.
 
 The histograms are the dataset's per-repetition bins (``repetition_bins.parquet``: fio's json+ bins of each
-repetition, pgbench's transaction latencies from its per-transaction log), in the metric's unit; the
-percentile and its bootstrap interval are ``briefkit.core.tails``. A metric whose distribution the dataset
-does not keep (db_bench's percentiles are kept per repetition only, fio's ``lat`` has no bins, a pgbench run
-without its log) is "not comparable": its per-repetition percentiles cannot be merged.
+repetition, pgbench's transaction latencies from its per-transaction log, db_bench's ``--histogram=1``
+bucket tables, kept as ``tails.Bucketed`` ranges), in the metric's unit; the percentile and its bootstrap
+interval are ``briefkit.core.tails``. A metric whose distribution the dataset does not keep (db_bench's
+``--statistics`` percentiles, fio's ``lat`` has no bins, a pgbench run without its log) is "not
+comparable": its per-repetition percentiles cannot be merged.
 """
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
 from briefkit.briefs.shared import stability
-from briefkit.core import metrics, units
+from briefkit.core import metrics, tails, units
 
 #: what a point without bins is, in a comparison's verdict
 NO_DISTRIBUTION = "no latency distribution kept (per-repetition percentiles cannot be merged)"
-Histograms = list[tuple[np.ndarray, np.ndarray]]
+Histograms = list[tuple[np.ndarray, np.ndarray]] | list[tails.Bucketed]
 
 
 def family_and_percentile(metric: str) -> tuple[str, float]:
@@ -50,9 +51,25 @@ def repetitions(rows: pd.DataFrame, keys: Sequence[str], unit: str | None = None
     found: dict[tuple, Histograms] = {}
     for key, group in rows.groupby(list(keys), dropna=False, sort=False):
         scale = units.factor(str(group["unit"].iloc[0]), unit) if unit else 1.0
-        found[key] = [(rep["value"].to_numpy(dtype=float) * scale, rep["count"].to_numpy(dtype=np.int64))
-                      for _, rep in group.groupby("rep", sort=True)]
+        found[key] = [_histogram(rep, scale) for _, rep in group.groupby("rep", sort=True)]
     return found
+
+
+def _histogram(rep: pd.DataFrame, scale: float):
+    """One repetition's rows as (values, counts), or as ``tails.Bucketed`` where they hold bucket ranges."""
+    values, counts = rep["value"].to_numpy(dtype=float) * scale, rep["count"].to_numpy(dtype=np.int64)
+    if "low" not in rep or rep["low"].isna().any():
+        return values, counts
+    return tails.Bucketed(rep["low"].to_numpy(dtype=float) * scale, values, counts,
+                          float(rep["min"].iloc[0]) * scale, float(rep["max"].iloc[0]) * scale)
+
+
+def values_counts(histogram) -> tuple[np.ndarray, np.ndarray]:
+    """(values, counts) of a histogram, a bucketed one's values its upper bounds (a bucket's share is slower
+    than its lower bound and no slower than its upper one: the exceedance curve is exact there)."""
+    if isinstance(histogram, tails.Bucketed):
+        return histogram.high, histogram.counts
+    return histogram
 
 
 def exceedance_figure(points: Sequence[dict], names: tuple[str, str], colours: tuple[str, str], p: float,
@@ -69,8 +86,9 @@ def exceedance_figure(points: Sequence[dict], names: tuple[str, str], colours: t
     share = 1 - p / 100
     for ax, point in zip(axes.flat, points):
         for side, name, colour in (("a", names[0], colours[0]), ("b", names[1], colours[1])):
-            values = np.concatenate([v for v, _ in point[side]])
-            counts = np.concatenate([c for _, c in point[side]])
+            pairs = [values_counts(h) for h in point[side]]
+            values = np.concatenate([v for v, _ in pairs])
+            counts = np.concatenate([c for _, c in pairs])
             x, y = stability.exceedance(values, counts)
             ax.step(x, y, where="post", color=colour, linewidth=1.2, label=name)
             ax.plot([point[f"value_{side}"]], [share], marker="o", markersize=4, color=colour, linestyle="none")
@@ -90,10 +108,13 @@ def exceedance_figure(points: Sequence[dict], names: tuple[str, str], colours: t
     return fig
 
 
-def exceedance_caption(metric: str, names: tuple[str, str], workload: str) -> str:
+def exceedance_caption(metric: str, names: tuple[str, str], workload: str, bucketed: bool = False) -> str:
+    """The figure's caption; ``bucketed``: the histograms are db_bench's bucket ranges."""
     family, p = family_and_percentile(metric)
     what = ("transactions slower than each transaction time (1 - CDF, log-log) from the per-transaction logs"
             if family.startswith("txn") else
+            "operations slower than each bucket's upper bound (1 - CDF, log-log) from db_bench's histograms"
+            if bucketed else
             "I/Os slower than each completion latency (1 - CDF, log-log) from the json+ bins")
     return (f"{workload}: the latency distribution of each compared point, {names[0]} (blue) and {names[1]} (orange): "
             f"the share of {what} of all the point's repetitions summed; the dotted line is p{p:g} and the dots "

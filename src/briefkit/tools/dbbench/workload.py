@@ -88,6 +88,7 @@ from briefkit.core.validation import check
 from briefkit.tools import diskstats, steady_settings
 from briefkit.tools.base import Point, PointRun, Program, Workload
 from briefkit.tools.dbbench import command as cmd
+from briefkit.tools.dbbench import latency as dbbench_latency
 from briefkit.tools.dbbench import report_csv
 from briefkit.tools.dbbench import settings as settings_models
 from briefkit.tools.dbbench import stdout as dbbench_stdout
@@ -138,6 +139,8 @@ class DbBenchWorkload(Workload):
     tool = TOOL
     programs = (Program(TOOL, "rocksdb-tools"),)
     headline = ("ops",)
+    #: the --histogram=1 bucket tables of a point's repetitions merged, read by RocksDB's rule
+    latency_bins = staticmethod(dbbench_latency.merged)
     summary = ("ops",)
     #: a sweep's point has a benchmark and threads, a flash suite's a test (T1..T5)
     parameters = {"p_benchmark": "string", "p_threads": "Int64", "p_test": "string"}
