@@ -84,7 +84,7 @@ def checkout(folder: Path, src: Path = ROOT / "src") -> Path:
 
 
 def synthetic_campaigns(base: Path, count: int) -> None:
-    """``count`` campaigns c0000...: the reference's campaign.json and its part, renamed."""
+    """``count`` campaigns c0000...: the reference's campaign.json and its part (every file of it), renamed."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -97,8 +97,7 @@ def synthetic_campaigns(base: Path, count: int) -> None:
         raw.mkdir()
         shutil.copy(REFERENCE / "campaign.json", raw / "campaign.json")
         part = processed.part_dir(base / "data" / "processed", BRIEF, name)
-        part.mkdir(parents=True)
-        shutil.copy(template / processed.PART_RECORD, part / processed.PART_RECORD)
+        shutil.copytree(template, part)
         for file in processed.TABLE_FILES.values():
             table = pq.read_table(template / file)
             if "campaign" in table.column_names and table.num_rows:
@@ -107,20 +106,22 @@ def synthetic_campaigns(base: Path, count: int) -> None:
             pq.write_table(table, part / file)
 
 
-def after(count: int, runs: int, scratch: Path) -> dict[str, float]:
-    """Adding the reference campaign to a brief of ``count`` synthetic ones, with a stage per campaign."""
-    base = checkout(scratch / f"after-{count}")
+def after(count: int, runs: int, scratch: Path, src: Path = ROOT / "src") -> dict[str, float]:
+    """Adding the reference campaign to a brief of ``count`` synthetic ones, with a stage per campaign, by the
+    code of ``src``."""
+    base = checkout(scratch / f"after-{count}", src)
+    env = {"PYTHONPATH": str(src)}
     link_tree(REFERENCE, base / "data" / "raw" / BRIEF / "template")
-    timed(["briefkit", "dataset", BRIEF, "--campaign", "template"], base)
+    timed(["briefkit", "dataset", BRIEF, "--campaign", "template"], base, **env)
     synthetic_campaigns(base, count)
     shutil.rmtree(base / "data" / "raw" / BRIEF / "template")
     link_tree(REFERENCE, base / "data" / "raw" / BRIEF / "new")
-    timed(["briefkit", "list", "--campaigns", "--write"], base)
+    timed(["briefkit", "list", "--campaigns", "--write"], base, **env)
     campaign, brief = [], []
     for _ in range(runs):
         shutil.rmtree(base / "data" / "interim" / BRIEF / "new", ignore_errors=True)
-        campaign.append(timed(["briefkit", "dataset", BRIEF, "--campaign", "new", "--quiet"], base)[0])
-        brief.append(timed(["briefkit", "dataset", BRIEF, "--from-parts", "--quiet"], base)[0])
+        campaign.append(timed(["briefkit", "dataset", BRIEF, "--campaign", "new", "--quiet"], base, **env)[0])
+        brief.append(timed(["briefkit", "dataset", BRIEF, "--from-parts", "--quiet"], base, **env)[0])
     shutil.rmtree(processed_template(base), ignore_errors=True)
     timed([str(BIN / "dvc"), "commit", "-f", "-q"], base)
     status = [timed([str(BIN / "dvc"), "status", "-q"], base) for _ in range(runs)]
@@ -147,12 +148,35 @@ def before(count: int, runs: int, scratch: Path, old_src: Path) -> float:
     return statistics.median(found)
 
 
+def empty_status(runs: int, scratch: Path) -> tuple[float, float]:
+    """(wall s, CPU s) of `dvc status` in a project with no stage: DVC's own start-up, the floor."""
+    base = scratch / "empty"
+    base.mkdir()
+    subprocess.run([str(BIN / "dvc"), "init", "--no-scm", "-q"], cwd=base, check=True)
+    found = [timed([str(BIN / "dvc"), "status", "-q"], base) for _ in range(runs)]
+    shutil.rmtree(base)
+    return statistics.median(f[1] for f in found), statistics.median(f[0] for f in found)
+
+
+def source(ref: str | None, scratch: Path, name: str) -> Path:
+    """src/ of ``ref`` (git archive), or this checkout's when None."""
+    if ref is None:
+        return ROOT / "src"
+    folder = scratch / name
+    folder.mkdir()
+    archive = subprocess.run(["git", "archive", ref, "src"], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder / "src"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--campaigns", default="1,10,100", help="brief sizes, comma-separated (1000 takes minutes)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--before", default="1", help="brief sizes at which the old build is measured, not scaled")
     parser.add_argument("--old", default=OLD, help="the commit of the old whole-brief build")
+    parser.add_argument("--src", default=None, help="measure the per-campaign stages of this commit's src/ "
+                        "(default: this checkout's), e.g. the commit before a change, for a before/after pair")
     args = parser.parse_args()
     sizes = [int(n) for n in args.campaigns.split(",") if n]
     measured_before = [int(n) for n in args.before.split(",") if n]
@@ -160,11 +184,8 @@ def main() -> None:
           f"({os.cpu_count()} CPUs; a shared machine: CPU seconds are the figure, wall times vary with the load)")
     with tempfile.TemporaryDirectory(prefix="campaign-scale-") as tmp:
         scratch = Path(tmp)
-        old_src = scratch / "old"
-        old_src.mkdir()
-        archive = subprocess.run(["git", "archive", args.old, "src"], cwd=ROOT, check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(old_src)], input=archive, check=True)
-        old_src = old_src / "src"
+        old_src = source(args.old, scratch, "old") if measured_before else None
+        src = source(args.src, scratch, "new")
         old = {}
         for n in measured_before:
             old[n] = before(n, args.runs, scratch, old_src)
@@ -174,11 +195,14 @@ def main() -> None:
               f"{'after/after@1':>13} {'dvc status s':>13} {'(CPU s)':>8}")
         first = None
         for n in sizes:
-            found = after(n, args.runs, scratch)
+            found = after(n, args.runs, scratch, src)
             first = first or found["added"]
             old_cost = f"{old[n]:.1f}" if n in old else (f"~{per_campaign * (n + 1):.0f}" if per_campaign else "-")
             print(f"{n:>9} {old_cost:>13} {found['added']:>12.2f} {found['campaign']:>10.2f} {found['brief']:>9.2f} "
                   f"{found['added'] / first:>13.2f} {found['status_wall']:>13.2f} {found['status_cpu']:>8.2f}", flush=True)
+        floor = empty_status(args.runs, scratch)
+        print(f"dvc status in a project with no stage (DVC's start-up, the floor): {floor[0]:.2f} s wall, "
+              f"{floor[1]:.2f} CPU-s")
     print(f"load at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}; before: '~' is "
           f"(N + 1) x the measured per-campaign cost; medians of {args.runs} runs")
 

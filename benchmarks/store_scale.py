@@ -69,7 +69,8 @@ def write_store(root: Path, campaigns: int, hosts: int) -> int:
         frame["started_at"] = (pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(hours=c)).isoformat()
         for table, files in store.partitions(BRIEF, {"samples": frame, **empty}).items():
             folder = root / table / f"brief={BRIEF}"
-            for path, content in files.items():
+            # one schema for every campaign, as the dataset's store.bound records it: bound by the first file
+            for path, content in {**files, store.SCHEMA_FILE: {**files[store.SCHEMA_FILE], "by_name": False}}.items():
                 (folder / path).parent.mkdir(parents=True, exist_ok=True)
                 if isinstance(content, pa.Table):
                     pq.write_table(content, folder / path)

@@ -9,15 +9,14 @@ import shutil
 from pathlib import Path
 
 import nbformat
-import pandas as pd
 import papermill
 import pytest
 import yaml
 from jupyter_core.utils import run_sync
 
-from briefkit import briefs
+from briefkit import briefs, processed
 from briefkit.notebooks import kernel as kernels
-from tests import paths
+from tests import paths, processed_tables
 
 ROOT = paths.ROOT
 
@@ -46,8 +45,7 @@ def _cut(reference: Path, brief: str, case: str, scratch: Path) -> Path:
     folder = reference / "data" / "processed" / brief
     work = scratch / "cases" / case / "data" / "processed" / brief
     shutil.copytree(folder, work)
-    samples = pd.read_parquet(work / "samples.parquet")
-    pct = pd.read_parquet(work / "percentiles.parquet")
+    samples, pct = processed_tables.read(work, "samples"), processed_tables.read(work, "percentiles")
     camps = json.loads((work / "campaigns.json").read_text())
     # the cases cut the brief's reference campaign "local": its other campaigns (rocksdb-nvmeof's nbd and
     # path-latency) are left out, and so is the brief's show: list that names them
@@ -55,11 +53,8 @@ def _cut(reference: Path, brief: str, case: str, scratch: Path) -> Path:
     for name in others:
         del camps["campaigns"][name]
     samples, pct = samples[~samples["campaign"].isin(others)], pct[~pct["campaign"].isin(others)]
-    for table in ("series", "latency_bins", "repetition_bins"):
-        if (work / f"{table}.parquet").is_file():
-            rows = pd.read_parquet(work / f"{table}.parquet")
-            if "campaign" in rows:
-                rows[~rows["campaign"].isin(others)].to_parquet(work / f"{table}.parquet")
+    for name in others:
+        shutil.rmtree(work / processed.PARTS / name)
     meta = json.loads((work / "brief.json").read_text())
     meta["show"] = None
     (work / "brief.json").write_text(json.dumps(meta))
@@ -89,8 +84,8 @@ def _cut(reference: Path, brief: str, case: str, scratch: Path) -> Path:
                                 left=sum(r["left"] for r in record["status"]))
         record["failures"] = [{"point": f"{last}/p1/rep1", "attempt": 2, "error": "exit status 1"}]
         record["declaration_status"], record["changed_keys"] = "changed", ["settings"]
-    samples.to_parquet(work / "samples.parquet")
-    pct.to_parquet(work / "percentiles.parquet")
+    processed_tables.write(work, "samples", samples)
+    processed_tables.write(work, "percentiles", pct)
     (work / "campaigns.json").write_text(json.dumps(camps))
     shutil.copytree(reference / "data" / "published", work.parents[1] / "published", dirs_exist_ok=True)
     return work.parent

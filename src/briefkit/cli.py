@@ -776,7 +776,7 @@ def parser() -> argparse.ArgumentParser:
                               help="only this campaign's part, data/interim/BRIEF/CAMPAIGN/ (DVC's tidy@ or "
                                    "tidy-found@BRIEF--CAMPAIGN)")
             only.add_argument("--from-parts", action="store_true",
-                              help="only concatenate the campaigns' parts into data/processed/BRIEF/ (DVC's dataset@BRIEF)")
+                              help="only link the campaigns' parts into data/processed/BRIEF/ (DVC's dataset@BRIEF)")
     compare = _command(sub, "compare", _compare)
     compare.add_argument("brief", help="the brief's slug (briefkit list)")
     compare.add_argument("campaigns", nargs="+", metavar="CAMPAIGN",

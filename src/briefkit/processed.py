@@ -1,32 +1,36 @@
 """The reader of data/processed/<brief>/, the folder ``briefkit dataset BRIEF`` writes:
 
-    samples.parquet       tidy samples: the published brief's (campaign "published") and every measured
-                          campaign's, read through the declaration recorded with its raw data
-    percentiles.parquet   latency percentiles of merged bins (fio json+, pgbench logs, db_bench histograms; all
-                          repetitions of a point)
-    latency_bins.parquet  those merged bins themselves: per point and family each bucket's value (us) and
-                          count, for exact latency distributions (exceedance figures); db_bench's buckets
-                          are ranges: ``value`` their upper bound, ``low`` their lower one, ``min``/``max``
-                          the histogram's (NaN for fio's and pgbench's exact values)
-    repetition_bins.parquet  the same bins per repetition (``rep``): what a percentile's bootstrap interval
-                          resamples (briefkit.core.tails)
-    series.parquet        readings over time within each point (briefkit.core.series): t_s, metric, value,
-                          unit and the point's keys brief, campaign, config, workload, load_kind, load,
-                          rep, host; SI units as in the samples
-
-Samples, percentiles, latency bins and series end with the point's parameter columns (``p_<name>``,
-typed, NA where a point has none: briefkit.core.samples), which analyses select and group by.
     brief.json            the brief: notebook, published folder, notebook parameters, campaigns to show
     campaigns.json        one record per measured campaign: its ``declaration`` as recorded, what ran
                           (hosts, durations, tool versions, counts), and how today's params.yaml compares
+    published.parquet     the published brief's tidy samples (campaign "published"), when params names them
+    parts/<campaign>/     each measured campaign's tables (hard links to its part, below), one Parquet file each:
+      samples.parquet       tidy samples, read through the declaration recorded with the campaign's raw data
+      percentiles.parquet   latency percentiles of merged bins (fio json+, pgbench logs, db_bench histograms;
+                            all repetitions of a point)
+      latency_bins.parquet  those merged bins themselves: per point and family each bucket's value (us) and
+                            count, for exact latency distributions (exceedance figures); db_bench's buckets
+                            are ranges: ``value`` their upper bound, ``low`` their lower one, ``min``/``max``
+                            the histogram's (NaN for fio's and pgbench's exact values)
+      repetition_bins.parquet  the same bins per repetition (``rep``): what a percentile's bootstrap interval
+                            resamples (briefkit.core.tails)
+      series.parquet        readings over time within each point (briefkit.core.series): t_s, metric, value,
+                            unit and the point's keys brief, campaign, config, workload, load_kind, load,
+                            rep, host; SI units as in the samples
+
+``load`` puts each table's files one below the other (published first, then the campaigns in campaigns.json's
+order): the brief's step links its campaigns' files and never reads or rewrites them, so that adding a
+campaign costs its own points and not the brief's history. Samples, percentiles, latency bins and series end
+with the point's parameter columns (``p_<name>``, typed, NA where a point has none: briefkit.core.samples),
+which analyses select and group by.
 
 Briefs and notebooks read a brief only through ``load``; nothing here reads data/raw.
 
 Every file name of the folder is named here once (``TABLE_FILES``, ``BRIEF_FILE``, ``CAMPAIGNS_FILE``,
-``metrics_file``), for the writer and the readers alike. So are the per-campaign parts the folder is
-concatenated from, data/interim/<brief>/<campaign>/ (``part_dir``): the same tables restricted to one
-campaign and ``PART_RECORD``, written by ``briefkit dataset BRIEF --campaign CAMPAIGN`` (one DVC stage per
-campaign), so that a new campaign costs its own points and not the brief's history.
+``PUBLISHED_FILE``, ``PARTS``, ``metrics_file``), for the writer and the readers alike. So are the
+per-campaign parts the folder links, data/interim/<brief>/<campaign>/ (``part_dir``): the tables above,
+``PART_RECORD`` and the campaign's rows of the results store (``PART_STORE``), written by ``briefkit dataset
+BRIEF --campaign CAMPAIGN`` (one DVC stage per campaign).
 """
 from __future__ import annotations
 
@@ -43,18 +47,23 @@ from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError
 
 #: 2: the point parameter columns (p_<name>) in samples, percentiles, latency bins and series; 3: campaigns.json
-#: records hold the campaign's ``declaration`` (briefkit.config.declaration) in place of its keys one by one
-SCHEMA_VERSION = 3
-#: the folder's tables, each in its own Parquet file (a campaign's part has the same files)
+#: records hold the campaign's ``declaration`` (briefkit.config.declaration) in place of its keys one by one;
+#: 4: the tables are each campaign's files under parts/ (links to its part) and published.parquet, not one file
+SCHEMA_VERSION = 4
+#: a campaign's tables, each in its own Parquet file (in its part and in the folder's parts/<campaign>/)
 TABLE_FILES = {name: f"{name}.parquet"
                for name in ("samples", "percentiles", "latency_bins", "repetition_bins", "series")}
 BRIEF_FILE = "brief.json"
 CAMPAIGNS_FILE = "campaigns.json"
+#: the published brief's samples (the only table with rows that no campaign part holds)
+PUBLISHED_FILE = "published.parquet"
+#: the folder's parts/<campaign>/: a campaign's TABLE_FILES, hard links to its part's
+PARTS = "parts"
 #: a campaign part's record: its campaigns.json record and the declaration recorded with its raw data
 PART_RECORD = "campaign.json"
-FILES = (BRIEF_FILE, CAMPAIGNS_FILE, TABLE_FILES["samples"], TABLE_FILES["percentiles"])
-#: files of later versions of the folder: an older folder without them reads as "not measured"
-OPTIONAL_FILES = tuple(TABLE_FILES[name] for name in ("series", "latency_bins", "repetition_bins"))
+#: a campaign part's rows of the results store (briefkit.store), one file per table: store/<table>.parquet
+PART_STORE = "store"
+FILES = (BRIEF_FILE, CAMPAIGNS_FILE)
 PERCENTILE_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "percentile", "value",
                       "unit", "files"]
 BIN_COLUMNS = ["campaign", "config", "host", "workload", "load_kind", "load", "family", "value", "count", "unit", "files",
@@ -91,6 +100,11 @@ def interim_dir(processed_dir: str | Path) -> Path:
 def part_dir(processed_dir: str | Path, brief: str, campaign: str) -> Path:
     """data/interim/<brief>/<campaign>/: one campaign's tables and PART_RECORD."""
     return interim_dir(processed_dir) / brief / campaign
+
+
+def linked_part(processed_dir: str | Path, brief: str, campaign: str) -> Path:
+    """data/processed/<brief>/parts/<campaign>/: the campaign's tables as the brief's folder links them."""
+    return brief_dir(processed_dir, brief) / PARTS / campaign
 
 
 class ProcessedDataError(BriefkitError):
@@ -242,24 +256,61 @@ def load(brief: str, processed_dir: str | Path) -> BriefData:
                                      f"(or `dvc repro dataset@{brief}`)")
     meta = _json(folder / BRIEF_FILE)
     found = _json(folder / CAMPAIGNS_FILE)
-    samples = _read_table(folder / TABLE_FILES["samples"], tidy.COLUMNS)
-    percentiles = _read_table(folder / TABLE_FILES["percentiles"], PERCENTILE_COLUMNS)
     campaigns = {name: CampaignRecord.from_json(record) for name, record in found.get("campaigns", {}).items()}
-    series = _read_table(folder / TABLE_FILES["series"], tidy_series.TABLE_COLUMNS) \
-        if (folder / TABLE_FILES["series"]).is_file() else tidy_series.empty_table()
-    bins = _read_table(folder / TABLE_FILES["latency_bins"], BIN_COLUMNS) \
-        if (folder / TABLE_FILES["latency_bins"]).is_file() else empty_bins()
-    rep_bins = _read_table(folder / TABLE_FILES["repetition_bins"], REPETITION_BIN_COLUMNS) \
-        if (folder / TABLE_FILES["repetition_bins"]).is_file() else empty_bins(REPETITION_BIN_COLUMNS)
+    parts = {table: [] for table in TABLE_FILES}
+    if (folder / PUBLISHED_FILE).is_file():
+        parts["samples"].append(pd.read_parquet(folder / PUBLISHED_FILE))
+    for name in campaigns:
+        for table, file in TABLE_FILES.items():
+            path = linked_part(processed_dir, brief, name) / file
+            if not path.is_file():
+                raise ProcessedDataError(f"{path}: missing; write the folder again with `briefkit dataset {brief}` "
+                                         f"(or `dvc repro dataset@{brief}`)")
+            parts[table].append(pd.read_parquet(path))
+    tables = concat_tables(**parts)
     return BriefData(brief=meta.get("brief", brief), notebook=meta.get("notebook"), published=meta.get("published"),
-                     parameters=meta.get("parameters") or {}, show=meta.get("show"), samples=samples,
-                     percentiles=percentiles, campaigns=campaigns, series=series, latency_bins=bins,
-                     repetition_bins=rep_bins, method=meta.get("method") or {})
+                     parameters=meta.get("parameters") or {}, show=meta.get("show"),
+                     samples=_columns(tables["samples"], tidy.COLUMNS),
+                     percentiles=_columns(tables["percentiles"], PERCENTILE_COLUMNS), campaigns=campaigns,
+                     series=_columns(tables["series"], tidy_series.TABLE_COLUMNS),
+                     latency_bins=_columns(tables["latency_bins"], BIN_COLUMNS),
+                     repetition_bins=_columns(tables["repetition_bins"], REPETITION_BIN_COLUMNS),
+                     method=meta.get("method") or {})
 
 
-def _read_table(path: Path, columns: list[str]) -> pd.DataFrame:
-    """A parquet file of the folder as ``columns`` (missing ones empty), then its point parameter columns."""
-    table = pd.read_parquet(path)
+def concat_tables(samples: list[pd.DataFrame], percentiles: list[pd.DataFrame], latency_bins: list[pd.DataFrame],
+                  repetition_bins: list[pd.DataFrame], series: list[pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Each table's pieces (a campaign's hosts, or a brief's published samples and campaigns) one below the
+    other, by table name: what a campaign's part holds, and what ``load`` makes of a brief's parts."""
+    def stacked(pieces: list[pd.DataFrame], empty: pd.DataFrame) -> pd.DataFrame:
+        pieces = [p for p in pieces if len(p)]
+        return pd.concat(pieces, ignore_index=True) if pieces else empty
+
+    return {"samples": tidy.concat(samples),
+            "percentiles": stacked(percentiles, empty_percentiles()),
+            "latency_bins": stacked(latency_bins, empty_bins()),
+            "repetition_bins": stacked(repetition_bins, empty_bins(REPETITION_BIN_COLUMNS)),
+            "series": _series_table(series)}
+
+
+def _series_table(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """The series, typed so that an empty table has the same schema."""
+    table = tidy_series.concat(tables, tidy_series.TABLE_COLUMNS)
+    if not len(table):
+        return tidy_series.empty_table()
+    table["t_s"] = table["t_s"].astype(float)
+    table["value"] = table["value"].astype(float)
+    table["rep"] = table["rep"].astype("int64")
+    table["load"] = table["load"].astype(float)
+    return table.reset_index(drop=True)
+
+
+def _columns(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``table`` as ``columns`` (missing ones empty), then its point parameter columns, typed as one Parquet
+    file of it reads (through Arrow: an object column of text and NA reads as text, as in schema 3's files)."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(table, preserve_index=False).to_pandas()
     return table.reindex(columns=[*columns, *tidy.parameter_columns(table)])
 
 

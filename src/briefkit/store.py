@@ -2,7 +2,8 @@
 DuckDB (embedded, no server):
 
     data/results/<table>/brief=<brief>/campaign=<campaign>/part.parquet
-    data/results/<table>/brief=<brief>/schema.json           {"schema_version": 1, "table": ..., "brief": ...}
+    data/results/<table>/brief=<brief>/schema.json           {"schema_version": 2, "table": ..., "brief": ...,
+                                                             "by_name": whether its files' schemas differ}
 
 Tables (``TABLES``), each with the columns of the brief dataset's table of the same name (briefkit.processed)
 and ``brief``; ``brief`` and ``campaign`` are read from the path (hive partitioning), never from the file:
@@ -17,10 +18,11 @@ and ``brief``; ``brief`` and ``campaign`` are read from the path (hive partition
                   repetitions, declaration_status, started_at, ended_at, points_planned, points_done,
                   points_skipped, points_failed, points_left, record (the whole record as JSON)
 
-The one writer is ``briefkit dataset BRIEF`` (briefkit.dataset.build), which replaces the brief's partition
-of each table, one file per campaign, beside data/processed/BRIEF/; each brief's partitions are outputs of
-its DVC dataset stage, so `dvc push` shares the store. A brief partition written by another schema version
-is refused with the command that rewrites it.
+The one writer is ``briefkit dataset`` (briefkit.dataset.build): a campaign's step writes its file of each
+table into its part (data/interim/BRIEF/CAMPAIGN/), in the campaign's own schema, and the brief's step
+replaces the brief's partition of each table with links to those files, beside data/processed/BRIEF/; each
+brief's partitions are outputs of its DVC dataset stage, so `dvc push` shares the store. A brief partition
+written by another schema version is refused with the command that rewrites it.
 """
 from __future__ import annotations
 
@@ -34,8 +36,9 @@ import pandas as pd
 
 from briefkit.core.errors import BriefkitError
 
-#: 1: the first store (the brief datasets' schema 2 plus ``brief``; campaigns flattened)
-SCHEMA_VERSION = 1
+#: 1: the first store (the brief datasets' schema 2 plus ``brief``; campaigns flattened); 2: each campaign's
+#: file in its own schema, and schema.json's ``by_name`` says whether a brief's files differ
+SCHEMA_VERSION = 2
 TABLES = ("samples", "series", "percentiles", "latency_bins", "campaigns")
 SCHEMA_FILE = "schema.json"
 PART = "part.parquet"
@@ -76,15 +79,15 @@ def campaign_rows(campaigns: Mapping[str, Mapping]) -> pd.DataFrame:
 
 
 def partitions(brief: str, tables: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, object]]:
-    """What the dataset writes for one brief: per table, its files below ``<table>/brief=<brief>/``
-    (``campaign=<name>/part.parquet`` for each campaign with rows, as Arrow tables, and schema.json).
-    ``brief`` and ``campaign`` leave the rows: the path holds them. Every campaign's file of a brief has
-    the brief's one Arrow schema (a column empty in one campaign, such as the published numbers' host, is
-    typed as in the others), so that a reader binds a brief by its first file, not by all of them."""
+    """What the dataset writes for one brief, or one campaign of it: per table of ``tables``, its files below
+    ``<table>/brief=<brief>/`` (``campaign=<name>/part.parquet`` for each campaign with rows, as Arrow tables,
+    and schema.json). ``brief`` and ``campaign`` leave the rows: the path holds them. The campaigns of
+    ``tables`` share its one Arrow schema; campaigns written apart differ (a column empty in one, such as
+    the published numbers' host, is typed null), and a reader binds a brief's files by name (``connect``)."""
     import pyarrow as pa
 
     out: dict[str, dict[str, object]] = {}
-    for name in TABLES:
+    for name in (name for name in TABLES if name in tables):
         table = tables[name].drop(columns=["brief"], errors="ignore")
         files: dict[str, object] = {SCHEMA_FILE: {"schema_version": SCHEMA_VERSION, "table": name, "brief": brief}}
         if len(table):
@@ -93,6 +96,34 @@ def partitions(brief: str, tables: Mapping[str, pd.DataFrame]) -> dict[str, dict
                 files[f"campaign={campaign}/{PART}"] = pa.Table.from_pandas(
                     rows.drop(columns=["campaign"]), schema=schema, preserve_index=False)
         out[name] = files
+    return out
+
+
+def bound(files: Mapping[str, object]) -> dict[str, object]:
+    """A brief's partition of one table (``partitions``' files, and paths of campaign files written apart)
+    with ``by_name`` in its schema record: False when every file has one schema, so that a reader binds the
+    brief by its first file (binding every file by name read all 1,000 footers of a brief for each query:
+    0.34 CPU-s where one took 0.08). A file given as an Arrow table (the brief's own, the published
+    numbers) is first cast to the campaign files' one schema when its columns fit it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = dict(files)
+    parts = [name for name in out if name.endswith(PART)]
+    linked = {pq.read_schema(out[name]).remove_metadata() for name in parts if isinstance(out[name], Path)}
+    if len(linked) == 1:
+        target = next(iter(linked))
+        for name in parts:
+            own = out[name]
+            if isinstance(own, pa.Table) and set(own.column_names) <= set(target.names):
+                try:
+                    out[name] = pa.Table.from_pandas(own.to_pandas().reindex(columns=target.names), schema=target,
+                                                     preserve_index=False)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                    pass        # it keeps its own schema, and the brief is bound by name
+    schemas = {(pq.read_schema(out[name]) if isinstance(out[name], Path) else out[name].schema).remove_metadata()
+               for name in parts}
+    out[SCHEMA_FILE] = {**out[SCHEMA_FILE], "by_name": len(schemas) > 1}
     return out
 
 
@@ -133,12 +164,12 @@ def connect(root: str | Path | None = None):
     check(root)
     con = duckdb.connect()
     for name in TABLES:
-        # a brief's files share one schema, bound from its first file; briefs differ (their p_ columns) and
-        # are joined by name: binding every file (union_by_name over 1,000 campaigns) took 0.1 CPU-s a query
+        # a brief whose files share one schema is bound from its first file, one whose campaigns differ
+        # (each file is written by its campaign's own step) by name (``bound``); briefs are joined by name
         briefs = [part for part in sorted((root / name).glob("brief=*")) if any(part.glob(f"campaign=*/{PART}"))]
         if briefs:
             sources = [f"SELECT * FROM read_parquet('{_quoted(part / 'campaign=*' / PART)}', hive_partitioning = true, "
-                       f"hive_types = {HIVE_TYPES})" for part in briefs]
+                       f"hive_types = {HIVE_TYPES}, union_by_name = {str(_by_name(part)).lower()})" for part in briefs]
             con.execute(f"CREATE VIEW {name} AS " + " UNION ALL BY NAME ".join(sources))
         else:       # no brief wrote rows of it: an empty table, so that a query names it without an error
             con.execute(f"CREATE VIEW {name} AS SELECT NULL::VARCHAR AS brief, NULL::VARCHAR AS campaign WHERE false")
@@ -178,6 +209,10 @@ def table(name: str, root: str | Path | None = None, where: str = "") -> pd.Data
     if name not in TABLES:
         raise StoreError(f"no table {name!r} in the results store (tables: {', '.join(TABLES)})")
     return query(f"SELECT * FROM {name}" + (f" WHERE {where}" if where else ""), root)
+
+
+def _by_name(part: Path) -> bool:
+    return bool(json.loads((part / SCHEMA_FILE).read_text(encoding="utf-8")).get("by_name", True))
 
 
 def _quoted(path: Path) -> str:

@@ -15,7 +15,7 @@ from scipy import stats as scipy_stats
 from briefkit.briefs.oltp_ramp.notebook import OltpRamp, step_difference
 from briefkit.briefs.rocksdb_sweep import analysis as sweep
 from briefkit.briefs.rocksdb_sweep.notebook import RocksdbSweep
-from tests import paths
+from tests import paths, processed_tables
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +99,7 @@ def test_oltp_steps_with_one_repetition_are_not_tested(project):
 
 
 def test_oltp_step_difference_is_welch_on_the_steps_repetitions(project):
-    data = pd.read_parquet(project / "data" / "processed" / "oltp-9300" / "samples.parquet")
+    data = processed_tables.read(project / "data" / "processed" / "oltp-9300", "samples")
     data = data[data["campaign"] == "local"]
     # two steps of one configuration's ramp stand in for two repetitions each: the test must
     # take each side's own values and agree with scipy

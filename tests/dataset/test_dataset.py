@@ -23,7 +23,7 @@ from briefkit.raw.manifest import DONE, Manifest
 from briefkit.tools.base import Workload
 from briefkit.tools.fio import bins as fio_bins
 from briefkit.tools.fio import jsonplus as fio_parse
-from tests import paths
+from tests import paths, processed_tables
 
 ROOT = paths.ROOT
 
@@ -308,7 +308,7 @@ def test_a_shown_campaign_that_does_not_exist_is_named(tmp_path):
 def test_a_failed_build_leaves_the_previous_folder(tmp_path, monkeypatch):
     base = make_project(tmp_path, "rocksdb-nvmeof")
     folder = build.build("rocksdb-nvmeof", base)
-    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
@@ -317,7 +317,7 @@ def test_a_failed_build_leaves_the_previous_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(pd.DataFrame, "to_parquet", broken)
     with pytest.raises(OSError, match="disk full"):
         build.build("rocksdb-nvmeof", base)
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in folder.parent.iterdir()) == ["rocksdb-nvmeof", "rocksdb-nvmeof.metrics.json",
                                                               "rocksdb-nvmeof.plots.json"]
 
@@ -331,7 +331,7 @@ def test_the_metrics_count_points_and_give_headline_figures(fio_reference):
     done = {e["point"] for e in Manifest(raw / "manifest.jsonl").events() if e["event"] == DONE}
     planned = len(raw_campaign.read(raw).plan())
     assert (local["points_planned"], local["points_done"], local["points_left"]) == (planned, len(done), 0)
-    table = pd.read_parquet(base / "data/processed/fio-6600ion/samples.parquet")
+    table = processed_tables.read(base / "data/processed/fio-6600ion", "samples")
     reads = table[(table["campaign"] == "local") & (table["metric"] == "read_bw")]
     best = reads.groupby(["config", "workload", "load"])["value"].mean().max()     # a point: its repetitions
     assert local["max_read_bw"] == pytest.approx(best, rel=1e-3) and local["max_read_bw"] > 10

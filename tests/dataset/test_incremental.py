@@ -1,6 +1,6 @@
 """A new campaign costs its own points, not the brief's history: one DVC stage per campaign
 (tidy@ or tidy-found@BRIEF--CAMPAIGN writes its part, data/interim/BRIEF/CAMPAIGN/) and a brief stage that only
-concatenates the parts (dataset@BRIEF). Real DVC and a real `briefkit import` in a clone of the tree; the stage list
+links the parts (dataset@BRIEF). Real DVC and a real `briefkit import` in a clone of the tree; the stage list
 (data/raw/campaigns.yaml) and the refusals of a stale list or a missing part on copies of the reference data."""
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from briefkit import cli, processed
+from briefkit import cli, processed, store
 from briefkit.config.paths import CAMPAIGN_LIST
 from briefkit.core.errors import BriefkitError
 from briefkit.dataset import build, stages
@@ -114,3 +115,32 @@ def test_the_brief_step_refuses_a_campaign_without_a_stage_or_a_part(tmp_path, c
         build.build_campaign("rocksdb-7600", "other", base)
     with pytest.raises(BriefkitError, match=r"--campaign: campaign '\.\./x' must match"):
         build.build_campaign("rocksdb-7600", "../x", base)
+
+
+def test_the_brief_step_links_the_parts_and_reads_none_of_their_tables(tmp_path, monkeypatch):
+    """The brief's step costs its campaigns' records, not their points: every table file of the brief's folder
+    and of its results store partitions is a hard link to a campaign's part, no table is read or written for
+    it, and load and the store still read the same rows."""
+    base = make_project(tmp_path, BRIEF)
+    build.build(BRIEF, base)
+    out = base / "data" / "processed"
+    before = processed.load(BRIEF, out)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the brief's step read or wrote a table of a part")
+
+    with monkeypatch.context() as patched:
+        for module, name in ((pd, "read_parquet"), (pd.DataFrame, "to_parquet"), (pq, "read_table")):
+            patched.setattr(module, name, refused)
+        build.build_brief(BRIEF, base)
+    part = processed.part_dir(out, BRIEF, "local")
+    for file in processed.TABLE_FILES.values():
+        assert (processed.linked_part(out, BRIEF, "local") / file).samefile(part / file), file
+    for table in ("samples", "series", "percentiles", "latency_bins"):
+        linked = base / "data" / "results" / table / f"brief={BRIEF}" / "campaign=local" / store.PART
+        assert linked.samefile(part / processed.PART_STORE / f"{table}.parquet"), table
+    after = processed.load(BRIEF, out)
+    pd.testing.assert_frame_equal(after.samples, before.samples)
+    pd.testing.assert_frame_equal(after.series, before.series)
+    rows = store.query("SELECT count(*) AS n FROM samples WHERE campaign = 'local'", base / "data" / "results")
+    assert rows["n"].iloc[0] == len(after.measured("local"))

@@ -22,7 +22,6 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
@@ -30,7 +29,7 @@ from briefkit import cli, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.measure import imported
 from briefkit.tools.fio import importer as fio_importer
-from tests import paths
+from tests import paths, processed_tables
 
 ROOT = paths.ROOT
 PGBENCH = ROOT / "tests/fixtures/pgbench/tpcc_c2_j2.stdout"
@@ -139,14 +138,14 @@ def test_fio_results_become_a_campaign_the_brief_labels_imported(lab, checkout):
     assert found["points"] == {"planned": 4, "done": 4, "skipped": 0, "failed": 0, "left": 0}
     assert found["repetitions"] == 2 and found["declaration"]["matrix"]["numjobs"] == list(NUMJOBS)
     assert found["configs"] == ["nvme"] and found["imported"]["files"] == 4
-    samples = pd.read_parquet(processed / "samples.parquet")
+    samples = processed_tables.read(processed, "samples")
     bw = samples[(samples["campaign"] == "lab") & (samples["metric"] == "total_bw")]
     assert sorted(bw["workload"].unique()) == ["70/30 256 KiB"]
     for numjobs in NUMJOBS:
         for rep in (1, 2):
             value = bw[(bw["load"] == numjobs) & (bw["rep"] == rep)]["value"]
             assert value.tolist() == pytest.approx([fio_total_mbps(lab / "fio" / f"run nj{numjobs} #{rep}.json")])
-    percentiles = pd.read_parquet(processed / "percentiles.parquet")
+    percentiles = processed_tables.read(processed, "percentiles")
     assert set(percentiles[percentiles["campaign"] == "lab"]["load"]) == set(NUMJOBS)   # json+ bins merged
 
     pdf = checkout / "reports" / f"{FIO_BRIEF}.pdf"
@@ -261,7 +260,7 @@ def test_db_bench_and_pgbench_outputs_enter_their_briefs(lab, checkout):
     assert pg["measured"]["tool_versions"] == [f"pgbench-{re.search(r'^pgbench [(]([0-9.]+)', summary, re.M).group(1)}"]
     for brief, campaign, metric, expected, load_kind, load in (
             (DB_BRIEF, "lab-db", "ops", ops, "threads", threads), (PG_BRIEF, "lab-pg", "tpm", tps * 60, "clients", clients)):
-        samples = pd.read_parquet(checkout / "data/processed" / brief / "samples.parquet")
+        samples = processed_tables.read(checkout / "data/processed" / brief, "samples")
         row = samples[(samples["campaign"] == campaign) & (samples["metric"] == metric)
                       & samples["workload"].isin(["fillrandom", "all"])]
         assert row["value"].tolist() == pytest.approx([expected])

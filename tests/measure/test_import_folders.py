@@ -17,12 +17,11 @@ import subprocess
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from briefkit import cli
 from briefkit.measure import imported
-from tests import paths
+from tests import paths, processed_tables
 from tests.measure.importing import run, small_checkout
 
 ROOT = paths.ROOT
@@ -185,7 +184,7 @@ def test_every_job_is_a_point_and_a_client_server_run_keeps_its_hosts(several, c
     hosts = sorted({f"{e['hostname']}:{e['port']}" for e in served if e["jobname"] != "All clients"})
     assert points["clients.json"]["stated"]["hosts"] == hosts and points["clients.json"]["part"] is None
     assert run("dataset", BRIEF)[0] == 0
-    samples = pd.read_parquet(checkout / "data/processed" / BRIEF / "samples.parquet")
+    samples = processed_tables.read(checkout / "data/processed" / BRIEF, "samples")
     ops = samples[(samples["campaign"] == "jobs") & samples["metric"].isin(["read_iops", "write_iops"])]
     per_point = ops.groupby(["workload", "host"], observed=True)["value"].count().to_dict()
     # each job its own rows; the client/server run's two servers and fio's "All clients" sum

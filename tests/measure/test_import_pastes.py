@@ -15,11 +15,10 @@ import re
 import shutil
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from briefkit.tools.dbbench import stdout as dbbench_stdout
-from tests import paths
+from tests import paths, processed_tables
 from tests.measure.importing import run, small_checkout
 
 ROOT = paths.ROOT
@@ -80,7 +79,7 @@ def test_a_pgbench_file_of_several_runs_is_a_point_per_run_grouped_by_clients(ch
     assert {c: sorted(reps) for c, reps in by_point.items()} == \
         {c: list(range(1, [x for x, _ in said].count(c) + 1)) for c, _ in said}
     assert run("dataset", "oltp-9300")[0] == 0, capsys.readouterr().err
-    samples = pd.read_parquet(checkout / "data/processed/oltp-9300/samples.parquet")
+    samples = processed_tables.read(checkout / "data/processed/oltp-9300", "samples")
     tpm = samples[(samples["campaign"] == "loop") & (samples["metric"] == "tpm") & (samples["workload"] == "all")]
     assert sorted(zip(tpm["load"], tpm["value"])) == pytest.approx(sorted((c, tps * 60) for c, tps in said))
 

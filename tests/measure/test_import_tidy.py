@@ -12,9 +12,9 @@ import json
 import subprocess
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
+from tests import processed_tables
 from tests.measure.importing import run, small_checkout
 
 BRIEF = "fio-6600ion"
@@ -66,7 +66,7 @@ def test_a_harness_tidy_csv_becomes_a_campaign_with_units_converted(checkout, tm
     record = json.loads((checkout / "data/raw" / BRIEF / "lab/campaign.json").read_text())
     assert "defaults are assumed" in record["imported"]["settings"]       # the file states no settings: said so
     assert run("dataset", BRIEF)[0] == 0, capsys.readouterr().err
-    samples = pd.read_parquet(checkout / "data/processed" / BRIEF / "samples.parquet")
+    samples = processed_tables.read(checkout / "data/processed" / BRIEF, "samples")
     lab = samples[samples["campaign"] == "lab"]
     assert set(lab["tool"]) == {"tidy:fio"} and set(lab["workload"]) == {WORKLOAD}
     for (numjobs, rep), doc in runs.items():

@@ -105,10 +105,10 @@ def test_a_store_of_another_schema_version_is_refused(project, tmp_path, monkeyp
     monkeypatch.setenv("BRIEFKIT_ROOT", str(project))
     assert cli.main(["query", "SELECT count(*) FROM samples", "--store", str(old)]) == 2
     err = capsys.readouterr().err
-    assert f"{old}/samples/brief=rocksdb-7600/schema.json: results store schema_version None, this briefkit reads 1" \
+    assert f"{old}/samples/brief=rocksdb-7600/schema.json: results store schema_version None, this briefkit reads 2" \
            in err and "`briefkit dataset rocksdb-7600`" in err and "Traceback" not in err
-    (old / "samples" / "brief=rocksdb-7600" / store.SCHEMA_FILE).write_text('{"schema_version": 2}')
-    with pytest.raises(store.StoreError, match="schema_version 2, this briefkit reads 1"):
+    (old / "samples" / "brief=rocksdb-7600" / store.SCHEMA_FILE).write_text('{"schema_version": 3}')
+    with pytest.raises(store.StoreError, match="schema_version 3, this briefkit reads 2"):
         store.query("SELECT 1", old)
     with pytest.raises(store.StoreError, match="no results store"):
         store.query("SELECT 1", tmp_path / "nowhere")

@@ -8,9 +8,10 @@ measured data.
 
 Two steps, so that a new or grown campaign costs its own points and not the brief's history:
 ``build_campaign`` reads one campaign folder into its part, data/interim/<brief>/<campaign>/ (its
-tables and record; one DVC stage per campaign), and ``build_brief`` only concatenates the parts of the
-campaigns data/raw/<brief>/ holds, adds the published numbers and today's declaration status, and writes
-the brief's folder and results store partitions. ``build`` runs both.
+tables, its rows of the results store and its record; one DVC stage per campaign), and ``build_brief``
+hard-links the parts of the campaigns data/raw/<brief>/ holds into the brief's folder and results store
+partitions, and writes the published numbers and each campaign's record with today's declaration status.
+It reads no table of a part, so its cost is the campaigns' records, not their points. ``build`` runs both.
 
 Each folder is written beside its final place and renamed into it, so a failed build leaves the
 previous folder (or none), never half a new one.
@@ -37,7 +38,6 @@ from briefkit.config.params import CampaignSpec, declaration
 from briefkit.core import files
 from briefkit.core import metrics as metric_registry
 from briefkit.core import samples as tidy
-from briefkit.core import series as tidy_series
 from briefkit.core.errors import BriefkitError, ParseError, gathered_notes
 from briefkit.core.names import check_name
 from briefkit.processed import (
@@ -111,6 +111,10 @@ def _build_campaign(slug: str, name: str, base: Path, out_dir: Path, members: li
         bins.append(found_bins)
         rep_bins.append(found_rep_bins)
     files = _tables(tables, percentiles, bins, rep_bins, series)
+    # its rows of the results store, written once here: the brief's step links them (briefkit.store)
+    for table, found in store.partitions(slug, _store_tables(files, name)).items():
+        if f"campaign={name}/{store.PART}" in found:
+            files[f"{processed.PART_STORE}/{table}.parquet"] = found[f"campaign={name}/{store.PART}"]
     # the campaign's figures for `dvc exp show` depend on its own samples only: computed once, here
     figures = metrics(slug, files[processed.TABLE_FILES["samples"]], {name: record})["campaigns"][name]
     files[processed.PART_RECORD] = {"schema_version": SCHEMA_VERSION, "brief": slug, "campaign": name,
@@ -128,21 +132,19 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
     spec = project.load_params(base)["briefs"][slug]
     out_dir = Path(out_dir or base / "data" / "processed")
 
-    tables = [published_mod.load(base / brief.published).samples()] if brief.published else []
-    if tables:
-        tables[0] = tables[0].assign(campaign=PUBLISHED)
+    published = published_mod.load(base / brief.published).samples().assign(campaign=PUBLISHED) \
+        if brief.published else tidy.empty()
     campaigns: dict[str, dict] = {}
     figures: dict[str, dict] = {}
-    percentiles, bins, rep_bins, series = [], [], [], []
+    links: dict[str, Path] = {}
+    results = {table: {} for table in store.TABLES}
     today = spec.get("campaigns") or {}
     for name in campaign_names(base / "data" / "raw" / slug):
         part = read_part(out_dir, slug, name)
         figures[name] = part["metrics"]
-        tables.append(part["samples"])
-        series.append(part["series"])
-        percentiles.append(part["percentiles"])
-        bins.append(part["latency_bins"])
-        rep_bins.append(part["repetition_bins"])
+        links.update({f"{processed.PARTS}/{name}/{file}": path for file, path in part["tables"].items()})
+        for table, path in part["store"].items():
+            results[table][f"campaign={name}/{store.PART}"] = path
         declared = today.get(name) if isinstance(today, Mapping) else None
         status, changed = compare_recorded(part["recorded"]["origin"], part["recorded"]["declaration"], declared,
                                            f"params.yaml: briefs.{slug}.campaigns.{name}")
@@ -153,13 +155,19 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
             "compare": spec.get("compare"), "history": spec.get("history"),
             # what the declared campaigns measure: an imported campaign outside it goes to the appendix
             "method": brief_method.declared(today if isinstance(today, Mapping) else {})}
-    files = {
-        **_tables(tables, percentiles, bins, rep_bins, series),
+    files: dict[str, Any] = {
         processed.BRIEF_FILE: meta,
         processed.CAMPAIGNS_FILE: {"schema_version": SCHEMA_VERSION, "brief": slug, "campaigns": campaigns},
+        **links,
     }
+    if len(published):
+        files[processed.PUBLISHED_FILE] = published
     folder = _write_folder(processed.brief_dir(out_dir, slug), files)
-    write_store(out_dir.parent / "results", slug, files, campaigns)
+    # the store: the published samples and the campaigns table are the brief's own; the rest is linked
+    own = store.partitions(slug, {**_store_tables({"samples.parquet": published}, PUBLISHED),
+                                  "campaigns": store.campaign_rows(campaigns)})
+    for table, found in own.items():
+        _write_folder(out_dir.parent / "results" / table / f"brief={slug}", store.bound({**found, **results[table]}))
     _write_json(processed.metrics_file(out_dir, slug), {"brief": slug, "campaigns": figures})
     _write_json(processed.plots_file(out_dir, slug), plot_rows(figures))
     return folder
@@ -167,22 +175,21 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
 
 def _tables(tables: list[pd.DataFrame], percentiles: list[pd.DataFrame], bins: list[pd.DataFrame],
             rep_bins: list[pd.DataFrame], series: list[pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """The tables of a brief's folder or of a campaign's part, each one below the other, by file name."""
-    names = processed.TABLE_FILES
-    return {
-        names["samples"]: tidy.concat(tables),
-        names["percentiles"]: pd.concat([p for p in percentiles if len(p)], ignore_index=True)
-        if any(len(p) for p in percentiles) else empty_percentiles(),
-        names["latency_bins"]: pd.concat([b for b in bins if len(b)], ignore_index=True)
-        if any(len(b) for b in bins) else empty_bins(),
-        names["repetition_bins"]: pd.concat([b for b in rep_bins if len(b)], ignore_index=True)
-        if any(len(b) for b in rep_bins) else empty_bins(REPETITION_BIN_COLUMNS),
-        names["series"]: _series_table(series),
-    }
+    """The tables of a campaign's part (its hosts' one below the other), by file name."""
+    found = processed.concat_tables(tables, percentiles, bins, rep_bins, series)
+    return {processed.TABLE_FILES[name]: table for name, table in found.items()}
+
+
+def _store_tables(files: Mapping[str, Any], campaign: str) -> dict[str, pd.DataFrame]:
+    """The store's tables (but campaigns) of one campaign's ``files`` (by file name; a table missing: none)."""
+    empty = pd.DataFrame(columns=["campaign"])
+    return {name: files.get(f"{name}.parquet", empty).assign(campaign=campaign)
+            for name in store.TABLES if name != "campaigns"}
 
 
 def read_part(out_dir: Path, slug: str, name: str) -> dict[str, Any]:
-    """The part ``build_campaign`` wrote: each table by name (samples, series, ...), ``record``, ``recorded`` and
+    """The part ``build_campaign`` wrote, without reading its tables: ``tables`` (file name -> path),
+    ``store`` (store table -> path, for the tables the campaign has rows of), ``record``, ``recorded`` and
     ``metrics`` (its entry of the brief's metrics file)."""
     folder = processed.part_dir(out_dir, slug, name)
     path = folder / processed.PART_RECORD
@@ -195,22 +202,13 @@ def read_part(out_dir: Path, slug: str, name: str) -> dict[str, Any]:
         raise BriefkitError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); {fix}") from None
     if not isinstance(found, dict) or found.get("schema_version") != SCHEMA_VERSION:
         raise BriefkitError(f"{path}: not a part of schema_version {SCHEMA_VERSION}; {fix}")
-    tables = {}
-    for table, file in processed.TABLE_FILES.items():
-        try:
-            tables[table] = pd.read_parquet(folder / file)
-        except FileNotFoundError:
-            raise BriefkitError(f"{folder / file}: missing; {fix}") from None
-    return {**tables, "record": found["record"], "recorded": found["recorded"], "metrics": found["metrics"]}
-
-
-def write_store(root: Path, slug: str, files: Mapping[str, Any], campaigns: Mapping[str, dict]) -> None:
-    """The brief's partition of each table of the results store (briefkit.store), each swapped in whole
-    like the processed folder: a campaign gone from the raw data is gone from the store."""
-    tables = {name: files[f"{name}.parquet"] for name in store.TABLES if name != "campaigns"}
-    found = store.partitions(slug, {**tables, "campaigns": store.campaign_rows(campaigns)})
-    for name, parts in found.items():
-        _write_folder(root / name / f"brief={slug}", parts)
+    tables = {file: folder / file for file in processed.TABLE_FILES.values()}
+    for file in tables.values():
+        if not file.is_file():
+            raise BriefkitError(f"{file}: missing; {fix}")
+    rows = {table: folder / processed.PART_STORE / f"{table}.parquet" for table in store.TABLES}
+    return {"tables": tables, "store": {table: path for table, path in rows.items() if path.is_file()},
+            "record": found["record"], "recorded": found["recorded"], "metrics": found["metrics"]}
 
 
 def summary_metrics() -> tuple[str, ...]:
@@ -287,7 +285,8 @@ def _show(spec: Mapping, slug: str) -> list[str] | None:
 
 
 def _write_folder(target: Path, files: Mapping[str, Any]) -> Path:
-    """Write every file into a fresh sibling folder, then swap it in for ``target``."""
+    """Write every file into a fresh sibling folder, then swap it in for ``target``. A ``Path`` is linked
+    (a hard link, else a copy): files are never written in place, so the link cannot change its source."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     old = target.with_name(f".{target.name}.old-{os.getpid()}")
@@ -296,7 +295,9 @@ def _write_folder(target: Path, files: Mapping[str, Any]) -> Path:
     try:
         for name, content in files.items():
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, pd.DataFrame):
+            if isinstance(content, Path):
+                _link(content, tmp / name)
+            elif isinstance(content, pd.DataFrame):
                 content.to_parquet(tmp / name, index=False)
             elif isinstance(content, pa.Table):
                 pq.write_table(content, tmp / name)
@@ -313,6 +314,13 @@ def _write_folder(target: Path, files: Mapping[str, Any]) -> Path:
         raise
     shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def _link(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:         # another file system, or one without hard links
+        shutil.copyfile(source, target)
 
 
 # --- campaign records ----------------------------------------------------------------------------
@@ -428,18 +436,6 @@ def today(spec: Mapping, where: str) -> Declaration:
 
 
 # --- merged percentiles --------------------------------------------------------------------------
-
-def _series_table(tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """series.parquet: every campaign's series, typed so that an empty table has the same schema."""
-    table = tidy_series.concat(tables, tidy_series.TABLE_COLUMNS)
-    if not len(table):
-        return tidy_series.empty_table()
-    table["t_s"] = table["t_s"].astype(float)
-    table["value"] = table["value"].astype(float)
-    table["rep"] = table["rep"].astype("int64")
-    table["load"] = table["load"].astype(float)
-    return table.reset_index(drop=True)
-
 
 def merged_percentiles(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, settings=None) -> pd.DataFrame:
     """Completion-latency percentiles of each point (campaign, config, host, workload, load and its

@@ -26,7 +26,7 @@ from briefkit import briefs, cli, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.core.numbers import fmt
 from briefkit.core.stats import UNBOUNDED_AT_ZERO
-from tests import paths
+from tests import paths, processed_tables
 
 pytestmark = pytest.mark.slow
 
@@ -185,7 +185,7 @@ def measured(sshd, tmp_path_factory):
 def expected_points(root: Path, a: str, b: str, mapping: dict[str, str]) -> pd.DataFrame:
     """Every shared point of total_bw, computed here from samples.parquet: means, Welch's test with
     scipy and Fieller's interval solved from its quadratic."""
-    samples = pd.read_parquet(root / "data/processed" / BRIEF / "samples.parquet")
+    samples = processed_tables.read(root / "data/processed" / BRIEF, "samples")
     samples = samples[samples["metric"] == "total_bw"]
     side_a = samples[samples["campaign"] == a].assign(config=lambda t: t["config"].map(lambda c: mapping.get(c, c)))
     side_b = samples[samples["campaign"] == b]
@@ -302,12 +302,12 @@ def test_briefkit_compare_names_a_stalled_point_and_compares_the_rest(measured, 
             shutil.copytree(source, target)
         else:
             shutil.copy(source, target)
-    samples_path = tmp_path / "data/processed" / BRIEF / "samples.parquet"
-    samples = pd.read_parquet(samples_path)
+    folder = tmp_path / "data/processed" / BRIEF
+    samples = processed_tables.read(folder, "samples")
     stalled = (samples["campaign"] == "mine") & (samples["load"] == 2) & (samples["metric"] == "total_bw")
     assert stalled.sum() == 2
     samples.loc[stalled, "value"] = 0.0
-    samples.to_parquet(samples_path)
+    processed_tables.write(folder, "samples", samples)
     status, printed = run_compare(tmp_path, "mine", "local", "--map", "disk=scratch")
     reason = ("mine's total_bw is 0 in all 2 repetitions at workload 70/30 64 KiB, configuration disk vs scratch, "
               "numjobs 2")

@@ -27,7 +27,7 @@ from bs4 import BeautifulSoup
 from briefkit import cli, processed
 from briefkit.briefs.shared import population
 from briefkit.measure import campaign as executor
-from tests import paths
+from tests import paths, processed_tables
 from tests.briefs.shared.test_comparison import fieller_by_formula
 from tests.fio_rates import IDLE_IOPS
 
@@ -116,7 +116,7 @@ def tally_words(counts: dict[str, int]) -> str:
 def test_three_campaigns_against_a_baseline_are_tallied(nway):
     status, printed = run_compare(nway, FIO_BRIEF, "same", "faster", "slower", "base", "--tolerance", "5%")
     assert status == 0
-    samples = pd.read_parquet(nway / "data/processed" / FIO_BRIEF / "samples.parquet")
+    samples = processed_tables.read(nway / "data/processed" / FIO_BRIEF, "samples")
     samples = samples[samples["metric"] == "total_bw"]
     base = samples[samples["campaign"] == "base"]
     expected = {m: expected_tally(samples, m, base, 0.05) for m in ("same", "faster", "slower")}

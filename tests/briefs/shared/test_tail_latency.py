@@ -23,7 +23,7 @@ import yaml
 from briefkit import cli, explore, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.briefs.shared import population
-from tests import paths
+from tests import paths, processed_tables
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +71,7 @@ def measured(tmp_path_factory):
 
 def repetition_bins(root: Path, name: str) -> list[dict[int, int]]:
     """Each repetition's read clat bins (ns -> count), read from fio's json+ files, in repetition order."""
-    samples = pd.read_parquet(root / "data/processed" / BRIEF / "samples.parquet")
+    samples = processed_tables.read(root / "data/processed" / BRIEF, "samples")
     rows = samples[(samples["campaign"] == name) & (samples["metric"] == "read_clat_p99")].sort_values("rep")
     found = []
     for source in rows["source"]:

@@ -19,14 +19,13 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import yaml
 
 from briefkit import cli, explore, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.tools.dbbench import stdout as dbbench_stdout
-from tests import paths
+from tests import paths, processed_tables
 
 BRIEF = "dbbench-tails"
 P = 99.0
@@ -136,7 +135,7 @@ def measured(tmp_path_factory):
 
 def repetitions(root: Path, name: str) -> list[tuple[np.ndarray, float, float]]:
     """Each repetition's read bucket table (low, high, count rows), min and max, from its db_bench output."""
-    samples = pd.read_parquet(root / "data/processed" / BRIEF / "samples.parquet")
+    samples = processed_tables.read(root / "data/processed" / BRIEF, "samples")
     rows = samples[(samples["campaign"] == name) & (samples["metric"] == METRIC)].sort_values("rep")
     found = []
     for source in rows["source"]:
