@@ -3,11 +3,14 @@ labels, titles and legends (their window extents once the figure is drawn), and 
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.patches import Patch
 from matplotlib.transforms import Bbox
 
 
 def draw(fig):
+    if not hasattr(fig.canvas, "get_renderer"):   # a figure the brief took out of pyplot (closed): no agg canvas
+        FigureCanvasAgg(fig)
     fig.canvas.draw()
     return fig.canvas.get_renderer()
 

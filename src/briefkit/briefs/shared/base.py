@@ -115,6 +115,7 @@ class BriefBase:
         if key not in self._drawn:
             made = draw()
             if isinstance(made, Figure):
+                plots.keep_legend_clear(made)
                 plt.close(made)
             self._drawn[key] = made
         return self._drawn[key]

@@ -67,12 +67,37 @@ def load_paths(ax, x: pd.DataFrame, y: pd.DataFrame, *, xlabel: str, ylabel: str
     handles.append(Line2D([], [], linestyle="none"))
     legend = ax.legend(handles, [*labels, f"point labels: {load_label}"], title=None, frameon=False, fontsize=7.5,
                        labelspacing=0.25, handlelength=1.6, borderaxespad=0.3)
-    # room for it above the paths (which rise to the right: latency grows with the load)
+    # room for it above the paths (which rise to the right: latency grows with the load); keep_legend_clear
+    # adds more once the figure is laid out, where a path still runs under it
     low, high = ax.get_ylim()
     ax.set_ylim(low, high + 0.3 * (high - low))
+    ax._bk_legend_clear = True
     note = legend.get_texts()[-1]
     note.set_fontsize(7)
     note.set_color("#666666")
+
+
+def keep_legend_clear(fig, *, steps: int = 8) -> None:
+    """Raise the top of each load-path panel until no path and no point label runs under its legend.
+
+    The legend is placed "best", so once a band above the paths is free it moves there; how much room
+    that takes depends on the panel's size in the laid-out figure, hence a check on the drawn figure
+    rather than a fixed margin (30 % left the legend over the steepest path in narrow panels)."""
+    for ax in fig.get_axes():
+        legend = ax.get_legend()
+        if legend is None or not getattr(ax, "_bk_legend_clear", False):
+            continue
+        for _ in range(steps):
+            fig.draw_without_rendering()
+            renderer = fig.canvas.get_renderer()
+            where = legend.get_window_extent(renderer)
+            crossed = any(line.get_transform().transform_path(line.get_path()).intersects_bbox(where, filled=False)
+                          for line in ax.get_lines())
+            covered = any(text.get_window_extent(renderer).overlaps(where) for text in ax.texts)
+            if not (crossed or covered):
+                break
+            low, high = ax.get_ylim()
+            ax.set_ylim(low, high * (high / low) ** 0.2 if ax.get_yscale() == "log" else high + 0.2 * (high - low))
 
 
 def by_load(ax, y: pd.DataFrame, *, ylabel: str, palette: dict[str, str], xlabel: str) -> None:
