@@ -6,13 +6,11 @@ iodepth 16, two repetitions each; one with a single repetition), builds the data
 test computes itself from samples.parquet with scipy. The unit tests use small hand-made tables."""
 from __future__ import annotations
 
-import io
 import json
 import math
 import re
 import shutil
 import subprocess
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +24,7 @@ from briefkit import briefs, cli, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.core.numbers import fmt
 from briefkit.core.stats import UNBOUNDED_AT_ZERO
-from tests import paths, processed_tables
+from tests import campaign_runs, paths, processed_tables
 
 pytestmark = pytest.mark.slow
 
@@ -216,10 +214,7 @@ def fieller_by_formula(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def run_compare(root: Path, *argv: str) -> tuple[int, str]:
-    with pytest.MonkeyPatch.context() as mp, redirect_stdout(io.StringIO()) as out:
-        mp.setenv("BRIEFKIT_ROOT", str(root))
-        status = cli.main(["compare", BRIEF, *argv, "--quiet"])
-    return status, out.getvalue()
+    return campaign_runs.run_compare(root, BRIEF, *argv)
 
 
 @pytest.mark.slow

@@ -9,21 +9,18 @@ and redraws the bootstrap with numpy under the documented seed, and compares wit
 and the explore API give."""
 from __future__ import annotations
 
-import io
 import json
 import time
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
-from briefkit import cli, explore, processed
+from briefkit import explore, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.briefs.shared import population
-from tests import paths, processed_tables
+from tests import campaign_runs, paths, processed_tables
 
 pytestmark = pytest.mark.slow
 
@@ -46,23 +43,10 @@ def campaign(root: Path, direct: bool, repetitions: int) -> dict:
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
     """cached / direct: buffered against O_DIRECT reads, 3 repetitions each; one_cached / one_direct: 1 each."""
-    from briefkit.dataset import build
-    from briefkit.measure import campaign as executor
-
     root = tmp_path_factory.mktemp("tails")
-    (root / "notebooks").mkdir()
-    (root / "notebooks" / "nb.ipynb").write_text("{}")
     campaigns = {"cached": campaign(root, False, 3), "direct": campaign(root, True, 3),
                  "one_cached": campaign(root, False, 1), "one_direct": campaign(root, True, 1)}
-    params = {"briefs": {BRIEF: {"notebook": "nb", "campaigns": campaigns}}}
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    started = time.monotonic()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BRIEFKIT_ROOT", str(root))
-        for name in campaigns:
-            executor.run(BRIEF, name, progress=lambda _line: None)
-        build.build(BRIEF, root)
-    print(f"four campaigns measured and processed in {time.monotonic() - started:.1f} s")
+    print(f"four campaigns measured and processed in {campaign_runs.measure_all(root, BRIEF, campaigns):.1f} s")
     return root
 
 
@@ -110,10 +94,7 @@ def expected_side(reps: list[dict[int, int]], seed: int) -> tuple[float, np.ndar
 
 
 def run_compare(root: Path, *argv: str) -> tuple[int, str]:
-    with pytest.MonkeyPatch.context() as mp, redirect_stdout(io.StringIO()) as out:
-        mp.setenv("BRIEFKIT_ROOT", str(root))
-        status = cli.main(["compare", BRIEF, *argv, "--quiet"])
-    return status, out.getvalue()
+    return campaign_runs.run_compare(root, BRIEF, *argv)
 
 
 # ------------------------------------------------------------------------------------- the tests

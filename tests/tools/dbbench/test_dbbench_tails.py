@@ -11,21 +11,17 @@ checked against every percentile db_bench printed in the parser's fixtures (real
 from __future__ import annotations
 
 import dataclasses
-import io
 import re
 import shutil
-import time
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
-from briefkit import cli, explore, processed
+from briefkit import explore, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.tools.dbbench import stdout as dbbench_stdout
-from tests import paths, processed_tables
+from tests import campaign_runs, paths, processed_tables
 
 BRIEF = "dbbench-tails"
 P = 99.0
@@ -113,23 +109,10 @@ def campaign(root: Path, direct: bool) -> dict:
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    from briefkit.dataset import build
-    from briefkit.measure import campaign as executor
-
     assert shutil.which("db_bench"), "db_bench is not installed: `make setup` installs Debian's rocksdb-tools"
     root = tmp_path_factory.mktemp("dbbench-tails")
-    (root / "notebooks").mkdir()
-    (root / "notebooks" / "nb.ipynb").write_text("{}")
     campaigns = {"direct": campaign(root, True), "cached": campaign(root, False)}
-    (root / "params.yaml").write_text(yaml.safe_dump({"briefs": {BRIEF: {"notebook": "nb", "campaigns": campaigns}}},
-                                                     sort_keys=False))
-    started = time.monotonic()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BRIEFKIT_ROOT", str(root))
-        for name in campaigns:
-            executor.run(BRIEF, name, progress=lambda _line: None)
-        build.build(BRIEF, root)
-    print(f"two campaigns measured and processed in {time.monotonic() - started:.1f} s")
+    print(f"two campaigns measured and processed in {campaign_runs.measure_all(root, BRIEF, campaigns):.1f} s")
     return root
 
 
@@ -164,10 +147,7 @@ def expected_side(reps, seed: int) -> tuple[float, np.ndarray]:
 
 
 def run_compare(root: Path, *argv: str) -> tuple[int, str]:
-    with pytest.MonkeyPatch.context() as mp, redirect_stdout(io.StringIO()) as out:
-        mp.setenv("BRIEFKIT_ROOT", str(root))
-        status = cli.main(["compare", BRIEF, *argv, "--quiet"])
-    return status, out.getvalue()
+    return campaign_runs.run_compare(root, BRIEF, *argv)
 
 
 @pytest.mark.slow
