@@ -14,6 +14,10 @@ before  CPU of `briefkit dataset fio-6600ion` at ``--old`` (the last commit with
         which reads every campaign: measured with N real (hard-linked) reference campaigns for N in --before,
         and (N + 1) x the one-campaign figure otherwise (the old build is linear in campaigns)
 status  wall and CPU time of `dvc status` in the scratch checkout after `dvc commit` (N + 1 tidy stages)
+push    wall and CPU time of `dvc push` of the brief's DVC outputs (every part, data/processed, the results
+        store) to a local directory remote, once (the first push: every file is new to the remote)
+pull    wall and CPU time of `dvc pull` of the same into the checkout after its cache and those outputs are
+        removed (as a colleague's fresh clone gets the datasets without rebuilding them), once
 
 CPU is user + sys of the child processes (getrusage), which stays stable under load where wall time does
 not; every figure is the median of ``--runs`` runs. The goal (issue 53): adding a campaign to a brief of 100
@@ -125,11 +129,25 @@ def after(count: int, runs: int, scratch: Path, src: Path = ROOT / "src") -> dic
     shutil.rmtree(processed_template(base), ignore_errors=True)
     timed([str(BIN / "dvc"), "commit", "-f", "-q"], base)
     status = [timed([str(BIN / "dvc"), "status", "-q"], base) for _ in range(runs)]
+    push, pull = push_pull(base, scratch / f"remote-{count}")
     out = {"campaign": statistics.median(campaign), "brief": statistics.median(brief),
            "added": statistics.median(c + b for c, b in zip(campaign, brief)),
-           "status_cpu": statistics.median(s[0] for s in status), "status_wall": statistics.median(s[1] for s in status)}
+           "status_cpu": statistics.median(s[0] for s in status), "status_wall": statistics.median(s[1] for s in status),
+           "push": push, "pull": pull}
     shutil.rmtree(base)
     return out
+
+
+def push_pull(base: Path, remote: Path) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((CPU s, wall s) of `dvc push`, the same of `dvc pull`) to and from a local directory remote."""
+    dvc = str(BIN / "dvc")
+    timed([dvc, "remote", "add", "-f", "-d", "bench", str(remote)], base)
+    push = timed([dvc, "push", "-q"], base)
+    for gone in (base / ".dvc" / "cache", base / "data" / "interim", base / "data" / "processed", base / "data" / "results"):
+        shutil.rmtree(gone, ignore_errors=True)
+    pull = timed([dvc, "pull", "-q"], base)
+    shutil.rmtree(remote)
+    return push, pull
 
 
 def processed_template(base: Path) -> Path:
@@ -192,14 +210,17 @@ def main() -> None:
             print(f"before, {n} campaign(s) + 1 added: the whole brief's build {old[n]:.2f} CPU-s", flush=True)
         per_campaign = old[min(old)] / (min(old) + 1) if old else None
         print(f"{'campaigns':>9} {'before CPU-s':>13} {'after CPU-s':>12} {'(campaign':>10} {'+ brief)':>9} "
-              f"{'after/after@1':>13} {'dvc status s':>13} {'(CPU s)':>8}")
+              f"{'after/after@1':>13} {'dvc status s':>13} {'(CPU s)':>8} {'push s':>7} {'(CPU s)':>8} {'pull s':>7} "
+              f"{'(CPU s)':>8}")
         first = None
         for n in sizes:
             found = after(n, args.runs, scratch, src)
             first = first or found["added"]
             old_cost = f"{old[n]:.1f}" if n in old else (f"~{per_campaign * (n + 1):.0f}" if per_campaign else "-")
             print(f"{n:>9} {old_cost:>13} {found['added']:>12.2f} {found['campaign']:>10.2f} {found['brief']:>9.2f} "
-                  f"{found['added'] / first:>13.2f} {found['status_wall']:>13.2f} {found['status_cpu']:>8.2f}", flush=True)
+                  f"{found['added'] / first:>13.2f} {found['status_wall']:>13.2f} {found['status_cpu']:>8.2f} "
+                  f"{found['push'][1]:>7.2f} {found['push'][0]:>8.2f} {found['pull'][1]:>7.2f} {found['pull'][0]:>8.2f}",
+                  flush=True)
         floor = empty_status(args.runs, scratch)
         print(f"dvc status in a project with no stage (DVC's start-up, the floor): {floor[0]:.2f} s wall, "
               f"{floor[1]:.2f} CPU-s")
