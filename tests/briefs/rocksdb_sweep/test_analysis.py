@@ -288,6 +288,22 @@ def test_a_p99_lead_is_the_merged_percentile_with_its_bootstrap_interval(workloa
     assert row[leader] == f"{fmt(expected.loc[load, leader], 1)} µs"
 
 
+def test_with_three_repetitions_a_side_a_p99_lead_is_a_finding_when_its_interval_excludes_1():
+    """Three repetitions a side (the fixture's two real ones and the first again: the bootstrap's smallest
+    tested case): the lead is stated, bold, only when the recomputed interval of the ratio excludes 1."""
+    configs, loads = ["disk", "tmpfs"], [1, 2, 4]
+    histograms = {(c, float(t)): [buckets(c, "readrandom", t)[i] for i in (0, 1, 0)] for c in configs for t in loads}
+    table = sweep.percentile_wide(histograms, "read_lat_p99", configs)
+    text = sweep.lead_finding(table, P99, "threads", histograms)
+    tested = sweep.significant_lead(table, histograms, P99.higher_is_better, 99.0)
+    best = tested.lead
+    low, high = bootstrap_ratio(histograms[(best.other, best.load)], histograms[(best.leader, best.load)])
+    assert (tested.test.low, tested.test.high) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+    assert low > 1 and text.startswith(f"{best.leader}: up to **{fmt(100 * best.difference)}%** better 99% latency")
+    assert f"95 % CI {fmt(low, 2)} to {fmt(high, 2)}, run to run; significant (bootstrap p = " in text
+    assert text.endswith(", n = 3 vs 3))")
+
+
 def test_one_repetition_per_point_is_never_a_finding(measured):
     once = measured[measured["rep"] == measured["rep"].min()]
     table = sweep.wide(once, "readrandom", "ops", ["disk", "tmpfs"])
