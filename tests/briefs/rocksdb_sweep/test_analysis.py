@@ -6,15 +6,19 @@ from __future__ import annotations
 import importlib.util
 import statistics
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from briefkit.briefs.rocksdb_sweep import analysis as sweep
 from briefkit.briefs.rocksdb_sweep.analysis import MetricSpec
 from briefkit.briefs.shared import campaign_record, phrases, tables
+from briefkit.core import tails
 from briefkit.core.numbers import fmt
 from briefkit.published import brief as published
+from briefkit.tools.dbbench import stdout as dbbench_stdout
 from tests import paths
+from tests.dbbench_percentile import bootstrap_ratio, rocksdb_percentile
 
 ROOT = paths.ROOT
 FIXTURES = paths.FIXTURES / "dbbench_suite"
@@ -229,7 +233,7 @@ def test_tested_leads_are_welch_on_the_repetitions_read_back_from_db_bench(measu
 @pytest.mark.parametrize("workload", ["readrandom", "readwhilewriting", "readrandomwriterandom"])
 def test_a_lead_finding_says_significant_only_when_welch_says_so(measured, workload):
     configs = ["disk", "tmpfs"]
-    for spec in (OPS, P99):
+    for spec in (OPS,):     # a rate; the 99% latency is the merged percentile's (next test)
         table = sweep.wide(measured, workload, spec.metric, configs)
         reps = sweep.rep_values(measured, workload, spec.metric)
         leads = sweep.tested_leads(table, reps, spec.higher_is_better)
@@ -244,6 +248,60 @@ def test_a_lead_finding_says_significant_only_when_welch_says_so(measured, workl
             assert "no significant difference" in text and "**" not in text
         row = sweep.lead_row(table, spec, "Threads", reps)
         assert row["Significance"] == (best.test.verdict() if significant else leads[0].test.verdict())
+
+
+def buckets(config: str, benchmark: str, threads: int) -> list[tails.Bucketed]:
+    """Each repetition's read histogram (``Microseconds per read:`` buckets, min, max) as db_bench printed it."""
+    runs = _loader().runs("sweep")
+    mine = runs[(runs["config"] == config) & (runs["workload"] == benchmark) & (runs["threads"] == threads)]
+    found = []
+    for f in mine.sort_values("rep")["file"]:
+        run = dbbench_stdout.read_stdout(FIXTURES / f)
+        h = next(b for b in run.benchmarks if b.name == benchmark).histograms["read"]
+        low, high, counts = (np.array(column, dtype=float) for column in zip(*h.buckets))
+        found.append(tails.Bucketed(low, high, counts.astype(np.int64), h.min, h.max))
+    return found
+
+
+@pytest.mark.parametrize("workload", ["readrandom", "readwhilewriting"])
+def test_a_p99_lead_is_the_merged_percentile_with_its_bootstrap_interval(workload):
+    configs, loads = ["disk", "tmpfs"], [1, 2, 4]
+    histograms = {(c, float(t)): buckets(c, workload, t) for c in configs for t in loads}
+    expected = pd.DataFrame({c: [rocksdb_percentile(histograms[(c, float(t))]) for t in loads] for c in configs},
+                            index=[float(t) for t in loads])
+    table = sweep.percentile_wide(histograms, "read_lat_p99", configs)
+    pd.testing.assert_frame_equal(table, expected, check_names=False, check_freq=False, rtol=1e-12)
+    # the largest gap (lower is better): worse / better - 1
+    gaps = {(lead, other, t): expected.loc[t, other] / expected.loc[t, lead] - 1
+            for lead in configs for other in configs for t in expected.index if lead != other}
+    (leader, other, load), gap = max(gaps.items(), key=lambda kv: kv[1])
+    low, high = bootstrap_ratio(histograms[(other, load)], histograms[(leader, load)])
+    text = sweep.lead_finding(table, P99, "threads", histograms)
+    interval = f"ratio {fmt(1 + gap, 2)}, 95 % CI {fmt(low, 2)} to {fmt(high, 2)}, run to run"
+    assert text == (f"99% latency: largest gap {leader} {fmt(100 * gap)}% better than {other} at "
+                    f"{sweep.at_load_text(load, 'threads')} (merged p99 {fmt(expected.loc[load, other], 1)} vs "
+                    f"{fmt(expected.loc[load, leader], 1)} µs, {interval}), not tested (n = 2 vs 2): a bootstrap "
+                    f"over repetitions needs 3 a side")
+    assert "Welch" not in text and "**" not in text
+    row = sweep.lead_row(table, P99, "Threads", histograms)
+    assert row["Significance"] == f"{interval}; not tested (n = 2 vs 2): a bootstrap over repetitions needs 3 a side"
+    assert row[leader] == f"{fmt(expected.loc[load, leader], 1)} µs"
+
+
+def test_with_three_repetitions_a_side_a_p99_lead_is_a_finding_when_its_interval_excludes_1():
+    """Three repetitions a side (the fixture's two real ones and the first again: the bootstrap's smallest
+    tested case): the lead is stated, bold, only when the recomputed interval of the ratio excludes 1."""
+    configs, loads = ["disk", "tmpfs"], [1, 2, 4]
+    histograms = {(c, float(t)): [buckets(c, "readrandom", t)[i] for i in (0, 1, 0)] for c in configs for t in loads}
+    table = sweep.percentile_wide(histograms, "read_lat_p99", configs)
+    text = sweep.lead_finding(table, P99, "threads", histograms)
+    tested = sweep.significant_lead(table, histograms, P99.higher_is_better, 99.0)
+    best = tested.lead
+    low, high = bootstrap_ratio(histograms[(best.other, best.load)], histograms[(best.leader, best.load)])
+    assert (tested.test.low, tested.test.high) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+    assert low > 1 and text.startswith(f"{best.leader}: up to **{fmt(100 * best.difference)}%** better 99% latency")
+    assert f"95 % CI {fmt(low, 2)} to {fmt(high, 2)}, run to run; significant (bootstrap p = " in text
+    assert text.endswith(", n = 3 vs 3))")
 
 
 def test_one_repetition_per_point_is_never_a_finding(measured):

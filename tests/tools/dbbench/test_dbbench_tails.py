@@ -22,6 +22,7 @@ from briefkit import explore, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.tools.dbbench import stdout as dbbench_stdout
 from tests import campaign_runs, paths, processed_tables
+from tests.dbbench_percentile import rocksdb_p
 
 BRIEF = "dbbench-tails"
 P = 99.0
@@ -52,18 +53,6 @@ def bucket_tables(path: Path) -> list[tuple[dict[str, float], np.ndarray, float,
                 rows.append([float(m[1]), float(m[2]), float(m[3])])
             found.append((printed, np.array(rows).reshape(-1, 3), smallest, largest))
     return found
-
-
-def rocksdb_p(low, high, counts, p, smallest, largest) -> np.ndarray:
-    """RocksDB's rule for each row of ``counts``: the threshold N * p / 100, the first bucket whose running
-    count reaches it, linear inside it from its lower to its upper bound, held within min..max."""
-    running = np.cumsum(counts, axis=-1).astype(float)
-    threshold = running[..., -1] * (p / 100.0)
-    b = np.argmax(running >= threshold[..., None], axis=-1)
-    count = np.take_along_axis(np.asarray(counts, dtype=float), b[..., None], -1)[..., 0]
-    before = np.take_along_axis(running, b[..., None], -1)[..., 0] - count
-    value = low[b] + (high[b] - low[b]) * np.where(count > 0, (threshold - before) / np.maximum(count, 1), 0)
-    return np.minimum(np.maximum(value, smallest), largest)
 
 
 def test_the_rule_gives_what_db_bench_printed_for_one_run():

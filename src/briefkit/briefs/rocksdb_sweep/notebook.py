@@ -13,7 +13,7 @@ from briefkit.briefs.shared.base import BriefBase
 from briefkit.briefs.shared.campaign_record import configurations_table, hosts_text, memory_bytes, selection_text
 from briefkit.briefs.shared.phrases import bullets, named, ordered, plural
 from briefkit.briefs.shared.published_half import published_files, published_how
-from briefkit.core import units
+from briefkit.core import tails, units
 from briefkit.published import brief as published
 from briefkit.published import claims
 
@@ -59,11 +59,13 @@ class RocksdbSweep(BriefBase):
                      MetricSpec("read_lat_p99", "99% latency", self.lat_unit, lat, short=f"p99 ({self.lat_unit})"),
                      self.specs[2]]
             workloads = ordered(data["workload"].unique(), list(pub.workloads))
+            # the 99% latency of a point: its repetitions' histograms merged, never a per-repetition p99 tested
+            p99 = {w: sweep.rep_histograms(self.data.repetition_bins, name, w, "read_lat_p99", unit) for w in workloads}
             self.measured[name] = {
                 "data": data, "record": record, "configs": configs, "specs": specs, "workloads": workloads,
-                "tables": {w: sweep.measured_tables(data, w, configs, self.lat_factor) for w in workloads},
-                "reps": {w: {s.metric: sweep.rep_values(data, w, s.metric, self.lat_factor if s.metric == "read_lat_p99"
-                                                        else 1.0) for s in specs} for w in workloads},
+                "tables": {w: sweep.measured_tables(data, w, configs, self.lat_factor, p99[w]) for w in workloads},
+                "reps": {w: {"ops": sweep.rep_values(data, w, "ops"), "read_lat_p99": p99[w],
+                             "ops_per_watt": sweep.rep_values(data, w, "ops_per_watt")} for w in workloads},
                 "palette": plots.colours(configs)}
 
     def _suffix(self, name: str, fmt: str = ": {}") -> str:
@@ -233,7 +235,9 @@ class RocksdbSweep(BriefBase):
                     found.append(f"*{sweep.workload_title(w, pub.workloads)}*: " + "; ".join(kept) + ".")
             missing = f"; {', '.join(dict.fromkeys(unmeasured))} not measured" if unmeasured else ""
             lines.append(f"**Measured** (campaign {name} on {hosts_text(m['record'])}: {', '.join(m['configs'])}; "
-                         f"small scale; a difference only where Welch's t-test gives p < 0.05{missing}):\n"
+                         f"small scale; a difference only where Welch's t-test gives p < 0.05, for the 99% latency where "
+                         f"the bootstrap interval of the merged p99s' ratio excludes 1 with {tails.TESTED_FROM} repetitions "
+                         f"a side{missing}):\n"
                          + "\n".join(f"    - {f}" for f in found))
         self.out.md(bullets(lines))
         self._headline()
