@@ -103,13 +103,15 @@ def select(table: pd.DataFrame, **chosen) -> pd.DataFrame:
     return table
 
 
-def points(samples: pd.DataFrame | processed.BriefData, metric: str, *, campaigns=None, hosts=None, configs=None,
+def points(samples: str | pd.DataFrame | processed.BriefData, metric: str, *, campaigns=None, hosts=None, configs=None,
            workloads=None) -> pd.DataFrame:
     """One row per point of ``metric``: mean over the repetitions with its 95 % Student-t interval and n.
+    ``samples``: the brief's data (``load``), a samples table, or a brief's name (its data loaded).
     A latency percentile is never a mean of percentiles: given the brief's data (``load``), it is the
     percentile of the point's repetitions' histograms merged with a bootstrap interval (briefkit.core.tails;
     column ``interval``: "run to run", or "within one run" with one repetition); a point without histograms,
     or a bare samples table, gives the median repetition and no interval."""
+    samples = load(samples) if isinstance(samples, str) else samples
     bins = samples.repetition_bins if isinstance(samples, processed.BriefData) else None
     samples = samples.samples if isinstance(samples, processed.BriefData) else samples
     rows = select(samples[samples["metric"] == metric], campaign=campaigns, host=hosts, config=configs,
@@ -142,9 +144,10 @@ def _point_histograms(bins: pd.DataFrame, metric: str) -> dict[tuple, list]:
     return tail_points.repetitions(bins[bins["family"] == family], POINT, metrics.unit(metric))
 
 
-def metric_figure(samples: pd.DataFrame | processed.BriefData, metric: str, **selection) -> Figure:
+def metric_figure(samples: str | pd.DataFrame | processed.BriefData, metric: str, **selection) -> Figure:
     """``metric`` against load, one panel per workload, one line per campaign, host and configuration
     (error bars: 95 % interval, as ``points`` gives it). ``selection``: campaigns, hosts, configs, workloads."""
+    samples = load(samples) if isinstance(samples, str) else samples
     table = points(samples, metric, **selection)
     samples = samples.samples if isinstance(samples, processed.BriefData) else samples
     workloads = list(dict.fromkeys(table["workload"]))

@@ -83,6 +83,16 @@ def test_the_comparison_of_the_notebook(data, reference_data):
     assert explore.comparison(one) is None and explore.comparison_figure(None) is None
 
 
+def test_a_brief_named_instead_of_its_data_is_loaded(data, reference_data, monkeypatch):
+    """`explore.points("rocksdb-7600", "read_lat_p99")`, as a newcomer first types it, gives what the loaded
+    data gives (it failed with "string indices must be integers"), merged percentiles with their intervals."""
+    monkeypatch.setenv("BRIEFKIT_PROCESSED", str(reference_data(BRIEF) / "data" / "processed"))
+    named = explore.points(BRIEF, "read_lat_p99", campaigns=["local"])
+    assert named.equals(explore.points(data, "read_lat_p99", campaigns=["local"]))
+    assert named["ci_low"].notna().all() and set(named["interval"]) == {"run to run"}
+    assert isinstance(explore.metric_figure(BRIEF, "ops", campaigns=["local"]), Figure)
+
+
 def test_unknown_names_are_refused_with_what_exists(data):
     samples, _, _ = explore.tables(data)
     with pytest.raises(KeyError, match="no campaign mine .*it has: local, published"):
