@@ -64,3 +64,12 @@ def test_two_repetitions_a_side_are_too_few_to_test():
     assert ratio.low == pytest.approx(100.0) and ratio.method == tails.RUN_TO_RUN
     assert ratio.p == pytest.approx(2 / 16) and not ratio.tested and not ratio.significant
     assert ratio.verdict() == "not tested (n = 2 vs 2): a bootstrap over repetitions needs 3 a side"
+
+
+def test_a_value_alone_is_the_points_value_without_its_draws():
+    fast = (np.array([1.0, 2.0]), np.array([99, 1]))
+    slow = (np.array([2.0, 50.0]), np.array([90, 10]))
+    bucketed = [tails.Bucketed(np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 5.0]), np.array([90, 9, 1]), 0.5, 4.0),
+                tails.Bucketed(np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 5.0]), np.array([80, 19, 1]), 0.6, 4.5)]
+    for histograms in ([fast, slow, fast], [slow], bucketed, bucketed[:1]):
+        assert tails.value(histograms, 99.0) == tails.point(histograms, 99.0).value

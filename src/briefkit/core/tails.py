@@ -187,6 +187,12 @@ def point(histograms: Sequence[tuple[np.ndarray, np.ndarray]] | Sequence[Buckete
     return Point(float(p), float(value), n, interpolated(low, values, drawn, p, smallest, largest), confidence)
 
 
+def value(histograms: Sequence[tuple[np.ndarray, np.ndarray]] | Sequence[Bucketed], p: float) -> float:
+    """The ``p`` percentile of the repetitions' histograms merged, as ``point`` reads it, without drawing
+    its bootstrap (a figure's or a table's value, where no interval is shown)."""
+    return point(histograms, p, resamples=0).value
+
+
 @dataclass(frozen=True)
 class Ratio:
     """A / B of two points' percentiles, its bootstrap interval, p and whether it is tested run to run."""

@@ -125,12 +125,12 @@ def rep_histograms(bins: pd.DataFrame, campaign: str, workload: str, metric: str
 
 
 def percentile_wide(histograms: Histograms, metric: str, configs: list[str]) -> pd.DataFrame:
-    """The percentile of each point's repetitions merged (``tails.point``): index = load, columns =
+    """The percentile of each point's repetitions merged (``tails.value``): index = load, columns =
     configurations (in the given order)."""
     _, p = tail_points.family_and_percentile(metric)
     if not histograms:
         return pd.DataFrame()
-    table = pd.Series({key: tails.point(h, p).value for key, h in histograms.items()}).unstack(0)
+    table = pd.Series({key: tails.value(h, p) for key, h in histograms.items()}).unstack(0)
     table.index = table.index.astype(float)
     return table[[c for c in configs if c in table.columns]].sort_index()
 
