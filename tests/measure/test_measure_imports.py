@@ -54,9 +54,10 @@ def test_pandas_loads_only_when_a_rule_judges_samples(root, repetitions, judged)
 
 
 #: what a one-host fio campaign never needs at start-up (docs/performance.md): the fleet's and fio
-#: client/server's code, the other tools' workloads, a Redfish BMC's HTTPS (ssl, urllib.request), and
+#: client/server's code, SNIA PTS rounds, the other tools' workloads, a Redfish BMC's HTTPS (ssl, urllib.request), and
 #: pydantic's plugin look-up (importlib.metadata, which imports the email package)
 NOT_NEEDED = ["briefkit.measure.fleet", "briefkit.measure.clientserver", "briefkit.tools.fio.server_mode",
+              "briefkit.measure.rounds", "briefkit.core.pts",
               "briefkit.tools.dbbench.workload", "briefkit.tools.pgbench.workload", "ssl", "urllib.request",
               "importlib.metadata", "email.message"]
 
