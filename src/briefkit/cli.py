@@ -326,6 +326,11 @@ def _measure(args) -> int:
     # the executor's modules import pandas for the samples a stop rule or adaptive repetitions judge:
     # a campaign that judges none never loads it (0.4 CPU-s of each `briefkit measure`)
     deferred.defer("pandas")
+    # before its first validator pydantic looks for plugins among every installed distribution's entry points
+    # (importlib.metadata, which imports email, zipfile, csv ...: about 10 % of this command's start-up);
+    # none observes briefkit's own models. A PYDANTIC_DISABLE_PLUGINS the user set is kept.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    deferred.defer("importlib.metadata", functions=("entry_points",))
     from briefkit.config import project
     from briefkit.measure import campaign
 

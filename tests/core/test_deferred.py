@@ -38,3 +38,23 @@ def test_a_deferred_module_loads_once_at_first_use_even_from_many_threads():
     assert out["before"] is False and out["after"] is True
     assert out["one"] == 1 and out["real"] is True
     assert "'email' is not a package" in out["submodule"]
+
+
+SUBMODULE = r"""
+import json, sys
+from briefkit.core import deferred
+deferred.defer("importlib.metadata", functions=("entry_points",))
+import importlib.metadata
+from importlib.metadata import entry_points
+before = deferred.loaded("importlib.metadata")
+attribute = importlib.metadata is sys.modules["importlib.metadata"]    # ``import a.b`` then ``a.b``: the stand-in
+entry_points(group="briefkit-none")          # the forwarder loads the real module
+print(json.dumps({"before": before, "after": deferred.loaded("importlib.metadata"),
+                  "attribute": attribute, "real": importlib.metadata is sys.modules["importlib.metadata"]}))
+"""
+
+
+def test_a_deferred_submodule_is_its_package_attribute_and_loads_at_first_call():
+    out = json.loads(subprocess.run([sys.executable, "-c", SUBMODULE], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert out == {"before": False, "after": True, "attribute": True, "real": True}

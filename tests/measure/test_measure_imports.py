@@ -22,7 +22,7 @@ print(code, deferred.loaded("pandas"), "numpy" in sys.modules, "pyarrow" in sys.
 """
 
 
-def measure(root, repetitions) -> tuple[int, bool, str, list[str]]:
+def declare(root, repetitions) -> None:
     spec = {"workload": "fio", "host": "local", "workdir": str(root / "host"), "repetitions": repetitions,
             "configs": {"a": {"kind": "dir", "path": str(root / "disk-a")}},
             "matrix": {"rw": ["70/30"], "bs": ["4KiB"], "numjobs": [1], "iodepth": [1]},
@@ -31,6 +31,10 @@ def measure(root, repetitions) -> tuple[int, bool, str, list[str]]:
                          "precondition": False}}
     (root / "params.yaml").write_text(yaml.safe_dump({"briefs": {"demo": {"notebook": "nb",
                                                                            "campaigns": {"local": spec}}}}))
+
+
+def measure(root, repetitions) -> tuple[int, bool, str, list[str]]:
+    declare(root, repetitions)
     done = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, env=os.environ, cwd=root)
     code, loaded, numpy, pyarrow = done.stdout.split()[-4:]
     return int(code), loaded == "True", done.stderr, [name for name, was in (("numpy", numpy), ("pyarrow", pyarrow))
@@ -47,3 +51,31 @@ def test_pandas_loads_only_when_a_rule_judges_samples(root, repetitions, judged)
     done = [json.loads(line) for line in (root / "data/raw/demo/local/manifest.jsonl").read_text().splitlines()
             if '"done"' in line]
     assert len(done) == 2      # adaptive: its minimum of 2, narrow enough at a 100 % half-width
+
+
+#: what a one-host fio campaign never needs at start-up (docs/performance.md): the fleet's and fio
+#: client/server's code, SNIA PTS rounds, the other tools' workloads, a Redfish BMC's HTTPS (ssl, urllib.request), and
+#: pydantic's plugin look-up (importlib.metadata, which imports the email package)
+NOT_NEEDED = ["briefkit.measure.fleet", "briefkit.measure.clientserver", "briefkit.tools.fio.server_mode",
+              "briefkit.measure.rounds", "briefkit.core.pts",
+              "briefkit.tools.dbbench.workload", "briefkit.tools.pgbench.workload", "ssl", "urllib.request",
+              "importlib.metadata", "email.message"]
+
+LOADED = """
+import json, sys
+from briefkit import cli
+from briefkit.core import deferred
+code = cli.main(["measure", "demo"])
+print(json.dumps({"code": code, "loaded": [name for name in %r if deferred.loaded(name)]}))
+"""
+
+
+def test_a_one_host_campaign_loads_none_of_what_it_does_not_run(root):
+    declare(root, 1)
+    env = {key: value for key, value in os.environ.items() if key != "PYDANTIC_DISABLE_PLUGINS"}
+    done = subprocess.run([sys.executable, "-c", LOADED % NOT_NEEDED], capture_output=True, text=True, env=env,
+                          cwd=root)
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["code"] == 0, done.stderr
+    assert out["loaded"] == []
+    assert (root / "data/raw/demo/local/manifest.jsonl").read_text().count('"done"') == 1

@@ -6,8 +6,9 @@ which replaces the stand-in in ``sys.modules``; the stand-in forwards every late
 a module that imported the stand-in sees the same objects as one that imported the real module.
 Loading holds a lock: threads that reach the stand-in together (a fleet's hosts) load it once.
 ``functions`` are forwarders set on the stand-in itself, for names another package imports at its
-own import time (``from name import f``) without calling them yet. It does nothing once the module
-is loaded or where it is not installed.
+own import time (``from name import f``) without calling them yet. A submodule (``importlib.metadata``)
+is also set as its package's attribute. It does nothing once the module is loaded or where it is not
+installed.
 """
 from __future__ import annotations
 
@@ -55,6 +56,9 @@ def defer(name: str, functions: Sequence[str] = ()) -> None:
         setattr(stand_in, function, forwarder(function))
     stand_in.__getattr__ = other
     sys.modules[name] = stand_in
+    parent, _, child = name.rpartition(".")
+    if parent:     # a submodule is also its package's attribute (``import a.b`` then ``a.b.f()``), as once loaded
+        setattr(sys.modules[parent], child, stand_in)
 
 
 def loaded(name: str) -> bool:

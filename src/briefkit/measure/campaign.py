@@ -29,9 +29,7 @@ from pathlib import Path
 from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import stop_on_signals
 from briefkit.hosts import Host
-from briefkit.measure.clientserver import run_clients
 from briefkit.measure.declaration import Campaign, connect, declared, load
-from briefkit.measure.fleet import run_fleet
 from briefkit.measure.lock import CampaignLock
 from briefkit.measure.onehost import run_host
 from briefkit.measure.steps import Progress, Summary
@@ -52,9 +50,15 @@ def run(slug: str, name: str, host: Host | None = None, progress: Progress = pri
     # SIGTERM and SIGHUP stop the run as Ctrl-C does, wherever it runs: the CLI, or the measurement notebook's
     # kernel (which its manager sends SIGINT, then SIGTERM, when the stage is stopped)
     with stop_on_signals(), CampaignLock(camp.raw_dir, f"{slug}/{name}") as lock:
+        # the fleet's and fio client/server's modules load only for such a campaign (a one-host campaign's
+        # start-up is the CPU each `briefkit measure` pays: docs/performance.md)
         if camp.fio_server:
+            from briefkit.measure.clientserver import run_clients
+
             summary = run_clients(camp, lock, progress)
         elif camp.hosts is not None:
+            from briefkit.measure.fleet import run_fleet
+
             summary = run_fleet(camp, lock, progress)
         elif (camp.raw_dir / records.FLEET).exists():
             raise CampaignError(f"{camp.raw_dir}: measured as a fleet (hosts: [...]); one host's points are in "

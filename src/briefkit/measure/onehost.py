@@ -14,7 +14,7 @@ from briefkit import power
 from briefkit.core.errors import CampaignError
 from briefkit.core.interrupts import check_stop
 from briefkit.hosts import Host
-from briefkit.measure import precondition, repetitions, rounds, steps
+from briefkit.measure import precondition, repetitions, steps
 from briefkit.measure.declaration import Campaign, connect
 from briefkit.measure.diagnose import explain
 from briefkit.measure.errors import StepFailed
@@ -79,6 +79,9 @@ def run_config(camp: Campaign, host: Host, config: str, points: list[Point], lef
         state = steps.prepare_config(camp, host, config, prepared, progress)
         precondition.run(camp, host, config, prepared, state, left.manifest, progress)
         if camp.declaration.pts:    # SNIA PTS: rounds until steady instead of the plan's order
+            # loaded for such a campaign only (a campaign's start-up: docs/performance.md)
+            from briefkit.measure import rounds
+
             rounds.run_rounds(camp, host, config, left, prepared, state, source, tally, progress)
         else:
             run_points(camp, host, config, points, left, prepared, state, source, tally, progress)
