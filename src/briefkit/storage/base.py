@@ -193,7 +193,12 @@ def _human(size: int) -> str:
 _BEGIN = r'''
 sdir=$1; root=$2; make=$3; uid=$4; user=$5; shift 5; ok=1
 for t do command -v "$t" >/dev/null 2>&1 || { echo "missing $t"; ok=0; }; done
-[ -n "$uid" ] || uid=$(id -u); [ -n "$user" ] || user=$(id -un)
+# the effective uid from the shell's own /proc entry, its name from /etc/passwd; id where they do not
+# answer (no /proc; a user known only to NSS, e.g. LDAP)
+[ -n "$uid" ] || { while read -r k _ e _; do [ "$k" = Uid: ] && { uid=$e; break; }; done </proc/self/status; } 2>/dev/null
+[ -n "$uid" ] || uid=$(id -u)
+[ -n "$user" ] || { while IFS=: read -r n _ u _; do [ "$u" = "$uid" ] && { user=$n; break; }; done </etc/passwd; } 2>/dev/null
+[ -n "$user" ] || user=$(id -un)
 echo "uid $uid"; echo "user $user"
 [ "$root" = 1 ] && [ "$uid" != 0 ] && ok=0
 [ -c /dev/fuse ] || echo "nofuse"
