@@ -58,7 +58,7 @@ class Host(ABC):
     runs_as: tuple[str, str] = ("", "")
     #: how to name this host in the advice ("ssh://user@host:port", "local")
     spec: str = "local"
-    #: ``detach(argv, cwd) -> Popen`` on this machine's host (LocalHost), which starts a detached job's
+    #: ``detach(argv, cwd, stdin=fd) -> Popen`` on this machine's host (LocalHost), which starts a detached job's
     #: wrapper itself; None: the job's launcher script starts it on the host (briefkit.hosts.job)
     detach = None
 
