@@ -19,7 +19,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # Debian packages the pipeline and the tests run: PDF rendering, the workload tools, a real sshd.
 APT_PACKAGES := chromium poppler-utils fonts-liberation fio rocksdb-tools postgresql postgresql-client \
                 openssh-server openssh-client xfsprogs util-linux procps sshfs fuse3 ipmitool freeipmi-tools sudo \
-                nbdkit libnbd-bin nbd-client nvme-cli
+                nbdkit libnbd-bin nbd-client nvme-cli strace
 # venv for Debian's python3.11 (a separate package there), when the venv is made from it (PYTHON above)
 APT_PACKAGES += $(if $(filter /usr/bin/python3.11,$(PYTHON)),python3.11-venv)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -30,9 +30,11 @@ SCHEMA = 1
 _LSBLK_COLUMNS = "NAME,KNAME,PATH,TYPE,SIZE,ROTA,MODEL,REV,TRAN,PHY-SEC,LOG-SEC,SCHED"
 _VERSION = re.compile(r"\d+(?:\.\d+)+")
 
-# $1 = path: the mount holding it (its nearest existing ancestor if it does not exist yet)
-_FINDMNT = r'''p=$1; while [ ! -e "$p" ]; do p=$(dirname -- "$p"); done
-exec findmnt -J -T "$p" -o TARGET,SOURCE,FSTYPE,OPTIONS'''
+_FINDMNT_COLUMNS = "TARGET,SOURCE,FSTYPE,OPTIONS"
+# $1 = path: the mount holding it (its nearest existing ancestor if it does not exist yet); asked only
+# when findmnt alone found nothing for the path itself (a shell fewer in the usual case)
+_FINDMNT = r'''p=$1; while [ ! -e "$p" ]; do case $p in */*) p=${p%/*}; p=${p:-/};; *) p=.;; esac; done
+exec findmnt -J -T "$p" -o ''' + _FINDMNT_COLUMNS
 
 # $1 = fallback glob ('' for none), then the version command. Prints the program's path, then its output.
 _TOOL = r'''fb=$1; shift
@@ -202,7 +204,9 @@ def _os_release(host: Host) -> dict[str, Any]:
 
 
 def _path(host: Host, path: str) -> dict[str, Any]:
-    mounts = (_json(host, ["sh", "-c", _FINDMNT, "briefkit-findmnt", path]) or {}).get("filesystems") or [{}]
+    found = _json(host, ["findmnt", "-J", "-T", path, "-o", _FINDMNT_COLUMNS]) or \
+        _json(host, ["sh", "-c", _FINDMNT, "briefkit-findmnt", path])
+    mounts = (found or {}).get("filesystems") or [{}]
     mount = mounts[0]
     source = mount.get("source")
     device_path = source.split("[", 1)[0] if source and source.startswith("/dev/") else None  # "/dev/x[/sub]": bind mount

@@ -21,10 +21,11 @@ exec {real} "$@"
 """
 
 
-def test_a_job_here_runs_only_its_wrapper_its_lock_and_two_renames(tmp_path, monkeypatch):
-    """One job started and waited for: the wrapper (sh), its lock (flock) and the two atomic renames
-    (pid, exit code). Before, each job also ran a launcher shell, mkfifo, setsid, rm, and a shell, flock
-    and cat for each wait on its end: 11 programs where 4 are needed."""
+def test_a_job_here_runs_only_its_wrapper_and_two_renames(tmp_path, monkeypatch):
+    """One job started and waited for: the wrapper (sh) and the two atomic renames (pid, exit code); its
+    lock is taken by the controller (flock(2)) and held by the wrapper. Before, each job also ran flock,
+    a launcher shell, mkfifo, setsid, rm, and a shell, flock and cat for each wait on its end: 11
+    programs where 3 are needed."""
     fake, log = tmp_path / "bin", tmp_path / "programs.log"
     fake.mkdir()
     for name in HELPERS:
@@ -33,7 +34,7 @@ def test_a_job_here_runs_only_its_wrapper_its_lock_and_two_renames(tmp_path, mon
     monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
     job = LocalHost().start(["true"], str(tmp_path / "jobs"), "j")
     assert job.wait() == 0
-    assert Counter(log.read_text().split()) == {"sh": 1, "flock": 1, "mv": 2}
+    assert Counter(log.read_text().split()) == {"sh": 1, "mv": 2}
     assert (tmp_path / "jobs" / "j.rc").read_text() == "0\n"
 
 

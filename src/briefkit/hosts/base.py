@@ -53,9 +53,12 @@ class Host(ABC):
     sudo: bool = False
     #: the login user commands run as (before sudo)
     user: str = "?"
+    #: the uid and user name commands run as (after sudo), once a command has said them ('' until then):
+    #: storage set-up and teardown ask once per host, not once per call (a program fewer each)
+    runs_as: tuple[str, str] = ("", "")
     #: how to name this host in the advice ("ssh://user@host:port", "local")
     spec: str = "local"
-    #: ``detach(argv, cwd) -> Popen`` on this machine's host (LocalHost), which starts a detached job's
+    #: ``detach(argv, cwd, stdin=fd) -> Popen`` on this machine's host (LocalHost), which starts a detached job's
     #: wrapper itself; None: the job's launcher script starts it on the host (briefkit.hosts.job)
     detach = None
 

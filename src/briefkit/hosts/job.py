@@ -25,6 +25,7 @@ wrapper and the stop helper run as root (``sudo -n --``), like every other comma
 """
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import posixpath
@@ -68,9 +69,9 @@ class Host(Protocol):
 
     def diagnose(self, stderr: str) -> str | None: ...
 
-    #: this machine's hosts (briefkit.hosts.local) have ``detach(argv, cwd) -> Popen``: a job's wrapper
-    #: started here directly, in a session of its own (see Job.start); other hosts have none
-    detach: Callable[[Sequence[str], str], subprocess.Popen] | None
+    #: this machine's hosts (briefkit.hosts.local) have ``detach(argv, cwd, stdin=fd) -> Popen``: a job's
+    #: wrapper started here directly, in a session of its own (see Job.start); other hosts have none
+    detach: Callable[..., subprocess.Popen] | None
 
 #: seconds between checks that the job's wrapper is still alive
 ALIVE_EVERY = 2.0
@@ -83,14 +84,20 @@ HELPER_MARGIN = 30.0
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
-# $1 = name, then the command. Holds the lock for its whole life, keeps running on HUP/INT/TERM
-# (the command, in the same process group, gets the signal itself) so that it can record the code.
-# Says its pid (or "failed") on its stdout, the launcher's pipe, and then lets go of the pipe.
+# $1 = "lock" (take the lock here) or "held" (this machine's controller took it: the locked file is
+# the wrapper's stdin, one flock program fewer per job), $2 = name, then the command. Holds the lock
+# for its whole life, keeps running on HUP/INT/TERM (the command, in the same process group, gets the
+# signal itself) so that it can record the code. Says its pid (or "failed") on its stdout, the
+# launcher's pipe, and then lets go of the pipe.
 _JOB = r'''
-name=$1; shift
-exec 9>"$name.lock"
-if ! flock -x -n 9; then
-  echo "cannot lock $name.lock (flock from util-linux is needed)" >"$name.failed"; echo failed; exit 125
+how=$1; name=$2; shift 2
+if [ "$how" = held ]; then
+  exec 9>&0 </dev/null
+else
+  exec 9>"$name.lock"
+  if ! flock -x -n 9; then
+    echo "cannot lock $name.lock (flock from util-linux is needed)" >"$name.failed"; echo failed; exit 125
+  fi
 fi
 echo $$ >"$name.pid.tmp" && mv -f "$name.pid.tmp" "$name.pid"
 echo $$; exec >/dev/null
@@ -112,7 +119,7 @@ if [ -e "$name.pid" ] || [ -e "$name.rc" ]; then
   echo "job $name already exists in $(pwd -P) (raw outputs are never overwritten)" >&2; exit 17
 fi
 command -v setsid >/dev/null && command -v flock >/dev/null || { echo "setsid and flock (util-linux) are needed" >&2; exit 125; }
-pid=$(setsid sh -c "$js" briefkit-job "$name" "$@" </dev/null 2>/dev/null &)
+pid=$(setsid sh -c "$js" briefkit-job lock "$name" "$@" </dev/null 2>/dev/null &)
 case $pid in ''|*[!0-9]*) cat -- "$name.failed" >&2 2>/dev/null || echo "job $name did not start" >&2; exit 125;; esac
 echo "$pid"; pwd -P
 '''
@@ -257,7 +264,8 @@ class Job:
         """The launcher's work done by this process, on this machine: the same checks, then the wrapper
         started directly in a session of its own (Popen's start_new_session, no ``setsid`` or launcher
         shell: two programs fewer per job), its pid read from its stdout. The wrapper is the same
-        script, so the job survives this process and SIGHUP, and holds its lock, as everywhere."""
+        script, so the job survives this process and SIGHUP, and holds its lock, as everywhere; the lock
+        is taken here (flock(2) on the file handed over as the wrapper's stdin: no flock program)."""
         fail = f"on {host.name}: cannot start job {name!r} in {workdir}: "
         try:
             os.makedirs(workdir, exist_ok=True)
@@ -269,7 +277,19 @@ class Job:
             raise JobError(f"{fail}job {name} already exists in {here} (raw outputs are never overwritten)")
         if shutil.which("flock") is None:
             raise JobError(f"{fail}flock (util-linux) is needed")
-        wrapper = host.detach(["sh", "-c", _JOB, "briefkit-job", name, *argv], here)
+        try:
+            lock = os.open(f"{prefix}.lock", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                           0o666)
+        except OSError as exc:
+            raise JobError(f"{fail}cannot open {prefix}.lock: {exc.strerror}") from None
+        try:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise JobError(f"{fail}cannot lock {prefix}.lock: another process holds it") from None
+            wrapper = host.detach(["sh", "-c", _JOB, "briefkit-job", "held", name, *argv], here, stdin=lock)
+        finally:
+            os.close(lock)     # the wrapper's copy holds the lock from here on
         with wrapper.stdout:
             said = wrapper.stdout.readline().strip()
         if not said.isdigit():

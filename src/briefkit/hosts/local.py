@@ -47,11 +47,13 @@ class LocalHost(Host):
             raise self.command_error(argv, result)
         return result
 
-    def detach(self, argv: Sequence[str], cwd: str) -> subprocess.Popen:
+    def detach(self, argv: Sequence[str], cwd: str, stdin: int | None = None) -> subprocess.Popen:
         """A detached job's wrapper (briefkit.hosts.job) started here: in a session of its own (no terminal,
-        so no SIGHUP from one, and no signal sent to this process's group), stdin and stderr /dev/null,
-        stdout a pipe the wrapper says its pid on and then closes. It outlives this process."""
-        return subprocess.Popen(check_argv(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        so no SIGHUP from one, and no signal sent to this process's group), stdin ``stdin`` (the job's
+        lock, taken by the caller) or /dev/null, stderr /dev/null, stdout a pipe the wrapper says its pid
+        on and then closes. It outlives this process."""
+        return subprocess.Popen(check_argv(argv), cwd=cwd, stdin=subprocess.DEVNULL if stdin is None else stdin,
+                                stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, start_new_session=True, text=True, errors="replace")
 
     def _raw_run(self, argv: list[str], timeout: float | None = None) -> Result:

@@ -41,15 +41,19 @@ WORKDIR_LOCK = "campaign.lock"
 
 # $1 = lock path, $2 = content: written whole to a file of its own, then linked in only if no lock
 # exists (link(2) fails on an existing name); exit 28 when the content cannot be written (a full disk:
-# said as such, not taken for another run's lock)
-_CREATE = ('mkdir -p -- "$(dirname -- "$1")" || exit 3; t="$1.new-$$"; '
+# said as such, not taken for another run's lock). The folder is found with the shell's own expansion
+# and made only when missing: every program started here is a fork and exec (1-3 ms of CPU each).
+_CREATE = ('case $1 in */*) d=${1%/*}; d=${d:-/};; *) d=.;; esac; '
+           '[ -d "$d" ] || mkdir -p -- "$d" || exit 3; t="$1.new-$$"; '
            'printf "%s\\n" "$2" > "$t" 2>/dev/null || { rm -f -- "$t"; exit 28; }; '
            'ln -- "$t" "$1" 2>/dev/null; rc=$?; rm -f -- "$t"; [ "$rc" -eq 0 ] || exit 17')
 # $1 = lock path, $2 = content, $3 = the content expected there now: replace it in one step
 _TAKEOVER = ('[ "$(cat -- "$1" 2>/dev/null)" = "$3" ] || exit 17; '
              'printf "%s\\n" "$2" > "$1.tmp" && mv -f -- "$1.tmp" "$1"')
-# $1 = lock path, $2 = our content: remove the file only if it is still ours
-_RELEASE = '[ "$(cat -- "$1" 2>/dev/null)" = "$2" ] && rm -f -- "$1"; exit 0'
+# $1 = lock path, $2 = our content (one line, with its token): remove the file only if it is still ours,
+# that line and nothing after it (read by the shell itself: no cat)
+_RELEASE = ('{ IFS= read -r line && ! IFS= read -r more && [ -z "$more" ] && [ "$line" = "$2" ]; } '
+            '2>/dev/null < "$1" && rm -f -- "$1"; exit 0')
 
 
 def identity() -> dict:

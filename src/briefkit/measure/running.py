@@ -53,26 +53,32 @@ ENV = "BRIEFKIT_RUNNING_DIR"
 DEFAULT = "/tmp/briefkit-running"      # the host's, for every user
 
 # $1 = folder ('' = the default). Made when missing (1777 the default, 700 one named by ENV), then entered
-# and checked there; exit 13 with the reason on stderr when it cannot be made or is not to be trusted
+# and checked there; exit 13 with the reason on stderr when it cannot be made or is not to be trusted.
+# Each program started is a fork and exec (1-3 ms of CPU): the parent is found by the shell's own
+# expansion (dirname's answer: trailing slashes dropped, then the last part), made only when missing,
+# and one stat answers for the folder entered and the path checked (mode, owner, device:inode of each).
 _ENTER = (
     'd="${1:-' + DEFAULT + '}"; m=1777; [ -n "$1" ] && m=700; '
     'if [ ! -e "$d" ] && [ ! -L "$d" ]; then '
-    '  why=$(mkdir -p -- "$(dirname -- "$d")" 2>&1 && mkdir -m "$m" -- "$d" 2>&1) '
+    '  p=${d%"${d##*[!/]}"}; p=${p%/*}; p=${p:-/}; '
+    '  why=$({ [ -d "$p" ] || mkdir -p -- "$p"; } 2>&1 && mkdir -m "$m" -- "$d" 2>&1) '
     '  || [ -d "$d" ] || { printf "cannot be created as %s: %s\\n" "$(id -un)" "$why" >&2; exit 13; }; fi; '
     '[ -L "$d" ] && { echo "is a symbolic link" >&2; exit 13; }; '
     '[ -d "$d" ] || { echo "is not a folder" >&2; exit 13; }; '
-    'mode=$(stat -c %a -- "$d"); owner=$(stat -c %U -- "$d"); '
-    'cd -- "$d" 2>/dev/null || { printf "cannot be entered by %s (owner %s, mode %s)\\n" "$(id -un)" "$owner" '
-    '"$mode" >&2; exit 13; }; '
-    '[ "$(stat -c %d:%i .)" = "$(stat -c %d:%i -- "$d")" ] || { echo "was replaced while it was checked" >&2; exit 13; }; '
-    'mode=$(stat -c %a .); owner=$(stat -c %U .); '
+    'cd -- "$d" 2>/dev/null || { printf "cannot be entered by %s (owner %s, mode %s)\\n" "$(id -un)" '
+    '"$(stat -c %U -- "$d")" "$(stat -c %a -- "$d")" >&2; exit 13; }; '
+    'read -r mode owner here _ _ there <<EOF\n$(stat --printf "%a %U %d:%i " -- . "$d")\nEOF\n'
+    '[ -n "$here" ] && [ "$here" = "$there" ] || { echo "was replaced while it was checked" >&2; exit 13; }; '
     'if [ $((0$mode & 022)) -ne 0 ] && [ $((0$mode & 01000)) -eq 0 ]; then printf "is writable by other accounts '
     'without the sticky bit (owner %s, mode %s): any of them could remove or replace entries; chmod 1777 it, '
     'or remove it\\n" "$owner" "$mode" >&2; exit 13; fi; '
 )
-# the entries, one a line: file name TAB its owner TAB its content (regular files only: never a link)
-_LIST = ('for f in ./*.json; do { [ -f "$f" ] && [ ! -L "$f" ]; } || continue; '
-         'printf "%s\\t%s\\t" "${f##*/}" "$(stat -c %U -- "$f")"; head -c 4096 -- "$f" | tr -d "\\n"; echo; done')
+# the entries, one a line: file name TAB its owner TAB its content (regular files only: never a link; at
+# most its first 4096 bytes, first line only, so that no content can forge a line). $2 = this run's own
+# entry, left out (the caller leaves it out anyway): alone on the host, listing starts no program.
+_LIST = ('for f in ./*.json; do { [ -f "$f" ] && [ ! -L "$f" ] && [ "${f##*/}" != "$2" ]; } || continue; '
+         'c=$(head -c 4096 -- "$f"); IFS= read -r c <<EOF\n$c\nEOF\n'
+         'printf "%s\\t%s\\t%s\\n" "${f##*/}" "$(stat -c %U -- "$f")" "$c"; done')
 # $2 = entry file name, $3 = its content: write ours (mode 644, readable by every user), then list all
 _REGISTER = (_ENTER + 'umask 022; '
              'if ! err=$( (printf "%s\\n" "$3" > ".$2") 2>&1 ) || ! err=$(mv -f -- ".$2" "$2" 2>&1); then '

@@ -258,6 +258,7 @@ def record_inventory(camp: Campaign, host: Host, config: str, prepared) -> None:
     if found is None or found.get("host") != host.name:
         found = tool_inventory(camp.workload, host, [prepared.path])
         found["configs"] = {}
+        camp.workload.inventoried(host, found["tools"])
     elif prepared.path not in found.get("paths", {}):
         found["paths"].update(inventory.collect(host, [prepared.path], tools=[])["paths"])
     found.setdefault("configs", {})[config] = {"label": camp.declaration.labels[config], "path": prepared.path,

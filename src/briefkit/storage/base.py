@@ -41,6 +41,8 @@ PACKAGES = {
     "nbdfuse": "libnbd-bin", "nbd-client": "nbd-client", "nvme": "nvme-cli", "modprobe": "kmod",
 }
 FILESYSTEMS = {"xfs": "mkfs.xfs", "ext4": "mkfs.ext4"}
+#: a user name as ``id -un`` prints it, kept for the host's next set-up (briefkit.hosts.base.Host.runs_as)
+_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}\$?")
 #: how long one setup/teardown command may take (mkfs of a large device, a slow unmount)
 COMMAND_TIMEOUT = 600.0
 
@@ -184,34 +186,44 @@ def _human(size: int) -> str:
 # One round trip at the start of setup and teardown: $1 = the state directory ("-": none), $2 = 1 if
 # the kind needs root, $3 = 1 to create the state directory, 2 to create it and its mount point "mnt"
 # (only when nothing is missing; a dead FUSE mount on mnt makes that mkdir fail, which is dealt with
-# later), then the tools. Prints "missing <tool>", "uid <n>", "user <name>", "nofuse",
-# "sdir <resolved path>", then the state file.
+# later), $4 $5 = the uid and user name commands run as if known ('': asked here), then the tools.
+# Prints "missing <tool>", "uid <n>", "user <name>", "nofuse", "sdir <resolved path>", then the state
+# file. Each program is a fork and exec (1-3 ms of CPU): what the shell can do itself (test, cd -P and
+# pwd -P for readlink -f, read for cat), it does.
 _BEGIN = r'''
-sdir=$1; root=$2; make=$3; shift 3; ok=1
+sdir=$1; root=$2; make=$3; uid=$4; user=$5; shift 5; ok=1
 for t do command -v "$t" >/dev/null 2>&1 || { echo "missing $t"; ok=0; }; done
-uid=$(id -u); echo "uid $uid"; echo "user $(id -un)"
+# the effective uid from the shell's own /proc entry, its name from /etc/passwd; id where they do not
+# answer (no /proc; a user known only to NSS, e.g. LDAP)
+[ -n "$uid" ] || { while read -r k _ e _; do [ "$k" = Uid: ] && { uid=$e; break; }; done </proc/self/status; } 2>/dev/null
+[ -n "$uid" ] || uid=$(id -u)
+[ -n "$user" ] || { while IFS=: read -r n _ u _; do [ "$u" = "$uid" ] && { user=$n; break; }; done </etc/passwd; } 2>/dev/null
+[ -n "$user" ] || user=$(id -un)
+echo "uid $uid"; echo "user $user"
 [ "$root" = 1 ] && [ "$uid" != 0 ] && ok=0
 [ -c /dev/fuse ] || echo "nofuse"
 [ "$sdir" = - ] && exit 0
-[ "$ok" = 1 ] && [ "$make" != 0 ] && mkdir -p -- "$sdir"
-[ "$ok" = 1 ] && [ "$make" = 2 ] && mkdir -p -- "$sdir/mnt" 2>/dev/null
+[ "$ok" = 1 ] && [ "$make" != 0 ] && { [ -d "$sdir" ] || mkdir -p -- "$sdir"; }
+[ "$ok" = 1 ] && [ "$make" = 2 ] && { [ -d "$sdir/mnt" ] || mkdir -p -- "$sdir/mnt" 2>/dev/null; }
 [ -d "$sdir" ] || exit 0
-echo "sdir $(readlink -f -- "$sdir")"
-echo "@@state"; cat -- "$sdir/storage.json" 2>/dev/null
+echo "sdir $(cd -P -- "$sdir" 2>/dev/null && pwd -P || readlink -f -- "$sdir")"
+echo "@@state"
+[ -f "$sdir/storage.json" ] && while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done \
+  < "$sdir/storage.json" 2>/dev/null
 exit 0
 '''
 
 # The end of teardown, once everything is unmounted and detached: $1 = the state directory, then
 # files setup made (the image). rmdir (never rm -r) on the mount point, so that a filesystem still
-# mounted there cannot be emptied.
+# mounted there cannot be emptied. What is not there is not asked after (a program fewer each).
 _FINISH = r'''
 sdir=$1; shift
-for f do rm -f -- "$f"; done
+[ $# -eq 0 ] || rm -f -- "$@"
 if [ -d "$sdir/mnt" ]; then rmdir -- "$sdir/mnt" 2>/dev/null || { echo mnt-left; exit 0; }; fi
-rm -rf -- "$sdir/jobs"
-rmdir -- "$sdir/files" 2>/dev/null
+{ [ -e "$sdir/jobs" ] || [ -L "$sdir/jobs" ]; } && rm -rf -- "$sdir/jobs"
+[ -d "$sdir/files" ] && rmdir -- "$sdir/files" 2>/dev/null
 rm -f -- "$sdir/storage.json"
-rmdir -- "$sdir" 2>/dev/null && rmdir -- "${sdir%/*}" 2>/dev/null
+rmdir -- "$sdir" "${sdir%/*}" 2>/dev/null
 exit 0
 '''
 
@@ -261,15 +273,18 @@ exit 0
 '''
 
 # $1 = a directory: prints "existed" if it was there, creates it (and its parents) if not, and prints
-# its resolved path
-_MKDIR = '[ -d "$1" ] && echo existed; mkdir -p -- "$1" && readlink -f -- "$1"'
+# its resolved path (the shell's cd -P and pwd -P; readlink -f where it cannot be entered)
+_MKDIR = ('if [ -d "$1" ]; then echo existed; else mkdir -p -- "$1" || exit; fi; '
+          'cd -P -- "$1" 2>/dev/null && pwd -P || readlink -f -- "$1"')
 
 # $1 = a path: findmnt's JSON for the filesystem holding it, then "@@block <source>" if the source
-# (without a btrfs "[/subvolume]" suffix) is a block device
+# (without a btrfs "[/subvolume]" suffix) is a block device. The source is read from the JSON by the
+# shell (findmnt once, not twice); mount_of checks that it is the JSON's own "source".
 _MOUNT_OF = r'''
-findmnt -J -b -T "$1" -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL || exit
-s=$(findmnt -n -T "$1" -o SOURCE); s=${s%%\[*}
-[ -b "$s" ] && echo "@@block $s"
+j=$(findmnt -J -b -T "$1" -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE,AVAIL) || exit
+printf '%s\n' "$j"
+case $j in *'"source": "'*) s=${j#*'"source": "'}; s=${s%%'"'*}; s=${s%%\[*};; *) s=;; esac
+[ -n "$s" ] && [ -b "$s" ] && echo "@@block $s"
 exit 0
 '''
 
@@ -302,8 +317,9 @@ class _Ops:
         """Say at once everything this kind lacks on the host; then create the state directory
         (``make`` 1) and its mount point (``make`` 2). Returns the uid, the resolved state directory
         (None if absent) and its state. ``root_commands``: what of the kind needs root, for the message."""
+        known_uid, known_user = getattr(self.host, "runs_as", ("", ""))
         res = self.run(["sh", "-c", _BEGIN, "briefkit-storage", sdir or "-", "1" if root else "0",
-                        str(make), *tools], "checking the tools")
+                        str(make), known_uid, known_user, *tools], "checking the tools")
         text, _, state_text = res.stdout.partition("@@state\n")
         lines = text.split("\n")
         missing = [line.split(" ", 1)[1] for line in lines if line.startswith("missing ")]
@@ -321,6 +337,8 @@ class _Ops:
                                + "; ".join(problems))
         resolved = next((line[5:] for line in lines if line.startswith("sdir ")), None)
         self.user = next((line[5:] for line in lines if line.startswith("user ")), None)
+        if uid >= 0 and self.user and _USER.fullmatch(self.user):
+            self.host.runs_as = (str(uid), self.user)   # the next set-up or teardown does not ask again
         try:
             state = json.loads(state_text) if state_text.strip() else {}
         except ValueError:
@@ -365,7 +383,9 @@ class _Ops:
             fs = json.loads(text)["filesystems"][0]
         except (ValueError, KeyError, IndexError):
             raise StorageError(f"{self.where}: findmnt -T {path} printed no filesystem: {text[:200]!r}") from None
-        fs["device"] = device.strip() or None
+        device = device.strip()
+        # the shell read the source from the JSON's text: only the JSON's own source (escapes and all) counts
+        fs["device"] = device if device and device == str(fs.get("source") or "").split("[", 1)[0] else None
         return fs
 
     def mount(self, argv: Sequence[str], mountpoint: str, what: str) -> dict:

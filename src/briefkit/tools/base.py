@@ -315,6 +315,10 @@ class Workload:
     def tool_version(self, host: Host, settings: Mapping[str, Any]) -> str:
         return ""
 
+    def inventoried(self, host: Host, tools: Mapping[str, Mapping[str, Any]]) -> None:
+        """What the host's inventory found of ``programs`` (briefkit.inventory's ``tools``), before
+        ``prepare``: a workload may take a version from it instead of asking the program again."""
+
     def prepare(self, host: Host, storage: Prepared, settings: Mapping[str, Any], remote_dir: str,
                 progress: Callable[[str], None]) -> dict[str, Any]:
         """Once per configuration before its first point (and again after a resume): e.g. load a
