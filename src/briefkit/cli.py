@@ -323,9 +323,6 @@ def _ingest_series(module, args) -> int:
 def _measure(args) -> int:
     from briefkit.core import deferred
 
-    # the executor's modules import pandas for the samples a stop rule or adaptive repetitions judge:
-    # a campaign that judges none never loads it (0.4 CPU-s of each `briefkit measure`)
-    deferred.defer("pandas")
     # before its first validator pydantic looks for plugins among every installed distribution's entry points
     # (importlib.metadata, which imports email, zipfile, csv ...: about 10 % of this command's start-up);
     # none observes briefkit's own models. A PYDANTIC_DISABLE_PLUGINS the user set is kept.
@@ -887,6 +884,11 @@ ROOT_NEXT_STEP = ("next step: log in to the target as root (host: ssh://root@HOS
 
 
 #: the commands whose work DVC's bookkeeping records: they refuse to run over a damaged dvc.lock
+#: the commands whose own process rarely computes a table: pandas (0.3-0.4 CPU-s to import) loads at its first
+#: use, not with the modules that import it for their other functions (briefkit.tools.base, core.series).
+#: measure: the samples a stop rule or adaptive repetitions judge; measure-notebook: the kernel computes, its
+#: parent runs papermill; list: what `make reproduce` and every dvc.yaml check run first
+PANDAS_AT_FIRST_USE = {"measure", "measure-notebook", "list"}
 LOCK_READERS = {"dataset", "samples", "execute", "render", "build", "measure", "measure-notebook", "status"}
 
 
@@ -896,6 +898,10 @@ def main(argv: list[str] | None = None) -> int:
 
     defer_iri_parsers()       # before a command imports nbformat (papermill, nbconvert): about 2 s less
     args = parser().parse_args(argv)
+    if args.command in PANDAS_AT_FIRST_USE:
+        from briefkit.core import deferred
+
+        deferred.defer("pandas")
     try:
         if args.command in LOCK_READERS:
             from briefkit.config import dvclock

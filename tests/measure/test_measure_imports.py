@@ -79,3 +79,27 @@ def test_a_one_host_campaign_loads_none_of_what_it_does_not_run(root):
     assert out["code"] == 0, done.stderr
     assert out["loaded"] == []
     assert (root / "data/raw/demo/local/manifest.jsonl").read_text().count('"done"') == 1
+
+
+COMMAND = """
+import json, sys
+from briefkit import cli
+from briefkit.core import deferred
+code = cli.main(%r)
+print(json.dumps({"code": code, "pandas": deferred.loaded("pandas")}))
+"""
+
+
+@pytest.mark.parametrize("argv", [["list"], ["list", "--campaigns"], ["measure-notebook", "demo", "local"]],
+                         ids=" ".join)
+def test_list_and_the_measuring_stage_load_pandas_only_at_first_use(root, argv):
+    """`briefkit list` (make reproduce's and the DVC checks' first command) and the measuring stage's own
+    process (papermill's parent; the kernel computes) import modules that import pandas, and use none of it
+    here: a measured campaign with no point left, whose stage only checks and writes its marker."""
+    declare(root, 1)
+    assert subprocess.run([sys.executable, "-m", "briefkit.cli", "measure", "demo"], capture_output=True,
+                          cwd=root).returncode == 0
+    done = subprocess.run([sys.executable, "-c", COMMAND % argv], capture_output=True, text=True, env=os.environ,
+                          cwd=root)
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out == {"code": 0, "pandas": False}, done.stderr
