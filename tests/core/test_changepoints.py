@@ -63,3 +63,17 @@ def test_bad_thresholds_are_refused():
         changepoints.shifts([1.0, 2.0, 3.0], p_value=1.5)
     with pytest.raises(ValueError, match="window"):
         changepoints.shifts([1.0, 2.0, 3.0], window=1)
+
+
+def test_a_p_value_is_that_of_the_segments_reported_after_a_smaller_shift_is_dropped():
+    """A 20 % step, then a significant but 5 % one, below min_shift 10 %: Otava's merge drops the second and
+    recomputes the change points after it, not the one before, whose following segment has grown; seen in the
+    history test when a throttled fio point missed its rate. The p reported is that of the two segments the
+    report shows (before: [0, 10) against [10, 20) only)."""
+    values = steps((100.0, 10), (80.0, 10), (76.0, 10), noise=0.004)
+    assert [s.index for s in changepoints.shifts(values, min_shift=0.0)] == [10, 20]
+    [shift] = changepoints.shifts(values, min_shift=0.1)
+    before, after = np.array(values[:10]), np.array(values[10:])
+    assert (shift.index, shift.n_before, shift.n_after) == (10, 10, 20)
+    _, p = scipy_stats.ttest_ind_from_stats(before.mean(), before.std(), 10, after.mean(), after.std(), 20)
+    assert shift.p_value == pytest.approx(p, rel=1e-9, abs=0)      # p is about 1e-24: no absolute margin

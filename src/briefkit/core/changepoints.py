@@ -66,7 +66,7 @@ def shifts(values: Sequence[float], p_value: float = P_VALUE, window: int = WIND
            min_shift: float = MIN_SHIFT) -> list[Shift]:
     """The change points of ``values`` in order (an empty list for fewer than 3 values); ``min_shift``: the
     smallest relative change reported (either way)."""
-    from otava.analysis import TTestSignificanceTester, compute_change_points, merge
+    from otava.analysis import TTestSignificanceTester, compute_change_points
 
     if not 0 < p_value < 1:
         raise ValueError(f"p-value threshold must be between 0 and 1, not {p_value!r}")
@@ -79,11 +79,10 @@ def shifts(values: Sequence[float], p_value: float = P_VALUE, window: int = WIND
         return []
     found, _ = compute_change_points(series, window_len=window, max_pvalue=p_value, min_magnitude=min_shift)
     tester = TTestSignificanceTester(p_value)
+    found = _settled(found, series, tester, p_value, min_shift)
     while (k := _to_remove(found, series)) is not None:
         del found[k]
-        intervals = tester.get_intervals(found)
-        found = merge([tester.change_point(cp.to_candidate(), series, intervals) for cp in found], series, p_value,
-                      min_shift)
+        found = _settled(found, series, tester, p_value, min_shift)
     bounds = [0, *(int(cp.index) for cp in found), len(series)]
     out = []
     for k, cp in enumerate(found):
@@ -95,6 +94,23 @@ def shifts(values: Sequence[float], p_value: float = P_VALUE, window: int = WIND
                          ratio=ratio))
     return out
 
+
+
+def _settled(found, series: list[float], tester, p_value: float, min_shift: float) -> list:
+    """``found`` with each change point's statistics taken from the two segments it finally separates. Otava's
+    merge, when it drops a change point, recomputes the ones after it but not the one before, whose following
+    segment has grown: that one kept the p-value of a segment no longer there (seen when a 5 % shift under
+    min_shift was dropped after a 20 % one). Recomputed with the final segments, merged again, until a merge
+    drops none."""
+    from otava.analysis import merge
+
+    while True:
+        intervals = tester.get_intervals(found)
+        recomputed = [tester.change_point(cp.to_candidate(), series, intervals) for cp in found]
+        kept = merge(list(recomputed), series, p_value, min_shift)
+        if len(kept) == len(recomputed):
+            return recomputed
+        found = kept
 
 
 def _to_remove(found, series: list[float]) -> int | None:
