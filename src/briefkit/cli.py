@@ -883,12 +883,12 @@ ROOT_NEXT_STEP = ("next step: log in to the target as root (host: ssh://root@HOS
                   "passwordless sudo, then declare the host with sudo: true ({ssh: ..., sudo: true}) or pass --sudo")
 
 
-#: the commands whose work DVC's bookkeeping records: they refuse to run over a damaged dvc.lock
 #: the commands whose own process rarely computes a table: pandas (0.3-0.4 CPU-s to import) loads at its first
 #: use, not with the modules that import it for their other functions (briefkit.tools.base, core.series).
 #: measure: the samples a stop rule or adaptive repetitions judge; measure-notebook: the kernel computes, its
 #: parent runs papermill; list: what `make reproduce` and every dvc.yaml check run first
 PANDAS_AT_FIRST_USE = {"measure", "measure-notebook", "list"}
+#: the commands whose work DVC's bookkeeping records: they refuse to run over a damaged dvc.lock
 LOCK_READERS = {"dataset", "samples", "execute", "render", "build", "measure", "measure-notebook", "status"}
 
 
