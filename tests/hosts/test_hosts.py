@@ -299,6 +299,18 @@ def test_a_killed_wrapper_is_reported_as_lost(local_host, tmp_path):
     assert not (tmp_path / "lost.rc").exists()  # no exit code is invented for it
 
 
+def test_an_exit_code_file_left_empty_is_a_lost_job_not_a_garbled_one(host, tmp_path):
+    """The wrapper writes NAME.rc in one write after creating it: killed between the two, it leaves the
+    file empty. That is a code never recorded (JobLost, as with no file), not a file to parse."""
+    mark = marker()
+    with host.start(["sleep", mark], str(tmp_path), "cut") as job:
+        wait_for(lambda: live_with(mark))
+        os.killpg(job.pid, 9)
+        (tmp_path / "cut.rc").write_text("")      # what a wrapper killed inside `echo $? >cut.rc` leaves
+        with pytest.raises(JobLost, match="without recording an exit code"):
+            job.wait()
+
+
 def test_job_survives_dropped_connections(tmp_path):
     """The sessions serving the client are killed mid-run (as a network drop ends them), then sshd
     itself is stopped and restarted: the wait reconnects with backoff and collects the job."""

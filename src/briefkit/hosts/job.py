@@ -8,7 +8,7 @@ launcher shell, no setsid) and sees its end by its pid, without running a progra
     NAME.pid      the wrapper's pid = the job's process-group id (written once the job holds its lock)
     NAME.stdout   the command's standard output
     NAME.stderr   the command's standard error
-    NAME.rc       the command's exit status (128+N after signal N), written atomically (tmp + mv)
+    NAME.rc       the command's exit status (128+N after signal N)
     NAME.lock     held (flock) by the wrapper for as long as it lives
     NAME.stopped  present when the job was stopped from here, with the signal sent
 
@@ -20,6 +20,10 @@ lock is free without an exit code) the wrapper's /proc entry is checked too, so 
 without writing NAME.rc is reported, not waited for
 forever. A dropped connection is reconnected with backoff and the wait goes on. Every helper script
 is a constant and takes its values as positional arguments, so no user value is parsed by a shell.
+NAME.pid and NAME.rc are each written whole by one ``echo`` (a single write(2) of a few bytes, no
+``mv`` program: two programs fewer per job): such a file is empty or complete, and an empty one means
+"not written" (its writer was killed between creating and writing it; the wrapper says its pid before
+its command starts, so an empty NAME.pid is a job whose command never ran). Readers test ``-s``.
 Needs sh, setsid and flock (util-linux) on the target. On a host with ``sudo``, the launcher, the
 wrapper and the stop helper run as root (``sudo -n --``), like every other command of that host.
 """
@@ -99,12 +103,11 @@ else
     echo "cannot lock $name.lock (flock from util-linux is needed)" >"$name.failed"; echo failed; exit 125
   fi
 fi
-echo $$ >"$name.pid.tmp" && mv -f "$name.pid.tmp" "$name.pid"
+echo $$ >"$name.pid"
 echo $$; exec >/dev/null
 trap : HUP INT TERM
 "$@" 9>&- </dev/null >"$name.stdout" 2>"$name.stderr"
-rc=$?
-echo $rc >"$name.rc.tmp" && mv -f "$name.rc.tmp" "$name.rc"
+echo $? >"$name.rc"
 '''
 
 # $1 = job script, $2 = workdir, $3 = name, then the command. Prints the pid and the absolute workdir
@@ -138,8 +141,9 @@ echo "$pid"; pwd -P
 # may not fit, so it prints the code it would have recorded and exits 6 once the group is gone (exit 5:
 # the group is still there after the KILL; the job could not be stopped).
 _STOP = r'''
-if [ -e "$1.rc" ]; then cat "$1.rc"; exit 0; fi
+if [ -s "$1.rc" ]; then cat "$1.rc"; exit 0; fi
 p=$(cat "$1.pid") || exit 4
+case $p in ''|*[!0-9]*) echo "$1.pid holds no pid (the job never started its command)" >&2; exit 4;; esac
 running=; kill -0 "$p" 2>/dev/null && running=1
 code=
 { echo TERM >"$1.stopped"; } 2>/dev/null
@@ -150,18 +154,18 @@ while :; do
   [ "$i" -ge "$2" ] && break
   kill -s TERM -- "-$p" 2>/dev/null; i=$((i+1))
 done
-if [ -n "$ended" ] && [ -n "$running" ] && [ ! -e "$1.rc" ]; then
+if [ -n "$ended" ] && [ -n "$running" ] && [ ! -s "$1.rc" ]; then
   code=143; { echo 143 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"; } 2>/dev/null
 fi
-if [ ! -e "$1.rc" ] && [ -z "$code" ]; then
+if [ ! -s "$1.rc" ] && [ -z "$code" ]; then
   { echo KILL >"$1.stopped"; } 2>/dev/null
   kill -s KILL -- "-$p" 2>/dev/null
   flock -s -w 5 "$1.lock" true
-  [ -e "$1.rc" ] || { code=137; { echo 137 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"; } 2>/dev/null; }
+  [ -s "$1.rc" ] || { code=137; { echo 137 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"; } 2>/dev/null; }
 fi
 kill -s KILL -- "-$p" 2>/dev/null
 i=0; while kill -0 -- "-$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
-if [ -e "$1.rc" ]; then cat "$1.rc"; exit 0; fi
+if [ -s "$1.rc" ]; then cat "$1.rc"; exit 0; fi
 if kill -0 -- "-$p" 2>/dev/null; then echo "process group $p is still running" >&2; exit 5; fi
 rm -f "$1.rc.tmp"; echo "$code"; exit 6
 '''
@@ -315,9 +319,12 @@ class Job:
         return cls(host, workdir, name, int(text))
 
     def poll(self) -> int | None:
-        """The exit code if the job has finished, else None (one quick round trip)."""
+        """The exit code if the job has finished, else None (one quick round trip). An empty NAME.rc is
+        one not written (see the module's docstring)."""
         if self.returncode is None and self._retrying(self.host.exists, self.rc_path):
-            self.returncode = self._code(self._retrying(self.host.read_text, self.rc_path))
+            text = self._retrying(self.host.read_text, self.rc_path)
+            if text.strip():
+                self.returncode = self._code(text)
         return self.returncode
 
     def wait(self, timeout: float | None = None, progress: Progress | None = None,

@@ -44,9 +44,10 @@ from briefkit.tools.base import Point, PointRun, Workload
 
 Progress = Callable[[str], None]
 
-# $1 = the campaign's run folder: the jobs there that have no exit code yet (NAME.pid without NAME.rc)
+# $1 = the campaign's run folder: the jobs there that have no exit code yet (NAME.pid without NAME.rc). An
+# empty NAME.pid is a wrapper killed before its command started (briefkit.hosts.job): nothing to stop.
 _UNFINISHED = ('[ -d "$1" ] || exit 0; find "$1" -name "*.pid" -type f | while read -r f; do '
-               '[ -e "${f%.pid}.rc" ] || printf "%s\\n" "$f"; done')
+               '[ -s "$f" ] && [ ! -e "${f%.pid}.rc" ] && printf "%s\\n" "$f"; done')
 
 
 @dataclass

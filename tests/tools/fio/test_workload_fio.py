@@ -288,11 +288,18 @@ def test_read_only_mix_on_a_preconditioned_file_reads_real_blocks(tmp_path, loca
 
 
 def test_an_unknown_engine_is_an_error_not_a_fallback(tmp_path, local_host, fio_installed):
-    """An engine fio documents but this build lacks (libcufile: CUDA) is refused at prepare, naming it."""
+    """An engine fio documents but this build lacks (libcufile: CUDA) is refused by fio itself, at the
+    preconditioning run or, without one, at the first point; either is the settings.ioengine error."""
     workload = FioWorkload()
-    _, settings = workload.validate({}, {"ioengine": "libcufile"}, "c")
-    with pytest.raises(CampaignError, match=r"settings.ioengine: .*libcufile.*does not fall back"):
+    matrix, settings = workload.validate({"rw": ["70/30"], "bs": ["4KiB"], "numjobs": [1], "iodepth": [1]},
+                                         {"ioengine": "libcufile", "size": "1MiB"}, "c")
+    with pytest.raises(CampaignError, match=r"settings.ioengine: .*libcufile.*\(preconditioning: .*does not fall back"):
         workload.prepare(local_host, storage(tmp_path), settings, str(tmp_path / "p"), lambda _m: None)
+    _, settings = workload.validate(matrix, {"ioengine": "libcufile", "size": "1MiB", "precondition": False}, "c")
+    with pytest.raises(CampaignError, match=r"settings.ioengine: .*libcufile.*\(point .*does not fall back"):
+        run_one(local_host, workload, settings, {k: v[0] for k, v in matrix.items()}, storage(tmp_path),
+                tmp_path / "pt", {})
+    assert "fio: engine libcufile not loadable" in (tmp_path / "pt" / "fio.stderr").read_text()  # kept
 
 
 def test_a_missing_fio_program_is_blamed_on_settings_fio(tmp_path, local_host):
