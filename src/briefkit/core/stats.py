@@ -46,7 +46,7 @@ class _StudentT:
         return special.stdtr(df, -x)
 
 
-def student_t() -> _StudentT:
+def student_t() -> type[_StudentT]:
     """Student's t distribution (``ppf``, ``sf``). Loaded at the first interval: a campaign's executor
     imports this module (adaptive repetitions) without always computing one."""
     return _StudentT
