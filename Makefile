@@ -25,7 +25,7 @@ APT_PACKAGES += $(if $(filter /usr/bin/python3.11,$(PYTHON)),python3.11-venv)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help setup system python reproduce briefs test test-fast lint test-unit test-notebooks lab notebooks lock clean params-layout docs-params
+.PHONY: help setup system python reproduce briefs test test-fast lint test-unit test-notebooks lab notebooks lock clean params-layout docs-params theme
 
 help:
 	@echo "make reproduce   set up, then regenerate every brief into reports/ (dvc repro, briefs in parallel)"
@@ -36,6 +36,7 @@ help:
 	@echo "make notebooks   re-execute the committed notebooks (the outputs nbval compares)"
 	@echo "make lock        re-pin requirements.lock from requirements.in"
 	@echo "make docs-params docs/params.md, the params.yaml reference, from the JSON Schema"
+	@echo "make theme       the briefs' figure theme (theme.json) from seaborn's set_theme"
 
 setup: system python
 
@@ -193,6 +194,11 @@ params-layout:
 # docs/params.md, the params.yaml reference, from the models' JSON Schema (a test checks it is current).
 docs-params:
 	python -m briefkit.config.reference > docs/params.md
+
+# The briefs' figure theme, written from seaborn's set_theme so that kernels need not import seaborn (and
+# scipy.stats with it); a test checks it is current (run it after upgrading seaborn or matplotlib).
+theme:
+	python -m briefkit.briefs.shared.theme > src/briefkit/briefs/shared/theme.json
 
 clean:
 	rm -rf reports/*.ipynb reports/*.html reports/*.pdf data/processed

@@ -10,9 +10,10 @@ import os
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
+
+from briefkit.briefs.shared import theme
 
 #: Fixed colours, so a configuration keeps its colour across every figure of a brief.
 PALETTE = ["#1f4e9c", "#d9822b", "#5a9e3a", "#8c4fa3", "#c23b3b", "#3a8f9e"]
@@ -21,7 +22,7 @@ PALETTE = ["#1f4e9c", "#d9822b", "#5a9e3a", "#8c4fa3", "#c23b3b", "#3a8f9e"]
 def setup() -> None:
     """Deterministic SVG output (same bytes on every run) and the brief's look."""
     os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
-    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.9)
+    theme.apply()   # seaborn's set_theme(style="whitegrid", context="notebook", font_scale=0.9)
     plt.rcParams.update({
         "svg.hashsalt": "briefkit", "svg.fonttype": "path", "figure.dpi": 100,
         "axes.spines.top": False, "axes.spines.right": False, "figure.autolayout": True,
