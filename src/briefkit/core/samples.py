@@ -54,11 +54,16 @@ def to_canonical(table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
     # One conversion per (unit, target unit) pair, not per metric, on plain arrays: a fio point has
     # ~80 metrics (every percentile is one) but only a few units, and pandas assignments are costly.
+    # The rows of each pair are gathered in plain Python: a groupby cost more than the rest of a small
+    # table's conversion (db_bench's samples are made a few rows at a time).
     values = table["value"].to_numpy(dtype=float, copy=True)
     unit_of = table["unit"].to_numpy(dtype=object, copy=True)
-    targets = table["metric"].map({m: canonical_unit(m) for m in table["metric"].unique()})
-    pairs = pd.DataFrame({"unit": table["unit"], "target": targets})
-    for (unit, target), rows in pairs.groupby(["unit", "target"], dropna=False).indices.items():
+    metric_of = table["metric"].to_numpy(dtype=object)
+    targets = {m: canonical_unit(m) for m in table["metric"].unique()}
+    pairs: dict[tuple, list[int]] = {}
+    for row, (unit, metric) in enumerate(zip(unit_of, metric_of)):
+        pairs.setdefault((unit, targets[metric]), []).append(row)
+    for (unit, target), rows in sorted(pairs.items(), key=lambda pair: (str(pair[0][0]), pair[0][1])):
         if unit != target:
             values[rows] = units.convert(values[rows], unit, target)
             unit_of[rows] = target
