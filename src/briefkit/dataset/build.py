@@ -49,7 +49,6 @@ from briefkit.processed import (
     empty_bins,
     empty_percentiles,
 )
-from briefkit.published import brief as published_mod
 from briefkit.raw import packs, records
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw.manifest import DONE, FAILED, SKIPPED
@@ -127,6 +126,10 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
     holds (``build_campaign``; a part missing is an error naming the command that writes it) and the
     published numbers, and the brief's partitions of the results store beside it (data/results/,
     briefkit.store); returns the folder."""
+    # here, not at the top: a campaign's part (the tidy stage) reads no published data, and the claims'
+    # models cost about 0.07 CPU-s to import
+    from briefkit.published import brief as published_mod
+
     base = Path(base or project.root())
     brief = project.brief(slug, base)
     spec = project.load_params(base)["briefs"][slug]
