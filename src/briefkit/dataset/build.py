@@ -478,11 +478,16 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, set
         def read(files, wanted):
             # a histogram that names its workload belongs to that workload's rows only (pgbench's types)
             return [h for h in hook(files, key[2], wanted, settings) if h.workload in (None, point["workload"])]
+        # one file is one repetition, the smallest ``rep`` of its rows (a plain pass: a pandas selection
+        # per file cost more than reading the file's cached bins)
+        rep_of: dict[str, Any] = {}
+        for source, rep in zip(group["source"], group["rep"]):
+            rep_of[source] = min(rep, rep_of.get(source, rep))
         try:
             histograms = read(paths, percentiles)
-            # one file is one repetition: its own bins, for the bootstrap over repetitions
-            reps = [(int(group.loc[group["source"] == source, "rep"].min()), read([path], ()))
-                    for source, path in zip(sources, paths)] if len(paths) > 1 else []
+            # each repetition's own bins, for the bootstrap over repetitions
+            reps = [(int(rep_of[source]), read([path], ())) for source, path in zip(sources, paths)] \
+                if len(paths) > 1 else []
         except (ParseError, FileNotFoundError):
             continue
         for histogram in histograms:
