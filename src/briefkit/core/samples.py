@@ -63,6 +63,7 @@ def to_canonical(table: pd.DataFrame) -> pd.DataFrame:
     pairs: dict[tuple, list[int]] = {}
     for row, (unit, metric) in enumerate(zip(unit_of, metric_of)):
         pairs.setdefault((unit, targets[metric]), []).append(row)
+    # in sorted order, as the groupby went: of two units that cannot be converted, the same one is named
     for (unit, target), rows in sorted(pairs.items(), key=lambda pair: (str(pair[0][0]), pair[0][1])):
         if unit != target:
             values[rows] = units.convert(values[rows], unit, target)
