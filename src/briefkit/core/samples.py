@@ -54,11 +54,17 @@ def to_canonical(table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
     # One conversion per (unit, target unit) pair, not per metric, on plain arrays: a fio point has
     # ~80 metrics (every percentile is one) but only a few units, and pandas assignments are costly.
+    # The rows of each pair are gathered in plain Python: a groupby cost more than the rest of a small
+    # table's conversion (db_bench's samples are made a few rows at a time).
     values = table["value"].to_numpy(dtype=float, copy=True)
     unit_of = table["unit"].to_numpy(dtype=object, copy=True)
-    targets = table["metric"].map({m: canonical_unit(m) for m in table["metric"].unique()})
-    pairs = pd.DataFrame({"unit": table["unit"], "target": targets})
-    for (unit, target), rows in pairs.groupby(["unit", "target"], dropna=False).indices.items():
+    metric_of = table["metric"].to_numpy(dtype=object)
+    targets = {m: canonical_unit(m) for m in table["metric"].unique()}
+    pairs: dict[tuple, list[int]] = {}
+    for row, (unit, metric) in enumerate(zip(unit_of, metric_of)):
+        pairs.setdefault((unit, targets[metric]), []).append(row)
+    # in sorted order, as the groupby went: of two units that cannot be converted, the same one is named
+    for (unit, target), rows in sorted(pairs.items(), key=lambda pair: (str(pair[0][0]), pair[0][1])):
         if unit != target:
             values[rows] = units.convert(values[rows], unit, target)
             unit_of[rows] = target
@@ -144,7 +150,13 @@ def with_parameter_dtypes(table: pd.DataFrame, sources: Iterable[pd.DataFrame], 
     untyped = [n for n in names if n not in dtypes]
     if untyped:
         raise ValueError(f"point parameters {untyped} have no dtype (one of {', '.join(PARAMETER_DTYPES)})")
-    return table.reindex(columns=[*columns, *(n for n in names if n not in columns)]).astype(dtypes)
+    table = table.reindex(columns=[*columns, *(n for n in names if n not in columns)])
+    # only a column not yet of its dtype is cast: ``astype`` with a mapping rebuilds every column, which
+    # cost more than the concatenation before it (a db_bench point concatenates two small tables)
+    for name, dtype in dtypes.items():
+        if str(table[name].dtype) != dtype:
+            table[name] = table[name].astype(dtype)
+    return table
 
 
 def to_csv(table: pd.DataFrame, stream) -> None:

@@ -49,7 +49,6 @@ from briefkit.processed import (
     empty_bins,
     empty_percentiles,
 )
-from briefkit.published import brief as published_mod
 from briefkit.raw import packs, records
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw.manifest import DONE, FAILED, SKIPPED
@@ -127,6 +126,10 @@ def build_brief(slug: str, base: Path | None = None, out_dir: Path | None = None
     holds (``build_campaign``; a part missing is an error naming the command that writes it) and the
     published numbers, and the brief's partitions of the results store beside it (data/results/,
     briefkit.store); returns the folder."""
+    # here, not at the top: a campaign's part (the tidy stage) reads no published data, and the claims'
+    # models cost about 0.07 CPU-s to import
+    from briefkit.published import brief as published_mod
+
     base = Path(base or project.root())
     brief = project.brief(slug, base)
     spec = project.load_params(base)["briefs"][slug]
@@ -475,11 +478,16 @@ def merged_latency(table: pd.DataFrame, base: Path, percentiles=PERCENTILES, set
         def read(files, wanted):
             # a histogram that names its workload belongs to that workload's rows only (pgbench's types)
             return [h for h in hook(files, key[2], wanted, settings) if h.workload in (None, point["workload"])]
+        # one file is one repetition, the smallest ``rep`` of its rows (a plain pass: a pandas selection
+        # per file cost more than reading the file's cached bins)
+        rep_of: dict[str, Any] = {}
+        for source, rep in zip(group["source"], group["rep"]):
+            rep_of[source] = min(rep, rep_of.get(source, rep))
         try:
             histograms = read(paths, percentiles)
-            # one file is one repetition: its own bins, for the bootstrap over repetitions
-            reps = [(int(group.loc[group["source"] == source, "rep"].min()), read([path], ()))
-                    for source, path in zip(sources, paths)] if len(paths) > 1 else []
+            # each repetition's own bins, for the bootstrap over repetitions
+            reps = [(int(rep_of[source]), read([path], ())) for source, path in zip(sources, paths)] \
+                if len(paths) > 1 else []
         except (ParseError, FileNotFoundError):
             continue
         for histogram in histograms:

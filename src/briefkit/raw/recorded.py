@@ -134,7 +134,11 @@ class RecordedCampaign:
         return found
 
     def point_records(self) -> list[tuple[Point, dict]]:
-        """point.json of every finished point."""
+        """point.json of every finished point (read once, as ``events``: a campaign's record reads them twice)."""
+        return self._point_records
+
+    @cached_property
+    def _point_records(self) -> list[tuple[Point, dict]]:
         return [(p, records.read_point_of(self.raw_dir, e["dir"])) for p, e in self.done()]
 
     def samples(self, with_power: bool = True) -> pd.DataFrame:

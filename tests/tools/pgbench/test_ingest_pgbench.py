@@ -162,6 +162,20 @@ def test_nearest_rank_definition():
     assert pgbench_txlog.nearest_rank(np.arange(1, 1001), "99.9") == 999
 
 
+def test_nearest_ranks_counted_is_the_rank_of_the_values_counted():
+    # the latency hook's percentiles of a histogram (value -> how many) are those of the values it counts,
+    # every percentile from one sort of the histogram, in the order asked, as whole microseconds
+    rng = np.random.default_rng(5)
+    wanted = [1.0, 50.0, 99.0, 99.9, 5.0, 100.0]
+    for n in (1, 3, 1000, 4321):
+        values = np.sort(rng.integers(1, 400, n))
+        counts = dict(zip(*(a.tolist() for a in np.unique(values, return_counts=True))))
+        found = pgbench_txlog.nearest_ranks_counted(dict(reversed(counts.items())), wanted)
+        assert found == [nearest_rank(values, str(p)) for p in wanted]
+        assert all(type(v) is int for v in found)
+    assert pgbench_txlog.nearest_ranks_counted({1000: 1}, []) == []
+
+
 @pytest.mark.parametrize("text, expected", [
     ("0 1 2345 0 1795284353\n", "5 fields"),
     ("0 1 12x 0 1795284353 209254\n", "time '12x'"),

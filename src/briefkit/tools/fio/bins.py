@@ -136,7 +136,13 @@ def merge_bins(*histograms: Mapping[Any, int]) -> Counter:
     """Sum json+ bins (keys as ints): the histogram of all their I/Os together."""
     merged: Counter = Counter()
     for bins in histograms:
-        for value, count in bins.items():
-            merged[int(value)] += int(count)
+        add_bins(merged, bins)
     return merged
+
+
+def add_bins(into: Counter, bins: Mapping[Any, int]) -> Counter:
+    """``merge_bins`` into ``into`` in place (files added one by one, each bucket passed once); returns it."""
+    for value, count in bins.items():
+        into[int(value)] += int(count)
+    return into
 

@@ -5,6 +5,7 @@ A client/server file holds every server and "All clients" as their own host; ``h
 them (None: a stand-alone file, whose units have no host)."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -20,13 +21,12 @@ def merged(paths: Sequence[Path], host: str | None, percentiles: Sequence[float]
     """One histogram per direction (``read_clat``, ``write_clat``...) with I/Os; raises ParseError
     or FileNotFoundError for a file it cannot read. Every I/O of a json+ file counts (fio leaves its
     ramp out itself), so ``settings`` is not read."""
-    families: dict[str, dict] = {}
+    families: dict[str, Counter] = {}
     for path in paths:
         for key, bins in _file_histograms(Path(path)).items():
             if key.host is not None and key.host != host:
                 continue
-            family = f"{key.direction}_clat"
-            families[family] = fio_bins.merge_bins(families.get(family, {}), bins)
+            fio_bins.add_bins(families.setdefault(f"{key.direction}_clat", Counter()), bins)
     return [LatencyHistogram(family, dict(bins), fio_bins.percentiles_from_bins(bins, percentiles))
             for family, bins in sorted(families.items()) if sum(bins.values())]
 

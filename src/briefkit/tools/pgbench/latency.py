@@ -43,7 +43,8 @@ def merged(paths: Sequence[Path], host: str | None, percentiles: Sequence[float]
             for value, count in counts.items():
                 into[value] = into.get(value, 0) + count
     return [LatencyHistogram(FAMILY, {us * 1000: n for us, n in counts.items()},
-                             {p: txlog.nearest_rank_counted(counts, p) * 1000 for p in percentiles}, workload)
+                             {p: us * 1000 for p, us in zip(percentiles, txlog.nearest_ranks_counted(counts, percentiles))},
+                             workload)
             for workload, counts in found.items()]
 
 
