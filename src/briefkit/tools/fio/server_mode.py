@@ -121,6 +121,6 @@ class FioClients(FioWorkload):
             if dead:
                 raise dead_servers_error(dead, what)
             raise _failure(controller, _read_or_empty(controller, run.path(f"{JOB_NAME}.stderr")), out_path, argv,
-                           rc, what)
+                           rc, what, settings.ioengine)
         if not controller.exists(out_path):
             raise CampaignError(f"fio --client exited 0 but wrote no {out_path}")
