@@ -117,8 +117,11 @@ lint:
 # at a load of 5. `make test TEST_WORKERS=2` on a machine busy with other work. Three per core were no
 # faster on fresh clones of the same commit (pytest 8 min 34 s against 8 min 40 s, one run each).
 # Fixtures are per worker: ports come from the kernel (free_port), folders from tmp_path, so workers never
-# meet. nbval is not loaded here (slow to import; only test-notebooks uses it).
-TEST_WORKERS ?= $(shell echo $$((2 * $$(nproc 2>/dev/null || echo 1))))
+# meet. nbval is not loaded here (slow to import; only test-notebooks uses it). One worker more than two per
+# core: with 4 on the 2-core machine the run still used only about 80 % of the cores (pytest 528 s and 896
+# CPU-s on a fresh clone), with 5 it took 505 s (one run each, same clone and commit); `make test-fast`
+# took the same with 4 or 5 (90-94 s, two alternated runs each).
+TEST_WORKERS ?= $(shell echo $$((2 * $$(nproc 2>/dev/null || echo 1) + 1)))
 # --durations: the 25 slowest tests close every run's log, the first place to look when the suite grows
 PYTEST_PARALLEL := pytest -n $(TEST_WORKERS) --dist loadgroup -p no:nbval --durations=25
 
