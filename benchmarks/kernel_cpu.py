@@ -19,28 +19,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import timed
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-
-
-def run(argv: list[str], env: dict, cwd: Path) -> tuple[float, float]:
-    """(wall, CPU of the command and its children) of one command, which must succeed."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-3000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def import_lines(notebook: Path) -> str:
@@ -76,18 +64,18 @@ def main() -> None:
         notebooks = {line.split("\t")[0]: data / line.split("\t")[1] for line in listed.splitlines()}
         tasks = {}
         for brief in briefs:
-            run([str(BIN / "briefkit"), "dataset", brief, "--quiet"], base_env, data)
+            timed([str(BIN / "briefkit"), "dataset", brief, "--quiet"], base_env, data)
             tasks[brief, "import"] = [str(BIN / "python"), "-c", import_lines(notebooks[brief])]
             tasks[brief, "execute"] = [str(BIN / "briefkit"), "execute", brief, "--quiet"]
         for argv in tasks.values():        # each once per arm: bytecode written, caches warm
             for env in arms.values():
-                run(argv, env, data)
+                timed(argv, env, data)
         load_before = os.getloadavg()[0]
         results = {(task, arm): [] for task in tasks for arm in arms}
         for number in range(args.runs):
             for task, argv in tasks.items():
                 for arm, env in arms.items():
-                    results[task, arm].append(run(argv, env, data))
+                    results[task, arm].append(timed(argv, env, data))
             print(f"run {number + 1}/{args.runs} done (load {os.getloadavg()[0]:.2f})", flush=True)
     print(f"\nmedians of {args.runs} runs; load {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     for task in tasks:

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
+from timing import timed
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -32,19 +31,12 @@ STAGES = {"dataset": ["dataset", "{brief}", "--quiet"], "notebook": ["execute", 
           "render": ["render", "{brief}"]}
 
 
-def timed(argv: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall seconds and CPU seconds (the command and its children) of one command; its failure ends
-    the benchmark with the command's output."""
+def stage_env() -> dict[str, str]:
+    """The stages' environment: the venv's commands first, no analytics, no BRIEFKIT_ROOT (each command
+    runs in the clone it is given)."""
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
     env.pop("BRIEFKIT_ROOT", None)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return env
 
 
 def main() -> None:
@@ -71,7 +63,7 @@ def main() -> None:
                     if stage not in stages and run:
                         continue     # what a measured stage reads: made once, unmeasured
                     argv = [str(BIN / "briefkit"), *(a.format(brief=brief) for a in STAGES[stage])]
-                    wall, cpu = timed(argv, clone)
+                    wall, cpu = timed(argv, stage_env(), clone)
                     if stage in stages:
                         figures.setdefault((brief, stage), []).append((wall, cpu))
                         print(f"run {run + 1} {brief:<16} {stage:<9} {wall:6.1f} s wall {cpu:6.1f} s CPU", flush=True)

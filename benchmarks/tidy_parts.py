@@ -24,7 +24,6 @@ import argparse
 import filecmp
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -32,18 +31,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from timing import timed
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-
-
-def cpu_of(argv: list[str], env: dict[str, str]) -> float:
-    """CPU seconds (user + sys) of one command run to completion; its failure ends the benchmark."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(argv, env=env, capture_output=True, text=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode:
-        sys.exit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-3000:]}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def campaigns() -> list[tuple[str, str]]:
@@ -95,7 +86,7 @@ def main() -> None:
             for brief, name in chosen:
                 for version, env in envs.items() if run % 2 else reversed(envs.items()):
                     argv = [sys.executable, "-m", "briefkit.cli", "dataset", brief, "--campaign", name, "--quiet"]
-                    took = cpu_of(argv, env)
+                    took = timed(argv, env)[1]
                     if run:
                         cpu.setdefault((brief, name, version), []).append(took)
                         print(f"run {run} {brief + '--' + name:<30} {version:<6} {took:5.2f} CPU-s", flush=True)
