@@ -155,19 +155,19 @@ while :; do
   kill -s TERM -- "-$p" 2>/dev/null; i=$((i+1))
 done
 if [ -n "$ended" ] && [ -n "$running" ] && [ ! -s "$1.rc" ]; then
-  code=143; { echo 143 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"; } 2>/dev/null
+  code=143; { echo 143 >"$1.rc"; } 2>/dev/null
 fi
 if [ ! -s "$1.rc" ] && [ -z "$code" ]; then
   { echo KILL >"$1.stopped"; } 2>/dev/null
   kill -s KILL -- "-$p" 2>/dev/null
   flock -s -w 5 "$1.lock" true
-  [ -s "$1.rc" ] || { code=137; { echo 137 >"$1.rc.tmp" && mv -f "$1.rc.tmp" "$1.rc"; } 2>/dev/null; }
+  [ -s "$1.rc" ] || { code=137; { echo 137 >"$1.rc"; } 2>/dev/null; }
 fi
 kill -s KILL -- "-$p" 2>/dev/null
 i=0; while kill -0 -- "-$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
 if [ -s "$1.rc" ]; then cat "$1.rc"; exit 0; fi
 if kill -0 -- "-$p" 2>/dev/null; then echo "process group $p is still running" >&2; exit 5; fi
-rm -f "$1.rc.tmp"; echo "$code"; exit 6
+echo "$code"; exit 6
 '''
 
 
