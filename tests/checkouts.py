@@ -3,6 +3,7 @@ the PATH, no analytics, and none of the test run's own BRIEFKIT_* overrides."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,3 +29,13 @@ def run(argv, cwd: Path, timeout=900, check=True, **extra) -> subprocess.Complet
         raise AssertionError(f"{' '.join(map(str, argv))} exited {done.returncode}\n"
                              f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-5000:]}")
     return done
+
+
+def new_clone(target: Path, source: Path = ROOT, parts: Path | None = None) -> Path:
+    """``git clone`` of ``source`` at ``target``, as a user makes one. With ``parts`` (the ``committed_parts``
+    fixture), the clone's DVC cache holds the committed campaigns' parts (hard links to the shared cache),
+    so that `dvc repro` checks them out ("is cached - skipping run") instead of building them again."""
+    run(["git", "clone", "-q", str(source), str(target)], cwd=source)
+    if parts is not None:
+        shutil.copytree(parts, target / ".dvc" / "cache", copy_function=os.link)
+    return target

@@ -7,7 +7,7 @@ stopped at the end of the test. The attributes hostname, port,
 username, client_key and known_hosts are there for tools that need them (e.g. an ssh command line).
 
 The suite runs in parallel (pytest-xdist): every fixture here is per worker, except
-``reference_data``, built once for the whole run. A test takes its ports from the kernel
+``reference_data`` and ``committed_parts``, built once for the whole run. A test takes its ports from the kernel
 (``briefkit.hosts.sshd.free_port()``) and its folders from ``tmp_path``; never a fixed port or path.
 """
 from __future__ import annotations
@@ -15,12 +15,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from briefkit.hosts import LocalHost
 from briefkit.hosts.sshd import SSHD, LoopbackSshd
@@ -148,9 +150,7 @@ def reference_data(tmp_path_factory):
                             f"(make test builds every brief's before the tests)", pytrace=False)
             return Path(given)
         return prebuilt
-    # the workers' temporary roots are siblings: their parent is the run's, shared by all of them
-    shared = tmp_path_factory.getbasetemp()
-    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
+    shared = _run_folder(tmp_path_factory)
     base = shared / "reference"
 
     def build(*briefs: str) -> Path:
@@ -176,6 +176,45 @@ def reference_data(tmp_path_factory):
         return base
 
     return build
+
+
+def _run_folder(tmp_path_factory) -> Path:
+    """A folder of the whole test run, shared by the xdist workers: their temporary roots are siblings, and
+    their parent is the run's."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def committed_parts(tmp_path_factory, reference_data):
+    """A DVC cache holding the parts of the committed campaigns (what their tidy@ stages write, as the
+    committed dvc.lock records it), made once for the whole run and shared by the workers. A temporary clone
+    seeded with it (``tests.checkouts.new_clone(..., parts=committed_parts)``) checks those parts out instead of
+    building them again, as a clone does after `dvc pull` from a team's remote: the fio reference's part is
+    5 CPU-s a build, and the tests that use it measure and render a campaign of their own. Made by
+    `dvc commit` of the committed tidy@ stages in a clone that holds the reference datasets' parts (the
+    same bytes: ``reference_data`` builds them with the same code). A tree whose dvc.lock is stale (src
+    changed, `make briefs` not run yet) gets parts of other hashes: its clones then build theirs, as
+    without the cache. test_reproducible_outputs builds every part of its clones itself."""
+    from tests.checkouts import BIN, ROOT, run
+
+    shared = _run_folder(tmp_path_factory)
+    cache = shared / "committed-parts"
+    with open(shared / "committed-parts.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / ".committed-parts").exists():
+            reference = reference_data(*yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))["briefs"])
+            scratch = shared / "committed-parts-clone"
+            shutil.rmtree(scratch, ignore_errors=True)
+            run(["git", "clone", "-q", str(ROOT), str(scratch)], cwd=ROOT)
+            shutil.copytree(reference / "data" / "interim", scratch / "data" / "interim")
+            stages = [name for name in yaml.safe_load((scratch / "dvc.lock").read_text(encoding="utf-8"))["stages"]
+                      if name.startswith(("tidy@", "tidy-found@"))]
+            run([BIN / "dvc", "config", "--local", "cache.dir", str(cache)], cwd=scratch)
+            run([BIN / "dvc", "commit", "-f", "-q", *stages], cwd=scratch)
+            shutil.rmtree(scratch)
+            (shared / ".committed-parts").touch()
+    return cache
 
 
 def _extract_committed_data(base: Path) -> None:

@@ -81,12 +81,13 @@ def test_a_reference_brief_as_declared(reference_data):
 
 
 @pytest.mark.slow
-def test_a_changed_declaration_keeps_what_was_measured(tmp_path):
+def test_a_changed_declaration_keeps_what_was_measured(tmp_path, reference_data):
     def longer(spec):
         spec["campaigns"]["local"]["settings"]["duration_s"] = 90
         spec["campaigns"]["local"]["labels"]["disk"] = "renamed"
 
-    reference = built(make_project(tmp_path / "a", "oltp-9300"), "oltp-9300")
+    # the unedited declaration's dataset: the suite's shared build of the committed data (read only)
+    reference = processed.load("oltp-9300", reference_data("oltp-9300") / "data" / "processed")
     base = make_project(tmp_path / "b", "oltp-9300", edit=longer)
     data = built(base, "oltp-9300")
     camp = data.campaigns["local"]
@@ -103,8 +104,8 @@ def test_a_changed_declaration_keeps_what_was_measured(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_removed_declaration_does_not_drop_measured_data(tmp_path):
-    reference = built(make_project(tmp_path / "a", "rocksdb-nvmeof"), "rocksdb-nvmeof")
+def test_a_removed_declaration_does_not_drop_measured_data(tmp_path, reference_data):
+    reference = processed.load("rocksdb-nvmeof", reference_data("rocksdb-nvmeof") / "data" / "processed")
     base = make_project(tmp_path / "b", "rocksdb-nvmeof", edit=lambda spec: spec.pop("campaigns"))
     data = built(base, "rocksdb-nvmeof")
     assert {c.declaration_status for c in data.campaigns.values()} == {"not declared"}

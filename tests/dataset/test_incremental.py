@@ -17,7 +17,7 @@ from briefkit import cli, processed, store
 from briefkit.config.paths import CAMPAIGN_LIST
 from briefkit.core.errors import BriefkitError
 from briefkit.dataset import build, stages
-from tests.checkouts import BIN, ROOT, run
+from tests.checkouts import BIN, ROOT, new_clone, run
 from tests.dataset.test_dataset import make_project
 
 DVC = str(BIN / "dvc")
@@ -38,9 +38,8 @@ def part_files(clone: Path, campaign: str) -> dict[str, tuple[int, int]]:
 
 
 @pytest.mark.slow
-def test_a_new_campaign_runs_only_its_own_stage_and_the_briefs_concatenation(tmp_path):
-    clone = tmp_path / "clone"
-    run(["git", "clone", "-q", str(ROOT), str(clone)], cwd=ROOT)
+def test_a_new_campaign_runs_only_its_own_stage_and_the_briefs_concatenation(tmp_path, committed_parts):
+    clone = new_clone(tmp_path / "clone", parts=committed_parts)
     run([DVC, "repro", f"dataset@{BRIEF}"], cwd=clone)
     before = processed.load(BRIEF, clone / "data" / "processed")
     local = part_files(clone, "local")

@@ -20,18 +20,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.checkouts import BIN, ROOT, run
+from tests.checkouts import BIN, new_clone, run
 from tests.fio_rates import IDLE_IOPS
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory) -> Path:
-    """A fresh clone of the committed repository (what a new user starts from)."""
-    target = tmp_path_factory.mktemp("newuser") / "briefkit"
-    run(["git", "clone", "-q", str(ROOT), str(target)], cwd=ROOT)
-    return target
+def clone(tmp_path_factory, committed_parts) -> Path:
+    """A fresh clone of the committed repository (what a new user starts from), its DVC cache holding the
+    committed campaigns' parts (as after `dvc pull`): the briefs' `dvc repro` builds only the new campaign's."""
+    return new_clone(tmp_path_factory.mktemp("newuser") / "briefkit", parts=committed_parts)
 
 
 def host_of(sshd) -> dict:

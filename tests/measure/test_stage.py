@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.checkouts import BIN, ROOT, env, run
+from tests.checkouts import BIN, ROOT, env, new_clone, run
 from tests.fio_rates import IDLE_IOPS
 
 DVC = str(BIN / "dvc")
@@ -30,9 +30,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory) -> Path:
-    target = tmp_path_factory.mktemp("measure-stage") / "briefkit"
-    run(["git", "clone", "-q", str(ROOT), str(target)], cwd=ROOT)
+def clone(tmp_path_factory, committed_parts) -> Path:
+    target = new_clone(tmp_path_factory.mktemp("measure-stage") / "briefkit", parts=committed_parts)
     run(["git", "config", "user.email", "test@example.invalid"], cwd=target)
     run(["git", "config", "user.name", "test"], cwd=target)
     return target

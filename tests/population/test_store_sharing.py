@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from tests.checkouts import BIN, ROOT, run
+from tests.checkouts import BIN, new_clone, run
 
 DVC = str(BIN / "dvc")
 
 
 @pytest.mark.slow
-def test_the_store_is_shared_through_a_dvc_remote(tmp_path):
+def test_the_store_is_shared_through_a_dvc_remote(tmp_path, committed_parts):
     """As raw data is: `dvc repro` writes a brief's store partitions as outputs of its dataset stage,
     `dvc push` sends them to a directory remote, and another clone pulls them and queries them."""
-    first = tmp_path / "first"
-    run(["git", "clone", "-q", str(ROOT), str(first)], cwd=ROOT)
+    first = new_clone(tmp_path / "first", parts=committed_parts)     # its campaign's part in its DVC cache
     for key, value in (("user.email", "test@example.invalid"), ("user.name", "test")):
         run(["git", "config", key, value], cwd=first)
-    run([DVC, "repro", "dataset@oltp-9300"], cwd=first)     # its campaign part stage first (tidy@...)
+    run([DVC, "repro", "dataset@oltp-9300"], cwd=first)     # its campaign part (tidy@...) checked out, then the brief
     run([DVC, "remote", "add", "-d", "storage", str(tmp_path / "remote")], cwd=first)
     run([DVC, "push", "dataset@oltp-9300"], cwd=first)
     assert not run(["git", "status", "--porcelain", "--", "data"], cwd=first).stdout.strip()

@@ -36,7 +36,8 @@ except ImportError:  # the host layer is optional for this test: fall back to th
     LocalHost = None
 
 SCALE = Scale(1, shrink=10)
-DURATION_S = 4
+#: long enough for a few hundred transactions of each script; pgbench keeps both cores busy for all of it
+DURATION_S = 2
 
 
 def run_local(argv):
