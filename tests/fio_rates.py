@@ -11,3 +11,10 @@ samples, and 20 ms or more in 0.1 %. At 50 IO/s the I/Os are 20 ms apart, and th
 
 #: IO/s per job and direction: the points last as declared and do little (64 KiB I/O: 3.2 MB/s)
 IDLE_IOPS = 50
+
+#: fio's clock without its calibration: with its default clock source (the CPU's TSC), every fio run spins
+#: about 50 ms timing the TSC before its job starts (fio's time.c, ``calibrate_cpu_clock``); clock_gettime
+#: needs none. The suite starts some 600 fio runs, none of which measures anything but its own bookkeeping.
+NO_CALIBRATION = {"clocksource": "clock_gettime"}
+#: the fio ``options`` of a test campaign that must run for its time but not load the machine
+IDLE = {"rate_iops": IDLE_IOPS, **NO_CALIBRATION}

@@ -19,7 +19,7 @@ import yaml
 from briefkit import cli
 from briefkit.config import dvclock
 from tests.checkouts import BIN, ROOT, env, run
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE
 
 DVC = str(BIN / "dvc")
 BRIEF = "fio-6600ion"
@@ -34,7 +34,7 @@ def spec(workdir: Path) -> dict:
             "matrix": {"rw": ["70/30"], "bs": ["256KiB"], "numjobs": [1, 2], "iodepth": [4]},
             # throttled: what is tested is DVC's and the executor's bookkeeping, not speed
             "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": 1, "size": "16MiB",
-                         "options": {"rate_iops": IDLE_IOPS}}}
+                         "options": dict(IDLE)}}
 
 
 def manifest(raw: Path) -> list[dict]:

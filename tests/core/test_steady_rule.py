@@ -28,7 +28,7 @@ from briefkit.tools import get
 from briefkit.tools.base import Point, PointRun, record
 from briefkit.tools.fio import jsonplus as fio_output
 from tests import paths
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE, NO_CALIBRATION
 
 FIXTURES = paths.FIXTURES / "fio_steady"
 BRIEF = "steady-test"
@@ -174,7 +174,7 @@ def declare(root: Path, name: str, repetitions=1, runtime_s=1, options=None, con
             "configs": {c: {"kind": "dir", "path": str(root / "host" / c)} for c in configs},
             "matrix": {"rw": ["randread"], "bs": [4096], "numjobs": [1], "iodepth": [1]},
             "settings": {"ioengine": "null", "direct": False, "ramp_s": 0, "runtime_s": runtime_s, "size": "1GiB",
-                         "precondition": False, "options": options or {}, **settings}}
+                         "precondition": False, "options": {**NO_CALIBRATION, **(options or {})}, **settings}}
     path = root / "params.yaml"
     params = yaml.safe_load(path.read_text()) if path.exists() else {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {}}}}
     params["briefs"][BRIEF]["campaigns"][name] = spec
@@ -193,12 +193,12 @@ def seconds(record: dict) -> float:
 @pytest.mark.slow
 def test_fio_ends_a_steady_point_early_and_flags_an_unsteady_one(root):
     # rate-limited null I/O is as steady as a device gets: the deviation rule holds at the first window
-    declare(root, "steady", runtime_s=20, options={"rate_iops": IDLE_IOPS},
+    declare(root, "steady", runtime_s=20, options=dict(IDLE),
             steady_state={"metric": "iops", "criterion": "deviation", "limit": "5%", "window_s": 2})
     # a slope limit no real series meets: the point runs its whole runtime and is flagged
     declare(root, "unsteady", runtime_s=4,
             steady_state={"metric": "iops", "criterion": "slope", "limit": "0.000001%", "window_s": 2})
-    declare(root, "plain", runtime_s=1, options={"rate_iops": IDLE_IOPS})
+    declare(root, "plain", runtime_s=1, options=dict(IDLE))
     for name in ("steady", "unsteady", "plain"):
         campaign.run(BRIEF, name, progress=lambda _: None)
     (record, camp), = points(root, "steady")
@@ -236,7 +236,7 @@ def half_width_pct(values) -> float:
 def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
     adaptive = {"min": 2, "max": 5, "half_width": "10%"}
     # rate-limited null I/O: repetitions agree within a fraction of a percent, even on a busy machine
-    declare(root, "target", repetitions=adaptive, runtime_s=2, options={"rate_iops": IDLE_IOPS})
+    declare(root, "target", repetitions=adaptive, runtime_s=2, options=dict(IDLE))
     # unthrottled null I/O varies by percents from run to run: a 0.0001 % interval is never reached
     declare(root, "noisy", repetitions={"min": 2, "max": 3, "half_width": "0.0001%"})
     for name in ("target", "noisy"):
@@ -269,7 +269,7 @@ def test_adaptive_repetitions_stop_at_the_target_or_the_maximum(root):
     assert not [e for e in events if e["event"] == "skipped"]
 
     # a resumed campaign (its maximum raised: growth) decides again from the finished repetitions
-    declare(root, "target", repetitions={**adaptive, "max": 6}, runtime_s=2, options={"rate_iops": IDLE_IOPS})
+    declare(root, "target", repetitions={**adaptive, "max": 6}, runtime_s=2, options=dict(IDLE))
     summary = campaign.run(BRIEF, "target", progress=lambda _: None)
     assert summary.ran == 0 and summary.skipped == 1
     events = Manifest(raw / "target" / "manifest.jsonl").events()

@@ -20,7 +20,7 @@ from briefkit.dataset import build as dataset
 from briefkit.measure import campaign, steps
 from briefkit.raw.manifest import Manifest
 from briefkit.tools.fio import jsonplus as fio_output
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE, NO_CALIBRATION
 
 BRIEF = "fio-test"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
@@ -36,7 +36,7 @@ def declare(root: Path, sshd, configs: dict, numjobs=(1, 2), runtime_s=1, **sett
         "workdir": str(root / "host"), "repetitions": 1, "configs": configs,
         "matrix": {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": list(numjobs), "iodepth": [4]},
         "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": runtime_s, "size": "16MiB",
-                     **settings},
+                     "options": dict(NO_CALIBRATION), **settings},
     }
     params = {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"local": spec}}}}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -166,7 +166,7 @@ def test_two_configurations_over_ssh_end_to_end(root, sshd, monkeypatch):
 @pytest.mark.slow
 def test_a_killed_harness_resumes_without_rerunning_finished_points(root, sshd):
     # 6 s points: the resumed harness reaches the killed point while its fio still runs
-    declare(root, sshd, disk(root), numjobs=(1, 2), runtime_s=6, options={"rate_iops": IDLE_IOPS})   # lasts, idles
+    declare(root, sshd, disk(root), numjobs=(1, 2), runtime_s=6, options=dict(IDLE))   # lasts, idles
     second = "disk/rw=70-30_bs=64KiB_numjobs=2_iodepth=4/rep1"
     remote = root / "host/runs" / BRIEF / "local" / second / "attempt-1"
     proc = measure()

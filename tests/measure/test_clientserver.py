@@ -30,7 +30,7 @@ from briefkit.tools.fio.bins import DEFAULT_PERCENTILES
 from briefkit.tools.fio.jsonplus import ALL_CLIENTS, documents
 from briefkit.tools.fio.server_mode import Server, client_command, server_command
 from tests import procs
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE
 
 BRIEF = "clients-test"
 
@@ -62,7 +62,7 @@ def declare(root: Path, servers, first_port: int, rw="70/30") -> None:
         "matrix": {"rw": [rw], "bs": ["64KiB"], "numjobs": [2], "iodepth": [1]},
         # throttled (tests/fio_rates.py): unthrottled, the four jobs into tmpfs keep both cores busy for the point
         "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "8MiB",
-                     "options": {"rate_iops": IDLE_IOPS}},
+                     "options": dict(IDLE)},
     }
     params = {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"cs": spec}}}}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

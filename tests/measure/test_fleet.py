@@ -28,7 +28,7 @@ from briefkit.measure import campaign
 from briefkit.raw import recorded as raw_campaign
 from briefkit.raw.manifest import Manifest
 from tests import procs
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE
 
 BRIEF = "fleet-test"
 
@@ -46,7 +46,7 @@ def declare(root: Path, servers, numjobs=(1, 2), **extra) -> dict:
         # throttled: these tests are about hosts and processes, not speed, and unthrottled jobs on tmpfs
         # kept the 2 cores busy (46 CPU-s for the 20 s points of the start-interrupt test)
         "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "8MiB",
-                     "options": {"rate_iops": IDLE_IOPS}},
+                     "options": dict(IDLE)},
         **extra,
     }
     params = {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"fleet": spec}}}}

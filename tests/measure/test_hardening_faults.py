@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from briefkit.raw.manifest import Manifest
+from tests.fio_rates import NO_CALIBRATION
 
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
 BRIEF = "faults"
@@ -29,7 +30,8 @@ def fio_spec(workdir: Path, configs: dict | None = None, numjobs=(1, 2, 3), size
     return {"workload": "fio", "host": host, "workdir": str(workdir), "repetitions": 1,
             "configs": configs or {"disk": {"kind": "dir", "path": str(workdir / "disk")}},
             "matrix": {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": list(numjobs), "iodepth": [4]},
-            "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": 1, "size": size}}
+            "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": 1, "size": size,
+                         "options": dict(NO_CALIBRATION)}}
 
 
 def checkout(root: Path, spec: dict) -> Path:

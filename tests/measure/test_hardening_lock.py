@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from briefkit.raw.manifest import Manifest
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE
 
 pytestmark = pytest.mark.slow   # real briefkit processes of seconds-long campaigns, each test 15-40 s
 
@@ -34,7 +34,7 @@ def checkout(folder: Path, host, workdir: Path, runtime_s: int = 2) -> Path:
             "matrix": {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": [1, 2, 3, 4], "iodepth": [4]},
             # throttled: the tests are about locks, and each point must only last, not load the machine
             "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": runtime_s, "size": "8MiB",
-                         "options": {"rate_iops": IDLE_IOPS}}}
+                         "options": dict(IDLE)}}
     params = {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"c": spec}}}}
     (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return folder

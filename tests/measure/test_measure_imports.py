@@ -13,6 +13,8 @@ import sys
 import pytest
 import yaml
 
+from tests.fio_rates import NO_CALIBRATION
+
 RUN = """
 import sys
 from briefkit import cli
@@ -28,7 +30,7 @@ def declare(root, repetitions) -> None:
             "matrix": {"rw": ["70/30"], "bs": ["4KiB"], "numjobs": [1], "iodepth": [1]},
             # a few ms of fio: 1 MiB through the null engine, not time-based
             "settings": {"ioengine": "null", "direct": False, "ramp_s": 0, "time_based": False, "size": "1MiB",
-                         "precondition": False}}
+                         "precondition": False, "options": dict(NO_CALIBRATION)}}
     (root / "params.yaml").write_text(yaml.safe_dump({"briefs": {"demo": {"notebook": "nb",
                                                                            "campaigns": {"local": spec}}}}))
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.checkouts import BIN, new_clone, run
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +96,7 @@ def test_a_fio_campaign_on_my_host_becomes_the_fio_brief(clone, sshd, tmp_path):
         "matrix": {"rw": ["70/30"], "bs": ["256KiB"], "numjobs": [1, 2], "iodepth": [4]},
         # throttled: the brief's account of the campaign is tested, not the disk's speed
         "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": 2, "size": "32MiB",
-                     "options": {"rate_iops": IDLE_IOPS}}})
+                     "options": dict(IDLE)}})
     run([BIN / "briefkit", "measure", "fio-6600ion", "--campaign", "mine"], cwd=clone)
     # The declaration is edited after the run (one render instead of one before and one after: the
     # db_bench test below reads the brief of an unedited one): the brief says what ran, and that it changed.

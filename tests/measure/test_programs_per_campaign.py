@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 import yaml
 
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE
 
 #: programs of this 1-point campaign on this machine, `briefkit measure` itself not counted: 70 before the
 #: scripts used the shell's own dirname, read, cd -P and /proc, one stat for the registry, asked the
@@ -55,7 +55,7 @@ def test_a_one_point_local_campaign_starts_few_programs(tmp_path):
             "configs": {"d": {"kind": "dir", "path": str(workdir / "d")}},
             "matrix": {"rw": ["70/30"], "bs": ["4KiB"], "numjobs": [1], "iodepth": [1]},
             "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": 1, "size": "8MiB", "precondition": False,
-                         "options": {"rate_iops": IDLE_IOPS}}}
+                         "options": dict(IDLE)}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(
         {"briefs": {"programs": {"notebook": "nb", "campaigns": {"c": spec}}}}, sort_keys=False))
     trace = tmp_path / "execve.trace"

@@ -19,7 +19,7 @@ from briefkit.measure import campaign, precondition, rounds
 from briefkit.raw import recorded
 from briefkit.raw.manifest import Manifest
 from briefkit.tools.fio.workload import FioWorkload
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE, IDLE_IOPS
 
 BRIEF = "pts-test"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
@@ -31,7 +31,7 @@ def declare(root: Path, name: str, configs: dict, repetitions=1, settings=None, 
             "configs": configs, "matrix": {"rw": ["randwrite"], "bs": [4096], "numjobs": [1], "iodepth": [1]},
             # null I/O at a rate limit: steady round after round, and a core does not spin (tests/fio_rates.py)
             "settings": {"ioengine": "null", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "8MiB",
-                         "precondition": False, "options": {"rate_iops": IDLE_IOPS}, **(settings or {})}, **method}
+                         "precondition": False, "options": dict(IDLE), **(settings or {})}, **method}
     path = root / "params.yaml"
     params = yaml.safe_load(path.read_text()) if path.exists() else {"briefs": {BRIEF: {"notebook": "nb", "campaigns": {}}}}
     params["briefs"][BRIEF]["campaigns"][name] = spec

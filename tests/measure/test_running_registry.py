@@ -25,7 +25,7 @@ from briefkit.measure import running
 from briefkit.measure.errors import LockRefused
 from briefkit.measure.lock import CampaignLock
 from briefkit.raw.manifest import Manifest
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE
 
 BRIEF = "registry-test"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
@@ -50,7 +50,7 @@ def checkout(folder: Path, sshd, user: str, workdir: Path, runtime_s: int) -> Pa
             "configs": {"disk": {"kind": "dir", "path": str(workdir / "disk")}},
             "matrix": {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": [1], "iodepth": [4]},
             "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": runtime_s, "size": "8MiB",
-                         "options": {"rate_iops": IDLE_IOPS}}}
+                         "options": dict(IDLE)}}
     (folder / "params.yaml").write_text(yaml.safe_dump({"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"c": spec}}}}))
     return folder
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from tests.checkouts import BIN, ROOT, env, new_clone, run
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE
 
 DVC = str(BIN / "dvc")
 
@@ -48,7 +48,7 @@ def small(workdir: Path, numjobs=(1, 2), runtime_s=1) -> dict:
             # throttled: what is tested is DVC's bookkeeping, and unthrottled fio into the page cache
             # keeps a core busy for the whole point
             "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": runtime_s, "size": "16MiB",
-                         "options": {"rate_iops": IDLE_IOPS}}}
+                         "options": dict(IDLE)}}
 
 
 def declare(clone: Path, brief: str, name: str, spec: dict, measured: bool = True) -> None:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests import paths
+from tests.fio_rates import NO_CALIBRATION
 
 BRIEF = "stage-output"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
@@ -27,7 +28,8 @@ def test_the_measuring_stage_says_one_line_a_step_and_keeps_its_tables_in_the_re
     spec = {"workload": "fio", "host": "local", "workdir": str(work), "repetitions": 1,
             "configs": {"d": {"kind": "dir", "path": str(work / "disk")}},
             "matrix": {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": [1], "iodepth": [1]},
-            "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "4MiB"}}
+            "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "4MiB",
+                         "options": dict(NO_CALIBRATION)}}
     (root / "params.yaml").write_text(yaml.safe_dump({"briefs": {BRIEF: {"notebook": "nb", "campaigns": {"c": spec}}}}))
     done = subprocess.run([BRIEFKIT, "measure-notebook", BRIEF, "c"], cwd=root, capture_output=True, text=True,
                           env={**os.environ, "BRIEFKIT_ROOT": str(root)}, timeout=300)

@@ -16,7 +16,7 @@ from briefkit import cli, store
 from briefkit.briefs.shared import history
 from briefkit.briefs.shared.base import BriefBase
 from briefkit.measure import campaign
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE_IOPS, NO_CALIBRATION
 
 BRIEF = "fio-6600ion"
 CAMPAIGNS = [f"c{n:02d}" for n in range(1, 11)]
@@ -34,7 +34,7 @@ def spec(workdir: Path, write_iops: int) -> dict:
             "configs": {"d": {"kind": "dir", "path": str(workdir / "disk")}}, "labels": {"d": "a folder of the test"},
             "matrix": {"rw": ["50/50"], "bs": ["64KiB"], "numjobs": [1], "iodepth": [1]},
             "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": 1, "size": "8MiB",
-                         "options": {"rate_iops": f"{IDLE_IOPS},{write_iops}"}}}
+                         "options": {"rate_iops": f"{IDLE_IOPS},{write_iops}", **NO_CALIBRATION}}}
 
 
 @pytest.fixture(scope="module")

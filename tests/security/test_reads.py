@@ -23,6 +23,7 @@ from briefkit.core.reads import ReadRefused, ReadRule
 from briefkit.measure import imported
 from briefkit.power import from_config
 from tests.checkouts import BIN, ROOT, run
+from tests.fio_rates import NO_CALIBRATION
 
 SHADOW = Path("/etc/shadow")
 BRIEF = "reads-test"
@@ -88,7 +89,8 @@ def campaign(work: Path, password_file: str, url: str) -> dict:
     return {"workload": "fio", "host": "local", "workdir": str(work), "repetitions": 1,
             "configs": {"d": {"kind": "dir", "path": str(work / "disk")}},
             "matrix": {"rw": ["read"], "bs": ["4KiB"], "numjobs": [1], "iodepth": [1]},
-            "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "1MiB"},
+            "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "1MiB",
+                         "options": dict(NO_CALIBRATION)},
             "power": {"kind": "redfish", "url": url, "chassis": "1U", "username": "x", "password_file": password_file,
                       "resource": "power"}}
 

@@ -12,6 +12,7 @@ import yaml
 
 from briefkit.dataset import build as dataset
 from briefkit.measure import campaign
+from tests.fio_rates import NO_CALIBRATION
 
 BRIEF = "secret-test"
 SECRET = "s3cret-Pa55-4-bmc-7f1d"
@@ -51,7 +52,8 @@ def test_an_ipmi_password_is_in_no_file_the_campaign_writes(root, tmp_path_facto
     spec = {"workload": "fio", "host": "local", "workdir": str(work), "repetitions": 1,
             "configs": {"disk": {"kind": "dir", "path": str(work / "disk")}},
             "matrix": {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": [1], "iodepth": [1]},
-            "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "4MiB"},
+            "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "4MiB",
+                         "options": dict(NO_CALIBRATION)},
             # -I open: the local BMC driver, absent here: each poll fails and is logged in power.csv
             "power": {"kind": "ipmitool", "args": ["-I", "open"], **where, "interval_s": 0.2}}
     (root / "params.yaml").write_text(yaml.safe_dump({"secret_folders": [str(secrets)],

@@ -20,7 +20,7 @@ import yaml
 from briefkit import storage
 from briefkit.raw.manifest import Manifest
 from briefkit.storage import StorageError, from_spec
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE
 
 WHERE = "briefs.b.campaigns.c.configs"
 BRIEFKIT = str(Path(sys.executable).parent / "briefkit")
@@ -223,7 +223,7 @@ def campaign(workload: str, work: Path, host) -> dict:
         return {"workload": "fio", "host": host, "workdir": str(work), "repetitions": 1, "configs": config,
                 "matrix": {"rw": ["randread"], "bs": ["4KiB"], "numjobs": [1, 2], "iodepth": [1]},
                 "settings": {"ioengine": "psync", "ramp_s": 0, "runtime_s": 3, "size": "8MiB",
-                             "options": {"rate_iops": IDLE_IOPS}}}   # throttled: the test is about resuming, not speed
+                             "options": dict(IDLE)}}   # throttled: the test is about resuming, not speed
     return {"workload": "dbbench", "host": host, "workdir": str(work), "repetitions": 1, "configs": config,
             "matrix": {"benchmark": ["readrandom"], "threads": [1, 2]},
             "settings": {"num": 2000, "duration_s": 3, "extra_flags": {"benchmark_read_rate_limit": 10000}}}

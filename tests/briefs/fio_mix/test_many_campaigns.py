@@ -17,7 +17,7 @@ import yaml
 from briefkit import cli, processed
 from briefkit.briefs.shared import campaign_set
 from tests import paths
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE, IDLE_IOPS
 
 ROOT = paths.ROOT
 BRIEF = "fio-6600ion"
@@ -32,7 +32,7 @@ def small_campaign(root: Path, name: str) -> dict:
             "configs": {"disk": {"kind": "dir", "path": str(root / "target" / name / "disk")}},
             "matrix": {"rw": ["70/30"], "bs": ["256KiB"], "numjobs": [1, 2], "iodepth": [16]},
             "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "8MiB",
-                         "options": {"rate_iops": IDLE_IOPS}}}
+                         "options": dict(IDLE)}}
 
 
 def fio(out: Path, data: Path, rate: int, iodepth: int, numjobs: int) -> list[str]:

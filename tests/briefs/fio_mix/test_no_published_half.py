@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tests.checkouts import BIN, ROOT, run
+from tests.fio_rates import NO_CALIBRATION
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +26,8 @@ def test_a_brief_without_a_published_half_builds_and_renders(tmp_path):
         "workload": "fio", "host": "local", "workdir": str(work),
         "configs": {"disk": {"kind": "dir", "path": str(work / "disk")}},
         "matrix": {"rw": ["70/30"], "bs": ["256KiB"], "numjobs": [1, 2], "iodepth": [4]},
-        "settings": {"ioengine": "io_uring", "direct": True, "ramp_s": 0, "runtime_s": 1, "size": "16MiB"}}}}
+        "settings": {"ioengine": "io_uring", "direct": True, "ramp_s": 0, "runtime_s": 1, "size": "16MiB",
+                     "options": dict(NO_CALIBRATION)}}}}
     (clone / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     run([str(BIN / "briefkit"), "measure", BRIEF, "--campaign", "mine"], cwd=clone)
     assert not (clone / "data/published" / BRIEF).exists()

@@ -25,6 +25,7 @@ from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.core.numbers import fmt
 from briefkit.core.stats import UNBOUNDED_AT_ZERO
 from tests import campaign_runs, paths, processed_tables
+from tests.fio_rates import NO_CALIBRATION
 
 pytestmark = pytest.mark.slow
 
@@ -152,7 +153,8 @@ def campaign(sshd, root: Path, iodepth: int, repetitions: int, numjobs: list[int
         "workdir": str(root / "host"), "repetitions": repetitions,
         "configs": {config: {"kind": "dir", "path": str(root / "host" / config)}},
         "matrix": {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": numjobs, "iodepth": [iodepth]},
-        "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": 1, "size": "16MiB"},
+        "settings": {"ioengine": "io_uring", "ramp_s": 0, "runtime_s": 1, "size": "16MiB",
+                     "options": dict(NO_CALIBRATION)},
     }
 
 

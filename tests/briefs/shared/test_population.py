@@ -29,7 +29,7 @@ from briefkit.briefs.shared import population
 from briefkit.measure import campaign as executor
 from tests import paths, processed_tables
 from tests.briefs.shared.test_comparison import fieller_by_formula
-from tests.fio_rates import IDLE_IOPS
+from tests.fio_rates import IDLE_IOPS, NO_CALIBRATION
 
 ROOT = paths.ROOT
 FIO_BRIEF = "fio-6600ion"
@@ -185,7 +185,8 @@ def test_the_rate_limited_host_of_a_fleet_is_named_the_outlier(sshd_factory, tmp
                        "client_keys": [str(s.client_key)]} for s in (fast, slow)],
             "configs": {"ram": {"kind": "tmpfs", "size": "32MiB"}},
             "matrix": {"rw": ["70/30"], "bs": ["64KiB"], "numjobs": list(NUMJOBS), "iodepth": [1]},
-            "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "4MiB"}}
+            "settings": {"ioengine": "psync", "direct": False, "ramp_s": 0, "runtime_s": 1, "size": "4MiB",
+                         "options": dict(NO_CALIBRATION)}}
     params = {"briefs": {FLEET_BRIEF: {"notebook": "nb", "campaigns": {"fleet": spec}}}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (tmp_path / "notebooks").mkdir()

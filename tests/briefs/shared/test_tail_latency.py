@@ -21,6 +21,7 @@ from briefkit import explore, processed
 from briefkit.briefs.shared import comparison as campaign_compare
 from briefkit.briefs.shared import population
 from tests import campaign_runs, paths, processed_tables
+from tests.fio_rates import NO_CALIBRATION
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +33,7 @@ SEED = 51
 
 def campaign(root: Path, direct: bool, repetitions: int) -> dict:
     # fio drops the file's pages at a job's start unless told not to (invalidate=1 is its default)
-    options = {} if direct else {"invalidate": "0"}
+    options = dict(NO_CALIBRATION) if direct else {"invalidate": "0", **NO_CALIBRATION}
     return {"workload": "fio", "host": "local", "workdir": str(root / "host"), "repetitions": repetitions,
             "configs": {"file": {"kind": "dir", "path": str(root / "host" / "file")}},
             "matrix": {"rw": ["randread"], "bs": ["4KiB"], "numjobs": [1], "iodepth": [1]},
