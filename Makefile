@@ -25,7 +25,7 @@ APT_PACKAGES += $(if $(filter /usr/bin/python3.11,$(PYTHON)),python3.11-venv)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: help setup system python reproduce briefs test test-fast lint test-unit test-notebooks nbval-only lab notebooks lock clean params-layout docs-params theme
+.PHONY: help setup system python reproduce briefs test test-fast lint test-unit test-notebooks lab notebooks lock clean params-layout docs-params theme
 
 help:
 	@echo "make reproduce   set up, then regenerate every brief into reports/ (dvc repro, briefs in parallel)"
@@ -98,21 +98,10 @@ briefs:
 	@ls -l reports/*.html reports/*.pdf
 
 # The reference datasets are built once, first (make test-notebooks would build them again after the
-# tests, which also use them: BRIEFKIT_TEST_REFERENCE, tests/conftest.py reference_data). nbval runs beside
-# the tests, at a lower priority (nice 10): it takes the CPU the tests leave idle, most of it in their last
-# minute, when fewer tests are left than workers; its output is kept and printed after the tests'. Both
-# run to the end, and make test fails if either failed.
+# tests, which also use them: BRIEFKIT_TEST_REFERENCE, tests/conftest.py reference_data).
 test: setup lint
 	$(reference_data)
-	@rm -f $(NB_REF)/nbval.log $(NB_REF)/nbval.rc; \
-	{ nice -n 10 $(MAKE) --no-print-directory nbval-only >$(NB_REF)/nbval.log 2>&1; echo $$? >$(NB_REF)/nbval.rc; } & \
-	echo "BRIEFKIT_TEST_REFERENCE=$(NB_REF) $(PYTEST_PARALLEL) tests (nbval beside it: $(NB_REF)/nbval.log)"; \
-	BRIEFKIT_TEST_REFERENCE=$(NB_REF) $(PYTEST_PARALLEL) tests; tests=$$?; \
-	wait; cat $(NB_REF)/nbval.log; \
-	[ $$tests -eq 0 ] && [ "$$(cat $(NB_REF)/nbval.rc)" = 0 ]
-
-# nbval alone, on reference datasets already built (make test runs it beside the tests)
-nbval-only:
+	BRIEFKIT_TEST_REFERENCE=$(NB_REF) $(PYTEST_PARALLEL) tests
 	$(nbval)
 
 # Style, and the layers contract of pyproject.toml (a module imports only from the layers below it).
