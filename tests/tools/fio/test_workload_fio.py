@@ -107,6 +107,7 @@ def test_parse_mix(value, expected):
     ({"iodepth": []}, {}, "c.matrix.iodepth"),
     ({}, {"timeout_s": True}, "c.settings.timeout_s"),
     ({}, {"options": {"randrepeat": "0\nexec_prerun=id"}}, "c.settings.options.randrepeat"),
+    ({}, {"options": {"clocksource": "tsc"}}, "c.settings.options.clocksource"),
 ])
 def test_bad_declarations_name_the_key(matrix, settings, key):
     with pytest.raises(CampaignError) as caught:
@@ -147,6 +148,20 @@ def test_label_names_iodepth_only_when_the_matrix_sweeps_it():
 def test_size_label():
     assert [size_label(n) for n in (512, 4096, 256 * 1024, 4 * 1024 ** 2, 3 * 1024 ** 3)] == \
         ["512 B", "4 KiB", "256 KiB", "4 MiB", "3 GiB"]
+
+
+def test_clocksource_reaches_the_job_file_and_fio_takes_it(tmp_path, fio_installed):
+    """``clocksource: clock_gettime`` (no calibration of fio's default clock at each start) is a line of the
+    job file, and fio reads it as its clock source."""
+    workload = FioWorkload()
+    matrix, settings = workload.validate({}, {"options": {"clocksource": "clock_gettime"}}, "c")
+    point = workload.plan(["d"], matrix, 1)[0]
+    text = job_file(workload.job(point.values, settings, str(tmp_path / DATA_FILE)))
+    assert "\nclocksource=clock_gettime\n" in text
+    path = tmp_path / "p.job"
+    path.write_text(text)
+    shown = subprocess.run([FIO, "--showcmd", str(path)], capture_output=True, text=True, check=True).stdout
+    assert "--clocksource=clock_gettime" in shown.split()
 
 
 def test_which_points_write():
