@@ -197,7 +197,7 @@ def committed_parts(tmp_path_factory, reference_data):
     same bytes: ``reference_data`` builds them with the same code). A tree whose dvc.lock is stale (src
     changed, `make briefs` not run yet) gets parts of other hashes: its clones then build theirs, as
     without the cache. test_reproducible_outputs builds every part of its clones itself."""
-    from tests.checkouts import BIN, ROOT, run
+    from tests.checkouts import BIN, ROOT, new_clone, run
 
     shared = _run_folder(tmp_path_factory)
     cache = shared / "committed-parts"
@@ -207,7 +207,7 @@ def committed_parts(tmp_path_factory, reference_data):
             reference = reference_data(*yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))["briefs"])
             scratch = shared / "committed-parts-clone"
             shutil.rmtree(scratch, ignore_errors=True)
-            run(["git", "clone", "-q", str(ROOT), str(scratch)], cwd=ROOT)
+            new_clone(scratch)
             shutil.copytree(reference / "data" / "interim", scratch / "data" / "interim")
             stages = [name for name in yaml.safe_load((scratch / "dvc.lock").read_text(encoding="utf-8"))["stages"]
                       if name.startswith(("tidy@", "tidy-found@"))]
