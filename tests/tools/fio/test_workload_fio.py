@@ -164,6 +164,21 @@ def test_clocksource_reaches_the_job_file_and_fio_takes_it(tmp_path, fio_install
     assert "--clocksource=clock_gettime" in shown.split()
 
 
+def test_the_preconditioning_run_takes_the_campaigns_clocksource(tmp_path, local_host, fio_installed):
+    """The preconditioning write is one of the campaign's fio runs: its job file has the declared clock
+    source too, and fio runs it."""
+    workload = FioWorkload()
+    _, settings = workload.validate({}, {"ioengine": "psync", "size": "1MiB",
+                                         "options": {"clocksource": "clock_gettime", "randrepeat": 0}}, "c")
+    (tmp_path / "t").mkdir()
+    state = workload.prepare(local_host, storage(tmp_path / "t"), settings, str(tmp_path / "prep"), lambda _m: None)
+    assert state["preconditioned"]
+    text = (tmp_path / "prep" / "precondition.job").read_text()
+    assert "\nclocksource=clock_gettime\n" in text and "randrepeat" not in text   # only the clock: it writes once
+    assert json.loads((tmp_path / "prep" / "precondition.json").read_text())["jobs"][0]["job options"][
+        "clocksource"] == "clock_gettime"
+
+
 def test_which_points_write():
     workload = FioWorkload()
     matrix, settings = workload.validate({"rw": ["100/0", "90/10", "0/100", "randread", "randwrite"]},

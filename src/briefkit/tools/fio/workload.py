@@ -271,9 +271,11 @@ class FioWorkload(Workload):
             return state
         if storage.raw_device:
             check_raw_target(host, storage, "fio precondition")
+        # the campaign's clock source is every one of its fio runs' (no TSC calibration here either)
+        clock = {k: v for k, v in settings.options.items() if k == "clocksource"}
         layout = FioJob(name="precondition", filename=target, rw="write", bs=PRECONDITION_BS,
                         numjobs=1, iodepth=16, ioengine=engine,
-                        direct=settings.direct, size=size, group_reporting=True)
+                        direct=settings.direct, size=size, group_reporting=True, options=clock)
         host.mkdir(remote_dir)
         job_path = f"{remote_dir.rstrip('/')}/precondition.job"
         out_path = f"{remote_dir.rstrip('/')}/precondition.json"
