@@ -77,9 +77,14 @@ def load_average(host: Host) -> dict[str, float] | None:
     point records them as it starts and ends, since a shared host's other work is part of what was
     measured. None where the host has no /proc/loadavg or it says something else."""
     try:
-        fields = (_read(host, "/proc/loadavg") or "").split()
+        return parse_load_average(_read(host, "/proc/loadavg"))
     except HostConnectionError:     # a note beside the measurement: never the reason a point is lost
         return None
+
+
+def parse_load_average(line: str | None) -> dict[str, float] | None:
+    """A /proc/loadavg line's three load averages (None when it says something else)."""
+    fields = (line or "").split()
     try:
         return {"1min": float(fields[0]), "5min": float(fields[1]), "15min": float(fields[2])}
     except (IndexError, ValueError):

@@ -232,6 +232,28 @@ def test_job_arguments_are_not_interpreted(host, tmp_path):
     assert not any(tmp_path.glob("PWNED*"))
 
 
+def test_a_job_writes_its_files_first_and_tells_the_load_at_its_start_and_end(host, tmp_path):
+    """``files`` go with the job (its job file: no round trip of their own), verbatim, before its command
+    runs; a name that is not a plain file name, one of the job's own files, or a file that exists is
+    refused before anything runs. The load average is told as the job starts and as its end is seen."""
+    workdir = tmp_path / "new" / "folder"
+    text = "".join(AWKWARD) + "\n\nlast line without a newline"
+    job = host.start(["cat", "a.job"], str(workdir), "j", files={"a.job": text, "b.txt": ""})
+    assert job.wait() == 0 and job.result().stdout == text
+    assert (workdir / "b.txt").read_text() == ""
+    for told in (job.load_at_start, job.load_at_end):
+        assert len(told.split()) == 5 and float(told.split()[0]) >= 0, told          # /proc/loadavg's line
+    for name in ("../escape", "sub/x", "j2.rc"):
+        with pytest.raises(ValueError, match=re.escape(repr(name))):
+            host.start(["true"], str(workdir), "j2", files={name: "x"})
+    (workdir / "kept.job").symlink_to(tmp_path / "outside")
+    for existing in ("a.job", "kept.job"):
+        with pytest.raises(JobError, match=f"cannot write {existing}"):
+            host.start(["touch", "ran"], str(workdir), f"j-{existing[0]}", files={existing: "over"})
+    assert (workdir / "a.job").read_text() == text and not (tmp_path / "outside").exists()
+    assert not (workdir / "ran").exists() and not (workdir / "j-a.pid").exists()
+
+
 def test_job_progress_is_reported_while_it_runs(host, tmp_path):
     seen = []
     job = host.start(["sleep", "0.6"], str(tmp_path), "slow")

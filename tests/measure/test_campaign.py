@@ -270,6 +270,11 @@ def test_a_campaign_runs_over_ssh(project_root, sshd):
     assert len(table) == 4 and set(table["host"]) == {host.name}
     raw = project_root / "data/raw/demo/local"
     assert json.loads((raw / "inventory.json").read_text())["host"] == host.name
+    # the loads the launcher and the wait told, as a local run reads them
+    for entry in (e for e in events(project_root) if e["event"] == "done"):
+        record = json.loads((raw / entry["dir"] / "point.json").read_text())
+        for key in ("load_at_start", "load_at_end"):
+            assert set(record[key]) == {"1min", "5min", "15min"} and all(v >= 0 for v in record[key].values())
 
 
 def test_the_command_line_prints_the_plan_and_the_status(project_root, capsys):

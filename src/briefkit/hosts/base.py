@@ -214,19 +214,20 @@ class Host(ABC):
     def close(self) -> None:
         """Release the transport. Detached jobs keep running."""
 
-    def start(self, argv: Sequence[str], workdir: str, name: str) -> Job:
-        """Start ``argv`` detached in ``workdir``; see briefkit.hosts.job."""
-        return Job.start(self, argv, workdir, name)
+    def start(self, argv: Sequence[str], workdir: str, name: str, files: Mapping[str, str] | None = None) -> Job:
+        """Start ``argv`` detached in ``workdir``, after writing ``files`` there; see briefkit.hosts.job."""
+        return Job.start(self, argv, workdir, name, files)
 
     def start_and_wait(self, argv: Sequence[str], workdir: str, name: str, *, timeout: float | None = None,
-                       progress: Progress | None = None, interval: float = 10.0) -> Job:
+                       progress: Progress | None = None, interval: float = 10.0,
+                       files: Mapping[str, str] | None = None) -> Job:
         """``start`` and ``wait`` as one step a caller cannot split: an interrupt at any moment once the
         job exists stops it on the host (after a bare ``start``, one that lands before the caller's
         ``wait`` leaves the job running). Returns the finished job (``returncode``, ``result()``)."""
         job = None
         try:
             with held_interrupts():   # an interrupt during the start is raised once the handle exists
-                job = self.start(argv, workdir, name)
+                job = self.start(argv, workdir, name, files)
             job.wait(timeout=timeout, progress=progress, interval=interval)
         except BaseException as exc:
             if job is not None:

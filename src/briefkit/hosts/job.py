@@ -12,9 +12,11 @@ launcher shell, no setsid) and sees its end by its pid, without running a progra
     NAME.lock     held (flock) by the wrapper for as long as it lives
     NAME.stopped  present when the job was stopped from here, with the signal sent
 
-Completion is noticed by a command on the host that waits for the wrapper's lock (``flock -s -w``, no
-shell around it; free once the wrapper has ended) for up to ALIVE_EVERY seconds and then prints NAME.rc: the end is
-seen within one round trip, and nothing polls the target while the job runs (over SSH the command
+A job's own input files (its job file) are written by the launcher, and the launcher and the wait
+tell the host's load average as the job starts and as its end is seen: a point over SSH costs no round
+trip for either. Completion is noticed by a command on the host that waits for the wrapper's lock
+(``flock -s -w``, no shell around it; free once the wrapper has ended) for up to ALIVE_EVERY seconds and
+then prints NAME.rc: the end is seen within one round trip, and nothing polls the target while the job runs (over SSH the command
 goes through the host's command channel: no login per wait). Every few seconds (and whenever the
 lock is free without an exit code) the wrapper's /proc entry is checked too, so a wrapper killed
 without writing NAME.rc is reported, not waited for
@@ -110,21 +112,30 @@ trap : HUP INT TERM
 echo $? >"$name.rc"
 '''
 
-# $1 = job script, $2 = workdir, $3 = name, then the command. Prints the pid and the absolute workdir
-# once the job holds its lock: the wrapper, started in the background of a command substitution, says
-# its pid on the substitution's pipe and closes it (no polling, so starting costs no sleep; no FIFO to
-# make and remove). Every program started here delays the job's start (a few ms each on a loaded
-# machine): the folder is made only when needed (test, a shell builtin, forks nothing).
+# $1 = job script, $2 = workdir, $3 = name, $4 = the number N of files to write first, then N pairs of a
+# file name (checked here: a plain name in the workdir) and its text (a job file: one round trip fewer than
+# writing it apart; never one that exists: noclobber), then the command. Prints the pid, the absolute
+# workdir and the load average (/proc/loadavg, empty without one: the point's load at its start, one
+# round trip fewer) once the job holds its lock: the wrapper, started in the background of a command
+# substitution, says its pid on the substitution's pipe and closes it (no polling, so starting costs no
+# sleep; no FIFO to make and remove). Every program started here delays the job's start (a few ms each
+# on a loaded machine): the folder is made only when needed (test, a shell builtin, forks nothing).
 _LAUNCH = r'''
-js=$1; wd=$2; name=$3; shift 3
+js=$1; wd=$2; name=$3; n=$4; shift 4
 { [ -d "$wd" ] || mkdir -p -- "$wd"; } && cd -- "$wd" || exit 125
 if [ -e "$name.pid" ] || [ -e "$name.rc" ]; then
   echo "job $name already exists in $(pwd -P) (raw outputs are never overwritten)" >&2; exit 17
 fi
 command -v setsid >/dev/null && command -v flock >/dev/null || { echo "setsid and flock (util-linux) are needed" >&2; exit 125; }
+set -C
+while [ "$n" -gt 0 ]; do
+  printf %s "$2" >"./$1" || { echo "cannot write $1 in $(pwd -P)" >&2; exit 125; }
+  shift 2; n=$((n - 1))
+done
+l=; { read -r l </proc/loadavg; } 2>/dev/null
 pid=$(setsid sh -c "$js" briefkit-job lock "$name" "$@" </dev/null 2>/dev/null &)
 case $pid in ''|*[!0-9]*) cat -- "$name.failed" >&2 2>/dev/null || echo "job $name did not start" >&2; exit 125;; esac
-echo "$pid"; pwd -P
+echo "$pid"; pwd -P; echo "$l"
 '''
 
 # $1 = workdir/name, $2 = the grace period in half seconds. TERM to the process group, sent again every
@@ -171,6 +182,10 @@ echo "$code"; exit 6
 '''
 
 
+#: bytes a file written with its job may have (Linux takes 128 KiB per argument)
+FILE_LIMIT = 32 << 10
+#: the files a job writes beside its command's (NAME.<suffix>; see the module's docstring)
+JOB_FILES = ("pid", "stdout", "stderr", "rc", "lock", "stopped", "failed")
 #: what _STOP exits with when the job is stopped but its exit code could not be written
 STOPPED_UNRECORDED = 6
 #: what _await's command exits with while the job still runs
@@ -203,6 +218,10 @@ class Job:
         self._gave_up = False
         #: the wrapper, when this process started it on this machine (its end is seen by its pid)
         self._wrapper: subprocess.Popen | None = None
+        #: the host's /proc/loadavg line as the job started and as its end was seen (None: not read), told
+        #: by the launcher and the wait themselves: a point records its load without a round trip of its own
+        self.load_at_start: str | None = None
+        self.load_at_end: str | None = None
 
     # -- files ------------------------------------------------------------------------------
     def path(self, suffix: str) -> str:
@@ -227,9 +246,20 @@ class Job:
 
     # -- life cycle -------------------------------------------------------------------------
     @classmethod
-    def start(cls, host: Host, argv: Sequence[str], workdir: str, name: str) -> Job:
+    def start(cls, host: Host, argv: Sequence[str], workdir: str, name: str,
+              files: Mapping[str, str] | None = None) -> Job:
+        """Start ``argv`` detached in ``workdir`` (made if missing), after writing ``files`` there (name ->
+        text; a plain file name each, never one that exists): a job file goes with its job."""
         argv = check_argv(argv)
         _check_name(name)
+        files = dict(files or {})
+        for file in files:
+            _check_name(file)
+            if file in {f"{name}.{suffix}" for suffix in JOB_FILES}:
+                raise ValueError(f"file {file!r} would be one of job {name}'s own files")
+            if len(files[file].encode("utf-8")) > FILE_LIMIT:   # it goes as one argument of the launcher
+                raise ValueError(f"file {file!r} for job {name} is larger than {FILE_LIMIT >> 10} KiB; write it "
+                                 f"with the host's write_text before starting the job")
         # An interrupt while the launcher runs would leave a job running that nobody has a handle on:
         # it is held until the job exists and goes off as the block is left (however late in the block it
         # came), where the job is stopped before the interrupt goes on.
@@ -237,17 +267,19 @@ class Job:
         try:
             with held_interrupts():
                 if getattr(host, "detach", None) is not None and not getattr(host, "sudo", False):
-                    job = cls._start_here(host, argv, workdir, name)
+                    job = cls._start_here(host, argv, workdir, name, files)
                     return job.check_stop_requested()
-                res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, *argv],
-                               check=False, timeout=HELPER_MARGIN)
+                written = [word for pair in files.items() for word in pair]
+                res = host.run(["sh", "-c", _LAUNCH, "briefkit-launch", _JOB, str(workdir), name, str(len(files)),
+                                *written, *argv], check=False, timeout=HELPER_MARGIN)
                 if res.returncode != 0:
                     hint = host.diagnose(res.stderr) if hasattr(host, "diagnose") else None
                     raise JobError(f"on {host.name}: cannot start job {name!r} in {workdir}: "
                                    f"{res.stderr.strip() or f'launcher exited with {res.returncode}'}"
                                    + (f"\n{hint}" if hint else ""))
-                pid, abs_workdir = _two_lines(res.stdout, f"job {name} launcher output")
+                pid, abs_workdir, load = _launched(res.stdout, f"job {name} launcher output")
                 job = cls(host, abs_workdir, name, int(pid))
+                job.load_at_start = load
         except BaseException as interrupt:
             if job is not None:
                 job.stop_after_error(interrupt)
@@ -264,7 +296,7 @@ class Job:
         return self
 
     @classmethod
-    def _start_here(cls, host: Host, argv: list[str], workdir: str, name: str) -> Job:
+    def _start_here(cls, host: Host, argv: list[str], workdir: str, name: str, files: Mapping[str, str]) -> Job:
         """The launcher's work done by this process, on this machine: the same checks, then the wrapper
         started directly in a session of its own (Popen's start_new_session, no ``setsid`` or launcher
         shell: two programs fewer per job), its pid read from its stdout. The wrapper is the same
@@ -281,6 +313,13 @@ class Job:
             raise JobError(f"{fail}job {name} already exists in {here} (raw outputs are never overwritten)")
         if shutil.which("flock") is None:
             raise JobError(f"{fail}flock (util-linux) is needed")
+        for file, text in files.items():
+            try:
+                with open(os.path.join(here, file), "x", encoding="utf-8") as out:   # "x": never one that exists
+                    out.write(text)
+            except OSError as exc:
+                raise JobError(f"{fail}cannot write {file}: {exc.strerror}") from None
+        load_at_start = _loadavg_here()
         try:
             lock = os.open(f"{prefix}.lock", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
                            0o666)
@@ -305,6 +344,7 @@ class Job:
             raise JobError(fail + why)
         job = cls(host, here, name, int(said))
         job._wrapper = wrapper
+        job.load_at_start = load_at_start
         return job
 
     @classmethod
@@ -436,14 +476,17 @@ class Job:
         if self._wrapper is not None:
             return self._await_here(seconds)
         # flock itself, no shell around it: waits for the wrapper's lock (free once the wrapper has ended)
-        # for at most ``seconds``, then prints the exit code; exits AWAIT_RUNNING if the job still runs
+        # for at most ``seconds``, then prints the exit code and the load average as the end is seen (the
+        # point's load at its end: no round trip of its own); exits AWAIT_RUNNING if the job still runs
         res = self._retrying(self.host.run, ["flock", "-s", "-E", str(AWAIT_RUNNING), "-w", f"{seconds:.3f}",
-                                             self.path("lock"), "cat", "--", self.rc_path],
+                                             self.path("lock"), "cat", "--", self.rc_path, "/proc/loadavg"],
                              check=False, timeout=seconds + HELPER_MARGIN)
         if res.returncode == AWAIT_RUNNING:
             return False
-        if res.returncode == 0 and res.stdout.strip():
-            self.returncode = self._code(res.stdout)
+        code, _, load = res.stdout.partition("\n")
+        if res.returncode == 0 and code.strip().isdigit():
+            self.returncode = self._code(code)
+            self.load_at_end = load.strip() or None
             return True
         return self.poll() is None  # free lock but no exit code (yet): the caller checks the wrapper
 
@@ -464,6 +507,7 @@ class Job:
                     os.close(fd)
             if wrapper.poll() is None:
                 return False
+        self.load_at_end = _loadavg_here()
         return self.poll() is None  # ended: its code is read, or it has none (the caller checks the wrapper)
 
     def _helper(self, argv: list[str], blocking: float, reconnect_timeout: float = RECONNECT_TIMEOUT) -> Result:
@@ -524,8 +568,18 @@ def _check_name(name: str) -> None:
         raise ValueError(f"job name {name!r} must be letters, digits, '.', '_' or '-' (it names files)")
 
 
-def _two_lines(text: str, what: str) -> tuple[str, str]:
-    lines = text.splitlines()
-    if len(lines) != 2 or not lines[0].strip().isdigit():
-        raise JobError(f"{what}: expected a pid and a directory, got {text!r}")
-    return lines[0].strip(), lines[1]
+def _launched(text: str, what: str) -> tuple[str, str, str | None]:
+    """The launcher's pid, folder and load average (None: the host has no /proc/loadavg)."""
+    lines = text.split("\n")
+    if len(lines) != 4 or lines[3] or not lines[0].strip().isdigit():
+        raise JobError(f"{what}: expected a pid, a directory and a load average, got {text!r}")
+    return lines[0].strip(), lines[1], lines[2].strip() or None
+
+
+def _loadavg_here() -> str | None:
+    """This machine's /proc/loadavg line (None without one)."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return f.readline().strip() or None
+    except OSError:
+        return None

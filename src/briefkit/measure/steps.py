@@ -384,8 +384,7 @@ def start_attempt(camp: Campaign, host: Host, point: Point, manifest: Manifest, 
     attempt.record = {"point": point.id, "config": point.config, "values": dict(point.values), "rep": point.rep,
                       "attempt": number, "host": host.name, "workload": camp.workload.name,
                       "remote_dir": attempt.remote_dir,
-                      "tool_version": camp.workload.tool_version(host, camp.settings),
-                      "load_at_start": inventory.load_average(host)}
+                      "tool_version": camp.workload.tool_version(host, camp.settings)}
     return attempt
 
 
@@ -424,8 +423,13 @@ def save_point(camp: Campaign, attempt: Attempt, run: PointRun, t0: float, t1: f
     ramp = camp.workload.ramp_seconds(attempt.point, camp.settings)
     window_start = (run.jobs[0].started_at if run.jobs else t0) + ramp
     window_end = run.jobs[-1].ended_at if run.jobs else t1
+    # the load averages the launcher and the wait told (no round trip of their own); read now when not told
+    # (the job never started, or its end was not seen)
+    load_at_start = inventory.parse_load_average(run.load_at_start) if run.jobs else None
+    load_at_end = inventory.parse_load_average(run.load_at_end) if run.load_at_end else None
     attempt.record.update(started_at=iso(t0), ended_at=iso(t1), window=[window_start, window_end],
-                          load_at_end=inventory.load_average(run.host),
+                          load_at_start=load_at_start,
+                          load_at_end=load_at_end or inventory.load_average(run.host),
                           jobs=[asdict(j) for j in run.jobs], notes=run.notes, power=camp.declaration.power, error=error)
     records.write_point(attempt.local_dir, attempt.record)
 

@@ -172,11 +172,15 @@ class PointRun:
     notes: dict[str, Any] = field(default_factory=dict)   # kept in the point's record (point.json)
     #: called once, just before the point's first job starts (a fleet's synchronized start)
     before_first_job: Callable[[], None] | None = field(default=None, repr=False)
+    #: the host's /proc/loadavg line as the first job started and as the last one ended (None: not told)
+    load_at_start: str | None = None
+    load_at_end: str | None = None
 
     def run_job(self, argv: Sequence[str], name: str, timeout: float | None = None,
-                expected_s: float | None = None) -> int:
+                expected_s: float | None = None, files: Mapping[str, str] | None = None) -> int:
         """Run ``argv`` detached on the host in ``remote_dir`` (stdout and stderr kept as
         ``name.stdout`` / ``name.stderr`` there), wait for it, record it and return its exit code.
+        ``files`` (name -> text, e.g. its job file) are written in ``remote_dir`` as the job starts.
         A dropped connection is reconnected; an interrupt stops the job on the host."""
         def tick(_job, elapsed: float) -> None:
             left = f", ~{max(expected_s - elapsed, 0):.0f} s left" if expected_s else ""
@@ -185,10 +189,13 @@ class PointRun:
         if self.before_first_job is not None and not self.jobs:
             self.before_first_job()
         started = time.time()
-        rc = self.host.start_and_wait(list(argv), self.remote_dir, name, timeout=timeout, progress=tick,
-                                      interval=10.0).returncode
-        self.jobs.append(JobRecord(name, list(argv), started, time.time(), rc))
-        return rc
+        job = self.host.start_and_wait(list(argv), self.remote_dir, name, timeout=timeout, progress=tick,
+                                       interval=10.0, files=files)
+        if not self.jobs:
+            self.load_at_start = job.load_at_start
+        self.load_at_end = job.load_at_end
+        self.jobs.append(JobRecord(name, list(argv), started, time.time(), job.returncode))
+        return job.returncode
 
     def path(self, name: str) -> str:
         """A file of this attempt on the host."""

@@ -393,9 +393,11 @@ def live_members(pgid: int, settle: float = 5.0) -> list[str]:
         time.sleep(0.1)
 
 
-def test_real_point_over_ssh(tmp_path, sshd, fio_installed):
+def test_real_point_over_ssh(tmp_path, sshd, fio_installed, monkeypatch):
     """The same point through the loopback sshd: job file and json+ written on the host, fetched
-    by SFTP, then ingested."""
+    by SFTP, then ingested. Its commands on the host are three round trips: the launcher (which writes
+    the job file and tells the load average), the wait (which tells the exit code and the load average
+    at the end) and the check of fio's output."""
     host = sshd.host
     workload = FioWorkload()
     matrix, settings = workload.validate(
@@ -405,8 +407,20 @@ def test_real_point_over_ssh(tmp_path, sshd, fio_installed):
     host.mkdir(str(remote / "target"))
     store = storage(remote / "target")
     state = workload.prepare(host, store, settings, str(remote / "prep"), lambda _m: None)
+    calls = []
+    for method in ("run", "read_text", "write_text", "exists", "mkdir", "listdir"):
+        def counted(*args, _method=method, _call=getattr(host, method), **kwargs):
+            calls.append(f"{_method} {args[0][0] if _method == 'run' else args[0]}")
+            return _call(*args, **kwargs)
+        monkeypatch.setattr(host, method, counted)
     point, run = run_one(host, workload, settings, {k: v[0] for k, v in matrix.items()}, store,
                          remote / "point", state)
+    monkeypatch.undo()
+    assert calls[1:] == ["run sh", "run flock", f"exists {remote / 'point' / 'fio.json'}"], calls  # [0]: mkdir
+    for told in (run.load_at_start, run.load_at_end):
+        assert len(told.split()) == 5 and float(told.split()[0]) >= 0, told          # /proc/loadavg's line
+    assert (remote / "point" / "fio.job").read_text() == job_file(workload.job(
+        point.values, settings, state["target"]))
     local = host.fetch(str(remote / "point"), tmp_path / "fetched")
     table = workload.samples(local, point, settings)
     assert set(table["workload"]) == {"30/70 128 KiB"} and set(table["load"]) == {1}

@@ -305,7 +305,6 @@ class FioWorkload(Workload):
         target = run.state.get("target") or self.target(run.storage)
         job = self.job(run.point.values, settings, target)
         job_path, out_path = run.path(JOB_FILE), run.path(OUTPUT_FILE)
-        host.write_text(job_path, job_file(job))
         run.notes.update({"target": target, "job_file": JOB_FILE, "output": OUTPUT_FILE,
                           "workload": workload_label(run.point.values, settings)})
         if run.storage.raw_device and self.writes_to_device(run.point, settings):
@@ -315,7 +314,7 @@ class FioWorkload(Workload):
         timeout = settings.timeout_s
         if timeout is None and expected is not None:
             timeout = 2 * expected + 300
-        rc = run.run_job(argv, JOB_NAME, timeout=timeout, expected_s=expected)
+        rc = run.run_job(argv, JOB_NAME, timeout=timeout, expected_s=expected, files={JOB_FILE: job_file(job)})
         if rc != 0:
             raise _failure(host, _read_or_empty(host, run.path(f"{JOB_NAME}.stderr")), out_path, argv, rc,
                            f"point {run.point.id}", settings.ioengine)
