@@ -228,7 +228,8 @@ while IFS= read -r c; do
   r=$?
   e= s=
   if [ -s "$d/o" ] || [ -s "$d/e" ]; then
-    printf '%s done %s %s %s\n' "$m" "$r" $(wc -c <"$d/o"; wc -c <"$d/e")
+    set -- $(cd -- "$d" && exec wc -c o e)
+    printf '%s done %s %s %s\n' "$m" "$r" "$1" "$3"
     cat -- "$d/o" "$d/e"
   else
     printf '%s done %s 0 0\n' "$m" "$r"
