@@ -106,8 +106,14 @@ _TAR_FOLDER = r'''
 [ -d "$1" ] || exit 66
 cd -- "$1" 2>/dev/null || exit 77
 found=$(find . -mindepth 1 -maxdepth 1 -printf '%y %s\n' 2>/dev/null) || exit 75
-printf '%s\n' "$found" |
-  awk -v limit="$2" 'NF && $1 != "f" {odd = 1} {n += $2} END {exit (odd || n > limit) ? 75 : 0}' || exit 75
+n=0
+while read -r type size; do
+  [ -n "$type" ] || continue
+  case $type$size in f*[!0-9]*|f) exit 75;; f*) n=$((n + size));; *) exit 75;; esac
+done <<EOF
+$found
+EOF
+[ "$n" -le "$2" ] || exit 75
 exec tar -cf - .
 '''
 _NO_FOLDER, _NOT_PLAIN, _NOT_READABLE = 66, 75, 77
