@@ -293,16 +293,18 @@ def _scratch() -> Path:
 def _files_of(raw_dir: Path, relative: str) -> list[tuple[str, Path]]:
     """(member name, path) of every file in attempt folder ``relative``, sorted; anything but regular
     files and folders is refused (a fetch brings nothing else)."""
-    top = raw_dir / relative
+    top = os.path.join(raw_dir, relative)
     found = []
+    # os.path and strings, not pathlib: this runs over every file of every point, twice (pack and check)
     for dirpath, dirnames, filenames in os.walk(top):
         dirnames.sort()
+        inside = relative + dirpath[len(top):]
         for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            mode = path.lstat().st_mode
+            path = os.path.join(dirpath, name)
+            mode = os.lstat(path).st_mode
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 raise CampaignError(f"{path}: {files.describe(mode)}, not a regular file: not packed")
-        found += [(str((Path(dirpath) / n).relative_to(raw_dir)), Path(dirpath) / n) for n in filenames]
+        found += [(f"{inside}/{n}", Path(dirpath, n)) for n in filenames]
     return sorted(found)
 
 

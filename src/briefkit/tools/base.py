@@ -21,6 +21,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +90,7 @@ class Point:
     values: Mapping[str, Any]
     rep: int = 1
 
-    @property
+    @cached_property     # asked for many times per point (manifest, records, folders); values never change
     def id(self) -> str:
         """A stable relative path, e.g. ``xfs-loop/rw=70-30_bs=256k_numjobs=4/rep1``."""
         axes = "_".join(f"{slug(k)}={slug(v)}" for k, v in self.values.items()) or "point"
