@@ -209,6 +209,32 @@ def test_each_point_records_the_host_load_and_the_campaign_states_its_range(proj
     assert (spread["min"], spread["max"]) == (min(loads), max(loads))
 
 
+@pytest.mark.parametrize("where", ["local", "ssh"])
+def test_a_point_whose_program_wrote_no_output_is_recorded_failed_naming_the_file(project_root, monkeypatch, where,
+                                                                                  request):
+    """A file a point must leave (``PointRun.outputs``: fio's json+) is looked for in the fetched copy, not
+    on the host: missing, the point is recorded failed, naming the program and the file on the host."""
+    ran = DdWorkload.run
+
+    def run_without_its_output(self, run):
+        ran(self, run)
+        run.outputs["dd.out"] = "dd"            # dd writes no such file
+    monkeypatch.setattr(DdWorkload, "run", run_without_its_output)
+    declare(project_root, repetitions=1, matrix={"count": [1]})
+    host = request.getfixturevalue("sshd").new_host() if where == "ssh" else None
+    try:
+        with pytest.raises(CampaignError, match=r"on .*: dd exited 0 but wrote no .*/attempt-1/dd\.out"):
+            campaign.run("demo", "local", host=host, progress=lambda _: None)
+    finally:
+        if host is not None:
+            host.close()
+    failed = [e for e in events(project_root) if e["event"] == "failed" and "point" in e]
+    assert [e["point"] for e in failed] == ["a/count=1/rep1"] and "wrote no" in failed[0]["error"]
+    assert not [e for e in events(project_root) if e["event"] == "done"]
+    point_dir = project_root / "data/raw/demo/local" / failed[0]["dir"]
+    assert (point_dir / "dd.stderr").exists() and "wrote no" in json.loads((point_dir / "point.json").read_text())["error"]
+
+
 def test_the_programs_a_workload_declares_are_checked_before_anything_runs(project_root, monkeypatch):
     monkeypatch.setattr(DdWorkload, "programs", (Program("dd", "coreutils"),
                                                  Program("briefkit-no-such-program", "briefkit-example-package")))

@@ -394,7 +394,8 @@ def record_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0
     point = attempt.point
     try:
         fetch(host, attempt.remote_dir, attempt.local_dir, attempt.where(camp))
-    except CampaignError as error:     # refused or abandoned: the point failed, and is recorded so
+        check_outputs(host, attempt, run)
+    except CampaignError as error:     # refused, abandoned or incomplete: the point failed, and is recorded so
         save_point(camp, attempt, run, t0, t1, error=failure_text(error))
         record_failure(manifest, error, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp))
         raise PointFailed(error, config=point.config, point=point, recorded=True) from None
@@ -403,6 +404,14 @@ def record_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0
     entry = manifest.append(DONE, point=point.id, attempt=attempt.number, dir=attempt.relative_dir(camp),
                             started_at=iso(t0), ended_at=iso(t1))
     return Measured(point, t1 - t0, camp, entry)
+
+
+def check_outputs(host: Host, attempt: Attempt, run: PointRun) -> None:
+    """Every file the point had to write (``PointRun.outputs``) is in its fetched folder (a CampaignError
+    naming the first missing one, on the host, otherwise)."""
+    for name, program in run.outputs.items():
+        if not (attempt.local_dir / name).is_file():
+            raise CampaignError(f"on {host.name}: {program} exited 0 but wrote no {attempt.remote_dir}/{name}")
 
 
 def record_failure_of_point(camp: Campaign, host: Host, attempt: Attempt, run: PointRun, t0: float, t1: float,

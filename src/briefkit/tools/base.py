@@ -176,6 +176,9 @@ class PointRun:
     #: the host's /proc/loadavg line as the first job started and as the last one ended (None: not told)
     load_at_start: str | None = None
     load_at_end: str | None = None
+    #: files the point must leave in ``remote_dir`` (name -> the program that writes it): checked in the
+    #: fetched copy (briefkit.measure.steps), which costs no exchange with the host
+    outputs: dict[str, str] = field(default_factory=dict)
 
     def run_job(self, argv: Sequence[str], name: str, timeout: float | None = None,
                 expected_s: float | None = None, files: Mapping[str, str] | None = None) -> int:
