@@ -253,9 +253,10 @@ class Job:
         argv = check_argv(argv)
         _check_name(name)
         files = dict(files or {})
+        own = {f"{name}.{suffix}" for suffix in JOB_FILES}
         for file in files:
             _check_name(file)
-            if file in {f"{name}.{suffix}" for suffix in JOB_FILES}:
+            if file in own:
                 raise ValueError(f"file {file!r} would be one of job {name}'s own files")
             if len(files[file].encode("utf-8")) > FILE_LIMIT:   # it goes as one argument of the launcher
                 raise ValueError(f"file {file!r} for job {name} is larger than {FILE_LIMIT >> 10} KiB; write it "

@@ -124,14 +124,13 @@ def write(camp: Campaign, host: Host, config: str, prepared, state: dict, passes
     job = FioJob(name="precondition", filename=target, rw="write", bs=BLOCK, iodepth=32,
                  ioengine=settings.ioengine, direct=settings.direct, size=size,
                  options={"loops": passes, "write_bw_log": LOG, "log_avg_msec": 1000})
-    host.write_text(f"{folder}/{JOB}", job_file(job))
     manifest.append(EVENT, config=config, stage=STARTED, attempt=attempt, passes=passes, target=target)
     started = time.monotonic()
     try:    # whatever happens, the attempt's folder (job file, fio's output so far) is kept
         progress(f"{config}: preconditioning {target}: {passes} sequential pass(es) of "
                  f"{sizes.block(size) if size else 'the whole device'} in {sizes.block(BLOCK)} writes")
         fio = host.start_and_wait(command(f"{folder}/{JOB}", f"{folder}/{OUTPUT}", fio=settings.fio), folder,
-                                  "precondition")
+                                  "precondition", files={JOB: job_file(job)})
         rc = fio.returncode
         if rc != 0:
             raise RuntimeError(f"preconditioning of {config} failed: fio exited with {rc}: "

@@ -276,13 +276,12 @@ class FioWorkload(Workload):
         layout = FioJob(name="precondition", filename=target, rw="write", bs=PRECONDITION_BS,
                         numjobs=1, iodepth=16, ioengine=engine,
                         direct=settings.direct, size=size, group_reporting=True, options=clock)
-        host.mkdir(remote_dir)
         job_path = f"{remote_dir.rstrip('/')}/precondition.job"
         out_path = f"{remote_dir.rstrip('/')}/precondition.json"
-        host.write_text(job_path, job_file(layout))
         progress(f"  preconditioning {target} ({sizes.block(size) if size else 'whole device'}, "
                  f"sequential {sizes.block(PRECONDITION_BS)} writes)")
-        job = host.start_and_wait(command(job_path, out_path, fio=fio), remote_dir, "precondition")
+        job = host.start_and_wait(command(job_path, out_path, fio=fio), remote_dir, "precondition",
+                                  files={"precondition.job": job_file(layout)})
         rc = job.returncode
         if rc != 0:
             raise _failure(host, job.result().stderr, out_path, ["fio", job_path], rc,
