@@ -36,7 +36,10 @@ SSH the target's processes are sshd's).
 Overhead beyond bare fio, per run and size: arm's wall - bare's wall (same run). Per point:
 (overhead at the largest size - at the smallest) / (difference in points); per campaign: the
 overhead at the smallest size - its points x per point. Printed: medians over runs, the ratio
-briefkit / bench-fio, and the wall time per point beyond fio's 1 s runtime, with the load average.
+briefkit / bench-fio, and the wall time per point beyond fio's 1 s runtime, with the load average; and,
+for each briefkit arm, its difference from bench-fio paired by run (both arms of a run share its load):
+the median, in how many runs briefkit was at or below, and a 95 % bootstrap interval of the median, so
+that a difference smaller than the run-to-run spread is reported as unresolved, not as a win or a loss.
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ import time
 from pathlib import Path
 
 import yaml
+from scipy import stats
 
 from briefkit.hosts.sshd import LoopbackSshd
 from briefkit.tools.fio.job import command, job_file
@@ -217,33 +221,57 @@ def main() -> None:
     print(f"\nmedians of {args.runs} alternated runs; load average (1 min) during the runs: median "
           f"{statistics.median(loads):.1f}, range {min(loads):.1f}-{max(loads):.1f}")
     print("\nwall time")
-    report(walls, [n for n in names if "ssh" not in n or n == "bare-ssh"], sizes)
+    local = report(walls, [n for n in names if "ssh" not in n or n == "bare-ssh"], sizes)
     if "ssh" in wanted:
-        print("\nwall time over SSH, beyond the bare loop run through one ssh login")
-        report(walls, ["bare-ssh", *[n for n in names if "ssh" in n and n != "bare-ssh"]], sizes, base="bare-ssh")
+        print("\nwall time over SSH, beyond the bare loop run through one ssh login (against bench-fio's local overhead)")
+        report(walls, ["bare-ssh", *[n for n in names if "ssh" in n and n != "bare-ssh"]], sizes, base="bare-ssh",
+               peer=local["bench-fio"])
     print("\nCPU time of the arm's processes (local arms: fio included, so beyond bare is the harness's own)")
     report(cpus, [n for n in names if "ssh" not in n], sizes, per_point_beyond=False)
 
 
-def report(walls: dict, names: list[str], sizes: list[int], per_point_beyond: bool = True, base: str = "bare") -> None:
+def report(walls: dict, names: list[str], sizes: list[int], per_point_beyond: bool = True, base: str = "bare",
+           peer: dict | None = None) -> dict:
+    """Print each arm's overhead beyond ``base``; returns arm -> (per point, per campaign), each a list with
+    one figure per run (the printed figures are their medians). ``peer``: bench-fio's lists, when its arm is
+    not in ``names`` (over SSH: bench-fio's overhead beyond the bare loop, measured locally in the same runs)."""
     low, high = sizes[0], sizes[-1]
     print(f"{'arm':>20} " + " ".join(f"{f'{n} pts ms/pt':>13}" for n in sizes)
           + f" {'+ms/point':>10} {'+s/campaign':>12}")
     figures = {}
     for arm in names:
         over = {n: [w - b for w, b in zip(walls[(arm, n)], walls[(base, n)])] for n in sizes}
-        per_point = statistics.median([(h - lo) / (high - low) for h, lo in zip(over[high], over[low])])
-        per_campaign = statistics.median([lo - low * per_point for lo in over[low]])
+        per_point = [(h - lo) / (high - low) for h, lo in zip(over[high], over[low])]
+        per_campaign = [lo - low * pp for lo, pp in zip(over[low], per_point)]
         figures[arm] = (per_point, per_campaign)
         beyond = " ".join(f"{1000 * (statistics.median(walls[(arm, n)]) / n - per_point_beyond):13.0f}"
                           for n in sizes)
-        print(f"{arm:>20} {beyond} {1000 * per_point:10.1f} {per_campaign:12.3f}")
-    if "bench-fio" not in figures:
-        return
-    peer = figures["bench-fio"]
+        print(f"{arm:>20} {beyond} {1000 * statistics.median(per_point):10.1f} {statistics.median(per_campaign):12.3f}")
+    peer = figures.get("bench-fio", peer)
+    if peer is None:
+        return figures
     for arm in [n for n in names if n.startswith("briefkit")]:
         mine = figures[arm]
-        print(f"{arm} / bench-fio: per point {_ratio(mine[0], peer[0])}, per campaign {_ratio(mine[1], peer[1])}")
+        print(f"{arm} / bench-fio: per point {_ratio(statistics.median(mine[0]), statistics.median(peer[0]))}, "
+              f"per campaign {_ratio(statistics.median(mine[1]), statistics.median(peer[1]))}")
+        for what, unit, scale, a, b in (("per point", "ms", 1000, mine[0], peer[0]),
+                                        ("per campaign", "ms", 1000, mine[1], peer[1])):
+            print(f"  {what}, {arm} - bench-fio, paired by run: {_paired(a, b, scale, unit)}")
+    return figures
+
+
+def _paired(mine: list[float], peer: list[float], scale: float, unit: str) -> str:
+    """The median of the per-run differences, in how many runs briefkit was at or below the peer, and a 95 %
+    bootstrap interval of that median (scipy.stats.bootstrap, percentile: with a handful of runs it is wide,
+    which is the point: a difference inside it is not resolved by this benchmark)."""
+    differences = [scale * (a - b) for a, b in zip(mine, peer)]
+    at_or_below = sum(d <= 0 for d in differences)
+    text = f"median {statistics.median(differences):+.1f} {unit}, at or below in {at_or_below} of {len(differences)} runs"
+    if len(set(differences)) > 1:
+        found = stats.bootstrap((differences,), statistics.median, vectorized=False, method="percentile",
+                                confidence_level=0.95, n_resamples=2000, random_state=1).confidence_interval
+        text += f", 95 % interval {found.low:+.1f} to {found.high:+.1f} {unit}"
+    return text + " (runs: " + ", ".join(f"{d:+.1f}" for d in differences) + ")"
 
 
 def _ratio(a: float, b: float) -> str:
