@@ -275,7 +275,8 @@ def _paired(mine: list[float], peer: list[float], scale: float, unit: str) -> st
 
 
 def _ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}x" if b > 0 else f"{1000 * a:.1f} ms against {1000 * b:.1f} ms"
+    """a / b, or both in ms where b is under 1 ms (a ratio to a figure near zero says nothing)."""
+    return f"{a / b:.2f}x" if b >= 0.001 else f"{1000 * a:.1f} ms against {1000 * b:.1f} ms"
 
 
 if __name__ == "__main__":
