@@ -203,8 +203,10 @@ def test_ingest_reads_a_packed_points_file_by_its_old_path(capsys, monkeypatch):
 
 # a process that writes a packed point out (under /dev/shm), says where, and waits to be killed
 _READER = """
-import sys, time
+import signal, sys, time
 from pathlib import Path
+# SIGHUP as a process started from a terminal has it: a suite run under nohup hands its ignored SIGHUP down
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 from briefkit.raw import packs
 raw = Path(sys.argv[1])
 relative = next(iter(packs.Packs.of(raw).index))
